@@ -1,0 +1,221 @@
+package wire
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Algorithm names accepted in LimiterConfig.Algorithm.
+const (
+	FixedWindow   = "fixed_window"   // count per aligned window of Period
+	SlidingWindow = "sliding_window" // two-window approximation of a sliding log
+	TokenBucket   = "token_bucket"   // Limit tokens per Period, capacity Burst
+	GCRA          = "gcra"           // generic cell rate algorithm, tolerance Burst
+)
+
+// Mode names accepted in LimiterConfig.Mode.
+const (
+	Approximate = "approximate" // decide from the cached global view (default)
+	Strict      = "strict"      // admit only within a lease from the coordinator
+)
+
+// LimiterConfig is one named limiter.
+type LimiterConfig struct {
+	Name      string     // unique name, 1..MaxNameLen bytes
+	Algorithm string     // FixedWindow, SlidingWindow, TokenBucket or GCRA
+	Limit     int64      // admitted cost per Period, >= 1
+	Period    int64      // nanoseconds, MinPeriod..MaxPeriod
+	Burst     int64      // token_bucket/gcra: capacity; 0 means Limit
+	Mode      string     // Approximate (default when empty) or Strict
+	Overrides []Override // per-key limits replacing Limit (and Burst when Burst is 0)
+}
+
+// Override replaces a limiter's limit for one key.
+type Override struct {
+	Key   string
+	Limit int64 // >= 1
+}
+
+// Config is the configuration of an isolate (and of the coordinator and the
+// simulator, which read the same limiters).
+type Config struct {
+	Version   int64
+	IsolateID string // names the isolate in sync batches; unique per instance
+	MaxKeys   int64  // cap on keys tracked; 0 means DefaultMaxKeys
+	Limiters  []LimiterConfig
+}
+
+// EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.
+func (l *LimiterConfig) EffectiveBurst(limit int64) int64 {
+	if l.Burst > 0 && limit == l.Limit {
+		return l.Burst
+	}
+	return limit
+}
+
+// IsBucket reports whether the algorithm keeps a bucket (token_bucket, gcra)
+// rather than windowed counts.
+func (l *LimiterConfig) IsBucket() bool { return l.Algorithm == TokenBucket || l.Algorithm == GCRA }
+
+// Validate reports every problem in c, one joined error, or nil.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, msg string) { errs = append(errs, &FieldError{Field: field, Err: errors.New(msg)}) }
+	if c.Version != Version {
+		bad("v", "version "+strconv.FormatInt(c.Version, 10)+" is not supported (want "+strconv.Itoa(Version)+")")
+	}
+	if len(c.IsolateID) > MaxIsolateIDLen {
+		bad("iso", "isolate id longer than "+strconv.Itoa(MaxIsolateIDLen)+" bytes")
+	}
+	if c.MaxKeys < 0 || c.MaxKeys > 1<<24 {
+		bad("max_keys", "must be between 0 (default) and 16777216")
+	}
+	if len(c.Limiters) == 0 {
+		bad("limiters", "at least one limiter is required")
+	}
+	if len(c.Limiters) > MaxLimiters {
+		bad("limiters", "more than "+strconv.Itoa(MaxLimiters)+" limiters")
+	}
+	seen := map[string]bool{}
+	for i := range c.Limiters {
+		l := &c.Limiters[i]
+		p := "limiters[" + strconv.Itoa(i) + "]."
+		if l.Name == "" || len(l.Name) > MaxNameLen {
+			bad(p+"name", "must be 1 to "+strconv.Itoa(MaxNameLen)+" bytes")
+		} else if seen[l.Name] {
+			bad(p+"name", "duplicate limiter name "+quote(l.Name))
+		}
+		seen[l.Name] = true
+		switch l.Algorithm {
+		case FixedWindow, SlidingWindow, TokenBucket, GCRA:
+		default:
+			bad(p+"algorithm", "unknown algorithm "+quote(l.Algorithm)+
+				" (want fixed_window, sliding_window, token_bucket or gcra)")
+		}
+		if l.Limit < 1 || l.Limit > MaxLimit {
+			bad(p+"limit", "must be between 1 and 2^50, got "+strconv.FormatInt(l.Limit, 10))
+		}
+		if l.Period < MinPeriod || l.Period > MaxPeriod {
+			bad(p+"period", "must be between 1ms and 31 days (in ns), got "+strconv.FormatInt(l.Period, 10))
+		}
+		if l.Burst < 0 || l.Burst > MaxLimit {
+			bad(p+"burst", "must be between 0 (= limit) and 2^50")
+		}
+		switch l.Mode {
+		case "", Approximate, Strict:
+		default:
+			bad(p+"mode", "unknown mode "+quote(l.Mode)+" (want approximate or strict)")
+		}
+		for j, o := range l.Overrides {
+			q := p + "overrides[" + strconv.Itoa(j) + "]."
+			if o.Key == "" || len(o.Key) > MaxKeyLen {
+				bad(q+"key", "must be 1 to "+strconv.Itoa(MaxKeyLen)+" bytes")
+			}
+			if o.Limit < 1 || o.Limit > MaxLimit {
+				bad(q+"limit", "must be between 1 and 2^50")
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// AppendMsg appends c encoded as msgpack.
+func (c *Config) AppendMsg(b []byte) []byte {
+	b = AppendMapHeader(b, 4)
+	b = AppendString(b, "v")
+	b = AppendInt(b, c.Version)
+	b = AppendString(b, "iso")
+	b = AppendString(b, c.IsolateID)
+	b = AppendString(b, "max_keys")
+	b = AppendInt(b, c.MaxKeys)
+	b = AppendString(b, "limiters")
+	b = AppendArrayHeader(b, len(c.Limiters))
+	for i := range c.Limiters {
+		l := &c.Limiters[i]
+		b = AppendMapHeader(b, 7)
+		b = AppendString(b, "name")
+		b = AppendString(b, l.Name)
+		b = AppendString(b, "algorithm")
+		b = AppendString(b, l.Algorithm)
+		b = AppendString(b, "limit")
+		b = AppendInt(b, l.Limit)
+		b = AppendString(b, "period_ns")
+		b = AppendInt(b, l.Period)
+		b = AppendString(b, "burst")
+		b = AppendInt(b, l.Burst)
+		b = AppendString(b, "mode")
+		b = AppendString(b, l.Mode)
+		b = AppendString(b, "overrides")
+		b = AppendArrayHeader(b, len(l.Overrides))
+		for _, o := range l.Overrides {
+			b = AppendArrayHeader(b, 2)
+			b = AppendString(b, o.Key)
+			b = AppendInt(b, o.Limit)
+		}
+	}
+	return b
+}
+
+// UnmarshalMsg decodes c from msgpack and validates it.
+func (c *Config) UnmarshalMsg(b []byte) error {
+	*c = Config{}
+	r := NewReader(b)
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		switch string(r.ReadStringBytes()) {
+		case "v":
+			c.Version = r.ReadInt()
+		case "iso":
+			c.IsolateID = r.ReadString()
+		case "max_keys":
+			c.MaxKeys = r.ReadInt()
+		case "limiters":
+			m := r.ReadArrayHeader()
+			if m > MaxLimiters {
+				r.SetErr("limiters", errors.New("more than "+strconv.Itoa(MaxLimiters)+" limiters"))
+				break
+			}
+			c.Limiters = make([]LimiterConfig, m)
+			for i := 0; i < m && r.err == nil; i++ {
+				c.Limiters[i].read(r)
+			}
+		default:
+			r.Skip()
+		}
+	}
+	if err := r.Done(); err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+func (l *LimiterConfig) read(r *Reader) {
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		switch string(r.ReadStringBytes()) {
+		case "name":
+			l.Name = r.ReadString()
+		case "algorithm":
+			l.Algorithm = r.ReadString()
+		case "limit":
+			l.Limit = r.ReadInt()
+		case "period_ns":
+			l.Period = r.ReadInt()
+		case "burst":
+			l.Burst = r.ReadInt()
+		case "mode":
+			l.Mode = r.ReadString()
+		case "overrides":
+			m := r.ReadArrayHeader()
+			l.Overrides = make([]Override, 0, m)
+			for i := 0; i < m && r.err == nil; i++ {
+				if k := r.ReadArrayHeader(); k != 2 && r.err == nil {
+					r.SetErr("overrides", errors.New("each override is [key, limit]"))
+					break
+				}
+				o := Override{Key: r.ReadString(), Limit: r.ReadInt()}
+				l.Overrides = append(l.Overrides, o)
+			}
+		default:
+			r.Skip()
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package wire
+
+import (
+	"errors"
+	"strconv"
+)
+
+// DecideRequest is the input of the Extism-style "decide" export: several
+// limiters checked together, all or nothing, at time Now.
+type DecideRequest struct {
+	Version int64
+	Now     int64   // ns
+	Checks  []Check // 1..MaxChecks
+}
+
+// Check is one (limiter, key, cost) of a decision. Cost 0 peeks without consuming.
+type Check struct {
+	Limiter string
+	Key     string
+	Cost    int64
+}
+
+// Decision is the result of a decision. When several limiters are checked,
+// the fields describe the binding one: the first that denied, or else the
+// one with the least remaining.
+type Decision struct {
+	Allowed    bool
+	Limit      int64  // the limit of the binding limiter for this key
+	Remaining  int64  // cost still admissible now, >= 0
+	Reset      int64  // ns time when the window ends or the bucket is full again
+	RetryAfter int64  // ns to wait before the same request could pass; 0 when allowed
+	SyncWanted bool   // the isolate asks the host for an early sync
+	Limiter    string // name of the binding limiter
+}
+
+// AppendMsg appends q encoded as msgpack.
+func (q *DecideRequest) AppendMsg(b []byte) []byte {
+	b = AppendMapHeader(b, 3)
+	b = AppendString(b, "v")
+	b = AppendInt(b, q.Version)
+	b = AppendString(b, "now")
+	b = AppendInt(b, q.Now)
+	b = AppendString(b, "c")
+	b = AppendArrayHeader(b, len(q.Checks))
+	for _, c := range q.Checks {
+		b = AppendArrayHeader(b, 3)
+		b = AppendString(b, c.Limiter)
+		b = AppendString(b, c.Key)
+		b = AppendInt(b, c.Cost)
+	}
+	return b
+}
+
+// UnmarshalMsg decodes a decide request. Keys and costs are checked by the
+// limiter core, which owns those rules.
+func (q *DecideRequest) UnmarshalMsg(src []byte) error {
+	*q = DecideRequest{}
+	r := NewReader(src)
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		switch string(r.ReadStringBytes()) {
+		case "v":
+			q.Version = r.ReadInt()
+		case "now":
+			q.Now = r.ReadInt()
+		case "c":
+			m := r.ReadArrayHeader()
+			if m < 1 || m > MaxChecks {
+				r.SetErr("c", errors.New("want 1 to "+strconv.Itoa(MaxChecks)+" checks, got "+strconv.Itoa(m)))
+				break
+			}
+			q.Checks = make([]Check, m)
+			for i := 0; i < m && r.err == nil; i++ {
+				if r.ReadArrayHeader() != 3 && r.err == nil {
+					r.SetErr("c", errors.New("each check is [limiter, key, cost]"))
+					break
+				}
+				q.Checks[i] = Check{Limiter: r.ReadString(), Key: r.ReadString(), Cost: r.ReadInt()}
+			}
+		default:
+			r.Skip()
+		}
+	}
+	if err := r.Done(); err != nil {
+		return err
+	}
+	if q.Version != Version {
+		return &FieldError{"v", errors.New("version " + strconv.FormatInt(q.Version, 10) + " is not supported")}
+	}
+	if len(q.Checks) == 0 {
+		return &FieldError{"c", errors.New("at least one check is required")}
+	}
+	return nil
+}
+
+// AppendMsg appends d encoded as msgpack.
+func (d *Decision) AppendMsg(b []byte) []byte {
+	b = AppendMapHeader(b, 8)
+	b = AppendString(b, "v")
+	b = AppendInt(b, Version)
+	b = AppendString(b, "allowed")
+	b = AppendBool(b, d.Allowed)
+	b = AppendString(b, "limit")
+	b = AppendInt(b, d.Limit)
+	b = AppendString(b, "remaining")
+	b = AppendInt(b, d.Remaining)
+	b = AppendString(b, "reset_ns")
+	b = AppendInt(b, d.Reset)
+	b = AppendString(b, "retry_after_ns")
+	b = AppendInt(b, d.RetryAfter)
+	b = AppendString(b, "sync")
+	b = AppendBool(b, d.SyncWanted)
+	b = AppendString(b, "limiter")
+	return AppendString(b, d.Limiter)
+}
+
+// UnmarshalMsg decodes a decision.
+func (d *Decision) UnmarshalMsg(src []byte) error {
+	*d = Decision{}
+	r := NewReader(src)
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		switch string(r.ReadStringBytes()) {
+		case "allowed":
+			d.Allowed = r.ReadBool()
+		case "limit":
+			d.Limit = r.ReadInt()
+		case "remaining":
+			d.Remaining = r.ReadInt()
+		case "reset_ns":
+			d.Reset = r.ReadInt()
+		case "retry_after_ns":
+			d.RetryAfter = r.ReadInt()
+		case "sync":
+			d.SyncWanted = r.ReadBool()
+		case "limiter":
+			d.Limiter = r.ReadString()
+		default:
+			r.Skip()
+		}
+	}
+	return r.Done()
+}
+
+// Stats are an isolate's counters since it started.
+type Stats struct {
+	Keys            int64 // keys tracked now
+	Decisions       int64 // decisions made (each check of a multi-limiter call counts once)
+	Denials         int64 // decisions that denied
+	Evictions       int64 // keys evicted to respect the key cap
+	EvictedUnsynced int64 // cost lost because a key was evicted before it synced
+	StateBytes      int64 // approximate bytes held by the key table
+	Batches         int64 // batches cut by sync_out (retries not counted)
+	Replies         int64 // replies applied by sync_in
+	ClockBackwards  int64 // decisions whose time was earlier than the key's last time
+	Errors          int64 // calls that returned an error
+}
+
+var statNames = [...]string{"keys", "decisions", "denials", "evictions", "evicted_unsynced",
+	"state_bytes", "batches", "replies", "clock_backwards", "errors"}
+
+func (s *Stats) fields() [10]*int64 {
+	return [10]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
+		&s.StateBytes, &s.Batches, &s.Replies, &s.ClockBackwards, &s.Errors}
+}
+
+// AppendMsg appends s as a msgpack map of named counters.
+func (s *Stats) AppendMsg(b []byte) []byte {
+	f := s.fields()
+	b = AppendMapHeader(b, len(f))
+	for i, p := range f {
+		b = AppendString(b, statNames[i])
+		b = AppendInt(b, *p)
+	}
+	return b
+}
+
+// UnmarshalMsg decodes stats.
+func (s *Stats) UnmarshalMsg(src []byte) error {
+	*s = Stats{}
+	f := s.fields()
+	r := NewReader(src)
+outer:
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		name := string(r.ReadStringBytes())
+		for i := range statNames {
+			if statNames[i] == name {
+				*f[i] = r.ReadInt()
+				continue outer
+			}
+		}
+		r.Skip()
+	}
+	return r.Done()
+}

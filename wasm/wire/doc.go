@@ -1,0 +1,44 @@
+// Package wire holds the msgpack messages that cross the edgelimit system:
+// the limiter configuration, the sync batch an isolate sends, the
+// coordinator's reply, the decision request and result of the Extism-style
+// export, and the isolate's stats. The guest module, the edge host, the
+// coordinator and the simulator all use this one package.
+//
+// Every message is a msgpack map with short string keys and a version field
+// "v" (Version). Repeated entries are msgpack arrays of fixed position, to
+// keep batches small. Unknown map keys are skipped, so a newer peer may add
+// fields. Times are int64 nanoseconds (Unix epoch for wall clocks, any epoch
+// for virtual time); durations are int64 nanoseconds.
+//
+// The package compiles for the host and for the TinyGo guest: it uses no
+// reflection, no fmt and no goroutines.
+package wire
+
+// Version is the wire version this package writes and accepts.
+const Version = 1
+
+// Bounds shared by every component.
+const (
+	// MaxKeyLen is the longest key, in bytes.
+	MaxKeyLen = 256
+	// MaxNameLen is the longest limiter name, in bytes.
+	MaxNameLen = 64
+	// MaxIsolateIDLen is the longest isolate id, in bytes.
+	MaxIsolateIDLen = 128
+	// MaxLimiters is the most limiters one configuration may hold.
+	MaxLimiters = 256
+	// MaxChecks is the most limiters one decision may check together.
+	MaxChecks = 8
+	// MaxBatchEntries is the most entries one sync batch or reply may hold.
+	MaxBatchEntries = 8192
+	// MaxCost is the largest cost of one decision.
+	MaxCost = 1 << 40
+	// MaxLimit is the largest limit or burst of a limiter.
+	MaxLimit = 1 << 50
+	// MinPeriod and MaxPeriod bound a limiter's period, in nanoseconds
+	// (1 ms and 31 days).
+	MinPeriod = int64(1e6)
+	MaxPeriod = int64(31 * 24 * 3600 * 1e9)
+	// DefaultMaxKeys is the default cap on keys one isolate tracks.
+	DefaultMaxKeys = 100000
+)

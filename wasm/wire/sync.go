@@ -1,0 +1,281 @@
+package wire
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Batch is what an isolate's sync_out produces and the coordinator applies:
+// the cost each key consumed since the previous batch. (Isolate, Seq)
+// identifies it; the coordinator applies a batch at most once, so a retry
+// resends the same Seq.
+type Batch struct {
+	Version int64
+	Isolate string  // isolate id, 1..MaxIsolateIDLen bytes
+	Seq     int64   // 1, 2, 3... per isolate; a retry reuses the number
+	At      int64   // isolate time when the batch was cut, ns
+	Entries []Delta // at most MaxBatchEntries
+}
+
+// Delta is the consumption of one key in one window.
+type Delta struct {
+	Limiter string
+	Key     string
+	Window  int64 // window index (time / period); 0 for bucket algorithms
+	Delta   int64 // cost admitted, >= 0
+	Demand  int64 // cost asked for, admitted or not, >= 0 (sizes strict leases)
+}
+
+// Reply is the coordinator's answer to a Batch: the global view of every key
+// in the batch after it was applied.
+type Reply struct {
+	Version int64
+	Seq     int64  // the Seq of the batch this answers
+	At      int64  // coordinator time of the view, ns
+	Entries []View // at most MaxBatchEntries
+}
+
+// View is the global state of one key.
+type View struct {
+	Limiter  string
+	Key      string
+	Window   int64 // window index of Count; Prev is window-1
+	Count    int64 // global cost in Window (windowed algorithms)
+	Prev     int64 // global cost in Window-1
+	TAT      int64 // bucket algorithms: theoretical arrival time, ns
+	Lease    int64 // strict mode: cost this isolate may admit beyond the acknowledged batch; -1 = no lease
+	Isolates int64 // isolates that recently reported this key (>= 1)
+}
+
+// AppendMsg appends b encoded as msgpack.
+func (b *Batch) AppendMsg(dst []byte) []byte {
+	dst = AppendMapHeader(dst, 5)
+	dst = AppendString(dst, "v")
+	dst = AppendInt(dst, b.Version)
+	dst = AppendString(dst, "iso")
+	dst = AppendString(dst, b.Isolate)
+	dst = AppendString(dst, "seq")
+	dst = AppendInt(dst, b.Seq)
+	dst = AppendString(dst, "at")
+	dst = AppendInt(dst, b.At)
+	dst = AppendString(dst, "e")
+	dst = AppendArrayHeader(dst, len(b.Entries))
+	for i := range b.Entries {
+		dst = b.Entries[i].AppendMsg(dst)
+	}
+	return dst
+}
+
+// AppendMsg appends d as the array [limiter, key, window, delta, demand].
+func (d *Delta) AppendMsg(dst []byte) []byte {
+	dst = AppendArrayHeader(dst, 5)
+	dst = AppendString(dst, d.Limiter)
+	dst = AppendString(dst, d.Key)
+	dst = AppendInt(dst, d.Window)
+	dst = AppendInt(dst, d.Delta)
+	return AppendInt(dst, d.Demand)
+}
+
+// UnmarshalMsg decodes and validates a batch. On error b holds no partial
+// result that should be applied.
+func (b *Batch) UnmarshalMsg(src []byte) error {
+	*b = Batch{}
+	r := NewReader(src)
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		switch string(r.ReadStringBytes()) {
+		case "v":
+			b.Version = r.ReadInt()
+		case "iso":
+			b.Isolate = r.ReadString()
+		case "seq":
+			b.Seq = r.ReadInt()
+		case "at":
+			b.At = r.ReadInt()
+		case "e":
+			m := r.ReadArrayHeader()
+			if m > MaxBatchEntries {
+				r.SetErr("e", errors.New(strconv.Itoa(m)+" entries, more than "+strconv.Itoa(MaxBatchEntries)))
+				break
+			}
+			b.Entries = make([]Delta, m)
+			for i := 0; i < m && r.err == nil; i++ {
+				if r.ReadArrayHeader() != 5 && r.err == nil {
+					r.SetErr("e["+strconv.Itoa(i)+"]", errors.New("want [limiter, key, window, delta, demand]"))
+					break
+				}
+				d := &b.Entries[i]
+				d.Limiter, d.Key = r.ReadString(), r.ReadString()
+				d.Window, d.Delta, d.Demand = r.ReadInt(), r.ReadInt(), r.ReadInt()
+			}
+		default:
+			r.Skip()
+		}
+	}
+	if err := r.Done(); err != nil {
+		return err
+	}
+	return b.Validate()
+}
+
+// Validate checks the fields of a decoded batch.
+func (b *Batch) Validate() error {
+	switch {
+	case b.Version != Version:
+		return &FieldError{"v", errors.New("version " + strconv.FormatInt(b.Version, 10) + " is not supported (want " + strconv.Itoa(Version) + ")")}
+	case b.Isolate == "" || len(b.Isolate) > MaxIsolateIDLen:
+		return &FieldError{"iso", errors.New("isolate id must be 1 to " + strconv.Itoa(MaxIsolateIDLen) + " bytes")}
+	case b.Seq < 1:
+		return &FieldError{"seq", errors.New("sequence numbers start at 1")}
+	case len(b.Entries) > MaxBatchEntries:
+		return &FieldError{"e", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " entries")}
+	}
+	for i := range b.Entries {
+		d := &b.Entries[i]
+		f := "e[" + strconv.Itoa(i) + "]."
+		switch {
+		case d.Limiter == "" || len(d.Limiter) > MaxNameLen:
+			return &FieldError{f + "limiter", errors.New("must be 1 to " + strconv.Itoa(MaxNameLen) + " bytes")}
+		case d.Key == "" || len(d.Key) > MaxKeyLen:
+			return &FieldError{f + "key", errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")}
+		case d.Window < 0:
+			return &FieldError{f + "window", errors.New("must be >= 0")}
+		case d.Delta < 0 || d.Delta > MaxLimit:
+			return &FieldError{f + "delta", errors.New("must be between 0 and 2^50")}
+		case d.Demand < 0 || d.Demand > MaxLimit:
+			return &FieldError{f + "demand", errors.New("must be between 0 and 2^50")}
+		}
+	}
+	return nil
+}
+
+// AppendMsg appends r encoded as msgpack.
+func (rp *Reply) AppendMsg(dst []byte) []byte {
+	dst = AppendMapHeader(dst, 4)
+	dst = AppendString(dst, "v")
+	dst = AppendInt(dst, rp.Version)
+	dst = AppendString(dst, "seq")
+	dst = AppendInt(dst, rp.Seq)
+	dst = AppendString(dst, "at")
+	dst = AppendInt(dst, rp.At)
+	dst = AppendString(dst, "e")
+	dst = AppendArrayHeader(dst, len(rp.Entries))
+	for i := range rp.Entries {
+		dst = rp.Entries[i].AppendMsg(dst)
+	}
+	return dst
+}
+
+// AppendMsg appends v as the array [limiter, key, window, count, prev, tat, lease, isolates].
+func (v *View) AppendMsg(dst []byte) []byte {
+	dst = AppendArrayHeader(dst, 8)
+	dst = AppendString(dst, v.Limiter)
+	dst = AppendString(dst, v.Key)
+	dst = AppendInt(dst, v.Window)
+	dst = AppendInt(dst, v.Count)
+	dst = AppendInt(dst, v.Prev)
+	dst = AppendInt(dst, v.TAT)
+	dst = AppendInt(dst, v.Lease)
+	return AppendInt(dst, v.Isolates)
+}
+
+// ReplyReader walks a reply's entries without allocating them all, for the
+// guest's sync_in. Use Header, then Next until it returns false, then Err.
+type ReplyReader struct {
+	r       Reader
+	Version int64
+	Seq     int64
+	At      int64
+	left    int
+	entries bool
+}
+
+// Reset starts reading src.
+func (rr *ReplyReader) Reset(src []byte) error {
+	*rr = ReplyReader{}
+	rr.r.Reset(src)
+	r := &rr.r
+	// Header fields come before "e" in what AppendMsg writes; accept any order
+	// by reading until "e".
+	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
+		switch string(r.ReadStringBytes()) {
+		case "v":
+			rr.Version = r.ReadInt()
+		case "seq":
+			rr.Seq = r.ReadInt()
+		case "at":
+			rr.At = r.ReadInt()
+		case "e":
+			if n != 1 {
+				r.SetErr("e", errors.New("the entries must be the last field of a reply"))
+				return r.err
+			}
+			rr.left = r.ReadArrayHeader()
+			if rr.left > MaxBatchEntries {
+				r.SetErr("e", errors.New("more than "+strconv.Itoa(MaxBatchEntries)+" entries"))
+			}
+			rr.entries = true
+		default:
+			r.Skip()
+		}
+	}
+	if r.err == nil && rr.Version != Version {
+		r.SetErr("v", errors.New("version "+strconv.FormatInt(rr.Version, 10)+" is not supported"))
+	}
+	return r.err
+}
+
+// Next decodes the next entry into v, with v.Limiter and v.Key left empty and
+// their bytes returned instead (valid until the input is reused).
+func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
+	if rr.left == 0 || rr.r.err != nil {
+		if rr.r.err == nil {
+			rr.r.Done()
+		}
+		return nil, nil, false
+	}
+	rr.left--
+	r := &rr.r
+	if r.ReadArrayHeader() != 8 && r.err == nil {
+		r.SetErr("e", errors.New("want [limiter, key, window, count, prev, tat, lease, isolates]"))
+		return nil, nil, false
+	}
+	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
+	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
+	if r.err != nil {
+		return nil, nil, false
+	}
+	if len(key) == 0 || len(key) > MaxKeyLen {
+		r.SetErr("e.key", errors.New("must be 1 to "+strconv.Itoa(MaxKeyLen)+" bytes"))
+		return nil, nil, false
+	}
+	return limiter, key, true
+}
+
+// Err returns the first decoding error.
+func (rr *ReplyReader) Err() error { return rr.r.err }
+
+// UnmarshalMsg decodes a whole reply.
+func (rp *Reply) UnmarshalMsg(src []byte) error {
+	*rp = Reply{}
+	var rr ReplyReader
+	if err := rr.Reset(src); err != nil {
+		return err
+	}
+	rp.Version, rp.Seq, rp.At = rr.Version, rr.Seq, rr.At
+	var v View
+	for {
+		lim, key, ok := rr.Next(&v)
+		if !ok {
+			break
+		}
+		v.Limiter, v.Key = string(lim), string(key)
+		rp.Entries = append(rp.Entries, v)
+	}
+	if err := rr.Err(); err != nil {
+		return err
+	}
+	if !rr.entries {
+		return rr.r.Done()
+	}
+	return nil
+}
