@@ -1,0 +1,107 @@
+//go:build !wasip1
+
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// FileConfig is the JSON configuration file shared by the coordinator, the
+// edge host and the simulator. Example:
+//
+//	{"limiters": [
+//	  {"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1s"},
+//	  {"name": "customer", "algorithm": "sliding_window", "limit": 100, "period": "1m",
+//	   "mode": "strict", "overrides": {"acme": 1000}}
+//	], "max_keys": 100000}
+type FileConfig struct {
+	MaxKeys  int64         `json:"max_keys,omitempty"` // 0 means DefaultMaxKeys
+	Limiters []FileLimiter `json:"limiters"`
+}
+
+// FileLimiter is one limiter in a FileConfig; Period is a Go duration string
+// ("1s", "15m", "24h"; "d" is not accepted, write "720h" for 30 days).
+type FileLimiter struct {
+	Name      string           `json:"name"`
+	Algorithm string           `json:"algorithm"`
+	Limit     int64            `json:"limit"`
+	Period    string           `json:"period"`
+	Burst     int64            `json:"burst,omitempty"`
+	Mode      string           `json:"mode,omitempty"`
+	Overrides map[string]int64 `json:"overrides,omitempty"`
+}
+
+// ParseConfigJSON parses and validates a JSON configuration file's bytes.
+func ParseConfigJSON(data []byte) (Config, error) {
+	var fc FileConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return Config{}, fmt.Errorf("wire: config: %w", err)
+	}
+	return fc.Config()
+}
+
+// LoadConfigFile reads and validates a JSON configuration file.
+func LoadConfigFile(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("wire: config: %w", err)
+	}
+	c, err := ParseConfigJSON(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return c, nil
+}
+
+// Config converts fc to the wire Config and validates it.
+func (fc *FileConfig) Config() (Config, error) {
+	c := Config{Version: Version, MaxKeys: fc.MaxKeys}
+	for i, fl := range fc.Limiters {
+		d, err := time.ParseDuration(fl.Period)
+		if err != nil {
+			return Config{}, fmt.Errorf("wire: config: limiters[%d].period: %w", i, err)
+		}
+		l := LimiterConfig{Name: fl.Name, Algorithm: fl.Algorithm, Limit: fl.Limit,
+			Period: int64(d), Burst: fl.Burst, Mode: fl.Mode}
+		keys := make([]string, 0, len(fl.Overrides))
+		for k := range fl.Overrides {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			l.Overrides = append(l.Overrides, Override{Key: k, Limit: fl.Overrides[k]})
+		}
+		c.Limiters = append(c.Limiters, l)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("wire: config: %w", err)
+	}
+	return c, nil
+}
+
+// Limiter returns the limiter named name, or nil.
+func (c *Config) Limiter(name string) *LimiterConfig {
+	for i := range c.Limiters {
+		if c.Limiters[i].Name == name {
+			return &c.Limiters[i]
+		}
+	}
+	return nil
+}
+
+// LimitFor returns the limit of limiter l for key, applying overrides.
+func (l *LimiterConfig) LimitFor(key string) int64 {
+	for _, o := range l.Overrides {
+		if o.Key == key {
+			return o.Limit
+		}
+	}
+	return l.Limit
+}
