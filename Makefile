@@ -1,0 +1,57 @@
+# edgelimit: the two commands of the README are `make demo` and `make test`.
+# Everything they need (Debian packages, TinyGo) is installed by `make tools`.
+
+SHELL        := /bin/bash
+TINYGO_VER   := 0.41.1
+TINYGOROOT   := $(CURDIR)/.tools/tinygo-$(TINYGO_VER)
+TINYGO       := $(TINYGOROOT)/bin/tinygo
+WASM         := wasm/edgelimit.wasm
+GO_HOST_PKGS := ./wasm/wire/... ./wasm/core/... ./edge/... ./coordinator/... ./sim/... ./cmd/... ./benchmarks/...
+
+.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check clean
+
+## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
+tools: $(TINYGO)
+$(TINYGO):
+	@./scripts/install-tinygo.sh
+
+## wasm: build the guest module (committed, embedded by package wasm)
+wasm: $(TINYGO)
+	@TINYGO=$(TINYGO) ./scripts/build-wasm.sh $(WASM)
+	@echo "wasm: built $(WASM) ($$(stat -c %s $(WASM)) bytes)"
+
+## wasm-check: rebuild the module and fail if the committed bytes differ
+wasm-check: $(TINYGO)
+	@tmp=$$(mktemp -d); \
+	TINYGO=$(TINYGO) ./scripts/build-wasm.sh $$tmp/edgelimit.wasm || exit 1; \
+	if cmp -s $$tmp/edgelimit.wasm $(WASM); then echo "wasm-check: committed $(WASM) matches a fresh build"; rm -rf $$tmp; \
+	else echo "wasm-check: $(WASM) differs from a fresh TinyGo build; run 'make wasm' and commit it" >&2; rm -rf $$tmp; exit 1; fi
+
+## demo: the main job (see README)
+demo:
+	@go run ./cmd/edgelimit demo
+
+## test: everything CI checks
+test: tools wasm-check vet fmt-check test-go
+
+vet:
+	@go vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
+
+test-go:
+	@go test -race -count=1 -timeout 15m $(GO_HOST_PKGS)
+
+## fuzz: run each fuzz target briefly (FUZZTIME=30s by default)
+FUZZTIME ?= 30s
+fuzz:
+	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
+
+## bench: benchmarks of the module and the host
+bench:
+	@go test -run '^$$' -bench . -benchmem ./benchmarks/...
+
+clean:
+	rm -rf .tools

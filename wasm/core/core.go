@@ -1,0 +1,298 @@
+package core
+
+import (
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// limiter is a configured limiter with its derived flags.
+type limiter struct {
+	cfg       wire.LimiterConfig
+	bucket    bool
+	sliding   bool
+	strict    bool
+	overrides map[string]int64
+}
+
+// Core is the limiter state of one isolate. It is not safe for concurrent
+// use; an isolate is single-threaded.
+type Core struct {
+	cfg   wire.Config
+	lims  []limiter
+	tab   table
+	dirty []ref // entries with something to sync (may hold stale refs)
+
+	seq      int64  // sequence number of the last batch cut
+	inflight []item // deltas of the outstanding batch
+	outBuf   []byte // encoded outstanding batch; empty when none
+	stats    wire.Stats
+}
+
+type ref struct {
+	idx int32
+	gen uint32
+}
+
+// item is one delta of the outstanding batch, undone from the local
+// counters when the coordinator acknowledges it.
+type item struct {
+	ref
+	win   int64
+	delta int64
+}
+
+// Result is the outcome of a decision. For several limiters checked
+// together it describes the binding one (see wire.Decision).
+type Result struct {
+	Allowed    bool
+	SyncWanted bool  // the isolate asks for an early sync
+	Limiter    int   // index of the binding limiter
+	Limit      int64 // limit of the binding limiter for the key
+	Remaining  int64 // cost still admissible now
+	Reset      int64 // ns time the window ends or the bucket is full
+	RetryAfter int64 // ns until the request could pass; 0 when allowed, -1 never (cost above the limit)
+}
+
+// Check is one (limiter, key, cost) of a multi-limiter decision.
+type Check struct {
+	Limiter int
+	Key     []byte
+	Cost    int64
+}
+
+// New validates cfg and returns a Core for it.
+func New(cfg wire.Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Core{cfg: cfg}
+	if c.cfg.MaxKeys == 0 {
+		c.cfg.MaxKeys = wire.DefaultMaxKeys
+	}
+	c.tab.max = int(c.cfg.MaxKeys)
+	for _, l := range cfg.Limiters {
+		lm := limiter{cfg: l, bucket: l.IsBucket(), sliding: l.Algorithm == wire.SlidingWindow,
+			strict: l.Mode == wire.Strict}
+		if len(l.Overrides) > 0 {
+			lm.overrides = make(map[string]int64, len(l.Overrides))
+			for _, o := range l.Overrides {
+				lm.overrides[o.Key] = o.Limit
+			}
+		}
+		c.lims = append(c.lims, lm)
+	}
+	return c, nil
+}
+
+// Config returns the configuration the core runs with (MaxKeys defaulted).
+func (c *Core) Config() wire.Config { return c.cfg }
+
+// LimiterIndex returns the index of the limiter named name, or -1.
+func (c *Core) LimiterIndex(name string) int {
+	for i := range c.lims {
+		if c.lims[i].cfg.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *Core) limiterIndexBytes(name []byte) int {
+	for i := range c.lims {
+		if c.lims[i].cfg.Name == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Stats returns the isolate's counters.
+func (c *Core) Stats() wire.Stats {
+	s := c.stats
+	s.Keys = int64(c.tab.live)
+	s.StateBytes = int64(len(c.tab.ents))*entrySize + c.tab.keyB + int64(len(c.tab.slots))*4 +
+		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf))
+	return s
+}
+
+// entrySize approximates the bytes of one entry (its struct size on wasm32).
+const entrySize = 180
+
+func (c *Core) checkArgs(lim int, key []byte, cost, now int64) error {
+	switch {
+	case lim < 0 || lim >= len(c.lims):
+		return ErrUnknownLimiter
+	case len(key) == 0:
+		return ErrEmptyKey
+	case len(key) > wire.MaxKeyLen:
+		return ErrKeyTooLong
+	case cost < 0 || cost > wire.MaxCost:
+		return ErrBadCost
+	case now < 0:
+		return ErrBadTime
+	}
+	return nil
+}
+
+// lookup finds or creates the entry for (lim, key) and returns its index.
+func (c *Core) lookup(lim int, key []byte) int32 {
+	h := hashKey(uint16(lim), key)
+	idx := c.tab.find(uint16(lim), key, h)
+	if idx < 0 {
+		var evicted bool
+		var lost int64
+		idx, evicted, lost = c.tab.insert(uint16(lim), key, h)
+		if evicted {
+			c.stats.Evictions++
+			c.stats.EvictedUnsynced += lost
+		}
+		e := &c.tab.ents[idx]
+		e.limit = c.lims[lim].cfg.Limit
+		if o, ok := c.lims[lim].overrides[string(key)]; ok {
+			e.limit = o
+		}
+		e.isolates = 1
+		e.lease = 0
+	}
+	c.tab.ents[idx].ref = true
+	return idx
+}
+
+// Decide decides one (limiter, key, cost) at time now (ns) into r.
+// Cost 0 peeks without consuming.
+func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
+	if err := c.checkArgs(lim, key, cost, now); err != nil {
+		c.stats.Errors++
+		return err
+	}
+	idx := c.lookup(lim, key)
+	e := &c.tab.ents[idx]
+	now = c.clamp(e, now)
+	c.evaluate(lim, e, cost, now, r)
+	c.record(lim, idx, cost, now, r.Allowed)
+	return nil
+}
+
+// DecideMulti checks several limiters together, all or nothing: the cost of
+// each is consumed only if every check passes. r describes the binding
+// limiter. Checking the same (limiter, key) twice in one call evaluates each
+// check against the state before the call.
+func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
+	if len(checks) == 0 || len(checks) > wire.MaxChecks {
+		c.stats.Errors++
+		return ErrTooManyChecks
+	}
+	for i := range checks {
+		if err := c.checkArgs(checks[i].Limiter, checks[i].Key, checks[i].Cost, now); err != nil {
+			c.stats.Errors++
+			return err
+		}
+	}
+	var idxs [wire.MaxChecks]int32
+	var gens [wire.MaxChecks]uint32
+	var times [wire.MaxChecks]int64
+	var one Result
+	allowed := true
+	for i, ch := range checks {
+		idx := c.lookup(ch.Limiter, ch.Key)
+		e := &c.tab.ents[idx]
+		idxs[i], gens[i] = idx, e.gen
+		times[i] = c.clamp(e, now)
+		c.evaluate(ch.Limiter, e, ch.Cost, times[i], &one)
+		sync := r.SyncWanted || one.SyncWanted
+		switch {
+		case i == 0:
+			*r = one
+		case !one.Allowed && allowed:
+			*r = one
+		case one.Allowed && allowed && one.Remaining < r.Remaining:
+			*r = one
+		}
+		r.SyncWanted = sync
+		allowed = allowed && one.Allowed
+	}
+	// Lookups of later checks may have evicted an earlier entry when the
+	// table is tiny; re-resolve before committing.
+	for i, ch := range checks {
+		idx := idxs[i]
+		if c.tab.ents[idx].gen != gens[i] {
+			idx = c.lookup(ch.Limiter, ch.Key)
+		}
+		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed)
+	}
+	if !allowed {
+		r.Allowed = false
+	}
+	return nil
+}
+
+// clamp keeps time per key monotonic: an earlier time than the key has
+// seen is treated as the latest time seen (no negative windows).
+func (c *Core) clamp(e *entry, now int64) int64 {
+	if now < e.last {
+		c.stats.ClockBackwards++
+		return e.last
+	}
+	e.last = now
+	return now
+}
+
+// record updates counters after a decision: consumption when allowed,
+// demand always.
+func (c *Core) record(lim int, idx int32, cost, now int64, allowed bool) {
+	e := &c.tab.ents[idx]
+	c.stats.Decisions++
+	if !allowed {
+		c.stats.Denials++
+	}
+	if cost == 0 {
+		return
+	}
+	l := &c.lims[lim]
+	e.demand = addSat(e.demand, cost)
+	if allowed {
+		if l.bucket {
+			e.tat = max64(e.tat, now) + mulDiv(cost, l.cfg.Period, e.limit)
+		} else {
+			e.roll(now / l.cfg.Period)
+		}
+		e.lCur += cost
+		e.pCur += cost
+		if l.strict {
+			e.lease -= cost
+		}
+	}
+	if !e.dirty {
+		e.dirty = true
+		if len(c.dirty) >= 2*c.tab.max+64 {
+			c.compactDirty()
+		}
+		c.dirty = append(c.dirty, ref{idx, e.gen})
+	}
+}
+
+// compactDirty drops references to evicted entries, so the dirty list stays
+// bounded by the key cap even when no sync ever happens.
+func (c *Core) compactDirty() {
+	n := 0
+	for _, d := range c.dirty {
+		if c.tab.ents[d.idx].gen == d.gen && c.tab.ents[d.idx].dirty {
+			c.dirty[n] = d
+			n++
+		}
+	}
+	c.dirty = c.dirty[:n]
+}
+
+// Reset forgets all local state of (limiter, key), including cost not yet
+// synced. The global count is reset at the coordinator.
+func (c *Core) Reset(lim int, key []byte) error {
+	if err := c.checkArgs(lim, key, 0, 0); err != nil {
+		c.stats.Errors++
+		return err
+	}
+	h := hashKey(uint16(lim), key)
+	if idx := c.tab.find(uint16(lim), key, h); idx >= 0 {
+		c.tab.remove(idx)
+	}
+	return nil
+}

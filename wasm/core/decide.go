@@ -1,0 +1,133 @@
+package core
+
+import "math"
+
+// evaluate computes the decision for cost at now without changing state.
+func (c *Core) evaluate(lim int, e *entry, cost, now int64, r *Result) {
+	l := &c.lims[lim]
+	*r = Result{Limiter: lim, Limit: e.limit}
+	if l.bucket {
+		c.evalBucket(l, e, cost, now, r)
+	} else {
+		c.evalWindow(l, e, cost, now, r)
+	}
+	if l.strict {
+		c.evalLease(l, e, cost, now, r)
+	}
+	if !r.Allowed && r.RetryAfter == 0 {
+		r.RetryAfter = 1
+	}
+	if r.Allowed {
+		r.RetryAfter = 0
+	}
+}
+
+// evalWindow decides for fixed_window and sliding_window. The count of the
+// current window is the global view plus the local cost not yet
+// acknowledged, plus (approximate mode) the estimated cost other isolates
+// admitted since the view.
+func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
+	period := l.cfg.Period
+	w := now / period
+	e.roll(w)
+	vCur, vPrev := e.view(w)
+	cur := vCur + e.lCur
+	if !l.strict && e.hasView && e.others > 0 {
+		est := int64(e.others * float64(now-e.vAt))
+		cur += min64(max64(est, 0), e.limit)
+	}
+	start := w * period
+	elapsed := now - start
+	used := cur
+	var prev int64
+	if l.sliding {
+		prev = vPrev + e.lPrev
+		used = addSat(cur, mulDiv(prev, period-elapsed, period))
+	}
+	r.Reset = start + period
+	r.Allowed = addSat(used, cost) <= e.limit
+	r.Remaining = max64(e.limit-used, 0)
+	if r.Allowed {
+		r.Remaining -= cost
+	} else if cost > e.limit {
+		r.RetryAfter = -1
+	} else if l.sliding && addSat(cur, cost) <= e.limit && prev > 0 {
+		// Wait until the previous window's weight has decayed enough:
+		// prev*(period-elapsed')/period <= room.
+		room := e.limit - cur - cost
+		need := period - mulDiv(room, period, prev) // elapsed' at which it fits
+		r.RetryAfter = max64(need-elapsed, 1)
+	} else {
+		r.RetryAfter = r.Reset - now
+	}
+	// Ask for an early sync when the unacknowledged local cost is a large
+	// share of what this isolate may expect of the headroom (the headroom
+	// split among the isolates that share the key).
+	if !l.strict && e.pCur+cost > 0 {
+		head := e.limit - (used - e.lCur)
+		if head <= 0 || (e.lCur+cost)*2*e.isolates >= head {
+			r.SyncWanted = r.Allowed
+		}
+	}
+}
+
+// evalBucket decides for token_bucket and gcra: a bucket of capacity burst
+// refilled at limit per period, kept as a theoretical arrival time (TAT):
+// the bucket is full again at TAT, and a cost fits if TAT+cost*T-now stays
+// within burst*T, where T = period/limit is the time one unit takes to
+// refill.
+func (c *Core) evalBucket(l *limiter, e *entry, cost, now int64, r *Result) {
+	period := l.cfg.Period
+	burst := l.cfg.EffectiveBurst(e.limit)
+	tol := mulDiv(burst, period, e.limit) // burst*T
+	tat := max64(e.tat, now)
+	next := addSat(tat, mulDiv(cost, period, e.limit))
+	r.Allowed = next-now <= tol
+	// Units available now: (tol - (tat-now)) / T.
+	r.Remaining = mulDiv(tol-(tat-now), e.limit, period)
+	r.Reset = tat
+	if r.Allowed {
+		r.Remaining = max64(r.Remaining-cost, 0)
+		r.Reset = next
+	} else if cost > burst {
+		r.RetryAfter = -1
+	} else {
+		r.RetryAfter = next - tol - now
+	}
+	r.Limit = burst
+	if !l.strict && e.pCur+cost > 0 {
+		head := tol - (tat - now)
+		pend := mulDiv(e.pCur+cost, period, e.limit)
+		if head <= 0 || pend*2*e.isolates >= head {
+			r.SyncWanted = r.Allowed
+		}
+	}
+}
+
+// evalLease applies strict mode on top of the algorithm's verdict: a cost is
+// admitted only within the lease the coordinator granted for the current
+// window, and the isolate asks for a new lease when half of it is used.
+func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
+	w := int64(0)
+	if !l.bucket {
+		w = now / l.cfg.Period
+	}
+	lease := int64(0)
+	if e.hasLease && e.leaseWin == w {
+		lease = max64(e.lease, 0)
+	}
+	if cost > lease {
+		if r.Allowed {
+			// Denied only for want of a lease: try again after a sync.
+			r.RetryAfter = min64(max64(l.cfg.Period/100, 1e6), max64(r.Reset-now, 1))
+		}
+		r.Allowed = false
+	}
+	r.Remaining = min64(r.Remaining, max64(lease-cost, 0))
+	if cost > 0 && (lease-cost)*2 < e.leaseGrant || lease < cost || !e.hasLease {
+		r.SyncWanted = true
+	}
+	if r.RetryAfter == math.MaxInt64 {
+		r.RetryAfter = -1
+	}
+}

@@ -1,0 +1,64 @@
+package core
+
+// entry is the state of one (limiter, key) in an isolate.
+type entry struct {
+	key   string
+	hash  uint32
+	gen   uint32 // bumped on removal; in-flight references compare it
+	lim   uint16
+	inUse bool
+	ref   bool // CLOCK reference bit, set on every use
+	dirty bool // on the dirty list: has something to sync
+
+	limit int64 // limit for this key (override applied)
+	last  int64 // latest time seen for this key, ns
+
+	// Windowed algorithms: local cost not yet acknowledged by the
+	// coordinator, for window win (cur) and win-1 (prev); the pending part
+	// is not yet in a batch.
+	win         int64
+	lCur, lPrev int64
+	pCur, pPrev int64
+	demand      int64 // cost asked since the last batch (admitted or not)
+	vWin        int64 // window of the last global view
+	vCur, vPrev int64 // global counts for vWin and vWin-1
+	vAt         int64 // time the view was applied, ns
+	hasView     bool
+	isolates    int64   // isolates sharing the key, from the view (>= 1)
+	others      float64 // estimated cost per ns admitted by other isolates
+	ackedSince  int64   // own cost in window vWin acknowledged with the reply being applied
+	tat         int64   // bucket algorithms: theoretical arrival time, ns
+	lease       int64   // strict mode: cost still admissible within the lease
+	leaseGrant  int64   // strict mode: size of the last grant
+	leaseWin    int64   // strict mode: window the lease is for
+	hasLease    bool
+}
+
+// unsynced is the cost admitted here that the coordinator has not yet
+// acknowledged.
+func (e *entry) unsynced() int64 { return e.lCur + e.lPrev }
+
+// roll moves the local window counters forward to window w.
+func (e *entry) roll(w int64) {
+	switch {
+	case w == e.win:
+	case w == e.win+1:
+		e.lPrev, e.lCur = e.lCur, 0
+		e.pPrev, e.pCur = e.pCur, 0
+		e.win = w
+	case w > e.win:
+		e.lPrev, e.lCur, e.pPrev, e.pCur = 0, 0, 0, 0
+		e.win = w
+	}
+}
+
+// view returns the global counts of windows w and w-1 from the last view.
+func (e *entry) view(w int64) (cur, prev int64) {
+	switch e.vWin {
+	case w:
+		return e.vCur, e.vPrev
+	case w - 1:
+		return 0, e.vCur
+	}
+	return 0, 0
+}

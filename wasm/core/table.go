@@ -1,0 +1,167 @@
+package core
+
+// table is an open-addressing hash table (linear probing, backward-shift
+// deletion, no tombstones) from (limiter, key) to an index into ents. It
+// grows lazily up to the key cap, so an idle isolate holds almost nothing,
+// and evicts with a CLOCK sweep once full.
+type table struct {
+	slots []int32 // entry index + 1; 0 is empty. len is a power of two.
+	ents  []entry
+	free  []int32 // indexes of removed entries, reused first
+	live  int     // entries in use
+	max   int     // key cap
+	hand  int     // CLOCK hand into ents
+	keyB  int64   // bytes of key strings held
+}
+
+// evictProbes bounds the CLOCK sweep per insertion, so a flood of unique keys
+// costs a bounded amount of work per decision.
+const evictProbes = 64
+
+func hashKey(lim uint16, key []byte) uint32 {
+	h := uint32(2166136261) ^ uint32(lim)*16777619
+	for _, c := range key {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	h ^= h >> 15
+	return h | 1
+}
+
+func (t *table) mask() uint32 { return uint32(len(t.slots) - 1) }
+
+// find returns the index of the entry for (lim, key), or -1.
+func (t *table) find(lim uint16, key []byte, h uint32) int32 {
+	if len(t.slots) == 0 {
+		return -1
+	}
+	m := t.mask()
+	for i := h & m; ; i = (i + 1) & m {
+		s := t.slots[i]
+		if s == 0 {
+			return -1
+		}
+		e := &t.ents[s-1]
+		if e.hash == h && e.lim == lim && e.key == string(key) {
+			return s - 1
+		}
+	}
+}
+
+// insert adds a new entry for (lim, key), which must be absent, evicting one
+// entry first when the table is at its cap. It returns the new entry's index
+// and the evicted entry's unsynced cost (0 if none was evicted).
+func (t *table) insert(lim uint16, key []byte, h uint32) (idx int32, evicted bool, lost int64) {
+	if t.live >= t.max {
+		victim := t.victim()
+		lost = t.ents[victim].unsynced()
+		t.remove(victim)
+		evicted = true
+	}
+	if len(t.slots) == 0 || (t.live+1)*2 > len(t.slots) {
+		t.grow()
+	}
+	if n := len(t.free); n > 0 {
+		idx = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		t.ents = append(t.ents, entry{})
+		idx = int32(len(t.ents) - 1)
+	}
+	e := &t.ents[idx]
+	gen := e.gen + 1
+	*e = entry{key: string(key), hash: h, lim: lim, gen: gen, inUse: true, ref: true}
+	t.keyB += int64(len(key))
+	t.live++
+	t.place(idx)
+	return idx, evicted, lost
+}
+
+func (t *table) place(idx int32) {
+	m := t.mask()
+	for i := t.ents[idx].hash & m; ; i = (i + 1) & m {
+		if t.slots[i] == 0 {
+			t.slots[i] = idx + 1
+			return
+		}
+	}
+}
+
+func (t *table) grow() {
+	n := 64
+	if len(t.slots) > 0 {
+		n = len(t.slots) * 2
+	}
+	t.slots = make([]int32, n)
+	for i := range t.ents {
+		if t.ents[i].inUse {
+			t.place(int32(i))
+		}
+	}
+}
+
+// remove deletes entry idx and bumps its generation so references held by
+// the in-flight batch or the dirty list see it is gone.
+func (t *table) remove(idx int32) {
+	e := &t.ents[idx]
+	m := t.mask()
+	i := e.hash & m
+	for t.slots[i] != idx+1 {
+		i = (i + 1) & m
+	}
+	// Backward-shift deletion.
+	for j := (i + 1) & m; t.slots[j] != 0; j = (j + 1) & m {
+		k := t.ents[t.slots[j]-1].hash & m
+		if (j > i && (k <= i || k > j)) || (j < i && k <= i && k > j) {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = 0
+	t.keyB -= int64(len(e.key))
+	*e = entry{gen: e.gen + 1}
+	t.free = append(t.free, idx)
+	t.live--
+}
+
+// victim picks the entry to evict: the CLOCK sweep clears reference bits and
+// returns the first unreferenced entry with nothing to sync; after
+// evictProbes steps it settles for the first unreferenced entry seen, or the
+// entry under the hand.
+func (t *table) victim() int32 {
+	fallback := int32(-1)
+	for p := 0; p < evictProbes; p++ {
+		if t.hand >= len(t.ents) {
+			t.hand = 0
+		}
+		i := int32(t.hand)
+		t.hand++
+		e := &t.ents[i]
+		if !e.inUse {
+			continue
+		}
+		if e.ref {
+			e.ref = false
+			continue
+		}
+		if e.unsynced() == 0 {
+			return i
+		}
+		if fallback < 0 {
+			fallback = i
+		}
+	}
+	if fallback >= 0 {
+		return fallback
+	}
+	for {
+		if t.hand >= len(t.ents) {
+			t.hand = 0
+		}
+		i := int32(t.hand)
+		t.hand++
+		if t.ents[i].inUse {
+			return i
+		}
+	}
+}

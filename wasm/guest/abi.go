@@ -1,0 +1,202 @@
+//go:build wasip1
+
+package main
+
+import (
+	"unsafe"
+
+	"github.com/edgelimit/edgelimit/wasm/core"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Layouts of the scalar ABI (all integers little-endian):
+//
+//	key buffer (el_key_buf, KeyBufSize bytes):
+//	  el_decide / el_reset: the key bytes at offset 0.
+//	  el_decide_multi: n records, each a 16-byte header
+//	  [u32 limiter index][u32 key length][i64 cost] followed by the key bytes.
+//	result buffer (el_result_buf, 7 x i64):
+//	  [allowed 0/1][limit][remaining][reset ns][retry-after ns][sync wanted 0/1][binding limiter index]
+//	status word returned by el_decide*: >= 0 is bit 0 allowed, bit 1 sync
+//	wanted; < 0 is an error code (core.Code).
+//	io buffer (el_io_buf): msgpack in (configure, sync_in) and out
+//	(sync_out, stats); el_io_buf(n) makes room for n bytes and returns its
+//	address, and outputs are read from el_io_ptr() for the returned length.
+const keyBufSize = 4096
+
+var (
+	keyBuf    [keyBufSize]byte
+	resultBuf [7]int64
+	ioBuf     []byte
+	result    core.Result
+	checks    [wire.MaxChecks]core.Check
+)
+
+//export el_key_buf
+func elKeyBuf() int32 { return int32(uintptr(unsafe.Pointer(&keyBuf[0]))) }
+
+//export el_result_buf
+func elResultBuf() int32 { return int32(uintptr(unsafe.Pointer(&resultBuf[0]))) }
+
+//export el_io_buf
+func elIOBuf(n int32) int32 {
+	if n < 0 || n > 16<<20 {
+		return 0
+	}
+	if cap(ioBuf) < int(n) || cap(ioBuf) == 0 {
+		ioBuf = make([]byte, n, n+64)
+	}
+	ioBuf = ioBuf[:n]
+	return elIOPtr()
+}
+
+//export el_io_ptr
+func elIOPtr() int32 {
+	if cap(ioBuf) == 0 {
+		ioBuf = make([]byte, 0, 1024)
+	}
+	return int32(uintptr(unsafe.Pointer(&ioBuf[:1][0])))
+}
+
+func status(r *core.Result) int32 {
+	resultBuf[0] = b2i(r.Allowed)
+	resultBuf[1] = r.Limit
+	resultBuf[2] = r.Remaining
+	resultBuf[3] = r.Reset
+	resultBuf[4] = r.RetryAfter
+	resultBuf[5] = b2i(r.SyncWanted)
+	resultBuf[6] = int64(r.Limiter)
+	return int32(resultBuf[0] | resultBuf[5]<<1)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+//export el_decide
+func elDecide(limiter, keyLen int32, cost, now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if keyLen < 0 || keyLen > wire.MaxKeyLen {
+		return core.Code(core.ErrKeyTooLong)
+	}
+	if err := lim.Decide(int(limiter), keyBuf[:keyLen], cost, now, &result); err != nil {
+		return core.Code(err)
+	}
+	return status(&result)
+}
+
+//export el_decide_multi
+func elDecideMulti(n int32, now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if n < 1 || n > wire.MaxChecks {
+		return core.Code(core.ErrTooManyChecks)
+	}
+	off := 0
+	for i := 0; i < int(n); i++ {
+		if off+16 > keyBufSize {
+			return core.Code(core.ErrBadInput)
+		}
+		li := le32(keyBuf[off:])
+		kl := le32(keyBuf[off+4:])
+		cost := int64(le32(keyBuf[off+8:])) | int64(le32(keyBuf[off+12:]))<<32
+		off += 16
+		if kl > wire.MaxKeyLen {
+			return core.Code(core.ErrKeyTooLong)
+		}
+		if off+int(kl) > keyBufSize {
+			return core.Code(core.ErrBadInput)
+		}
+		checks[i] = core.Check{Limiter: int(li), Key: keyBuf[off : off+int(kl)], Cost: cost}
+		off += int(kl)
+	}
+	if err := lim.DecideMulti(checks[:n], now, &result); err != nil {
+		return core.Code(err)
+	}
+	return status(&result)
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+//export el_reset
+func elReset(limiter, keyLen int32) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if keyLen < 0 || keyLen > wire.MaxKeyLen {
+		return core.Code(core.ErrKeyTooLong)
+	}
+	return core.Code(lim.Reset(int(limiter), keyBuf[:keyLen]))
+}
+
+// el_configure reads a msgpack wire.Config of n bytes from the io buffer.
+//
+//export el_configure
+func elConfigure(n int32) int32 {
+	if n < 0 || int(n) > len(ioBuf) {
+		return core.Code(core.ErrBadInput)
+	}
+	return core.Code(configure(ioBuf[:n]))
+}
+
+// el_sync_out writes the batch to send into the io buffer and returns its
+// length (0: nothing to sync), or a negative error code.
+//
+//export el_sync_out
+func elSyncOut(now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	out, err := lim.SyncOut(now, ioBuf[:0])
+	if err != nil {
+		return core.Code(err)
+	}
+	ioBuf = out
+	return int32(len(out))
+}
+
+// el_sync_in applies the coordinator's reply of n bytes from the io buffer.
+//
+//export el_sync_in
+func elSyncIn(n int32, now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if n < 0 || int(n) > len(ioBuf) {
+		return core.Code(core.ErrBadInput)
+	}
+	return core.Code(lim.SyncIn(ioBuf[:n], now))
+}
+
+// el_stats writes the msgpack stats into the io buffer and returns the length.
+//
+//export el_stats
+func elStats() int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	s := lim.Stats()
+	ioBuf = s.AppendMsg(ioBuf[:0])
+	return int32(len(ioBuf))
+}
+
+func configure(b []byte) error {
+	var cfg wire.Config
+	if err := cfg.UnmarshalMsg(b); err != nil {
+		return err
+	}
+	c, err := core.New(cfg)
+	if err != nil {
+		return err
+	}
+	lim = c
+	return nil
+}
