@@ -1,0 +1,358 @@
+package isolate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/edgelimit/edgelimit/wasm/core"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// ErrTrap marks an error caused by a trap inside the module; the isolate
+// restarted after it.
+var ErrTrap = errors.New("isolate: module trapped")
+
+// Decision is the outcome of a decision (see core.Result).
+type Decision struct {
+	Allowed    bool
+	SyncWanted bool  // the module asks for an early sync
+	Limiter    int   // index of the binding limiter
+	Limit      int64 // limit of the binding limiter for the key
+	Remaining  int64 // cost still admissible now
+	Reset      int64 // ns time the window ends or the bucket is full
+	RetryAfter int64 // ns until the request could pass; 0 when allowed, -1 never
+}
+
+// Check is one (limiter, key, cost) of a multi-limiter decision.
+type Check struct {
+	Limiter int
+	Key     string
+	Cost    int64
+}
+
+// Isolate is one instance of the module with its own linear memory. It is
+// not safe for concurrent use (an isolate is single-threaded).
+type Isolate struct {
+	rt       *Runtime
+	cfg      wire.Config
+	baseID   string
+	restarts int
+	seed     uint64
+
+	mod                     api.Module
+	mem                     api.Memory
+	decide, decideMulti     api.Function
+	reset, syncOut, syncIn  api.Function
+	stats, configure, ioBuf api.Function
+	ioPtr                   api.Function
+	keyBuf, resBuf          uint32
+	stack                   [4]uint64
+	multi                   []byte
+}
+
+// NewIsolate instantiates an isolate and configures it with cfg. seed feeds
+// the module's random source (WASI random_get), so runs are reproducible.
+func (r *Runtime) NewIsolate(ctx context.Context, cfg wire.Config, seed uint64) (*Isolate, error) {
+	if cfg.Version == 0 {
+		cfg.Version = wire.Version
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("isolate: %w", err)
+	}
+	i := &Isolate{rt: r, cfg: cfg, baseID: cfg.IsolateID, seed: seed}
+	if err := i.start(ctx); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+func (i *Isolate) start(ctx context.Context) error {
+	mc := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").
+		WithRandSource(rand.NewChaCha8(seedBytes(i.seed + uint64(i.restarts))))
+	mod, err := i.rt.rt.InstantiateModule(ctx, i.rt.compiled, mc)
+	if err != nil {
+		return fmt.Errorf("isolate: instantiate: %w", err)
+	}
+	i.mod, i.mem = mod, mod.Memory()
+	get := func(name string) api.Function {
+		f := mod.ExportedFunction(name)
+		if f == nil && err == nil {
+			err = fmt.Errorf("isolate: module does not export %s", name)
+		}
+		return f
+	}
+	i.decide, i.decideMulti, i.reset = get("el_decide"), get("el_decide_multi"), get("el_reset")
+	i.syncOut, i.syncIn, i.stats = get("el_sync_out"), get("el_sync_in"), get("el_stats")
+	i.configure, i.ioBuf, i.ioPtr = get("el_configure"), get("el_io_buf"), get("el_io_ptr")
+	kb, rb := get("el_key_buf"), get("el_result_buf")
+	if err != nil {
+		mod.Close(ctx)
+		return err
+	}
+	if i.keyBuf, err = i.call32(ctx, kb); err == nil {
+		i.resBuf, err = i.call32(ctx, rb)
+	}
+	if err != nil {
+		mod.Close(ctx)
+		return fmt.Errorf("isolate: %w", err)
+	}
+	cfg := i.cfg
+	if i.restarts > 0 && cfg.IsolateID != "" {
+		cfg.IsolateID = i.baseID + "/r" + strconv.Itoa(i.restarts)
+	}
+	if err := i.writeIO(ctx, cfg.AppendMsg(nil)); err != nil {
+		mod.Close(ctx)
+		return err
+	}
+	i.stack[0] = uint64(len(cfg.AppendMsg(nil)))
+	if err := i.configure.CallWithStack(ctx, i.stack[:]); err != nil {
+		mod.Close(ctx)
+		return fmt.Errorf("isolate: configure: %w", err)
+	}
+	if c := int32(i.stack[0]); c < 0 {
+		mod.Close(ctx)
+		return fmt.Errorf("isolate: configure: %w", core.ErrorForCode(c))
+	}
+	i.cfg.IsolateID = cfg.IsolateID
+	return nil
+}
+
+func seedBytes(s uint64) [32]byte {
+	var b [32]byte
+	binary.LittleEndian.PutUint64(b[:], s)
+	return b
+}
+
+func (i *Isolate) call32(ctx context.Context, f api.Function) (uint32, error) {
+	if err := f.CallWithStack(ctx, i.stack[:]); err != nil {
+		return 0, err
+	}
+	return uint32(i.stack[0]), nil
+}
+
+// trapped restarts the isolate after a trap and returns the error to report.
+func (i *Isolate) trapped(ctx context.Context, op string, err error) error {
+	i.mod.Close(ctx)
+	i.restarts++
+	if rerr := i.start(ctx); rerr != nil {
+		return fmt.Errorf("isolate: %s: %w: %v; restart failed: %w", op, ErrTrap, err, rerr)
+	}
+	return fmt.Errorf("isolate: %s: %w (restarted as %q): %v", op, ErrTrap, i.cfg.IsolateID, err)
+}
+
+// ID returns the isolate id the module puts in its sync batches.
+func (i *Isolate) ID() string { return i.cfg.IsolateID }
+
+// Config returns the isolate's configuration.
+func (i *Isolate) Config() wire.Config { return i.cfg }
+
+// LimiterIndex returns the index of the named limiter, or -1.
+func (i *Isolate) LimiterIndex(name string) int {
+	for j := range i.cfg.Limiters {
+		if i.cfg.Limiters[j].Name == name {
+			return j
+		}
+	}
+	return -1
+}
+
+// Decide decides (limiter, key, cost) at now (ns) through the scalar fast
+// path. It allocates nothing unless it fails.
+func (i *Isolate) Decide(ctx context.Context, limiter int, key string, cost, now int64) (Decision, error) {
+	if len(key) > wire.MaxKeyLen {
+		return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrKeyTooLong)
+	}
+	if !i.mem.WriteString(i.keyBuf, key) {
+		return Decision{}, fmt.Errorf("isolate: decide: key buffer out of range")
+	}
+	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(len(key)), uint64(cost), uint64(now)
+	return i.finish(ctx, "decide", i.decide)
+}
+
+// DecideBytes is Decide with the key as bytes.
+func (i *Isolate) DecideBytes(ctx context.Context, limiter int, key []byte, cost, now int64) (Decision, error) {
+	if len(key) > wire.MaxKeyLen {
+		return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrKeyTooLong)
+	}
+	if !i.mem.Write(i.keyBuf, key) {
+		return Decision{}, fmt.Errorf("isolate: decide: key buffer out of range")
+	}
+	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(len(key)), uint64(cost), uint64(now)
+	return i.finish(ctx, "decide", i.decide)
+}
+
+// DecideMulti checks several limiters together, all or nothing.
+func (i *Isolate) DecideMulti(ctx context.Context, checks []Check, now int64) (Decision, error) {
+	if len(checks) == 0 || len(checks) > wire.MaxChecks {
+		return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrTooManyChecks)
+	}
+	b := i.multi[:0]
+	for _, c := range checks {
+		if len(c.Key) > wire.MaxKeyLen {
+			return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrKeyTooLong)
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(c.Limiter))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(c.Key)))
+		b = binary.LittleEndian.AppendUint64(b, uint64(c.Cost))
+		b = append(b, c.Key...)
+	}
+	i.multi = b
+	if !i.mem.Write(i.keyBuf, b) {
+		return Decision{}, fmt.Errorf("isolate: decide: key buffer out of range")
+	}
+	i.stack[0], i.stack[1] = uint64(len(checks)), uint64(now)
+	return i.finish(ctx, "decide", i.decideMulti)
+}
+
+func (i *Isolate) finish(ctx context.Context, op string, f api.Function) (Decision, error) {
+	if err := f.CallWithStack(ctx, i.stack[:]); err != nil {
+		return Decision{}, i.trapped(ctx, op, err)
+	}
+	if c := int32(i.stack[0]); c < 0 {
+		return Decision{}, fmt.Errorf("isolate: %s: %w", op, core.ErrorForCode(c))
+	}
+	res, ok := i.mem.Read(i.resBuf, 56)
+	if !ok {
+		return Decision{}, fmt.Errorf("isolate: %s: result buffer out of range", op)
+	}
+	le := binary.LittleEndian
+	return Decision{
+		Allowed:    le.Uint64(res) == 1,
+		Limit:      int64(le.Uint64(res[8:])),
+		Remaining:  int64(le.Uint64(res[16:])),
+		Reset:      int64(le.Uint64(res[24:])),
+		RetryAfter: int64(le.Uint64(res[32:])),
+		SyncWanted: le.Uint64(res[40:]) == 1,
+		Limiter:    int(le.Uint64(res[48:])),
+	}, nil
+}
+
+// Reset forgets the isolate's local state of (limiter, key).
+func (i *Isolate) Reset(ctx context.Context, limiter int, key string) error {
+	if len(key) > wire.MaxKeyLen {
+		return fmt.Errorf("isolate: reset: %w", core.ErrKeyTooLong)
+	}
+	i.mem.WriteString(i.keyBuf, key)
+	i.stack[0], i.stack[1] = uint64(uint32(limiter)), uint64(len(key))
+	return i.status(ctx, "reset", i.reset)
+}
+
+func (i *Isolate) status(ctx context.Context, op string, f api.Function) error {
+	if err := f.CallWithStack(ctx, i.stack[:]); err != nil {
+		return i.trapped(ctx, op, err)
+	}
+	if c := int32(i.stack[0]); c < 0 {
+		return fmt.Errorf("isolate: %s: %w", op, core.ErrorForCode(c))
+	}
+	return nil
+}
+
+// SyncOut returns the batch to send to the coordinator (msgpack
+// wire.Batch), appended to dst, or dst unchanged when there is nothing to
+// sync. While a batch is unanswered it returns that batch again.
+func (i *Isolate) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
+	i.stack[0] = uint64(now)
+	if err := i.syncOut.CallWithStack(ctx, i.stack[:]); err != nil {
+		return dst, i.trapped(ctx, "sync out", err)
+	}
+	n := int32(i.stack[0])
+	if n < 0 {
+		return dst, fmt.Errorf("isolate: sync out: %w", core.ErrorForCode(n))
+	}
+	return i.readIO(ctx, dst, n)
+}
+
+// SyncIn applies the coordinator's reply (msgpack wire.Reply) at now (ns).
+func (i *Isolate) SyncIn(ctx context.Context, reply []byte, now int64) error {
+	if err := i.writeIO(ctx, reply); err != nil {
+		return err
+	}
+	i.stack[0], i.stack[1] = uint64(len(reply)), uint64(now)
+	return i.status(ctx, "sync in", i.syncIn)
+}
+
+// Stats returns the isolate's counters.
+func (i *Isolate) Stats(ctx context.Context) (wire.Stats, error) {
+	var s wire.Stats
+	if err := i.stats.CallWithStack(ctx, i.stack[:]); err != nil {
+		return s, i.trapped(ctx, "stats", err)
+	}
+	b, err := i.readIO(ctx, nil, int32(i.stack[0]))
+	if err != nil {
+		return s, err
+	}
+	if err := s.UnmarshalMsg(b); err != nil {
+		return s, fmt.Errorf("isolate: stats: %w", err)
+	}
+	return s, nil
+}
+
+// MemoryBytes returns the size of the isolate's linear memory, in bytes.
+func (i *Isolate) MemoryBytes() uint32 { return i.mem.Size() }
+
+// Restarts returns how often the isolate restarted after a trap.
+func (i *Isolate) Restarts() int { return i.restarts }
+
+// Close releases the isolate.
+func (i *Isolate) Close(ctx context.Context) error {
+	if err := i.mod.Close(ctx); err != nil {
+		return fmt.Errorf("isolate: close: %w", err)
+	}
+	return nil
+}
+
+func (i *Isolate) writeIO(ctx context.Context, b []byte) error {
+	i.stack[0] = uint64(len(b))
+	if err := i.ioBuf.CallWithStack(ctx, i.stack[:]); err != nil {
+		return i.trapped(ctx, "io buffer", err)
+	}
+	ptr := uint32(i.stack[0])
+	if ptr == 0 {
+		return fmt.Errorf("isolate: io buffer: %d bytes is too large", len(b))
+	}
+	if !i.mem.Write(ptr, b) {
+		return fmt.Errorf("isolate: io buffer out of range")
+	}
+	return nil
+}
+
+func (i *Isolate) readIO(ctx context.Context, dst []byte, n int32) ([]byte, error) {
+	if n == 0 {
+		return dst, nil
+	}
+	if err := i.ioPtr.CallWithStack(ctx, i.stack[:]); err != nil {
+		return dst, i.trapped(ctx, "io buffer", err)
+	}
+	b, ok := i.mem.Read(uint32(i.stack[0]), uint32(n))
+	if !ok {
+		return dst, fmt.Errorf("isolate: io buffer out of range")
+	}
+	return append(dst, b...), nil
+}
+
+// CallExtism calls one of the module's Extism-style exports (configure,
+// decide, sync_out, sync_in, stats, reset) with msgpack input through this
+// package's Extism kernel, and returns its output. A guest error (set with
+// the Extism error channel) is returned as an error. Configuring through it
+// replaces the isolate's core but not Config().
+func (i *Isolate) CallExtism(ctx context.Context, name string, input []byte) ([]byte, error) {
+	f := i.mod.ExportedFunction(name)
+	if f == nil {
+		return nil, fmt.Errorf("isolate: module does not export %q", name)
+	}
+	k := &kernel{input: input, blocks: map[uint64]uint64{}}
+	res, err := f.Call(context.WithValue(ctx, kernelKey{}, k))
+	if err != nil {
+		return nil, i.trapped(ctx, name, err)
+	}
+	if k.failed || (len(res) > 0 && res[0] != 0) {
+		return nil, fmt.Errorf("isolate: %s: %s", name, k.err)
+	}
+	return k.output, nil
+}
