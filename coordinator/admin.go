@@ -1,0 +1,84 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// ErrUnknownLimiter is returned for a limiter name the configuration lacks.
+var ErrUnknownLimiter = errors.New("coordinator: unknown limiter")
+
+// KeyState is the admin view of one (limiter, key): the global view an
+// isolate would get, plus the limit and the strict leases outstanding.
+type KeyState struct {
+	Limiter   string           `json:"limiter"`
+	Key       string           `json:"key"`
+	Algorithm string           `json:"algorithm"`
+	Mode      string           `json:"mode"`
+	Limit     int64            `json:"limit"`     // after per-key overrides
+	PeriodNS  int64            `json:"period_ns"` // ns
+	Window    int64            `json:"window"`    // windowed: current window index (now / period)
+	Count     int64            `json:"count"`     // windowed: cost counted in Window
+	Prev      int64            `json:"prev"`      // windowed: cost counted in Window-1
+	TAT       int64            `json:"tat_ns"`    // bucket: theoretical arrival time, ns
+	Isolates  int64            `json:"isolates"`  // isolates seen within 2 periods (in memory)
+	Leases    map[string]int64 `json:"leases"`    // strict: active lease per isolate
+	LeaseSum  int64            `json:"lease_sum"` // strict: sum of active leases
+	At        int64            `json:"at_ns"`     // coordinator time of the view, ns
+}
+
+// KeyState returns the state of (limiter, key) at time now.
+func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
+	lim := m.lims[limiter]
+	if lim == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
+	}
+	st, err := m.loadKey(lim, key)
+	if err != nil {
+		return nil, err
+	}
+	ks := &KeyState{Limiter: limiter, Key: key, Algorithm: lim.Algorithm, Mode: lim.Mode,
+		Limit: lim.LimitFor(key), PeriodNS: lim.Period, At: now, Leases: map[string]int64{}}
+	if ks.Mode == "" {
+		ks.Mode = wire.Approximate
+	}
+	w := int64(0)
+	if lim.IsBucket() {
+		ks.TAT = st.tat
+	} else {
+		w = max(now/lim.Period, st.win)
+		ks.Window = w
+		ks.Count, ks.Prev = st.windowCounts(w)
+	}
+	for i := range st.isos {
+		is := &st.isos[i]
+		if is.seen >= now-2*lim.Period {
+			ks.Isolates++
+		}
+		if lim.Mode == wire.Strict && st.leaseActive(is, w) {
+			ks.Leases[is.id] = is.lease
+			ks.LeaseSum = addSat(ks.LeaseSum, is.lease)
+		}
+	}
+	return ks, nil
+}
+
+// Reset clears (limiter, key): counts, bucket and leases. It is staged for
+// the next Commit. Isolates still holding a strict lease on the key may
+// admit up to it after the reset.
+func (m *Merger) Reset(limiter, key string) error {
+	lim := m.lims[limiter]
+	if lim == nil {
+		return fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
+	}
+	st, err := m.loadKey(lim, key)
+	if err != nil {
+		return err
+	}
+	m.isoEntries -= len(st.isos)
+	st.win, st.count, st.prev, st.tat, st.isos = 0, 0, 0, 0, nil
+	m.markKey(st)
+	return nil
+}

@@ -1,0 +1,23 @@
+// Package coordinator is edgelimit's source of truth for global counts: it
+// merges the msgpack delta batches that isolates' sync_out produces, exactly
+// once per (isolate, sequence number), persists them in Pebble with a synced
+// commit before replying, and answers with the global view of every key in
+// the batch (windowed counts or bucket state, plus a lease in strict mode).
+//
+// The package is layered so the merge logic can run without a server:
+//
+//   - Merger (merge.go) is the pure merge state machine: it takes the time as
+//     an argument, reads and writes through the small Store interface
+//     (store.go) and holds no goroutines. The simulator drives it under
+//     virtual time.
+//   - PebbleStore (pebble.go) is the Store on Pebble, on disk or on
+//     vfs.NewMem().
+//   - Coordinator (coordinator.go) runs one committer goroutine around a
+//     Merger: concurrent Sync calls are group-committed, so one fsync covers
+//     every batch that arrived while the previous commit was in flight.
+//   - Handler (http.go) is the HTTP API: POST /v1/sync, the admin key
+//     endpoints, /healthz and /metrics.
+//   - RunCLI (cli.go) is the `edgelimit coordinator` subcommand.
+//
+// Times are int64 nanoseconds; window index w = now / period.
+package coordinator

@@ -1,0 +1,94 @@
+package coordinator
+
+import "github.com/edgelimit/edgelimit/wasm/wire"
+
+// Strict-mode leases, Doorman-style proportional share.
+//
+// Windowed limiters: the coordinator tracks the outstanding lease L_j of each
+// isolate j for the window W. After a batch from isolate i is applied (its
+// deltas already consumed its lease), with used = count[W] (sliding window:
+// plus the previous window's weighted share),
+//
+//	free   = max(0, limit - used - Σ_j L_j)
+//	share  = (limit - used) * demand_i / Σ_j demand_j
+//	L_i'   = min(max(share, 1 if demand_i > 0 and free > 0), L_i + free)
+//
+// so count + Σ_j L_j <= limit holds after every grant: isolates that admit
+// only within their lease never overrun the limit. demand is an EWMA
+// (alpha 1/2) of the cost each isolate asked for per sync.
+//
+// Bucket limiters: a grant of g tokens withdraws them from the bucket at
+// once (TAT = max(TAT, now) + g*T, T = period/limit, never beyond the burst),
+// and the isolate's later deltas consume its lease without charging the
+// bucket again; only the excess over its lease is charged.
+
+// grantWindow recomputes isolate me's lease on st for window W at time now.
+func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now int64) {
+	lim := st.lim
+	P := lim.Period
+	limit := lim.LimitFor(key)
+	cnt, prv := st.windowCounts(W)
+	used := cnt
+	if lim.Algorithm == wire.SlidingWindow {
+		elapsed := int64(0)
+		if now/P == W {
+			elapsed = now - W*P
+		}
+		used = addSat(used, mulDivUp(prv, P-elapsed, P))
+	}
+	var sumL, sumD int64
+	horizon := now - 2*P
+	for i := range st.isos {
+		is := &st.isos[i]
+		if is.leaseWin == W && is.lease > 0 {
+			sumL = addSat(sumL, is.lease)
+		}
+		if is.seen >= horizon {
+			sumD = addSat(sumD, is.demand)
+		}
+	}
+	li := int64(0)
+	if me.leaseWin == W {
+		li = me.lease
+	}
+	free := max(0, limit-used-sumL)
+	share := int64(0)
+	if sumD > 0 {
+		share = mulDiv(max(0, limit-used), me.demand, sumD)
+	}
+	if me.demand > 0 && free > 0 && share < 1 {
+		share = 1
+	}
+	me.lease, me.leaseWin = min(share, addSat(li, free)), W
+}
+
+// grantBucket tops up isolate me's lease on bucket st at time now.
+func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now int64) {
+	lim := st.lim
+	P := lim.Period
+	limit := lim.LimitFor(key)
+	burst := lim.EffectiveBurst(limit)
+	debt := max(0, st.tat-now)
+	available := max(0, burst-mulDivUp(debt, limit, P))
+	var sumL, sumD int64
+	horizon := now - 2*P
+	for i := range st.isos {
+		is := &st.isos[i]
+		sumL = addSat(sumL, max(0, is.lease))
+		if is.seen >= horizon {
+			sumD = addSat(sumD, is.demand)
+		}
+	}
+	share := int64(0)
+	if sumD > 0 {
+		share = mulDiv(addSat(available, sumL), me.demand, sumD)
+	}
+	if me.demand > 0 && share < 1 {
+		share = 1
+	}
+	g := min(max(0, share-me.lease), available)
+	if g > 0 {
+		st.tat = addSat(max(st.tat, now), mulDivUp(g, P, limit))
+		me.lease += g
+	}
+}

@@ -1,0 +1,468 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// MergerOptions bound the memory of a Merger. Zero fields take the defaults.
+type MergerOptions struct {
+	// MaxCachedKeys is the most (limiter, key) states kept in memory; beyond
+	// it, states are evicted after a commit and re-read from the Store on
+	// demand. Default 262144.
+	MaxCachedKeys int
+	// MaxIsolatesPerKey is the most isolates remembered per key (for
+	// View.Isolates and strict leases). Default 256.
+	MaxIsolatesPerKey int
+	// MaxIsolateEntries is the most (key, isolate) entries in memory across
+	// all keys; past it, new isolates of a key are not tracked (their
+	// Isolates count is not raised and strict mode grants them no lease).
+	// Default 1048576.
+	MaxIsolateEntries int
+	// MaxCachedIsolates is the most isolate high-water marks kept in memory.
+	// Default 65536.
+	MaxCachedIsolates int
+	// IsolateTTL is how long an isolate may stay silent before GC deletes
+	// its high-water mark, in ns. A batch retried after that is applied
+	// again, so it must exceed any retry horizon. Default 24h.
+	IsolateTTL int64
+}
+
+func (o *MergerOptions) ensureDefaults() {
+	if o.MaxCachedKeys <= 0 {
+		o.MaxCachedKeys = 1 << 18
+	}
+	if o.MaxIsolatesPerKey <= 0 {
+		o.MaxIsolatesPerKey = 256
+	}
+	if o.MaxIsolateEntries <= 0 {
+		o.MaxIsolateEntries = 1 << 20
+	}
+	if o.MaxCachedIsolates <= 0 {
+		o.MaxCachedIsolates = 1 << 16
+	}
+	if o.IsolateTTL <= 0 {
+		o.IsolateTTL = int64(24 * 3600 * 1e9)
+	}
+}
+
+// MergeStats counts what a Merger did since it was created.
+type MergeStats struct {
+	Batches       int64 // batches applied
+	Duplicates    int64 // batches not applied because Seq <= the isolate's high-water mark
+	DeltasApplied int64 // entries applied
+	DeltasStale   int64 // windowed entries older than the newest window - 1, dropped
+	GCDeleted     int64 // records deleted by GC
+}
+
+// Merger is the merge state machine: it applies batches to the state of
+// each (limiter, key), computes replies and leases, and stages the writes
+// for one atomic Commit. It never reads a clock (now is an argument), starts
+// no goroutine and is not safe for concurrent use.
+//
+// Apply mutates the in-memory state at once; Commit writes everything staged
+// since the previous Commit in one Store commit. When Commit fails, every
+// cached state is dropped and re-read from the Store, so a failed commit
+// leaves no trace (View.Isolates of approximate limiters restarts from 1).
+type Merger struct {
+	opts       MergerOptions
+	lims       map[string]*wire.LimiterConfig
+	store      Store
+	keys       map[string]*keyState
+	hwms       map[string]*hwmState
+	isoEntries int
+	dirtyKeys  []*keyState
+	dirtyHWMs  []*hwmState
+	deletes    [][]byte
+	buf        []byte
+	arena      []byte
+	ops        []Op
+	gcCursor   []byte
+	stats      MergeStats
+}
+
+// NewMerger returns a Merger for the limiters of cfg over store.
+func NewMerger(cfg wire.Config, store Store, opts MergerOptions) (*Merger, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("coordinator: config: %w", err)
+	}
+	opts.ensureDefaults()
+	m := &Merger{opts: opts, store: store, lims: map[string]*wire.LimiterConfig{},
+		keys: map[string]*keyState{}, hwms: map[string]*hwmState{}}
+	for i := range cfg.Limiters {
+		l := cfg.Limiters[i]
+		m.lims[l.Name] = &l
+	}
+	return m, nil
+}
+
+// Stats returns the counters of m.
+func (m *Merger) Stats() MergeStats { return m.stats }
+
+// Limiter returns the configuration of the limiter named name, or nil.
+func (m *Merger) Limiter(name string) *wire.LimiterConfig { return m.lims[name] }
+
+// Check validates b and reports the first entry naming an unknown limiter,
+// as a *wire.FieldError naming the field ("e[3].limiter"). It only reads the
+// configuration, so it is safe to call concurrently with Apply.
+func (m *Merger) Check(b *wire.Batch) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	for i := range b.Entries {
+		if m.lims[b.Entries[i].Limiter] == nil {
+			return &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].limiter",
+				Err: errors.New("unknown limiter " + strconv.Quote(b.Entries[i].Limiter))}
+		}
+	}
+	return nil
+}
+
+// slot is one distinct key of a batch.
+type slot struct {
+	st     *keyState
+	key    string
+	maxWin int64 // largest window of the key's entries
+	demand int64 // sum of max(Demand, Delta) of the key's entries
+}
+
+// Apply applies b at time now (ns) unless b.Seq is at or below the isolate's
+// high-water mark, and returns the reply: one View per distinct (limiter,
+// key), in order of first appearance. Nothing is applied when it returns an
+// error. The changes are staged for the next Commit.
+func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
+	if err := m.Check(b); err != nil {
+		return nil, err
+	}
+	h, err := m.loadHWM(b.Isolate)
+	if err != nil {
+		return nil, err
+	}
+	// Load every key first: after this point nothing can fail.
+	slots := make([]slot, 0, len(b.Entries))
+	idx := make(map[*keyState]int, len(b.Entries))
+	at := make([]int, len(b.Entries)) // slot of each entry
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		st, err := m.loadKey(m.lims[e.Limiter], e.Key)
+		if err != nil {
+			return nil, err
+		}
+		j, ok := idx[st]
+		if !ok {
+			j = len(slots)
+			idx[st] = j
+			slots = append(slots, slot{st: st, key: e.Key, maxWin: e.Window})
+		}
+		s := &slots[j]
+		s.maxWin = max(s.maxWin, e.Window)
+		s.demand = addSat(s.demand, max(e.Demand, e.Delta))
+		at[i] = j
+	}
+	dup := b.Seq <= h.seq
+	if dup {
+		m.stats.Duplicates++
+	} else {
+		m.stats.Batches++
+		t := min(b.At, now)
+		for i := range b.Entries {
+			s := &slots[at[i]]
+			m.applyDelta(s.st, b.Isolate, &b.Entries[i], t, now)
+		}
+		h.seq, h.seen = b.Seq, now
+		m.markHWM(h)
+	}
+	rp := &wire.Reply{Version: wire.Version, Seq: b.Seq, At: now, Entries: make([]wire.View, len(slots))}
+	for j := range slots {
+		s := &slots[j]
+		v := &rp.Entries[j]
+		v.Limiter, v.Key = s.st.lim.Name, s.key
+		m.view(s, b.Isolate, now, !dup, v)
+	}
+	return rp, nil
+}
+
+// applyDelta adds one entry to st. t is the batch time for buckets.
+func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now int64) {
+	m.markKey(st)
+	m.stats.DeltasApplied++
+	lim := st.lim
+	strict := lim.Mode == wire.Strict
+	var me *isoState
+	if strict {
+		me = m.iso(st, isolate, now)
+	}
+	d := e.Delta
+	if lim.IsBucket() {
+		if me != nil {
+			c := min(d, me.lease)
+			me.lease -= c
+			d -= c
+		}
+		if d > 0 {
+			t = max(t, now-lim.Period)
+			st.tat = addSat(max(st.tat, t), mulDiv(d, lim.Period, lim.LimitFor(e.Key)))
+		}
+		return
+	}
+	w := e.Window
+	if w > st.win {
+		if w == st.win+1 {
+			st.prev = st.count
+		} else {
+			st.prev = 0
+		}
+		st.count, st.win = 0, w
+	}
+	switch w {
+	case st.win:
+		st.count = addSat(st.count, d)
+	case st.win - 1:
+		st.prev = addSat(st.prev, d)
+	default:
+		m.stats.DeltasStale++
+		return
+	}
+	if me != nil && me.leaseWin == w {
+		me.lease = max(0, me.lease-d)
+	}
+}
+
+// view fills v for slot s; when applied, it first records the isolate's
+// recency and demand and (strict mode) computes its new lease.
+func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.View) {
+	st, lim := s.st, s.st.lim
+	P := lim.Period
+	W := int64(0)
+	if !lim.IsBucket() {
+		W = max(now/P, s.maxWin)
+	}
+	var me *isoState
+	if applied {
+		m.markKey(st)
+		m.isoEntries -= st.prune(now)
+		me = m.iso(st, isolate, now)
+		if me != nil {
+			me.seen = now
+			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
+		}
+	} else {
+		for i := range st.isos {
+			if st.isos[i].id == isolate {
+				me = &st.isos[i]
+			}
+		}
+	}
+	if lim.IsBucket() {
+		v.TAT = st.tat
+	} else {
+		v.Window = W
+		v.Count, v.Prev = st.windowCounts(W)
+	}
+	v.Isolates = 0
+	horizon := now - 2*P
+	for i := range st.isos {
+		if st.isos[i].seen >= horizon {
+			v.Isolates++
+		}
+	}
+	v.Isolates = max(v.Isolates, 1)
+	v.Lease = -1
+	if lim.Mode != wire.Strict {
+		return
+	}
+	v.Lease = 0
+	if me == nil {
+		return
+	}
+	if applied {
+		if lim.IsBucket() {
+			m.grantBucket(st, me, s.key, now)
+		} else {
+			m.grantWindow(st, me, s.key, W, now)
+		}
+	}
+	if lim.IsBucket() || me.leaseWin == W {
+		v.Lease = me.lease
+	}
+}
+
+// markKey stages st for the next Commit.
+func (m *Merger) markKey(st *keyState) {
+	if !st.dirty {
+		st.dirty = true
+		m.dirtyKeys = append(m.dirtyKeys, st)
+	}
+}
+
+func (m *Merger) markHWM(h *hwmState) {
+	if !h.dirty {
+		h.dirty = true
+		m.dirtyHWMs = append(m.dirtyHWMs, h)
+	}
+}
+
+// iso returns the isolate's entry in st (adding it within the bounds), or nil.
+func (m *Merger) iso(st *keyState, id string, now int64) *isoState {
+	active := now / st.lim.Period
+	if !st.lim.IsBucket() {
+		active = max(active, st.win)
+	}
+	n := len(st.isos)
+	is := st.iso(id, now, active, m.opts.MaxIsolatesPerKey, func() bool { return m.isoEntries < m.opts.MaxIsolateEntries })
+	m.isoEntries += len(st.isos) - n
+	return is
+}
+
+// loadKey returns the cached state of (lim, key), reading it from the store
+// on a miss.
+func (m *Merger) loadKey(lim *wire.LimiterConfig, key string) (*keyState, error) {
+	m.buf = append(append(append(m.buf[:0], prefixKey, byte(len(lim.Name))), lim.Name...), key...)
+	if st, ok := m.keys[string(m.buf)]; ok {
+		return st, nil
+	}
+	v, found, err := m.store.Get(m.buf)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
+	}
+	st := &keyState{lim: lim, skey: string(m.buf)}
+	if found {
+		if err := st.decode(v, m.opts.MaxIsolatesPerKey); err != nil {
+			return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
+		}
+		m.isoEntries += len(st.isos)
+	}
+	m.keys[st.skey] = st
+	return st, nil
+}
+
+// loadHWM returns the isolate's high-water mark (seq 0 when unknown).
+func (m *Merger) loadHWM(isolate string) (*hwmState, error) {
+	if h, ok := m.hwms[isolate]; ok {
+		return h, nil
+	}
+	k := hwmStorageKey(isolate)
+	v, found, err := m.store.Get([]byte(k))
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", isolate, err)
+	}
+	h := &hwmState{id: isolate}
+	if found {
+		if err := h.decode(v); err != nil {
+			return nil, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", isolate, err)
+		}
+	}
+	m.hwms[isolate] = h
+	return h, nil
+}
+
+// Pending reports whether writes are staged for the next Commit.
+func (m *Merger) Pending() bool {
+	return len(m.dirtyKeys)+len(m.dirtyHWMs)+len(m.deletes) > 0
+}
+
+// Commit writes every staged change in one atomic, durable Store commit.
+// On error the staged changes are discarded together with every cached
+// state, so the Merger continues from what the Store holds.
+func (m *Merger) Commit() error {
+	if !m.Pending() {
+		return nil
+	}
+	ops, arena := m.ops[:0], m.arena[:0]
+	for _, k := range m.deletes {
+		ops = append(ops, Op{Key: k, Delete: true})
+	}
+	for _, st := range m.dirtyKeys {
+		n := len(arena)
+		arena = st.encode(arena)
+		ops = append(ops, Op{Key: []byte(st.skey), Value: arena[n:len(arena):len(arena)]})
+		st.dirty = false
+	}
+	for _, h := range m.dirtyHWMs {
+		n := len(arena)
+		arena = h.encode(arena)
+		ops = append(ops, Op{Key: []byte(hwmStorageKey(h.id)), Value: arena[n:len(arena):len(arena)]})
+		h.dirty = false
+	}
+	err := m.store.Commit(ops)
+	clear(ops)
+	m.ops, m.arena = ops[:0], arena[:0]
+	if cap(m.arena) > 1<<22 {
+		m.arena = nil
+	}
+	clear(m.dirtyKeys)
+	clear(m.dirtyHWMs)
+	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
+	if err != nil {
+		m.dropCache()
+		return err
+	}
+	m.evict()
+	return nil
+}
+
+// Abort discards every staged change (and the cache, which holds them).
+func (m *Merger) Abort() {
+	for _, st := range m.dirtyKeys {
+		st.dirty = false
+	}
+	for _, h := range m.dirtyHWMs {
+		h.dirty = false
+	}
+	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
+	m.dropCache()
+}
+
+func (m *Merger) dropCache() {
+	m.keys = map[string]*keyState{}
+	m.hwms = map[string]*hwmState{}
+	m.isoEntries = 0
+}
+
+// evict trims the caches to 7/8 of their caps. Only called with nothing
+// staged, so every cached state is also in the Store.
+func (m *Merger) evict() {
+	if len(m.keys) > m.opts.MaxCachedKeys {
+		target := m.opts.MaxCachedKeys - m.opts.MaxCachedKeys/8
+		for k, st := range m.keys {
+			if len(m.keys) <= target {
+				break
+			}
+			m.isoEntries -= len(st.isos)
+			delete(m.keys, k)
+		}
+	}
+	if len(m.hwms) > m.opts.MaxCachedIsolates {
+		target := m.opts.MaxCachedIsolates - m.opts.MaxCachedIsolates/8
+		for k := range m.hwms {
+			if len(m.hwms) <= target {
+				break
+			}
+			delete(m.hwms, k)
+		}
+	}
+}
+
+// CachedKeys returns the number of key states in memory.
+func (m *Merger) CachedKeys() int { return len(m.keys) }
+
+// LeasesOutstanding returns the sum of the active strict leases of the
+// cached keys at time now, in cost units.
+func (m *Merger) LeasesOutstanding(now int64) int64 {
+	var sum int64
+	for _, st := range m.keys {
+		if st.lim.Mode != wire.Strict {
+			continue
+		}
+		w := max(now/st.lim.Period, st.win)
+		for i := range st.isos {
+			if st.leaseActive(&st.isos[i], w) {
+				sum = addSat(sum, st.isos[i].lease)
+			}
+		}
+	}
+	return sum
+}

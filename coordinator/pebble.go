@@ -1,0 +1,125 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// PebbleStore is the Store on a Pebble database. Commits use pebble.Sync, so
+// a committed batch survives kill -9 and power loss (the WAL is fsynced);
+// concurrent commits share one fsync inside Pebble.
+type PebbleStore struct {
+	db *pebble.DB
+}
+
+// OpenPebble opens (creating if missing) the Pebble database in dir, or an
+// in-memory one on vfs.NewMem() when inMemory is true (dir is then ignored).
+func OpenPebble(dir string, inMemory bool) (*PebbleStore, error) {
+	opts := &pebble.Options{Logger: quietLogger{}}
+	if inMemory {
+		opts.FS = vfs.NewMem()
+		dir = ""
+	} else if dir == "" {
+		return nil, errors.New("coordinator: pebble: no data directory")
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: pebble: open %q: %w", dir, err)
+	}
+	return &PebbleStore{db: db}, nil
+}
+
+// Get implements Store.
+func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("coordinator: pebble: get: %w", err)
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true, nil
+}
+
+// Commit implements Store with one synced Pebble batch.
+func (s *PebbleStore) Commit(ops []Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for i := range ops {
+		var err error
+		if ops[i].Delete {
+			err = b.Delete(ops[i].Key, nil)
+		} else {
+			err = b.Set(ops[i].Key, ops[i].Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("coordinator: pebble: batch: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("coordinator: pebble: commit: %w", err)
+	}
+	return nil
+}
+
+// Scan implements Store.
+func (s *PebbleStore) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
+	lower := prefix
+	if len(start) > 0 {
+		lower = start
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("coordinator: pebble: scan: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if !fn(it.Key(), it.Value()) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("coordinator: pebble: scan: %w", err)
+	}
+	return nil
+}
+
+// Close implements Store; it flushes nothing extra (the WAL is already synced).
+func (s *PebbleStore) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("coordinator: pebble: close: %w", err)
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p,
+// or nil when there is none.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// quietLogger drops Pebble's informational logs and keeps its error logs.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{}) {}
+func (quietLogger) Errorf(format string, args ...interface{}) {
+	log.Printf("coordinator: pebble: "+format, args...)
+}
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	panic(fmt.Sprintf("coordinator: pebble: "+format, args...))
+}

@@ -1,0 +1,244 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Storage layout (one Pebble key per limiter key, one per isolate):
+//
+//	'k' len(limiter) limiter key  -> keyState: varints win, count, prev, tat,
+//	                                 then the isolates holding strict leases
+//	'h' isolate                   -> hwm: varints seq, lastSeen
+//
+// Windowed limiters keep only the newest window W and W-1 in the record, so
+// old windows are garbage-collected as soon as a newer window is written.
+const (
+	prefixKey = 'k'
+	prefixHWM = 'h'
+	stateVer  = 1
+)
+
+// keyState is the merged state of one (limiter, key).
+type keyState struct {
+	lim   *wire.LimiterConfig
+	skey  string // storage key
+	win   int64  // windowed: newest window index with a count
+	count int64  // windowed: count in win
+	prev  int64  // windowed: count in win-1
+	tat   int64  // bucket: theoretical arrival time, ns
+	isos  []isoState
+	dirty bool
+}
+
+// isoState is what the coordinator remembers about one isolate for one key:
+// when it last reported the key and, in strict mode, its lease and demand.
+type isoState struct {
+	id       string
+	seen     int64 // coordinator time of the isolate's last batch with this key, ns
+	lease    int64 // strict: outstanding lease, cost units
+	leaseWin int64 // strict windowed: window the lease belongs to
+	demand   int64 // strict: EWMA of demand per sync, scaled by demandScale
+}
+
+// demandScale is the fixed-point scale of isoState.demand, so that a small
+// demand still decays smoothly instead of rounding to a constant.
+const demandScale = 1024
+
+// hwmState is the exactly-once high-water mark of one isolate.
+type hwmState struct {
+	id    string
+	seq   int64 // highest applied batch sequence number
+	seen  int64 // coordinator time of the last batch, ns
+	dirty bool
+}
+
+func keyStorageKey(limiter, key string) string {
+	b := make([]byte, 0, 2+len(limiter)+len(key))
+	b = append(b, prefixKey, byte(len(limiter)))
+	b = append(b, limiter...)
+	b = append(b, key...)
+	return string(b)
+}
+
+// splitKeyStorageKey returns the limiter and key of a 'k' storage key.
+func splitKeyStorageKey(k []byte) (limiter, key string, ok bool) {
+	if len(k) < 2 || k[0] != prefixKey || len(k) < 2+int(k[1]) {
+		return "", "", false
+	}
+	n := int(k[1])
+	return string(k[2 : 2+n]), string(k[2+n:]), true
+}
+
+func hwmStorageKey(isolate string) string { return string(prefixHWM) + isolate }
+
+// persistIsos reports whether the isolate list is persisted: only strict
+// limiters need it (leases must survive a restart; recency does not).
+func (s *keyState) persistIsos() bool { return s.lim.Mode == wire.Strict }
+
+func (s *keyState) encode(dst []byte) []byte {
+	dst = append(dst, stateVer)
+	dst = binary.AppendVarint(dst, s.win)
+	dst = binary.AppendVarint(dst, s.count)
+	dst = binary.AppendVarint(dst, s.prev)
+	dst = binary.AppendVarint(dst, s.tat)
+	if !s.persistIsos() {
+		return binary.AppendUvarint(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(s.isos)))
+	for i := range s.isos {
+		is := &s.isos[i]
+		dst = binary.AppendUvarint(dst, uint64(len(is.id)))
+		dst = append(dst, is.id...)
+		dst = binary.AppendVarint(dst, is.seen)
+		dst = binary.AppendVarint(dst, is.lease)
+		dst = binary.AppendVarint(dst, is.leaseWin)
+		dst = binary.AppendVarint(dst, is.demand)
+	}
+	return dst
+}
+
+var errCorrupt = errors.New("coordinator: corrupt record")
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		d.b = nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint(max uint64) uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || v > max {
+		d.err = errCorrupt
+		d.b = nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (s *keyState) decode(b []byte, maxIsos int) error {
+	if len(b) == 0 || b[0] != stateVer {
+		return errCorrupt
+	}
+	d := decoder{b: b[1:]}
+	s.win, s.count, s.prev, s.tat = d.varint(), d.varint(), d.varint(), d.varint()
+	n := d.uvarint(uint64(maxIsos))
+	s.isos = nil
+	if n > 0 {
+		s.isos = make([]isoState, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		l := d.uvarint(wire.MaxIsolateIDLen)
+		if d.err != nil || uint64(len(d.b)) < l {
+			return errCorrupt
+		}
+		is := isoState{id: string(d.b[:l])}
+		d.b = d.b[l:]
+		is.seen, is.lease, is.leaseWin, is.demand = d.varint(), d.varint(), d.varint(), d.varint()
+		s.isos = append(s.isos, is)
+	}
+	return d.err
+}
+
+func (h *hwmState) encode(dst []byte) []byte {
+	dst = append(dst, stateVer)
+	dst = binary.AppendVarint(dst, h.seq)
+	return binary.AppendVarint(dst, h.seen)
+}
+
+func (h *hwmState) decode(b []byte) error {
+	if len(b) == 0 || b[0] != stateVer {
+		return errCorrupt
+	}
+	d := decoder{b: b[1:]}
+	h.seq, h.seen = d.varint(), d.varint()
+	return d.err
+}
+
+// iso returns the isolate's entry for this key, adding one when there is
+// room (at most maxPerKey entries; stale entries without an active lease are
+// evicted first). It returns nil when the isolate cannot be tracked.
+func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func() bool) *isoState {
+	for i := range s.isos {
+		if s.isos[i].id == id {
+			return &s.isos[i]
+		}
+	}
+	if len(s.isos) >= maxPerKey || !room() {
+		// Evict the least recently seen isolate that holds no active lease.
+		victim, oldest := -1, int64(math.MaxInt64)
+		for i := range s.isos {
+			if !s.leaseActive(&s.isos[i], activeWin) && s.isos[i].seen < oldest {
+				victim, oldest = i, s.isos[i].seen
+			}
+		}
+		if victim < 0 {
+			return nil
+		}
+		s.isos[victim] = isoState{id: id, seen: now}
+		return &s.isos[victim]
+	}
+	s.isos = append(s.isos, isoState{id: id, seen: now})
+	return &s.isos[len(s.isos)-1]
+}
+
+// leaseActive reports whether is holds a lease that still counts against the
+// key's budget: any positive lease for buckets, a positive lease of window
+// activeWin for windowed limiters.
+func (s *keyState) leaseActive(is *isoState, activeWin int64) bool {
+	if is.lease <= 0 {
+		return false
+	}
+	return s.lim.IsBucket() || is.leaseWin == activeWin
+}
+
+// prune drops isolates not seen within 2 periods that hold no active lease,
+// and returns how many it dropped.
+func (s *keyState) prune(now int64) int {
+	horizon := now - 2*s.lim.Period
+	w := now / s.lim.Period
+	if !s.lim.IsBucket() && s.win > w {
+		w = s.win
+	}
+	n := 0
+	for i := range s.isos {
+		is := s.isos[i]
+		if is.seen < horizon && (s.lim.IsBucket() || !s.leaseActive(&is, w)) {
+			continue
+		}
+		s.isos[n] = is
+		n++
+	}
+	dropped := len(s.isos) - n
+	clear(s.isos[n:])
+	s.isos = s.isos[:n]
+	return dropped
+}
+
+// windowCounts returns the counts of window w and w-1.
+func (s *keyState) windowCounts(w int64) (count, prev int64) {
+	switch w {
+	case s.win:
+		return s.count, s.prev
+	case s.win + 1:
+		return 0, s.count
+	}
+	if w == s.win-1 {
+		return s.prev, 0 // a view older than the newest window (not normally asked)
+	}
+	return 0, 0
+}
