@@ -109,7 +109,7 @@ func (c *Core) limiterIndexBytes(name []byte) int {
 func (c *Core) Stats() wire.Stats {
 	s := c.stats
 	s.Keys = int64(c.tab.live)
-	s.StateBytes = int64(len(c.tab.ents))*entrySize + c.tab.keyB + int64(len(c.tab.slots))*4 +
+	s.StateBytes = int64(c.tab.n)*entrySize + c.tab.keyB + int64(len(c.tab.slots))*4 +
 		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf))
 	return s
 }
@@ -145,7 +145,7 @@ func (c *Core) lookup(lim int, key []byte) int32 {
 			c.stats.Evictions++
 			c.stats.EvictedUnsynced += lost
 		}
-		e := &c.tab.ents[idx]
+		e := c.tab.at(idx)
 		e.limit = c.lims[lim].cfg.Limit
 		if o, ok := c.lims[lim].overrides[string(key)]; ok {
 			e.limit = o
@@ -153,7 +153,7 @@ func (c *Core) lookup(lim int, key []byte) int32 {
 		e.isolates = 1
 		e.lease = 0
 	}
-	c.tab.ents[idx].ref = true
+	c.tab.at(idx).ref = true
 	return idx
 }
 
@@ -165,7 +165,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 		return err
 	}
 	idx := c.lookup(lim, key)
-	e := &c.tab.ents[idx]
+	e := c.tab.at(idx)
 	now = c.clamp(e, now)
 	c.evaluate(lim, e, cost, now, r)
 	c.record(lim, idx, cost, now, r.Allowed)
@@ -191,14 +191,14 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 	var gens [wire.MaxChecks]uint32
 	var times [wire.MaxChecks]int64
 	var one Result
-	allowed := true
+	allowed, sync := true, false
 	for i, ch := range checks {
 		idx := c.lookup(ch.Limiter, ch.Key)
-		e := &c.tab.ents[idx]
+		e := c.tab.at(idx)
 		idxs[i], gens[i] = idx, e.gen
 		times[i] = c.clamp(e, now)
 		c.evaluate(ch.Limiter, e, ch.Cost, times[i], &one)
-		sync := r.SyncWanted || one.SyncWanted
+		sync = sync || one.SyncWanted
 		switch {
 		case i == 0:
 			*r = one
@@ -214,7 +214,7 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 	// table is tiny; re-resolve before committing.
 	for i, ch := range checks {
 		idx := idxs[i]
-		if c.tab.ents[idx].gen != gens[i] {
+		if c.tab.at(idx).gen != gens[i] {
 			idx = c.lookup(ch.Limiter, ch.Key)
 		}
 		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed)
@@ -239,7 +239,7 @@ func (c *Core) clamp(e *entry, now int64) int64 {
 // record updates counters after a decision: consumption when allowed,
 // demand always.
 func (c *Core) record(lim int, idx int32, cost, now int64, allowed bool) {
-	e := &c.tab.ents[idx]
+	e := c.tab.at(idx)
 	c.stats.Decisions++
 	if !allowed {
 		c.stats.Denials++
@@ -275,7 +275,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed bool) {
 func (c *Core) compactDirty() {
 	n := 0
 	for _, d := range c.dirty {
-		if c.tab.ents[d.idx].gen == d.gen && c.tab.ents[d.idx].dirty {
+		if c.tab.at(d.idx).gen == d.gen && c.tab.at(d.idx).dirty {
 			c.dirty[n] = d
 			n++
 		}

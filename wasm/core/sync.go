@@ -29,7 +29,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	n := 0
 	for ; n < len(c.dirty) && len(b.Entries)+2 <= maxBatchDeltas; n++ {
 		d := c.dirty[n]
-		e := &c.tab.ents[d.idx]
+		e := c.tab.at(d.idx)
 		if e.gen != d.gen || !e.dirty {
 			continue
 		}
@@ -100,7 +100,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	}
 	// The batch is acknowledged: its deltas are now in the global view.
 	for _, it := range c.inflight {
-		e := &c.tab.ents[it.idx]
+		e := c.tab.at(it.idx)
 		if e.gen != it.gen {
 			continue
 		}
@@ -125,7 +125,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		if idx < 0 {
 			continue
 		}
-		c.apply(&c.lims[li], &c.tab.ents[idx], &v, now)
+		c.apply(&c.lims[li], c.tab.at(idx), &v, now)
 	}
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]

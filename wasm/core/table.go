@@ -5,13 +5,14 @@ package core
 // grows lazily up to the key cap, so an idle isolate holds almost nothing,
 // and evicts with a CLOCK sweep once full.
 type table struct {
-	slots []int32 // entry index + 1; 0 is empty. len is a power of two.
-	ents  []entry
-	free  []int32 // indexes of removed entries, reused first
-	live  int     // entries in use
-	max   int     // key cap
-	hand  int     // CLOCK hand into ents
-	keyB  int64   // bytes of key strings held
+	slots  []int32   // entry index + 1; 0 is empty. len is a power of two.
+	chunks [][]entry // entries, allocated chunkSize at a time (no large copies)
+	n      int       // entries allocated
+	free   []int32   // indexes of removed entries, reused first
+	live   int       // entries in use
+	max    int       // key cap
+	hand   int       // CLOCK hand into ents
+	keyB   int64     // bytes of key strings held
 }
 
 // evictProbes bounds the CLOCK sweep per insertion, so a flood of unique keys
@@ -41,7 +42,7 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 		if s == 0 {
 			return -1
 		}
-		e := &t.ents[s-1]
+		e := t.at(s - 1)
 		if e.hash == h && e.lim == lim && e.key == string(key) {
 			return s - 1
 		}
@@ -54,7 +55,7 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 func (t *table) insert(lim uint16, key []byte, h uint32) (idx int32, evicted bool, lost int64) {
 	if t.live >= t.max {
 		victim := t.victim()
-		lost = t.ents[victim].unsynced()
+		lost = t.at(victim).unsynced()
 		t.remove(victim)
 		evicted = true
 	}
@@ -65,10 +66,13 @@ func (t *table) insert(lim uint16, key []byte, h uint32) (idx int32, evicted boo
 		idx = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		t.ents = append(t.ents, entry{})
-		idx = int32(len(t.ents) - 1)
+		if t.n%chunkSize == 0 {
+			t.chunks = append(t.chunks, make([]entry, chunkSize))
+		}
+		idx = int32(t.n)
+		t.n++
 	}
-	e := &t.ents[idx]
+	e := t.at(idx)
 	gen := e.gen + 1
 	*e = entry{key: string(key), hash: h, lim: lim, gen: gen, inUse: true, ref: true}
 	t.keyB += int64(len(key))
@@ -79,7 +83,7 @@ func (t *table) insert(lim uint16, key []byte, h uint32) (idx int32, evicted boo
 
 func (t *table) place(idx int32) {
 	m := t.mask()
-	for i := t.ents[idx].hash & m; ; i = (i + 1) & m {
+	for i := t.at(idx).hash & m; ; i = (i + 1) & m {
 		if t.slots[i] == 0 {
 			t.slots[i] = idx + 1
 			return
@@ -93,9 +97,9 @@ func (t *table) grow() {
 		n = len(t.slots) * 2
 	}
 	t.slots = make([]int32, n)
-	for i := range t.ents {
-		if t.ents[i].inUse {
-			t.place(int32(i))
+	for i := int32(0); i < int32(t.n); i++ {
+		if t.at(i).inUse {
+			t.place(i)
 		}
 	}
 }
@@ -103,7 +107,7 @@ func (t *table) grow() {
 // remove deletes entry idx and bumps its generation so references held by
 // the in-flight batch or the dirty list see it is gone.
 func (t *table) remove(idx int32) {
-	e := &t.ents[idx]
+	e := t.at(idx)
 	m := t.mask()
 	i := e.hash & m
 	for t.slots[i] != idx+1 {
@@ -111,7 +115,7 @@ func (t *table) remove(idx int32) {
 	}
 	// Backward-shift deletion.
 	for j := (i + 1) & m; t.slots[j] != 0; j = (j + 1) & m {
-		k := t.ents[t.slots[j]-1].hash & m
+		k := t.at(t.slots[j]-1).hash & m
 		if (j > i && (k <= i || k > j)) || (j < i && k <= i && k > j) {
 			t.slots[i] = t.slots[j]
 			i = j
@@ -131,12 +135,12 @@ func (t *table) remove(idx int32) {
 func (t *table) victim() int32 {
 	fallback := int32(-1)
 	for p := 0; p < evictProbes; p++ {
-		if t.hand >= len(t.ents) {
+		if t.hand >= t.n {
 			t.hand = 0
 		}
 		i := int32(t.hand)
 		t.hand++
-		e := &t.ents[i]
+		e := t.at(i)
 		if !e.inUse {
 			continue
 		}
@@ -155,13 +159,19 @@ func (t *table) victim() int32 {
 		return fallback
 	}
 	for {
-		if t.hand >= len(t.ents) {
+		if t.hand >= t.n {
 			t.hand = 0
 		}
 		i := int32(t.hand)
 		t.hand++
-		if t.ents[i].inUse {
+		if t.at(i).inUse {
 			return i
 		}
 	}
 }
+
+// chunkSize is the number of entries allocated at once.
+const chunkSize = 256
+
+// at returns entry idx.
+func (t *table) at(idx int32) *entry { return &t.chunks[idx/chunkSize][idx%chunkSize] }
