@@ -1,0 +1,127 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// DefaultConfig is the configuration used when no --config is given: one
+// limiter "default", fixed_window, 100 per 1s, approximate mode.
+func DefaultConfig() wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{{
+		Name: "default", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Second)}}}
+}
+
+const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
+
+Runs the coordinator: merges isolates' sync batches exactly once into Pebble
+in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
+GET /healthz and GET /metrics.
+
+Each flag may also be set by an environment variable (the flag wins):
+EDGELIMIT_DATA, EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN,
+EDGELIMIT_IN_MEMORY, EDGELIMIT_INSECURE. Prefer EDGELIMIT_TOKEN to --token
+(command lines are visible to other users).
+
+flags:
+`
+
+// RunCLI runs `edgelimit coordinator` with args (without the subcommand
+// name) until ctx ends (SIGINT/SIGTERM in the CLI), then shuts down
+// gracefully: stops accepting, finishes in-flight commits, closes Pebble.
+func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, cliUsage); fs.PrintDefaults() }
+	env := os.Getenv
+	envBool := func(k string) bool { v, _ := strconv.ParseBool(env(k)); return v }
+	data := fs.String("data", env("EDGELIMIT_DATA"), "Pebble data `DIR`, created if missing (required unless --in-memory)")
+	listen := fs.String("listen", envOr("EDGELIMIT_LISTEN", "127.0.0.1:7070"), "listen `ADDR` (host:port)")
+	config := fs.String("config", env("EDGELIMIT_CONFIG"), "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
+	token := fs.String("token", env("EDGELIMIT_TOKEN"), "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
+	inMemory := fs.Bool("in-memory", envBool("EDGELIMIT_IN_MEMORY"), "keep state in memory only (nothing survives a restart)")
+	insecure := fs.Bool("insecure", envBool("EDGELIMIT_INSECURE"), "allow serving without a token on a non-loopback address")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("coordinator: unexpected argument %q", fs.Arg(0))
+	}
+	if *data == "" && !*inMemory {
+		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA); use --in-memory for a throwaway in-memory store")
+	}
+	var tokens []string
+	for _, t := range strings.Split(*token, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	if len(tokens) == 0 && !*insecure && !isLoopback(*listen) {
+		return fmt.Errorf("coordinator: refusing to serve %s without a token: set --token (or EDGELIMIT_TOKEN), listen on loopback, or pass --insecure", *listen)
+	}
+	var cfg wire.Config
+	if *config != "" {
+		var err error
+		if cfg, err = wire.LoadConfigFile(*config); err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+	} else {
+		cfg = DefaultConfig()
+		fmt.Fprintln(stderr, "coordinator: no --config given; using the built-in default: one limiter \"default\", fixed_window, 100 per 1s")
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	start := time.Now()
+	c, err := Open(Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	where := *data
+	if *inMemory {
+		where = "memory"
+	}
+	fmt.Fprintf(stderr, "coordinator: listening on %s (data %s, %d limiters, opened in %s)\n",
+		ln.Addr(), where, len(cfg.Limiters), time.Since(start).Round(time.Millisecond))
+	serr := c.Serve(ctx, ln)
+	cerr := c.Close()
+	if serr == nil && cerr == nil {
+		fmt.Fprintln(stderr, "coordinator: shut down cleanly")
+	}
+	return errors.Join(serr, cerr)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// isLoopback reports whether addr (host:port) binds only loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,305 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Errors returned by a Coordinator. Both map to HTTP 503.
+var (
+	// ErrUnavailable wraps a Store commit failure (full disk, I/O error):
+	// the batch was not applied and may be retried with the same Seq.
+	ErrUnavailable = errors.New("coordinator: store unavailable")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("coordinator: closed")
+)
+
+// Options configure Open. Zero fields take the documented defaults.
+type Options struct {
+	// Dir is the Pebble data directory, created if missing. Required unless
+	// InMemory is set or Store is given.
+	Dir string
+	// InMemory runs Pebble on vfs.NewMem(): nothing survives Close. For
+	// demos, tests and the simulator.
+	InMemory bool
+	// Store, when set, is used instead of opening Pebble (Dir and InMemory
+	// are ignored). Close closes it.
+	Store Store
+	// Config holds the limiters (the same configuration as the isolates');
+	// it must be valid (wire.Config.Validate).
+	Config wire.Config
+	// Clock returns the current time in ns. Default time.Now().UnixNano().
+	Clock func() int64
+	// Tokens are the bearer tokens accepted on /v1/* (any one of them, so
+	// each edge may have its own). Empty means no authentication.
+	Tokens []string
+	// MaxBodyBytes caps a request body, in bytes. Default 4 MiB (4194304),
+	// which holds a batch of MaxBatchEntries entries with long keys.
+	MaxBodyBytes int64
+	// MaxGroup is the most requests merged into one group commit.
+	// Default 1024.
+	MaxGroup int
+	// GCInterval is the time between two GC steps. Default 2s; negative
+	// disables GC.
+	GCInterval time.Duration
+	// GCBudget is the most stored records one GC step visits. Default 20000.
+	GCBudget int
+	// Merger bounds the in-memory state; see MergerOptions.
+	Merger MergerOptions
+}
+
+// DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
+const DefaultMaxBodyBytes = 4 << 20
+
+func (o *Options) ensureDefaults() {
+	if o.Clock == nil {
+		o.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxGroup <= 0 {
+		o.MaxGroup = 1024
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = 2 * time.Second
+	}
+	if o.GCBudget <= 0 {
+		o.GCBudget = 20000
+	}
+}
+
+// Coordinator serializes every operation on one Merger in a committer
+// goroutine that group-commits: the requests that arrive while a commit is
+// in flight are merged together and committed with one synced write.
+type Coordinator struct {
+	opts  Options
+	store Store
+	m     *Merger
+	met   *metrics
+
+	mu sync.Mutex // guards m (held by the committer for a whole group)
+
+	reqs     chan *request
+	quit     chan struct{}
+	done     chan struct{}
+	closeMu  sync.RWMutex
+	closed   bool
+	inflight sync.WaitGroup
+	gcStop   chan struct{}
+	gcDone   chan struct{}
+
+	storeDown atomic.Bool // the last commit failed
+}
+
+// request is one unit of work for the committer.
+type request struct {
+	batch *wire.Batch
+	reply *wire.Reply
+	fn    func(m *Merger, now int64) error // when batch is nil
+	err   error
+	done  chan struct{}
+}
+
+// Open opens the store and starts the committer.
+func Open(opts Options) (*Coordinator, error) {
+	opts.ensureDefaults()
+	store := opts.Store
+	if store == nil {
+		if opts.Dir == "" && !opts.InMemory {
+			return nil, errors.New("coordinator: no data directory (set Options.Dir, or InMemory for a throwaway store)")
+		}
+		var err error
+		if store, err = OpenPebble(opts.Dir, opts.InMemory); err != nil {
+			return nil, err
+		}
+	}
+	m, err := NewMerger(opts.Config, store, opts.Merger)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	c := &Coordinator{opts: opts, store: store, m: m,
+		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
+		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
+	c.met = newMetrics(c)
+	go c.loop()
+	if opts.GCInterval > 0 {
+		go c.gcLoop()
+	} else {
+		close(c.gcDone)
+	}
+	return c, nil
+}
+
+// Sync applies b (exactly once per (b.Isolate, b.Seq)) at the coordinator's
+// clock, waits until it is durably committed, and returns the reply. A
+// batch with Seq at or below the isolate's high-water mark is not applied
+// and gets the current views and leases. Errors: a *wire.FieldError (bad
+// batch, unknown limiter; nothing applied), ErrUnavailable (commit failed;
+// nothing applied; retry with the same Seq), ErrClosed.
+func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, error) {
+	if err := c.m.Check(b); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	r := &request{batch: b, done: make(chan struct{})}
+	if err := c.submit(ctx, r); err != nil {
+		return nil, err
+	}
+	return r.reply, r.err
+}
+
+// KeyState returns the current state of (limiter, key).
+func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeyState, error) {
+	var ks *KeyState
+	err := c.do(ctx, func(m *Merger, now int64) (err error) {
+		ks, err = m.KeyState(limiter, key, now)
+		return err
+	})
+	return ks, err
+}
+
+// ResetKey clears (limiter, key) durably.
+func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
+	return c.do(ctx, func(m *Merger, _ int64) error { return m.Reset(limiter, key) })
+}
+
+// GC runs one GC step now (see Merger.GC) and commits it.
+func (c *Coordinator) GC(ctx context.Context) (int, error) {
+	var n int
+	err := c.do(ctx, func(m *Merger, now int64) (err error) {
+		n, err = m.GC(now, c.opts.GCBudget)
+		return err
+	})
+	return n, err
+}
+
+func (c *Coordinator) do(ctx context.Context, fn func(m *Merger, now int64) error) error {
+	r := &request{fn: fn, done: make(chan struct{})}
+	if err := c.submit(ctx, r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// submit hands r to the committer and waits for it. Once handed over, r is
+// processed even if ctx ends, so a caller that gives up may find its batch
+// applied; retrying with the same Seq is then answered as a duplicate.
+func (c *Coordinator) submit(ctx context.Context, r *request) error {
+	c.closeMu.RLock()
+	if c.closed {
+		c.closeMu.RUnlock()
+		return ErrClosed
+	}
+	c.inflight.Add(1)
+	c.closeMu.RUnlock()
+	defer c.inflight.Done()
+	select {
+	case c.reqs <- r:
+	case <-ctx.Done():
+		return fmt.Errorf("coordinator: %w", ctx.Err())
+	}
+	<-r.done
+	return nil
+}
+
+// loop is the committer goroutine.
+func (c *Coordinator) loop() {
+	defer close(c.done)
+	group := make([]*request, 0, c.opts.MaxGroup)
+	for {
+		var r *request
+		select {
+		case r = <-c.reqs:
+		case <-c.quit:
+			return
+		}
+		group = append(group[:0], r)
+	drain:
+		for len(group) < c.opts.MaxGroup {
+			select {
+			case r = <-c.reqs:
+				group = append(group, r)
+			default:
+				break drain
+			}
+		}
+		c.runGroup(group)
+		clear(group)
+	}
+}
+
+func (c *Coordinator) runGroup(group []*request) {
+	c.mu.Lock()
+	now := c.opts.Clock()
+	for _, r := range group {
+		if r.batch != nil {
+			r.reply, r.err = c.m.Apply(r.batch, now)
+		} else {
+			r.err = r.fn(c.m, now)
+		}
+	}
+	pending := c.m.Pending()
+	start := time.Now()
+	err := c.m.Commit()
+	if pending {
+		c.met.observeCommit(time.Since(start), len(group))
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.storeDown.Store(true)
+		for _, r := range group {
+			r.reply, r.err = nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	} else if pending {
+		c.storeDown.Store(false)
+	}
+	for _, r := range group {
+		close(r.done)
+	}
+}
+
+func (c *Coordinator) gcLoop() {
+	defer close(c.gcDone)
+	t := time.NewTicker(c.opts.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.gcStop:
+			return
+		case <-t.C:
+			c.GC(context.Background())
+		}
+	}
+}
+
+// Close stops accepting work, finishes every request already submitted
+// (their commits complete), stops the committer and closes the store.
+func (c *Coordinator) Close() error {
+	c.closeMu.Lock()
+	if c.closed {
+		c.closeMu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	c.closeMu.Unlock()
+	close(c.gcStop)
+	<-c.gcDone
+	c.inflight.Wait()
+	close(c.quit)
+	<-c.done
+	return c.store.Close()
+}
+
+// withMerger runs fn with the Merger locked (between two groups).
+func (c *Coordinator) withMerger(fn func(m *Merger)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(c.m)
+}

@@ -1,0 +1,245 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MsgpackContentType is the media type of sync requests and replies.
+const MsgpackContentType = "application/msgpack"
+
+// Handler returns the HTTP API:
+//
+//	POST   /v1/sync                          body: wire.Batch (msgpack); reply: wire.Reply (msgpack)
+//	GET    /v1/limiters/{name}/keys/{key}    current state of a key (JSON KeyState)
+//	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
+//	GET    /healthz                          200 "ok", 503 while the store fails
+//	GET    /metrics                          Prometheus metrics
+//
+// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set.
+// Errors are problem+json (RFC 9457) with an extra "field" member naming
+// the offending field ("body", "v", "e", "e[3].limiter", ...).
+func (c *Coordinator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
+	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
+	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if c.storeDown.Load() {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.met.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Serve serves Handler on ln until ctx ends, then shuts down gracefully:
+// it stops accepting, waits (up to 30s) for in-flight requests, whose
+// commits complete, and returns. The caller closes the Coordinator.
+func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return errors.Join(errors.New("coordinator: shutdown"), err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// errorKinds label request_errors_total.
+var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
+	"too_many_entries", "unknown_limiter", "invalid", "unavailable", "internal", "not_found"}
+
+// problem is an RFC 9457 problem details body with the offending field.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Field  string `json:"field,omitempty"`
+}
+
+func (c *Coordinator) fail(w http.ResponseWriter, status int, kind, field, title, detail string) {
+	c.met.errors.WithLabelValues(kind).Inc()
+	b, _ := json.Marshal(problem{Type: "urn:edgelimit:problem:" + kind, Title: title, Status: status,
+		Detail: detail, Field: field})
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// failErr maps an error of decoding or Sync to a response.
+func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
+	var fe *wire.FieldError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		c.fail(w, http.StatusRequestEntityTooLarge, "too_large", "body", "Request body too large",
+			"the body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
+	case errors.As(err, &fe):
+		kind := "invalid"
+		switch {
+		case fe.Field == "v":
+			kind = "version"
+		case fe.Field == "e" && strings.Contains(fe.Err.Error(), "more than"):
+			kind = "too_many_entries"
+		case strings.HasSuffix(fe.Field, ".limiter") && strings.HasPrefix(fe.Err.Error(), "unknown limiter"):
+			kind = "unknown_limiter"
+		}
+		c.fail(w, http.StatusBadRequest, kind, fe.Field, "Invalid sync batch", fe.Error())
+	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):
+		c.fail(w, http.StatusServiceUnavailable, "unavailable", "", "Coordinator unavailable", err.Error())
+	case errors.Is(err, ErrUnknownLimiter):
+		c.fail(w, http.StatusNotFound, "not_found", "name", "Unknown limiter", err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		c.fail(w, http.StatusServiceUnavailable, "unavailable", "", "Request cancelled", err.Error())
+	default:
+		c.fail(w, http.StatusInternalServerError, "internal", "", "Internal error", err.Error())
+	}
+}
+
+// auth requires a configured bearer token, compared in constant time.
+func (c *Coordinator) auth(next http.Handler) http.Handler {
+	if len(c.opts.Tokens) == 0 {
+		return next
+	}
+	tokens := make([][]byte, len(c.opts.Tokens))
+	for i, t := range c.opts.Tokens {
+		tokens[i] = []byte(t)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		match := 0
+		for _, t := range tokens {
+			match |= subtle.ConstantTimeCompare([]byte(got), t)
+		}
+		if !ok || match != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="edgelimit"`)
+			c.fail(w, http.StatusUnauthorized, "auth", "Authorization", "Unauthorized",
+				"a valid bearer token is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// DecodeBatch decodes and validates a sync request body, as POST /v1/sync
+// does before applying it. Errors are *wire.FieldError naming the field
+// ("body" when the msgpack itself is malformed).
+func DecodeBatch(body []byte) (*wire.Batch, error) {
+	b := new(wire.Batch)
+	if err := b.UnmarshalMsg(body); err != nil {
+		var fe *wire.FieldError
+		if errors.As(err, &fe) {
+			return nil, fe
+		}
+		return nil, &wire.FieldError{Field: "body", Err: err}
+	}
+	return b, nil
+}
+
+func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil ||
+		(mt != MsgpackContentType && mt != "application/x-msgpack") {
+		c.fail(w, http.StatusUnsupportedMediaType, "content_type", "Content-Type", "Unsupported media type",
+			"POST /v1/sync takes "+MsgpackContentType)
+		return
+	}
+	if r.ContentLength > c.opts.MaxBodyBytes {
+		c.failErr(w, &http.MaxBytesError{Limit: c.opts.MaxBodyBytes})
+		return
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			bufPool.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, c.opts.MaxBodyBytes)); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			c.failErr(w, err)
+		} else {
+			c.fail(w, http.StatusBadRequest, "malformed", "body", "Unreadable body", err.Error())
+		}
+		return
+	}
+	b, err := DecodeBatch(buf.Bytes())
+	if err != nil {
+		var fe *wire.FieldError
+		if errors.As(err, &fe) && fe.Field == "body" {
+			c.fail(w, http.StatusBadRequest, "malformed", "body", "Malformed msgpack", fe.Error())
+			return
+		}
+		c.failErr(w, err)
+		return
+	}
+	reply, err := c.Sync(r.Context(), b)
+	if err != nil {
+		c.failErr(w, err)
+		return
+	}
+	buf.Reset()
+	out := reply.AppendMsg(buf.AvailableBuffer())
+	w.Header().Set("Content-Type", MsgpackContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	w.Write(out)
+}
+
+func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
+	ks, err := c.KeyState(r.Context(), r.PathValue("name"), r.PathValue("key"))
+	if err != nil {
+		c.failErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(ks)
+}
+
+func (c *Coordinator) handleDeleteKey(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	if key == "" || len(key) > wire.MaxKeyLen {
+		c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key",
+			"keys are 1 to "+strconv.Itoa(wire.MaxKeyLen)+" bytes")
+		return
+	}
+	if err := c.ResetKey(r.Context(), r.PathValue("name"), key); err != nil {
+		c.failErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

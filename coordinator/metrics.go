@@ -1,0 +1,83 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the Prometheus series of one Coordinator, in its own registry
+// (served by Handler at GET /metrics):
+//
+//	edgelimit_coordinator_syncs_total                batches applied
+//	edgelimit_coordinator_duplicates_dropped_total   batches not applied (Seq <= high-water mark)
+//	edgelimit_coordinator_deltas_applied_total       entries applied
+//	edgelimit_coordinator_deltas_stale_total         windowed entries older than W-1, dropped
+//	edgelimit_coordinator_gc_deleted_total           records deleted by GC
+//	edgelimit_coordinator_commit_seconds             histogram of synced commit latency
+//	edgelimit_coordinator_group_requests             histogram of requests per group commit
+//	edgelimit_coordinator_keys_cached                key states in memory
+//	edgelimit_coordinator_leases_outstanding         sum of active strict leases (cost units, cached keys)
+//	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
+type metrics struct {
+	reg    *prometheus.Registry
+	commit prometheus.Histogram
+	group  prometheus.Histogram
+	errors *prometheus.CounterVec
+}
+
+func newMetrics(c *Coordinator) *metrics {
+	const ns = "edgelimit_coordinator_"
+	mt := &metrics{reg: prometheus.NewRegistry()}
+	mt.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: ns + "commit_seconds",
+		Help:    "Latency of one synced group commit, seconds.",
+		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
+	mt.group = prometheus.NewHistogram(prometheus.HistogramOpts{Name: ns + "group_requests",
+		Help: "Requests merged into one group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	mt.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "request_errors_total",
+		Help: "HTTP requests rejected or failed, by kind."}, []string{"kind"})
+	stat := func(f func(s MergeStats) int64) func() float64 {
+		return func() float64 {
+			var s MergeStats
+			c.withMerger(func(m *Merger) { s = m.Stats() })
+			return float64(f(s))
+		}
+	}
+	mt.reg.MustRegister(mt.commit, mt.group, mt.errors,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "syncs_total", Help: "Sync batches applied."},
+			stat(func(s MergeStats) int64 { return s.Batches })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "duplicates_dropped_total",
+			Help: "Sync batches not applied because their Seq was already applied."},
+			stat(func(s MergeStats) int64 { return s.Duplicates })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "deltas_applied_total", Help: "Batch entries applied."},
+			stat(func(s MergeStats) int64 { return s.DeltasApplied })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "deltas_stale_total",
+			Help: "Windowed entries older than the previous window, dropped."},
+			stat(func(s MergeStats) int64 { return s.DeltasStale })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "gc_deleted_total", Help: "Records deleted by GC."},
+			stat(func(s MergeStats) int64 { return s.GCDeleted })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "keys_cached", Help: "Key states held in memory."},
+			func() float64 {
+				var n int
+				c.withMerger(func(m *Merger) { n = m.CachedKeys() })
+				return float64(n)
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "leases_outstanding",
+			Help: "Sum of active strict leases over the cached keys, cost units."},
+			func() float64 {
+				var n int64
+				now := c.opts.Clock()
+				c.withMerger(func(m *Merger) { n = m.LeasesOutstanding(now) })
+				return float64(n)
+			}),
+	)
+	for _, k := range errorKinds {
+		mt.errors.WithLabelValues(k)
+	}
+	return mt
+}
+
+func (mt *metrics) observeCommit(d time.Duration, n int) {
+	mt.commit.Observe(d.Seconds())
+	mt.group.Observe(float64(n))
+}
