@@ -123,7 +123,13 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 		}
 		r.Allowed = false
 	}
-	r.Remaining = min64(r.Remaining, max64(lease-cost, 0))
+	// Remaining is what could be admitted now: after this cost when it
+	// was admitted, the whole lease left when it was not.
+	avail := lease
+	if r.Allowed {
+		avail -= cost
+	}
+	r.Remaining = min64(r.Remaining, max64(avail, 0))
 	if cost > 0 && (lease-cost)*2 < e.leaseGrant || lease < cost || !e.hasLease {
 		r.SyncWanted = true
 	}
