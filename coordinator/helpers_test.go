@@ -1,0 +1,116 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+const sec = int64(time.Second)
+
+// testConfig has one limiter of each kind.
+func testConfig() wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "fw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec,
+			Overrides: []wire.Override{{Key: "vip", Limit: 1000}}},
+		{Name: "sw", Algorithm: wire.SlidingWindow, Limit: 100, Period: sec},
+		{Name: "tb", Algorithm: wire.TokenBucket, Limit: 10, Period: sec, Burst: 20},
+		{Name: "gcra", Algorithm: wire.GCRA, Limit: 1000, Period: sec},
+		{Name: "sfw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec, Mode: wire.Strict},
+		{Name: "ssw", Algorithm: wire.SlidingWindow, Limit: 100, Period: sec, Mode: wire.Strict},
+		{Name: "stb", Algorithm: wire.TokenBucket, Limit: 50, Period: sec, Burst: 100, Mode: wire.Strict},
+	}}
+}
+
+// fakeClock is a settable clock in ns.
+type fakeClock struct{ t atomic.Int64 }
+
+func (f *fakeClock) now() int64        { return f.t.Load() }
+func (f *fakeClock) set(t int64)       { f.t.Store(t) }
+func (f *fakeClock) add(d int64) int64 { return f.t.Add(d) }
+
+// newTestCoordinator opens an in-memory coordinator at virtual time t0.
+func newTestCoordinator(t testing.TB, t0 int64, mod func(*Options)) (*Coordinator, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{}
+	clk.set(t0)
+	opts := Options{InMemory: true, Config: testConfig(), Clock: clk.now, GCInterval: -1}
+	if mod != nil {
+		mod(&opts)
+	}
+	c, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, clk
+}
+
+func batch(iso string, seq, at int64, entries ...wire.Delta) *wire.Batch {
+	return &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: at, Entries: entries}
+}
+
+func mustSync(t testing.TB, c *Coordinator, b *wire.Batch) *wire.Reply {
+	t.Helper()
+	rp, err := c.Sync(context.Background(), b)
+	if err != nil {
+		t.Fatalf("sync %s/%d: %v", b.Isolate, b.Seq, err)
+	}
+	return rp
+}
+
+func viewOf(t testing.TB, rp *wire.Reply, limiter, key string) wire.View {
+	t.Helper()
+	for _, v := range rp.Entries {
+		if v.Limiter == limiter && v.Key == key {
+			return v
+		}
+	}
+	t.Fatalf("no view for %s/%s in %+v", limiter, key, rp.Entries)
+	return wire.View{}
+}
+
+func getKey(t testing.TB, c *Coordinator, limiter, key string) *KeyState {
+	t.Helper()
+	ks, err := c.KeyState(context.Background(), limiter, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// httpPost posts body to the test server and returns status, body.
+func httpPost(t testing.TB, srv *httptest.Server, ctype string, body []byte, hdr map[string]string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", bytes.NewReader(body))
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func decodeProblem(t testing.TB, b []byte) problem {
+	t.Helper()
+	var p problem
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("not problem+json: %q: %v", b, err)
+	}
+	return p
+}
