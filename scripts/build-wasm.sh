@@ -9,7 +9,7 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cd "$top"
 if ! PATH=/usr/lib/llvm-19/bin:$PATH "$tinygo" build -target=wasip1 -buildmode=c-shared \
-  -scheduler=none -no-debug -o "$out" ./wasm/guest 2>"$log"; then
+  -scheduler=none -no-debug -opt=2 -o "$out" ./wasm/guest 2>"$log"; then
   grep -v 'is not a recognized feature' "$log" >&2 || true
   echo "build-wasm: tinygo build failed" >&2
   exit 1

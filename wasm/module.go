@@ -1,7 +1,7 @@
 // Package wasm embeds the edgelimit edge module, built from ./guest by
 // `make wasm`:
 //
-//	tinygo build -target=wasip1 -buildmode=c-shared -scheduler=none -no-debug -o wasm/edgelimit.wasm ./wasm/guest
+//	tinygo build -target=wasip1 -buildmode=c-shared -scheduler=none -no-debug -opt=2 -o wasm/edgelimit.wasm ./wasm/guest
 //
 // The built module is committed, so the host side builds and tests on a
 // machine without TinyGo; `make test` rebuilds it and fails if the committed

@@ -4,7 +4,7 @@
 // whose exports are a thin layer over the limiter core (package core). Build
 // it with `make wasm`:
 //
-//	tinygo build -target=wasip1 -buildmode=c-shared -scheduler=none -no-debug -o wasm/edgelimit.wasm ./wasm/guest
+//	tinygo build -target=wasip1 -buildmode=c-shared -scheduler=none -no-debug -opt=2 -o wasm/edgelimit.wasm ./wasm/guest
 //
 // Two sets of exports decide the same way:
 //
