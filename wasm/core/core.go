@@ -152,8 +152,11 @@ func (c *Core) lookup(lim int, key []byte) int32 {
 		}
 		e.isolates = 1
 		e.lease = 0
+	} else {
+		// A key earns its CLOCK reference bit by being used again: a
+		// flood of keys seen once is evicted before keys in use.
+		c.tab.at(idx).ref = true
 	}
-	c.tab.at(idx).ref = true
 	return idx
 }
 

@@ -7,7 +7,7 @@ type entry struct {
 	gen   uint32 // bumped on removal; in-flight references compare it
 	lim   uint16
 	inUse bool
-	ref   bool // CLOCK reference bit, set on every use
+	ref   bool // CLOCK reference bit, set on every use after the first
 	dirty bool // on the dirty list: has something to sync
 
 	limit int64 // limit for this key (override applied)

@@ -74,7 +74,7 @@ func (t *table) insert(lim uint16, key []byte, h uint32) (idx int32, evicted boo
 	}
 	e := t.at(idx)
 	gen := e.gen + 1
-	*e = entry{key: string(key), hash: h, lim: lim, gen: gen, inUse: true, ref: true}
+	*e = entry{key: string(key), hash: h, lim: lim, gen: gen, inUse: true}
 	t.keyB += int64(len(key))
 	t.live++
 	t.place(idx)
@@ -145,7 +145,12 @@ func (t *table) victim() int32 {
 			continue
 		}
 		if e.ref {
-			e.ref = false
+			// Only the sweep up to the first candidate clears bits:
+			// probing past it (for a synced entry) must not move the
+			// hand over entries it does not evict.
+			if fallback < 0 {
+				e.ref = false
+			}
 			continue
 		}
 		if e.unsynced() == 0 {
@@ -156,6 +161,7 @@ func (t *table) victim() int32 {
 		}
 	}
 	if fallback >= 0 {
+		t.hand = int(fallback) + 1
 		return fallback
 	}
 	for {
