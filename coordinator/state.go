@@ -206,8 +206,10 @@ func (s *keyState) leaseActive(is *isoState, activeWin int64) bool {
 	return s.lim.IsBucket() || is.leaseWin == activeWin
 }
 
-// prune drops isolates not seen within 2 periods that hold no active lease,
-// and returns how many it dropped.
+// prune drops isolates not seen within 2 periods that hold no active lease
+// (a bucket lease stays active until used: its tokens were already
+// withdrawn, so forgetting it would charge them twice), and returns how many
+// it dropped.
 func (s *keyState) prune(now int64) int {
 	horizon := now - 2*s.lim.Period
 	w := now / s.lim.Period
@@ -217,7 +219,7 @@ func (s *keyState) prune(now int64) int {
 	n := 0
 	for i := range s.isos {
 		is := s.isos[i]
-		if is.seen < horizon && (s.lim.IsBucket() || !s.leaseActive(&is, w)) {
+		if is.seen < horizon && !s.leaseActive(&is, w) {
 			continue
 		}
 		s.isos[n] = is

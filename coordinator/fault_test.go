@@ -1,0 +1,95 @@
+package coordinator
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// flakyStore fails every Commit while failing is set, like a full disk.
+type flakyStore struct {
+	Store
+	failing atomic.Bool
+}
+
+var errDiskFull = errors.New("no space left on device")
+
+func (s *flakyStore) Commit(ops []Op) error {
+	if s.failing.Load() {
+		return errDiskFull
+	}
+	return s.Store.Commit(ops)
+}
+
+func TestStoreWriteErrorThen503ThenRecovery(t *testing.T) {
+	inner, err := OpenPebble("", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &flakyStore{Store: inner}
+	c, clk, srv := newTestServer(t, func(o *Options) { o.Store = fs })
+	post := func(seq, delta int64) (int, []byte) {
+		return httpPost(t, srv, MsgpackContentType, batch("a", seq, clk.now(),
+			wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: delta},
+			wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Delta: 0, Demand: 10}).AppendMsg(nil), nil)
+	}
+	if st, body := post(1, 5); st != 200 {
+		t.Fatalf("%d %s", st, body)
+	}
+	fs.failing.Store(true)
+	for i := 0; i < 3; i++ {
+		st, body := post(2, 7)
+		if st != 503 {
+			t.Fatalf("write error gave %d %s", st, body)
+		}
+		if p := decodeProblem(t, body); p.Type != "urn:edgelimit:problem:unavailable" {
+			t.Fatalf("problem %+v", p)
+		}
+	}
+	if resp, _ := http.Get(srv.URL + "/healthz"); resp.StatusCode != 503 {
+		t.Fatalf("healthz while failing: %d", resp.StatusCode)
+	}
+	fs.failing.Store(false)
+	// The failed batch left no trace: its retry applies once.
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 5 {
+		t.Fatalf("after failures: %+v", ks)
+	}
+	for i := 0; i < 2; i++ {
+		st, body := post(2, 7)
+		if st != 200 {
+			t.Fatalf("after recovery: %d %s", st, body)
+		}
+		var rp wire.Reply
+		if err := rp.UnmarshalMsg(body); err != nil {
+			t.Fatal(err)
+		}
+		if v := viewOf(t, &rp, "fw", "k"); v.Count != 12 {
+			t.Fatalf("after recovery: %+v", v)
+		}
+	}
+	resp, _ := http.Get(srv.URL + "/healthz")
+	if resp.StatusCode != 200 {
+		t.Fatalf("healthz after recovery: %d", resp.StatusCode)
+	}
+	resp, _ = http.Get(srv.URL + "/metrics")
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !contains(out, `edgelimit_coordinator_request_errors_total{kind="unavailable"} 3`) {
+		t.Fatalf("metrics:\n%s", out)
+	}
+}
+
+func contains(b []byte, s string) bool { return len(s) == 0 || indexOf(string(b), s) >= 0 }
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
