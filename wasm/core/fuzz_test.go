@@ -1,0 +1,71 @@
+package core_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/core"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// FuzzSyncIn feeds arbitrary reply bytes to a core with an outstanding
+// batch. It must never panic; a refused reply changes nothing (the same
+// batch is still outstanding); an accepted one ends the batch.
+func FuzzSyncIn(f *testing.F) {
+	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 8, Limiters: []wire.LimiterConfig{
+		{Name: "w", Algorithm: wire.SlidingWindow, Limit: 10, Period: sec},
+		{Name: "b", Algorithm: wire.TokenBucket, Limit: 10, Period: sec, Mode: wire.Strict},
+	}}
+	good := wire.Reply{Version: 1, Seq: 1, At: 5, Entries: []wire.View{
+		{Limiter: "w", Key: "k", Window: 2, Count: 4, Prev: 9, Lease: -1, Isolates: 2},
+		{Limiter: "b", Key: "k", TAT: 3 * sec, Lease: 5, Isolates: 1},
+	}}
+	f.Add(good.AppendMsg(nil), int64(2*sec))
+	f.Add(good.AppendMsg(nil)[:20], int64(0))
+	good.Entries[0].Limiter = "zz"
+	f.Add(good.AppendMsg(nil), int64(3*sec))
+	f.Add([]byte{0x84, 0xa1, 'v', 1, 0xa3, 's', 'e', 'q', 1, 0xa2, 'a', 't', 0, 0xa1, 'e', 0x90}, int64(1))
+	f.Fuzz(func(t *testing.T, reply []byte, now int64) {
+		c, err := core.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r core.Result
+		for i, k := range []string{"k", "j", "k"} {
+			if err := c.Decide(i%2, []byte(k), 1, 2*sec+int64(i), &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := c.SyncOut(2*sec+5, nil)
+		if err != nil || len(out) == 0 {
+			t.Fatalf("SyncOut: %v", err)
+		}
+		out = append([]byte(nil), out...)
+		if now < 0 {
+			now = -now
+		}
+		if err := c.SyncIn(reply, now); err != nil {
+			if !c.Outstanding() {
+				t.Fatal("a refused reply ended the outstanding batch")
+			}
+			again, _ := c.SyncOut(now, nil)
+			if !bytes.Equal(again, out) {
+				t.Fatal("a refused reply changed the outstanding batch")
+			}
+			if c.Stats().Replies != 0 || c.Stats().Errors != 1 {
+				t.Fatalf("stats after a refused reply: %+v", c.Stats())
+			}
+		} else if c.Outstanding() {
+			t.Fatal("an accepted reply left the batch outstanding")
+		}
+		// The core still works after whatever the reply did.
+		for _, k := range []string{"k", "j", "new"} {
+			if err := c.Decide(0, []byte(k), 1, now+3*sec, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Remaining < 0 || (r.Allowed && r.RetryAfter != 0) {
+				t.Fatalf("bad result after the reply: %+v", r)
+			}
+		}
+	})
+}
