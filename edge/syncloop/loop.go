@@ -1,0 +1,157 @@
+package syncloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Clock is the time source of a Loop: the real clock in the edge host, a
+// fake one in tests.
+type Clock interface {
+	// Now returns the current time in ns.
+	Now() int64
+	// After returns a channel that receives once d ns from now.
+	After(d int64) <-chan struct{}
+}
+
+// Transport sends a batch (msgpack wire.Batch) to the coordinator and
+// returns its reply (msgpack wire.Reply) appended to dst. An error means
+// the batch may or may not have been applied; it is retried with the same
+// sequence number.
+type Transport interface {
+	Sync(ctx context.Context, batch, dst []byte) ([]byte, error)
+}
+
+// Module is the isolate side of a sync (isolate.Isolate implements it). A
+// Loop calls it from its own goroutine: when the host also decides
+// requests on the same isolate, it must serialize the calls (an isolate is
+// single-threaded).
+type Module interface {
+	// SyncOut returns the batch to send appended to dst, dst unchanged
+	// when there is nothing to sync; the same batch again until a reply
+	// is applied.
+	SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error)
+	// SyncIn applies the coordinator's reply at now.
+	SyncIn(ctx context.Context, reply []byte, now int64) error
+}
+
+// ErrBatchTooLarge is returned when the module's batch exceeds
+// Options.MaxBatchBytes.
+var ErrBatchTooLarge = errors.New("syncloop: batch too large")
+
+// Loop runs the syncs of one isolate. Create it with NewLoop, run it with
+// Run, and call Kick when a decision returns SyncWanted.
+type Loop struct {
+	sched *Scheduler
+	clock Clock
+	tr    Transport
+	mod   Module
+	kick  chan struct{}
+	batch []byte
+	reply []byte
+
+	// OnError, when set, is called with every failed attempt's error.
+	OnError func(error)
+}
+
+// NewLoop returns a Loop for mod. seed makes the jitter reproducible.
+func NewLoop(opts Options, clock Clock, tr Transport, mod Module, seed uint64) (*Loop, error) {
+	if clock == nil || tr == nil || mod == nil {
+		return nil, errors.New("syncloop: clock, transport and module are required")
+	}
+	s, err := New(opts, clock.Now(), seed)
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{sched: s, clock: clock, tr: tr, mod: mod, kick: make(chan struct{}, 1)}, nil
+}
+
+// Scheduler returns the loop's scheduler (for Stale and Failures; do not
+// drive it while Run runs).
+func (l *Loop) Scheduler() *Scheduler { return l.sched }
+
+// Kick asks for an early sync (the module returned SyncWanted). It never
+// blocks; the loop honours Options.MinSpacing.
+func (l *Loop) Kick() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs until ctx is done and returns ctx.Err().
+func (l *Loop) Run(ctx context.Context) error {
+	for {
+		now := l.clock.Now()
+		if l.sched.Due(now) {
+			l.report(l.SyncOnce(ctx))
+			continue
+		}
+		wait := l.clock.After(max(l.sched.Next()-now, 0))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.kick:
+			if l.sched.Want(l.clock.Now()) {
+				l.report(l.SyncOnce(ctx))
+			}
+		case <-wait:
+		}
+	}
+}
+
+func (l *Loop) report(err error) {
+	if err != nil && l.OnError != nil && !errors.Is(err, context.Canceled) {
+		l.OnError(err)
+	}
+}
+
+// SyncOnce runs one attempt now, whatever the schedule: cut (or re-send)
+// the batch, send it, apply the reply.
+func (l *Loop) SyncOnce(ctx context.Context) error {
+	now := l.clock.Now()
+	b, err := l.mod.SyncOut(ctx, now, l.batch[:0])
+	if err != nil {
+		l.sched.Failure(now)
+		return fmt.Errorf("syncloop: sync out: %w", err)
+	}
+	l.batch = b
+	if len(b) == 0 {
+		l.sched.Idle(now)
+		return nil
+	}
+	if len(b) > l.sched.opts.MaxBatchBytes {
+		l.sched.Failure(now)
+		l.batch = nil // do not keep a huge buffer
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrBatchTooLarge, len(b), l.sched.opts.MaxBatchBytes)
+	}
+	l.sched.Begin(now)
+	r, err := l.tr.Sync(ctx, b, l.reply[:0])
+	if err != nil {
+		l.sched.Failure(l.clock.Now())
+		return fmt.Errorf("syncloop: transport: %w", err)
+	}
+	l.reply = r
+	now = l.clock.Now()
+	if err := l.mod.SyncIn(ctx, r, now); err != nil {
+		l.sched.Failure(now)
+		return fmt.Errorf("syncloop: sync in: %w", err)
+	}
+	l.sched.Success(now)
+	return nil
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now in ns.
+func (RealClock) Now() int64 { return time.Now().UnixNano() }
+
+// After returns a channel that receives after d ns.
+func (RealClock) After(d int64) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	time.AfterFunc(time.Duration(d), func() { ch <- struct{}{} })
+	return ch
+}

@@ -1,0 +1,283 @@
+package syncloop
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+const ms = int64(time.Millisecond)
+
+func newSched(t *testing.T, o Options) *Scheduler {
+	t.Helper()
+	s, err := New(o, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestFirstSyncWithinOneInterval(t *testing.T) {
+	for seed := uint64(0); seed < 50; seed++ {
+		s, err := New(Options{Interval: 100 * time.Millisecond}, 1000, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Next(); n <= 1000 || n > 1000+100*ms {
+			t.Fatalf("seed %d: first sync at %d, want in (1000, 1000+100ms]", seed, n)
+		}
+	}
+}
+
+func TestIntervalWithJitter(t *testing.T) {
+	s := newSched(t, Options{Interval: 100 * time.Millisecond, Jitter: 0.2})
+	now := int64(0)
+	seen := map[int64]bool{}
+	for i := 0; i < 200; i++ {
+		now = s.Next()
+		s.Begin(now)
+		if s.Next() != Never || s.Due(now+time.Hour.Nanoseconds()) {
+			t.Fatal("in flight: no sync may be due")
+		}
+		s.Success(now + ms)
+		gap := s.Next() - (now + ms)
+		if gap < 80*ms || gap > 120*ms {
+			t.Fatalf("gap %v outside 100ms±20%%", time.Duration(gap))
+		}
+		seen[gap] = true
+	}
+	if len(seen) < 10 {
+		t.Fatalf("jitter produced only %d distinct gaps", len(seen))
+	}
+}
+
+func TestNoJitter(t *testing.T) {
+	s := newSched(t, Options{Interval: 50 * time.Millisecond, Jitter: -1})
+	s.Begin(10)
+	s.Success(20)
+	if s.Next() != 20+50*ms {
+		t.Fatalf("next %d, want %d", s.Next(), 20+50*ms)
+	}
+}
+
+func TestEarlySyncMinSpacing(t *testing.T) {
+	s := newSched(t, Options{Interval: 100 * time.Millisecond, MinSpacing: 10 * time.Millisecond, Jitter: -1})
+	// Before any sync an early one may start at once.
+	if !s.Want(5 * ms) {
+		t.Fatal("first early sync refused")
+	}
+	s.Begin(5 * ms)
+	if s.Want(6 * ms) {
+		t.Fatal("early sync allowed while one is in flight")
+	}
+	s.Success(7 * ms)
+	if s.Next() != 107*ms {
+		t.Fatalf("next %v", time.Duration(s.Next()))
+	}
+	// 3 ms after the last start: too close; moved to 15 ms.
+	if s.Want(8 * ms) {
+		t.Fatal("early sync allowed within the minimum spacing")
+	}
+	if s.Next() != 15*ms {
+		t.Fatalf("next after refused early sync %v, want 15ms", time.Duration(s.Next()))
+	}
+	if !s.Want(15 * ms) {
+		t.Fatal("early sync refused after the spacing")
+	}
+}
+
+func TestEarlySyncDisabled(t *testing.T) {
+	s := newSched(t, Options{MinSpacing: -1})
+	n := s.Next()
+	if s.Want(0) || s.Next() != n {
+		t.Fatal("early sync taken although disabled")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	s := newSched(t, Options{Interval: 100 * time.Millisecond, BackoffBase: 10 * time.Millisecond,
+		BackoffMax: 50 * time.Millisecond, Jitter: -1})
+	now := int64(0)
+	want := []int64{10, 20, 40, 50, 50}
+	for i, w := range want {
+		s.Begin(now)
+		s.Failure(now)
+		if got := s.Next() - now; got != w*ms {
+			t.Fatalf("failure %d: wait %v, want %dms", i+1, time.Duration(got), w)
+		}
+		if s.Want(now) {
+			t.Fatal("early sync allowed while backing off")
+		}
+		now = s.Next()
+	}
+	s.Begin(now)
+	s.Success(now)
+	if s.Failures() != 0 || s.Next()-now != 100*ms {
+		t.Fatal("success did not reset the backoff")
+	}
+}
+
+func TestStale(t *testing.T) {
+	s := newSched(t, Options{Interval: 100 * time.Millisecond})
+	if s.Stale(300 * ms) {
+		t.Fatal("stale at exactly 3 intervals")
+	}
+	if !s.Stale(301 * ms) {
+		t.Fatal("not stale after 3 intervals without a sync")
+	}
+	s.Begin(300 * ms)
+	s.Success(301 * ms)
+	if s.Stale(400 * ms) {
+		t.Fatal("stale right after a success")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if _, err := New(Options{Interval: -1}, 0, 0); err == nil {
+		t.Fatal("negative interval accepted")
+	}
+	if _, err := New(Options{Jitter: 1.5}, 0, 0); err == nil {
+		t.Fatal("jitter 1.5 accepted")
+	}
+	if _, err := New(Options{BackoffBase: time.Minute, BackoffMax: time.Second}, 0, 0); err == nil {
+		t.Fatal("base above max accepted")
+	}
+}
+
+// fakeClock advances only when After is waited on: After(d) moves time by d
+// at once, so Run progresses without sleeping.
+type fakeClock struct {
+	mu  sync.Mutex
+	now int64
+}
+
+func (c *fakeClock) Now() int64 { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) After(d int64) <-chan struct{} {
+	c.mu.Lock()
+	c.now += d
+	c.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	ch <- struct{}{}
+	return ch
+}
+
+// fakeModule emits batch "b<seq>" while it has pending work and resends the
+// same batch until a reply is applied.
+type fakeModule struct {
+	seq, applied int
+	outstanding  bool
+	pending      bool
+	syncIns      []int64
+}
+
+func (m *fakeModule) SyncOut(_ context.Context, _ int64, dst []byte) ([]byte, error) {
+	if !m.outstanding {
+		if !m.pending {
+			return dst, nil
+		}
+		m.seq++
+		m.outstanding, m.pending = true, false
+	}
+	return append(dst, byte('0'+m.seq)), nil
+}
+
+func (m *fakeModule) SyncIn(_ context.Context, reply []byte, now int64) error {
+	if !m.outstanding || int(reply[0]-'0') != m.seq {
+		return errors.New("stale reply")
+	}
+	m.outstanding = false
+	m.applied++
+	m.syncIns = append(m.syncIns, now)
+	return nil
+}
+
+type fakeTransport struct {
+	fail int // fail this many calls first
+	sent [][]byte
+}
+
+func (f *fakeTransport) Sync(_ context.Context, batch, dst []byte) ([]byte, error) {
+	f.sent = append(f.sent, append([]byte(nil), batch...))
+	if f.fail > 0 {
+		f.fail--
+		return dst, errors.New("connection refused")
+	}
+	return append(dst, batch...), nil
+}
+
+func TestLoopRetriesReuseBatch(t *testing.T) {
+	clk := &fakeClock{}
+	mod := &fakeModule{pending: true}
+	tr := &fakeTransport{fail: 3}
+	l, err := NewLoop(Options{Interval: 100 * time.Millisecond, Jitter: -1, BackoffBase: 10 * time.Millisecond}, clk, tr, mod, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs int
+	l.OnError = func(error) { errs++ }
+	for i := 0; i < 4; i++ {
+		if err := l.SyncOnce(context.Background()); (err != nil) != (i < 3) {
+			t.Fatalf("attempt %d: err %v", i, err)
+		}
+	}
+	if len(tr.sent) != 4 || mod.applied != 1 {
+		t.Fatalf("sent %d, applied %d; want 4 sends of one batch", len(tr.sent), mod.applied)
+	}
+	for _, b := range tr.sent {
+		if string(b) != "1" {
+			t.Fatalf("retry sent %q, want the same batch \"1\"", b)
+		}
+	}
+	if l.Scheduler().Failures() != 0 {
+		t.Fatal("failures not reset")
+	}
+}
+
+func TestLoopRunSyncsAtInterval(t *testing.T) {
+	clk := &fakeClock{}
+	mod := &fakeModule{pending: true}
+	tr := &fakeTransport{}
+	l, err := NewLoop(Options{Interval: 100 * time.Millisecond, Jitter: -1}, clk, tr, mod, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.OnError = func(err error) { t.Error(err) }
+	done := make(chan error)
+	go func() { done <- l.Run(ctx) }()
+	// Let the loop run a while of virtual time, then stop it.
+	for clk.Now() < int64(time.Second) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v", err)
+	}
+	if mod.applied != 1 || len(tr.sent) != 1 {
+		t.Fatalf("applied %d, sent %d: want one batch (later checks find nothing)", mod.applied, len(tr.sent))
+	}
+}
+
+func TestLoopBatchTooLarge(t *testing.T) {
+	clk := &fakeClock{}
+	mod := &fakeModule{pending: true}
+	l, err := NewLoop(Options{MaxBatchBytes: 0}, clk, &fakeTransport{}, mod, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.sched.opts.MaxBatchBytes = 0 // below any batch
+	if err := l.SyncOnce(context.Background()); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("err %v, want ErrBatchTooLarge", err)
+	}
+	if l.Scheduler().Failures() != 1 {
+		t.Fatal("oversized batch not counted as a failure")
+	}
+}
+
+func TestNewLoopNeedsParts(t *testing.T) {
+	if _, err := NewLoop(Options{}, nil, nil, nil, 0); err == nil {
+		t.Fatal("nil parts accepted")
+	}
+}
