@@ -127,6 +127,11 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		}
 		c.apply(&c.lims[li], c.tab.at(idx), &v, now)
 	}
+	for _, it := range c.inflight { // keys the reply left out
+		if e := c.tab.at(it.idx); e.gen == it.gen {
+			e.ackedSince = 0
+		}
+	}
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.stats.Replies++

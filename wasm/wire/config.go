@@ -27,7 +27,7 @@ type LimiterConfig struct {
 	Period    int64      // nanoseconds, MinPeriod..MaxPeriod
 	Burst     int64      // token_bucket/gcra: capacity; 0 means Limit
 	Mode      string     // Approximate (default when empty) or Strict
-	Overrides []Override // per-key limits replacing Limit (and Burst when Burst is 0)
+	Overrides []Override // per-key limits replacing Limit; a key with an override has capacity = its limit (Burst applies to Limit only); at most MaxOverrides
 }
 
 // Override replaces a limiter's limit for one key.
@@ -105,6 +105,9 @@ func (c *Config) Validate() error {
 		case "", Approximate, Strict:
 		default:
 			bad(p+"mode", "unknown mode "+quote(l.Mode)+" (want approximate or strict)")
+		}
+		if len(l.Overrides) > MaxOverrides {
+			bad(p+"overrides", "more than "+strconv.Itoa(MaxOverrides)+" overrides")
 		}
 		for j, o := range l.Overrides {
 			q := p + "overrides[" + strconv.Itoa(j) + "]."
@@ -205,6 +208,10 @@ func (l *LimiterConfig) read(r *Reader) {
 			l.Mode = r.ReadString()
 		case "overrides":
 			m := r.ReadArrayHeader()
+			if m > MaxOverrides {
+				r.SetErr("overrides", errors.New("more than "+strconv.Itoa(MaxOverrides)+" overrides"))
+				break
+			}
 			l.Overrides = make([]Override, 0, m)
 			for i := 0; i < m && r.err == nil; i++ {
 				if k := r.ReadArrayHeader(); k != 2 && r.err == nil {

@@ -27,6 +27,8 @@ const (
 	MaxIsolateIDLen = 128
 	// MaxLimiters is the most limiters one configuration may hold.
 	MaxLimiters = 256
+	// MaxOverrides is the most per-key overrides one limiter may hold.
+	MaxOverrides = 4096
 	// MaxChecks is the most limiters one decision may check together.
 	MaxChecks = 8
 	// MaxBatchEntries is the most entries one sync batch or reply may hold.

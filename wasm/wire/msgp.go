@@ -60,8 +60,9 @@ func AppendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// AppendInt appends v in the smallest msgpack integer form, as msgpack/v5's
-// EncodeInt does.
+// AppendInt appends v in the smallest msgpack integer form, preferring the
+// signed forms (0xd0-0xd3) above 127; every msgpack decoder, msgpack/v5's
+// included, reads them as integers.
 func AppendInt(b []byte, v int64) []byte {
 	switch {
 	case v >= 0 && v <= 127:

@@ -179,23 +179,23 @@ func (v *View) AppendMsg(dst []byte) []byte {
 }
 
 // ReplyReader walks a reply's entries without allocating them all, for the
-// guest's sync_in. Use Header, then Next until it returns false, then Err.
+// guest's sync_in. Use Reset, then Next until it returns false, then Err.
 type ReplyReader struct {
 	r       Reader
 	Version int64
 	Seq     int64
 	At      int64
 	left    int
+	eEnd    int // offset just past the entries array
 	entries bool
 }
 
-// Reset starts reading src.
+// Reset starts reading src. The map's fields may come in any order.
 func (rr *ReplyReader) Reset(src []byte) error {
 	*rr = ReplyReader{}
 	rr.r.Reset(src)
 	r := &rr.r
-	// Header fields come before "e" in what AppendMsg writes; accept any order
-	// by reading until "e".
+	eStart := 0
 	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
 		switch string(r.ReadStringBytes()) {
 		case "v":
@@ -205,21 +205,24 @@ func (rr *ReplyReader) Reset(src []byte) error {
 		case "at":
 			rr.At = r.ReadInt()
 		case "e":
-			if n != 1 {
-				r.SetErr("e", errors.New("the entries must be the last field of a reply"))
-				return r.err
-			}
-			rr.left = r.ReadArrayHeader()
-			if rr.left > MaxBatchEntries {
-				r.SetErr("e", errors.New("more than "+strconv.Itoa(MaxBatchEntries)+" entries"))
-			}
+			eStart = r.off
+			r.Skip()
+			rr.eEnd = r.off
 			rr.entries = true
 		default:
 			r.Skip()
 		}
 	}
+	r.Done()
 	if r.err == nil && rr.Version != Version {
 		r.SetErr("v", errors.New("version "+strconv.FormatInt(rr.Version, 10)+" is not supported"))
+	}
+	if r.err == nil && rr.entries {
+		r.off = eStart
+		rr.left = r.ReadArrayHeader()
+		if rr.left > MaxBatchEntries {
+			r.SetErr("e", errors.New("more than "+strconv.Itoa(MaxBatchEntries)+" entries"))
+		}
 	}
 	return r.err
 }
@@ -228,9 +231,6 @@ func (rr *ReplyReader) Reset(src []byte) error {
 // their bytes returned instead (valid until the input is reused).
 func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	if rr.left == 0 || rr.r.err != nil {
-		if rr.r.err == nil {
-			rr.r.Done()
-		}
 		return nil, nil, false
 	}
 	rr.left--
@@ -241,6 +241,9 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
+	if r.err == nil && r.off > rr.eEnd {
+		r.SetErr("e", ErrShort)
+	}
 	if r.err != nil {
 		return nil, nil, false
 	}
@@ -271,11 +274,5 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		v.Limiter, v.Key = string(lim), string(key)
 		rp.Entries = append(rp.Entries, v)
 	}
-	if err := rr.Err(); err != nil {
-		return err
-	}
-	if !rr.entries {
-		return rr.r.Done()
-	}
-	return nil
+	return rr.Err()
 }
