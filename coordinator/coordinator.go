@@ -209,10 +209,19 @@ func (c *Coordinator) submit(ctx context.Context, r *request) error {
 	return nil
 }
 
-// loop is the committer goroutine.
+// loop is the committer goroutine. It pipelines: while the commit of one
+// group is in flight (in its own goroutine), the next group is applied in
+// memory; the next commit starts only when the previous one succeeded, and
+// every reply (duplicates included) waits for its own group's commit, so no
+// reply ever reflects state that is not durable.
 func (c *Coordinator) loop() {
 	defer close(c.done)
-	group := make([]*request, 0, c.opts.MaxGroup)
+	var prev *commitJob
+	defer func() {
+		if prev != nil {
+			<-prev.done
+		}
+	}()
 	for {
 		var r *request
 		select {
@@ -220,7 +229,8 @@ func (c *Coordinator) loop() {
 		case <-c.quit:
 			return
 		}
-		group = append(group[:0], r)
+		group := make([]*request, 1, 16)
+		group[0] = r
 	drain:
 		for len(group) < c.opts.MaxGroup {
 			select {
@@ -230,39 +240,66 @@ func (c *Coordinator) loop() {
 				break drain
 			}
 		}
-		c.runGroup(group)
-		clear(group)
+		c.mu.Lock()
+		now := c.opts.Clock()
+		for _, r := range group {
+			if r.batch != nil {
+				r.reply, r.err = c.m.Apply(r.batch, now)
+			} else {
+				r.err = r.fn(c.m, now)
+			}
+		}
+		ops, gen := c.m.Stage()
+		job := &commitJob{group: group, ops: ops, gen: gen, aborts: c.m.Aborts(), done: make(chan struct{})}
+		c.mu.Unlock()
+		if prev != nil {
+			<-prev.done
+			if prev.err != nil && job.aborts < prev.aborts {
+				// Applied on top of the failed group's state: fail it too.
+				job.err = prev.err
+			}
+		}
+		go c.commit(job)
+		prev = job
 	}
 }
 
-func (c *Coordinator) runGroup(group []*request) {
-	c.mu.Lock()
-	now := c.opts.Clock()
-	for _, r := range group {
-		if r.batch != nil {
-			r.reply, r.err = c.m.Apply(r.batch, now)
-		} else {
-			r.err = r.fn(c.m, now)
-		}
+// commitJob is one group on its way to the store.
+type commitJob struct {
+	group []*request
+	ops   []Op
+	gen   int64
+	// aborts is Merger.Aborts when the group was applied; after a failed
+	// commit, the failed job's aborts is Merger.Aborts after the abort.
+	aborts int64
+	err    error
+	done   chan struct{}
+}
+
+func (c *Coordinator) commit(j *commitJob) {
+	if j.err == nil && len(j.ops) > 0 {
+		start := time.Now()
+		j.err = c.store.Commit(j.ops)
+		c.met.observeCommit(time.Since(start), len(j.group))
 	}
-	pending := c.m.Pending()
-	start := time.Now()
-	err := c.m.Commit()
-	if pending {
-		c.met.observeCommit(time.Since(start), len(group))
+	c.mu.Lock()
+	c.m.Committed(j.gen, j.err)
+	if j.err != nil {
+		j.aborts = c.m.Aborts()
 	}
 	c.mu.Unlock()
-	if err != nil {
+	if j.err != nil {
 		c.storeDown.Store(true)
-		for _, r := range group {
-			r.reply, r.err = nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		for _, r := range j.group {
+			r.reply, r.err = nil, fmt.Errorf("%w: %w", ErrUnavailable, j.err)
 		}
-	} else if pending {
+	} else if len(j.ops) > 0 {
 		c.storeDown.Store(false)
 	}
-	for _, r := range group {
+	for _, r := range j.group {
 		close(r.done)
 	}
+	close(j.done)
 }
 
 func (c *Coordinator) gcLoop() {

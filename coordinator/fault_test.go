@@ -1,11 +1,15 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -92,4 +96,74 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestFlappingStoreExactlyOnce: concurrent isolates sync while commits fail
+// at random (pipelined groups on top of a failed one must fail too); each
+// retries with the same Seq until acknowledged. Every acknowledged delta is
+// counted exactly once.
+func TestFlappingStoreExactlyOnce(t *testing.T) {
+	inner, err := OpenPebble("", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &flakyStore{Store: inner}
+	c, clk := newTestCoordinator(t, t0, func(o *Options) { o.Store = fs; o.Merger.MaxCachedKeys = 4 })
+	stop := make(chan struct{})
+	flipped := make(chan struct{})
+	go func() {
+		defer close(flipped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				fs.failing.Store(false)
+				return
+			default:
+			}
+			fs.failing.Store(i%3 == 0)
+			time.Sleep(300 * time.Microsecond)
+		}
+	}()
+	var mu sync.Mutex
+	want := map[string]int64{}
+	failures := 0
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for seq := int64(1); seq <= 150; seq++ {
+				k := fmt.Sprintf("k%d", (int(seq)+i)%6)
+				b := batch(fmt.Sprintf("iso%d", i), seq, clk.now(), wire.Delta{Limiter: "fw", Key: k, Window: 1000, Delta: seq})
+				for {
+					_, err := c.Sync(context.Background(), b)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, ErrUnavailable) {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					failures++
+					mu.Unlock()
+				}
+				mu.Lock()
+				want[k] += seq
+				mu.Unlock()
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(stop)
+	<-flipped
+	if failures == 0 {
+		t.Fatal("no commit failed: the test did not exercise failures")
+	}
+	for k, n := range want {
+		if ks := getKey(t, c, "fw", k); ks.Count != n {
+			t.Errorf("%s: count %d, acknowledged %d", k, ks.Count, n)
+		}
+	}
+	t.Logf("%d failed syncs retried", failures)
 }

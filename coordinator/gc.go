@@ -51,8 +51,8 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 			del = m.expired(&st, now)
 		case prefixHWM:
 			id := string(k[1:])
-			if hh, cached := m.hwms[id]; cached && hh.dirty {
-				break
+			if hh, cached := m.hwms[id]; cached && (hh.dirty || hh.gen > m.durable) {
+				break // changed by a batch not yet durable
 			}
 			if h.decode(v) == nil && h.seen < now-m.opts.IsolateTTL {
 				del = true

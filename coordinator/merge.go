@@ -78,8 +78,9 @@ type Merger struct {
 	dirtyHWMs  []*hwmState
 	deletes    [][]byte
 	buf        []byte
-	arena      []byte
-	ops        []Op
+	gen        int64 // last stage handed out by Stage
+	durable    int64 // last stage reported committed
+	aborts     int64 // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
 	stats      MergeStats
 }
@@ -368,10 +369,28 @@ func (m *Merger) Pending() bool {
 // On error the staged changes are discarded together with every cached
 // state, so the Merger continues from what the Store holds.
 func (m *Merger) Commit() error {
-	if !m.Pending() {
-		return nil
+	ops, gen := m.Stage()
+	var err error
+	if len(ops) > 0 {
+		err = m.store.Commit(ops)
 	}
-	ops, arena := m.ops[:0], m.arena[:0]
+	m.Committed(gen, err)
+	return err
+}
+
+// Stage takes every staged change out of m as Store ops, tagged with a
+// generation, so that the caller can commit them while m goes on applying
+// the next batches (pipelining). The caller must commit the stages in
+// order, each after the previous one finished, and report each with
+// Committed; after a failed stage, the later ones must not be committed.
+func (m *Merger) Stage() (ops []Op, gen int64) {
+	m.gen++
+	gen = m.gen
+	if !m.Pending() {
+		return nil, gen
+	}
+	ops = make([]Op, 0, len(m.deletes)+len(m.dirtyKeys)+len(m.dirtyHWMs))
+	arena := make([]byte, 0, 32*(len(m.dirtyKeys)+len(m.dirtyHWMs)))
 	for _, k := range m.deletes {
 		ops = append(ops, Op{Key: k, Delete: true})
 	}
@@ -379,29 +398,30 @@ func (m *Merger) Commit() error {
 		n := len(arena)
 		arena = st.encode(arena)
 		ops = append(ops, Op{Key: []byte(st.skey), Value: arena[n:len(arena):len(arena)]})
-		st.dirty = false
+		st.dirty, st.gen = false, gen
 	}
 	for _, h := range m.dirtyHWMs {
 		n := len(arena)
 		arena = h.encode(arena)
 		ops = append(ops, Op{Key: []byte(hwmStorageKey(h.id)), Value: arena[n:len(arena):len(arena)]})
-		h.dirty = false
-	}
-	err := m.store.Commit(ops)
-	clear(ops)
-	m.ops, m.arena = ops[:0], arena[:0]
-	if cap(m.arena) > 1<<22 {
-		m.arena = nil
+		h.dirty, h.gen = false, gen
 	}
 	clear(m.dirtyKeys)
 	clear(m.dirtyHWMs)
 	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
+	return ops, gen
+}
+
+// Committed reports the outcome of committing the stage gen. On error every
+// cached state is dropped (including those of later stages, which must then
+// fail too). On success, cached states no longer needed may be evicted.
+func (m *Merger) Committed(gen int64, err error) {
 	if err != nil {
-		m.dropCache()
-		return err
+		m.Abort()
+		return
 	}
+	m.durable = max(m.durable, gen)
 	m.evict()
-	return nil
 }
 
 // Abort discards every staged change (and the cache, which holds them).
@@ -414,7 +434,12 @@ func (m *Merger) Abort() {
 	}
 	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
 	m.dropCache()
+	m.aborts++
 }
+
+// Aborts returns how many times the cached state was dropped; a stage built
+// while Aborts was lower than after a failure rests on discarded state.
+func (m *Merger) Aborts() int64 { return m.aborts }
 
 func (m *Merger) dropCache() {
 	m.keys = map[string]*keyState{}
@@ -422,8 +447,8 @@ func (m *Merger) dropCache() {
 	m.isoEntries = 0
 }
 
-// evict trims the caches to 7/8 of their caps. Only called with nothing
-// staged, so every cached state is also in the Store.
+// evict trims the caches to 7/8 of their caps, dropping only states whose
+// last change is durable (not staged, not in an uncommitted stage).
 func (m *Merger) evict() {
 	if len(m.keys) > m.opts.MaxCachedKeys {
 		target := m.opts.MaxCachedKeys - m.opts.MaxCachedKeys/8
@@ -431,15 +456,21 @@ func (m *Merger) evict() {
 			if len(m.keys) <= target {
 				break
 			}
+			if st.dirty || st.gen > m.durable {
+				continue
+			}
 			m.isoEntries -= len(st.isos)
 			delete(m.keys, k)
 		}
 	}
 	if len(m.hwms) > m.opts.MaxCachedIsolates {
 		target := m.opts.MaxCachedIsolates - m.opts.MaxCachedIsolates/8
-		for k := range m.hwms {
+		for k, h := range m.hwms {
 			if len(m.hwms) <= target {
 				break
+			}
+			if h.dirty || h.gen > m.durable {
+				continue
 			}
 			delete(m.hwms, k)
 		}

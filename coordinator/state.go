@@ -31,7 +31,8 @@ type keyState struct {
 	prev  int64  // windowed: count in win-1
 	tat   int64  // bucket: theoretical arrival time, ns
 	isos  []isoState
-	dirty bool
+	dirty bool  // changed since the last Stage
+	gen   int64 // Stage that holds the last change
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
@@ -53,7 +54,8 @@ type hwmState struct {
 	id    string
 	seq   int64 // highest applied batch sequence number
 	seen  int64 // coordinator time of the last batch, ns
-	dirty bool
+	dirty bool  // changed since the last Stage
+	gen   int64 // Stage that holds the last change
 }
 
 func keyStorageKey(limiter, key string) string {

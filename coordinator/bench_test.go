@@ -1,0 +1,120 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator/loadgen"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Benchmarks (figures, not assertions). Run with:
+//
+//	go test -run '^$' -bench 'HTTP|Restart' -benchtime 1x ./coordinator/
+//
+// Each serves a coordinator on a real directory (fsync on every group
+// commit) over loopback HTTP, with the load generator on the same machine.
+
+func benchServer(b *testing.B) (*Coordinator, string) {
+	b.Helper()
+	c, err := Open(Options{Dir: b.TempDir(), Config: DefaultConfig()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Serve(ctx, ln); close(done) }()
+	b.Cleanup(func() { cancel(); <-done; c.Close() })
+	return c, "http://" + ln.Addr().String()
+}
+
+func runLoad(b *testing.B, cfg loadgen.Config) loadgen.Result {
+	b.Helper()
+	res, err := loadgen.Run(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Log(res)
+	if res.Syncs == 0 {
+		b.Fatal("no sync acknowledged")
+	}
+	return res
+}
+
+// BenchmarkHTTPThroughput64Clients: 64 clients, batches of 100 entries, as
+// fast as possible for 5s: durably committed key-deltas per second.
+func BenchmarkHTTPThroughput64Clients(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		_, url := benchServer(b)
+		res := runLoad(b, loadgen.Config{URL: url, Clients: 64, Entries: 100, Duration: 5 * time.Second})
+		b.ReportMetric(res.KeyDeltasPerSec(), "keydeltas/s")
+		b.ReportMetric(float64(res.P99.Microseconds()), "p99-µs")
+	}
+}
+
+// BenchmarkHTTPLatencyAt1000SyncsPerSec: 1000 syncs/s of 100 entries from
+// 64 clients for 5s: sync latency percentiles.
+func BenchmarkHTTPLatencyAt1000SyncsPerSec(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		_, url := benchServer(b)
+		res := runLoad(b, loadgen.Config{URL: url, Clients: 64, Entries: 100, Rate: 1000, Duration: 5 * time.Second})
+		b.ReportMetric(res.SyncsPerSec(), "syncs/s")
+		b.ReportMetric(float64(res.P50.Microseconds()), "p50-µs")
+		b.ReportMetric(float64(res.P99.Microseconds()), "p99-µs")
+	}
+}
+
+// BenchmarkRestart1MKeys: store 1,000,000 keys, close, and measure the time
+// from Open to the first Sync answered (ready to serve).
+func BenchmarkRestart1MKeys(b *testing.B) {
+	const keys = 1_000_000
+	dir := b.TempDir()
+	now := time.Now().UnixNano()
+	c, err := Open(Options{Dir: dir, Config: DefaultConfig(), Merger: MergerOptions{MaxCachedKeys: 1 << 16}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	seq := int64(0)
+	for k := 0; k < keys; k += wire.MaxBatchEntries {
+		seq++
+		bt := &wire.Batch{Version: wire.Version, Isolate: "filler", Seq: seq, At: now}
+		for j := k; j < min(k+wire.MaxBatchEntries, keys); j++ {
+			bt.Entries = append(bt.Entries, wire.Delta{Limiter: "default", Key: fmt.Sprintf("key-%07d", j),
+				Window: now / int64(time.Second), Delta: 1})
+		}
+		if _, err := c.Sync(context.Background(), bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("stored %d keys in %s", keys, time.Since(start))
+	if err := c.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		c, err := Open(Options{Dir: dir, Config: DefaultConfig()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rp, err := c.Sync(context.Background(), &wire.Batch{Version: wire.Version, Isolate: "probe", Seq: int64(i + 1),
+			At: now, Entries: []wire.Delta{{Limiter: "default", Key: "key-0000042", Window: now / int64(time.Second), Delta: 0}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ready := time.Since(t0)
+		b.ReportMetric(float64(ready.Milliseconds()), "ms-to-ready")
+		b.Logf("ready in %s (key-0000042 count %d)", ready, rp.Entries[0].Count)
+		b.StopTimer()
+		c.Close()
+		b.StartTimer()
+	}
+}
