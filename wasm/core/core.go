@@ -134,13 +134,13 @@ func (c *Core) checkArgs(lim int, key []byte, cost, now int64) error {
 }
 
 // lookup finds or creates the entry for (lim, key) and returns its index.
-func (c *Core) lookup(lim int, key []byte) int32 {
+func (c *Core) lookup(lim int, key []byte, now int64) int32 {
 	h := hashKey(uint16(lim), key)
 	idx := c.tab.find(uint16(lim), key, h)
 	if idx < 0 {
 		var evicted bool
 		var lost int64
-		idx, evicted, lost = c.tab.insert(uint16(lim), key, h)
+		idx, evicted, lost = c.tab.insert(uint16(lim), key, h, now)
 		if evicted {
 			c.stats.Evictions++
 			c.stats.EvictedUnsynced += lost
@@ -167,7 +167,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 		c.stats.Errors++
 		return err
 	}
-	idx := c.lookup(lim, key)
+	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
 	c.evaluate(lim, e, cost, now, r)
@@ -196,7 +196,7 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 	var one Result
 	allowed, sync := true, false
 	for i, ch := range checks {
-		idx := c.lookup(ch.Limiter, ch.Key)
+		idx := c.lookup(ch.Limiter, ch.Key, now)
 		e := c.tab.at(idx)
 		idxs[i], gens[i] = idx, e.gen
 		times[i] = c.clamp(e, now)
@@ -218,7 +218,7 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 	for i, ch := range checks {
 		idx := idxs[i]
 		if c.tab.at(idx).gen != gens[i] {
-			idx = c.lookup(ch.Limiter, ch.Key)
+			idx = c.lookup(ch.Limiter, ch.Key, now)
 		}
 		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed)
 	}
@@ -247,10 +247,11 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed bool) {
 	if !allowed {
 		c.stats.Denials++
 	}
+	l := &c.lims[lim]
 	if cost == 0 {
+		e.setExp(l, now)
 		return
 	}
-	l := &c.lims[lim]
 	e.demand = addSat(e.demand, cost)
 	if allowed {
 		if l.bucket {
@@ -264,6 +265,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed bool) {
 			e.lease -= cost
 		}
 	}
+	e.setExp(l, now)
 	if !e.dirty {
 		e.dirty = true
 		if len(c.dirty) >= 2*c.tab.max+64 {

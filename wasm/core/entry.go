@@ -12,6 +12,7 @@ type entry struct {
 
 	limit int64 // limit for this key (override applied)
 	last  int64 // latest time seen for this key, ns
+	exp   int64 // ns time from which the state no longer affects decisions (windows over, bucket full)
 
 	// Windowed algorithms: local cost not yet acknowledged by the
 	// coordinator, for window win (cur) and win-1 (prev); the pending part
@@ -33,6 +34,9 @@ type entry struct {
 	leaseWin    int64   // strict mode: window the lease is for
 	hasLease    bool
 }
+
+// pending is the cost admitted here and not yet put in a batch.
+func (e *entry) pending() int64 { return e.pCur + e.pPrev }
 
 // unsynced is the cost admitted here that the coordinator has not yet
 // acknowledged.
@@ -61,4 +65,14 @@ func (e *entry) view(w int64) (cur, prev int64) {
 		return 0, e.vCur
 	}
 	return 0, 0
+}
+
+// setExp records when e's state stops mattering: the bucket is full again,
+// or both windows a decision reads (win and win-1) are over.
+func (e *entry) setExp(l *limiter, now int64) {
+	if l.bucket {
+		e.exp = max64(e.tat, now)
+		return
+	}
+	e.exp = max64(e.exp, addSat(max64(e.win, e.vWin), 2)*l.cfg.Period)
 }

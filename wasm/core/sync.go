@@ -161,6 +161,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now int64) {
 	}
 	e.vAt = now
 	e.hasView = true
+	e.setExp(l, now)
 	e.ackedSince = 0
 	if l.strict && v.Lease >= 0 {
 		pending := e.pCur

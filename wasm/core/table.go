@@ -52,10 +52,10 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 // insert adds a new entry for (lim, key), which must be absent, evicting one
 // entry first when the table is at its cap. It returns the new entry's index
 // and the evicted entry's unsynced cost (0 if none was evicted).
-func (t *table) insert(lim uint16, key []byte, h uint32) (idx int32, evicted bool, lost int64) {
+func (t *table) insert(lim uint16, key []byte, h uint32, now int64) (idx int32, evicted bool, lost int64) {
 	if t.live >= t.max {
-		victim := t.victim()
-		lost = t.at(victim).unsynced()
+		victim := t.victim(now)
+		lost = t.at(victim).pending()
 		t.remove(victim)
 		evicted = true
 	}
@@ -128,12 +128,13 @@ func (t *table) remove(idx int32) {
 	t.live--
 }
 
-// victim picks the entry to evict: the CLOCK sweep clears reference bits and
-// returns the first unreferenced entry with nothing to sync; after
-// evictProbes steps it settles for the first unreferenced entry seen, or the
-// entry under the hand.
-func (t *table) victim() int32 {
-	fallback := int32(-1)
+// victim picks the entry to evict at time now: the CLOCK sweep clears
+// reference bits and returns the first unreferenced entry whose state has
+// expired; within evictProbes steps it otherwise settles for the first
+// unreferenced entry with nothing to sync, then the first unreferenced
+// entry, then the entry under the hand.
+func (t *table) victim(now int64) int32 {
+	synced, fallback := int32(-1), int32(-1)
 	for p := 0; p < evictProbes; p++ {
 		if t.hand >= t.n {
 			t.hand = 0
@@ -146,23 +147,30 @@ func (t *table) victim() int32 {
 		}
 		if e.ref {
 			// Only the sweep up to the first candidate clears bits:
-			// probing past it (for a synced entry) must not move the
-			// hand over entries it does not evict.
+			// probing past it must not move the hand over entries it
+			// does not evict.
 			if fallback < 0 {
 				e.ref = false
 			}
 			continue
 		}
-		if e.unsynced() == 0 {
+		if e.exp <= now {
+			// Expired: a fresh entry would decide the same.
 			return i
+		}
+		if synced < 0 && e.unsynced() == 0 {
+			synced = i
 		}
 		if fallback < 0 {
 			fallback = i
 		}
 	}
-	if fallback >= 0 {
-		t.hand = int(fallback) + 1
-		return fallback
+	if synced < 0 {
+		synced = fallback
+	}
+	if synced >= 0 {
+		t.hand = int(synced) + 1
+		return synced
 	}
 	for {
 		if t.hand >= t.n {
