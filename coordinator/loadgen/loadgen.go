@@ -30,7 +30,8 @@ type Config struct {
 	Limiter  string        // limiter name; default "default"
 	Period   int64         // the limiter's period in ns, for window indexes; default 1s
 	Rate     float64       // total syncs per second across clients; 0 = as fast as possible
-	Duration time.Duration // how long to run; default 5s
+	Duration time.Duration // how long to measure; default 5s
+	Warmup   time.Duration // load applied before measuring (not counted); default 0
 }
 
 // Result is what a run measured.
@@ -78,7 +79,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Duration <= 0 {
 		cfg.Duration = 5 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer cancel()
 	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Clients, MaxConnsPerHost: cfg.Clients}
 	defer tr.CloseIdleConnections()
@@ -91,6 +92,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	lats := make([][]time.Duration, cfg.Clients)
 	run := fmt.Sprintf("%x", rand.Uint64()) // fresh isolate ids per run
 	start := time.Now()
+	measureFrom := start.Add(cfg.Warmup)
 	var wg sync.WaitGroup
 	for c := 0; c < cfg.Clients; c++ {
 		wg.Add(1)
@@ -142,6 +144,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					errs.Add(1)
 					continue
 				}
+				if t0.Before(measureFrom) {
+					continue
+				}
 				lats[c] = append(lats[c], time.Since(t0))
 				syncs.Add(1)
 				deltas.Add(int64(cfg.Entries))
@@ -149,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}(c)
 	}
 	wg.Wait()
-	res := Result{Syncs: syncs.Load(), KeyDeltas: deltas.Load(), Errors: errs.Load(), Elapsed: time.Since(start)}
+	res := Result{Syncs: syncs.Load(), KeyDeltas: deltas.Load(), Errors: errs.Load(), Elapsed: time.Since(measureFrom)}
 	all := slices.Concat(lats...)
 	slices.Sort(all)
 	if n := len(all); n > 0 {
