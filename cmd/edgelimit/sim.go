@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgelimit/edgelimit/sim"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+func init() {
+	commands["sim"] = command{summary: "simulate strategies and sync intervals on real isolates under virtual time", run: runSim}
+}
+
+// runSim runs the simulator: a sweep of strategies x sync intervals on a
+// scenario, printed as a table, optionally written to --out, and optionally
+// a search for the largest interval meeting --target-overrun.
+func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: edgelimit sim [flags]\n\nbuilt-in scenarios: %s\n\nflags:\n", strings.Join(sim.BuiltinScenarios(), ", "))
+		fs.PrintDefaults()
+	}
+	configPath := fs.String("config", "", "limiter config file (JSON, as for the coordinator); replaces the scenario's limiters")
+	scenario := fs.String("scenario", "", "built-in scenario name or scenario file (default: the built-in \"default\")")
+	syncList := fs.String("sync", "", "comma-separated sync intervals, e.g. 10ms,50ms,100ms,250ms,1s (default: the scenario's)")
+	isolates := fs.Int("isolates", 0, "number of isolates (default: the scenario's)")
+	duration := fs.Duration("duration", 0, "simulated time (default: the scenario's)")
+	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same output")
+	strategies := fs.String("strategies", "", "comma-separated strategies: "+strings.Join(sim.AllStrategies, ",")+" (default: the scenario's)")
+	out := fs.String("out", "", "directory to write results.csv, results.json and chart.svg to")
+	target := fs.String("target-overrun", "", "find the largest sync interval whose worst-window overrun stays under this, e.g. 1%")
+	targetStrategy := fs.String("target-strategy", sim.Approximate, "strategy for --target-overrun")
+	parallel := fs.Int("parallel", 1, "runs at once (results do not depend on it)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
+	}
+
+	sc, err := loadScenario(*scenario)
+	if err != nil {
+		return err
+	}
+	if *configPath != "" {
+		data, err := os.ReadFile(*configPath)
+		if err != nil {
+			return fmt.Errorf("sim: config: %w", err)
+		}
+		var fc wire.FileConfig
+		if _, err := wire.ParseConfigJSON(data); err != nil {
+			return fmt.Errorf("sim: %w (in %s)", err, *configPath)
+		}
+		if err := jsonUnmarshal(data, &fc); err != nil {
+			return fmt.Errorf("sim: config: %w", err)
+		}
+		sc.Config = fc
+		if *scenario == "" {
+			sc.Traffic = nil // the default traffic follows the first limiter of the config
+		}
+	}
+	if *isolates != 0 {
+		sc.Isolates = *isolates
+		if sc.Locations > sc.Isolates {
+			sc.Locations = sc.Isolates
+		}
+	}
+	if *duration != 0 {
+		sc.Duration = sim.Duration(*duration)
+	}
+	if *syncList != "" {
+		sc.Sync = nil
+		for _, s := range strings.Split(*syncList, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(s))
+			if err != nil {
+				return fmt.Errorf("sim: --sync: %w", err)
+			}
+			sc.Sync = append(sc.Sync, sim.Duration(d))
+		}
+	}
+	if *strategies != "" {
+		sc.Strategies = nil
+		for _, s := range strings.Split(*strategies, ",") {
+			sc.Strategies = append(sc.Strategies, strings.TrimSpace(s))
+		}
+	}
+	if err := sc.Prepare(); err != nil {
+		return err
+	}
+	var targetPct float64
+	if *target != "" {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(*target), "%"), 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("sim: --target-overrun: want a percentage like 1%%, got %q", *target)
+		}
+		targetPct = v
+	}
+
+	s, err := sim.New(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close(ctx)
+
+	fmt.Fprintf(stdout, "scenario %s: %d isolates in %d locations, %v simulated, seed %d\n", sc.Name, sc.Isolates, sc.Locations,
+		time.Duration(sc.Duration), *seed)
+	if sc.Description != "" {
+		fmt.Fprintf(stdout, "%s\n", sc.Description)
+	}
+	fmt.Fprintln(stdout)
+	bar := newProgressBar(stderr, *quiet)
+	results, err := s.Sweep(ctx, sc, sim.SweepOptions{Seed: *seed, Parallel: *parallel, Progress: bar.set})
+	bar.done()
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteTable(stdout, results); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "\noverrun: admitted beyond the limit per window and key (total % of the limit; worst window %);",
+		"\nfalse rej: denied while the true global count had room; util: admitted / min(offered, limit);",
+		"\nsync/dec: sync requests per decision; lat: added latency per request")
+
+	var tgt *sim.Target
+	if *target != "" {
+		lo, hi := time.Millisecond, time.Duration(sc.Duration)/4
+		fmt.Fprintf(stdout, "\nsearching the largest %s sync interval in [%v, %v] with worst-window overrun <= %g%%...\n",
+			*targetStrategy, lo, hi, targetPct)
+		bar := newProgressBar(stderr, *quiet)
+		t, err := s.FindInterval(ctx, sc, *targetStrategy, targetPct, lo, hi, *seed, bar.set)
+		bar.done()
+		if err != nil {
+			return err
+		}
+		tgt = &t
+		if !t.Found {
+			fmt.Fprintf(stdout, "no interval meets it: at %v the worst window overruns by %.2f%% (%d runs)\n",
+				lo, t.Result.WorstOverrunPct, t.Runs)
+		} else {
+			r := t.Result
+			fmt.Fprintf(stdout, "sync every %v: worst-window overrun %.2f%%, false rejections %.2f%%, %.0f sync requests/s (%.2f%% of decisions), %.1f KB/s (%d runs)\n",
+				time.Duration(t.Interval), r.WorstOverrunPct, r.FalseRejectionPct, r.SyncPerSec, r.SyncPerDecision, r.SyncBytesPerSec/1000, t.Runs)
+		}
+	}
+
+	if *out != "" {
+		if err := writeSimOut(*out, sc, results, tgt); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join([]string{filepath.Join(*out, "results.csv"),
+			filepath.Join(*out, "results.json"), filepath.Join(*out, "chart.svg")}, ", "))
+	}
+	return nil
+}
+
+func loadScenario(name string) (*sim.Scenario, error) {
+	if name == "" {
+		return sim.Builtin(sim.DefaultScenario)
+	}
+	if strings.HasSuffix(name, ".json") || strings.ContainsRune(name, os.PathSeparator) {
+		return sim.LoadScenario(name)
+	}
+	return sim.Builtin(name)
+}
+
+func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Target) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sim: out: %w", err)
+	}
+	write := func(name string, fn func(io.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("sim: out: %w", err)
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("sim: out: %w", err)
+		}
+		return nil
+	}
+	if err := write("results.csv", func(w io.Writer) error { return sim.WriteCSV(w, rs) }); err != nil {
+		return err
+	}
+	if err := write("results.json", func(w io.Writer) error {
+		return sim.WriteJSON(w, sim.Report{Scenario: sc, Results: rs, Target: tgt})
+	}); err != nil {
+		return err
+	}
+	return write("chart.svg", func(w io.Writer) error {
+		return sim.WriteSVG(w, "edgelimit sim: "+sc.Name, rs)
+	})
+}
+
+// progressBar draws a bar on stderr once a run has lasted a second.
+type progressBar struct {
+	mu    sync.Mutex
+	w     io.Writer
+	quiet bool
+	start time.Time
+	last  time.Time
+	shown bool
+}
+
+func newProgressBar(w io.Writer, quiet bool) *progressBar {
+	return &progressBar{w: w, quiet: quiet, start: time.Now()}
+}
+
+func (p *progressBar) set(f float64) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last, p.shown = now, true
+	f = min(max(f, 0), 1)
+	const width = 40
+	n := int(f * width)
+	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %5.1fs", strings.Repeat("#", n), strings.Repeat(" ", width-n), 100*f,
+		now.Sub(p.start).Seconds())
+}
+
+func (p *progressBar) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 60))
+	}
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

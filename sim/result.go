@@ -1,0 +1,109 @@
+package sim
+
+import "math/bits"
+
+// Result is what one strategy did at one sync interval. Percentages are
+// in percent (0..100, or more for overrun and utilisation).
+type Result struct {
+	Scenario string   `json:"scenario"`
+	Strategy string   `json:"strategy"`
+	Sync     Duration `json:"sync_interval"`
+	Isolates int      `json:"isolates"`
+	Duration Duration `json:"duration"`
+	Seed     uint64   `json:"seed"`
+
+	Requests int64 `json:"requests"`
+	Admitted int64 `json:"admitted"`
+	Denied   int64 `json:"denied"`
+
+	// Windows counts the (limiter, key, window) triples that saw traffic;
+	// Capacity sums their capacity (the limit, or limit+burst for bucket
+	// algorithms, per window of the limiter's period).
+	Windows  int64 `json:"windows"`
+	Capacity int64 `json:"capacity"`
+	// Overrun is the cost admitted beyond the capacity, summed over
+	// windows; OverrunPct is Overrun / Capacity.
+	Overrun    int64   `json:"overrun"`
+	OverrunPct float64 `json:"overrun_pct"`
+	// WorstOverrun is the largest overrun of one window; WorstOverrunPct
+	// the largest overrun / capacity of one window.
+	WorstOverrun    int64   `json:"worst_overrun"`
+	WorstOverrunPct float64 `json:"worst_overrun_pct"`
+	// FalseRejections counts requests denied while the true global count
+	// of their window plus their cost was within the capacity;
+	// FalseRejectionPct is per request.
+	FalseRejections   int64   `json:"false_rejections"`
+	FalseRejectionPct float64 `json:"false_rejection_pct"`
+	// Utilisation is admitted / min(offered, capacity), summed over
+	// windows (above 100 when overrunning).
+	Utilisation float64 `json:"utilisation_pct"`
+
+	// SyncRequests counts messages sent to the coordinator (batches
+	// including retries; for central, one round trip per attempt).
+	SyncRequests      int64    `json:"sync_requests"`
+	SyncPerSec        float64  `json:"sync_per_sec"`
+	SyncPerDecision   float64  `json:"sync_per_decision_pct"`
+	SyncBytes         int64    `json:"sync_bytes"`
+	SyncBytesPerSec   float64  `json:"sync_bytes_per_sec"`
+	SyncFailures      int64    `json:"sync_failures"`
+	LatencyP50        Duration `json:"latency_p50"`
+	LatencyP99        Duration `json:"latency_p99"`
+	CoordWrites       int64    `json:"coordinator_writes"`
+	CoordWritesPerSec float64  `json:"coordinator_writes_per_sec"`
+	Evictions         int64    `json:"evictions"`
+}
+
+// histogram is a log-linear histogram of non-negative ns values (8
+// sub-buckets per power of two: 12.5% resolution), allocation-free.
+type histogram struct {
+	zero  int64
+	b     [64 * 8]int64
+	total int64
+}
+
+func (h *histogram) add(v int64) {
+	h.total++
+	if v <= 0 {
+		h.zero++
+		return
+	}
+	h.b[bucket(v)]++
+}
+
+func bucket(v int64) int {
+	n := bits.Len64(uint64(v)) // 1..63
+	if n <= 3 {
+		return int(v)
+	}
+	sub := (v >> (n - 4)) & 7
+	return (n-3)*8 + int(sub)
+}
+
+// upper returns the largest value of bucket i.
+func upper(i int) int64 {
+	if i < 8 {
+		return int64(i)
+	}
+	n := i/8 + 3
+	sub := int64(i % 8)
+	return ((8 + sub + 1) << (n - 4)) - 1
+}
+
+// quantile returns the upper bound of the bucket holding quantile q.
+func (h *histogram) quantile(q float64) int64 {
+	if h.total == 0 {
+		return 0
+	}
+	rank := int64(q*float64(h.total-1)) + 1
+	if rank <= h.zero {
+		return 0
+	}
+	c := h.zero
+	for i, n := range h.b {
+		c += n
+		if c >= rank {
+			return upper(i)
+		}
+	}
+	return 0
+}

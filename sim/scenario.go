@@ -1,0 +1,584 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("100ms", "24h").
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("sim: duration: want a string like \"100ms\": %w", err)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("sim: duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Strategy names.
+const (
+	LocalOnly   = "local-only"
+	Central     = "central"
+	Location    = "location"
+	Approximate = "approximate"
+	Strict      = "strict"
+)
+
+// AllStrategies lists every strategy in report order.
+var AllStrategies = []string{LocalOnly, Central, Location, Approximate, Strict}
+
+// Fail policies (Scenario.FailPolicy): what an isolate whose view is stale
+// (no successful sync for syncloop's StaleAfter, 3 intervals) does.
+const (
+	FailOpen       = "open"        // decide from the last view (default)
+	FailClosed     = "closed"      // deny every request
+	FailLocalShare = "local-share" // admit up to limit/isolates per window per key
+)
+
+// Scenario is a simulation scenario, read from a JSON file. Zero fields
+// take the documented defaults (see EnsureDefaults). Example (the shipped
+// scenarios in sim/scenarios/ are complete examples):
+//
+//	{"name": "llm-6rps",
+//	 "config": {"limiters": [{"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1s"}]},
+//	 "isolates": 64, "duration": "60s",
+//	 "traffic": [{"limiter": "llm", "rate": 12, "arrival": "poisson", "keys": {"dist": "single"}}],
+//	 "network": {"latency": {"dist": "lognormal", "mean": "30ms", "sigma": 0.5}, "loss": 0.01}}
+type Scenario struct {
+	// Name names the scenario in reports.
+	Name string `json:"name"`
+	// Description is free text.
+	Description string `json:"description,omitempty"`
+	// Config holds the limiters, in the same form as edgelimit's config
+	// file (wire.FileConfig). Strategies override each limiter's mode.
+	Config wire.FileConfig `json:"config"`
+	// Isolates is the number of isolates. Default 64.
+	Isolates int `json:"isolates,omitempty"`
+	// Locations groups the isolates: isolate i is in location i %
+	// Locations. Default 8, at most Isolates.
+	Locations int `json:"locations,omitempty"`
+	// Duration is the simulated time. Default 60s.
+	Duration Duration `json:"duration,omitempty"`
+	// Sync lists the sync intervals to sweep. Default 10ms, 50ms, 100ms,
+	// 250ms, 500ms, 1s.
+	Sync []Duration `json:"sync,omitempty"`
+	// Strategies lists the strategies to run. Default all (AllStrategies).
+	Strategies []string `json:"strategies,omitempty"`
+	// Traffic lists the traffic sources, merged in time order. Default
+	// (when Trace is empty too) one Poisson source at twice the first
+	// limiter's rate on a single key.
+	Traffic []Traffic `json:"traffic,omitempty"`
+	// Trace is a trace file to replay (see LoadTrace), relative to the
+	// scenario file. It is replayed in addition to Traffic.
+	Trace string `json:"trace,omitempty"`
+	// Network models the isolate-coordinator network.
+	Network Network `json:"network"`
+	// FailPolicy is FailOpen (default), FailClosed or FailLocalShare.
+	FailPolicy string `json:"fail_policy,omitempty"`
+	// Churn evicts isolates (see Churn).
+	Churn Churn `json:"churn"`
+	// SyncJitter is syncloop.Options.Jitter (fraction of the interval).
+	// Default 0.1.
+	SyncJitter float64 `json:"sync_jitter,omitempty"`
+	// EarlySpacing is the least time between two early syncs of an
+	// isolate (syncloop.Options.MinSpacing). Default interval/10.
+	EarlySpacing Duration `json:"early_spacing,omitempty"`
+
+	dir   string       // directory of the scenario file, for Trace
+	trace []traceEvent // loaded trace, when Trace is set
+	cfg   wire.Config  // validated Config
+}
+
+// Traffic is one traffic source.
+type Traffic struct {
+	// Limiter names the limiter the requests ask. Default the first.
+	Limiter string `json:"limiter,omitempty"`
+	// Rate is the mean request rate, requests per second (the base rate
+	// of Pattern). Required, > 0.
+	Rate float64 `json:"rate"`
+	// Arrival is "poisson" (default: exponential gaps) or "constant"
+	// (evenly spaced).
+	Arrival string `json:"arrival,omitempty"`
+	// Pattern shapes the rate over time.
+	Pattern Pattern `json:"pattern"`
+	// Keys chooses each request's key.
+	Keys Keys `json:"keys"`
+	// Cost is each request's cost. Default 1.
+	Cost int64 `json:"cost,omitempty"`
+	// Skew sends part of the traffic to hot isolates.
+	Skew Skew `json:"skew"`
+}
+
+// Pattern shapes a source's rate over time.
+type Pattern struct {
+	// Kind is "steady" (default), "onoff" (Rate during On, nothing during
+	// Off), "diurnal" (Rate*(1-Amplitude*cos(2πt/Period)): a slow ramp up
+	// and down) or "flash" (Rate, then Factor*Rate reached linearly over
+	// Ramp at time At, held for Hold, then Rate again).
+	Kind string `json:"kind,omitempty"`
+	// On and Off are the on/off periods. Defaults 1s and 4s.
+	On  Duration `json:"on,omitempty"`
+	Off Duration `json:"off,omitempty"`
+	// Period is the diurnal period. Default the scenario's duration.
+	Period Duration `json:"period,omitempty"`
+	// Amplitude is the diurnal swing, in [0, 1). Default 0.8.
+	Amplitude float64 `json:"amplitude,omitempty"`
+	// At is when the flash crowd starts. Default a third of the duration.
+	At Duration `json:"at,omitempty"`
+	// Factor multiplies the rate in a flash crowd. Default 10.
+	Factor float64 `json:"factor,omitempty"`
+	// Ramp is how long the flash crowd takes to reach Factor. Default 1s.
+	Ramp Duration `json:"ramp,omitempty"`
+	// Hold is how long the flash crowd lasts at Factor. Default 10s.
+	Hold Duration `json:"hold,omitempty"`
+}
+
+// Keys is a key popularity model.
+type Keys struct {
+	// Dist is "single" (default: one key), "uniform" (over Count keys) or
+	// "zipf" (over Count keys, key i with probability ∝ 1/(1+i)^S).
+	Dist string `json:"dist,omitempty"`
+	// Count is the number of keys. Default 1000 (uniform, zipf).
+	Count int `json:"count,omitempty"`
+	// S is the Zipf exponent, > 1. Default 1.1.
+	S float64 `json:"s,omitempty"`
+	// Prefix starts every key's name ("key-" by default; a single key is
+	// the prefix followed by 0).
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// Skew sends a share of a source's requests to hot isolates; the rest is
+// spread uniformly over all isolates.
+type Skew struct {
+	// Share is the fraction of requests sent to the hot isolates, [0, 1].
+	// 0 (default) means no skew.
+	Share float64 `json:"share,omitempty"`
+	// Isolates is the number of hot isolates (isolates 0..Isolates-1).
+	// Default 1.
+	Isolates int `json:"isolates,omitempty"`
+	// Location makes location 0's isolates the hot ones instead.
+	Location bool `json:"location,omitempty"`
+}
+
+// Network models the one-way trip of every message between an isolate
+// and the coordinator.
+type Network struct {
+	// Latency is the one-way latency distribution.
+	Latency Latency `json:"latency"`
+	// Jitter adds a uniform [-Jitter, +Jitter] to every latency (clamped
+	// at 0). Default 0.
+	Jitter Duration `json:"jitter,omitempty"`
+	// Loss is the probability that a message (batch or reply) is lost.
+	// The sender times out and retries with the same batch. Default 0.
+	Loss float64 `json:"loss,omitempty"`
+	// Timeout is how long an isolate waits for a reply. Default 1s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// Partitions cut isolates or locations off the coordinator.
+	Partitions []Partition `json:"partitions,omitempty"`
+}
+
+// Latency is a one-way latency distribution.
+type Latency struct {
+	// Dist is "fixed" (default: Mean), "uniform" (in [Min, Max]) or
+	// "lognormal" (median Mean, shape Sigma).
+	Dist string `json:"dist,omitempty"`
+	// Mean is the fixed latency or the lognormal median. Default 20ms.
+	Mean Duration `json:"mean,omitempty"`
+	// Min and Max bound the uniform distribution. Defaults Mean/2, 3*Mean/2.
+	Min Duration `json:"min,omitempty"`
+	Max Duration `json:"max,omitempty"`
+	// Sigma is the lognormal shape. Default 0.5.
+	Sigma float64 `json:"sigma,omitempty"`
+}
+
+// Partition cuts one isolate or one location off the coordinator from
+// Start for Duration: every message to or from it is lost.
+type Partition struct {
+	// Isolate is the isolate index cut off, or -1 / absent.
+	Isolate *int `json:"isolate,omitempty"`
+	// Location is the location index cut off, or absent.
+	Location *int `json:"location,omitempty"`
+	// Start and Duration place the partition in simulated time.
+	Start    Duration `json:"start"`
+	Duration Duration `json:"duration"`
+}
+
+// Churn evicts isolates as edge runtimes do: each isolate lives an
+// exponentially distributed time, then is replaced by a cold one with a new
+// id; its unsynced (and in-flight) deltas are lost.
+type Churn struct {
+	// Lifetime is the mean isolate lifetime. 0 (default) means no churn.
+	Lifetime Duration `json:"lifetime,omitempty"`
+}
+
+// DefaultSync is the default sweep of sync intervals.
+var DefaultSync = []Duration{Duration(10 * time.Millisecond), Duration(50 * time.Millisecond),
+	Duration(100 * time.Millisecond), Duration(250 * time.Millisecond), Duration(500 * time.Millisecond), Duration(time.Second)}
+
+// EnsureDefaults fills the zero fields of s with the defaults.
+func (s *Scenario) EnsureDefaults() {
+	if s.Name == "" {
+		s.Name = "scenario"
+	}
+	if s.Isolates == 0 {
+		s.Isolates = 64
+	}
+	if s.Locations == 0 {
+		s.Locations = 8
+	}
+	if s.Locations > s.Isolates && s.Isolates > 0 {
+		s.Locations = s.Isolates
+	}
+	if s.Duration == 0 {
+		s.Duration = Duration(60 * time.Second)
+	}
+	if len(s.Sync) == 0 {
+		s.Sync = append([]Duration(nil), DefaultSync...)
+	}
+	if len(s.Strategies) == 0 {
+		s.Strategies = append([]string(nil), AllStrategies...)
+	}
+	if s.FailPolicy == "" {
+		s.FailPolicy = FailOpen
+	}
+	if s.SyncJitter == 0 {
+		s.SyncJitter = 0.1
+	}
+	n := &s.Network
+	if n.Latency.Dist == "" {
+		n.Latency.Dist = "fixed"
+	}
+	if n.Latency.Mean == 0 {
+		n.Latency.Mean = Duration(20 * time.Millisecond)
+	}
+	if n.Latency.Min == 0 && n.Latency.Max == 0 {
+		n.Latency.Min, n.Latency.Max = n.Latency.Mean/2, n.Latency.Mean*3/2
+	}
+	if n.Latency.Sigma == 0 {
+		n.Latency.Sigma = 0.5
+	}
+	if n.Timeout == 0 {
+		n.Timeout = Duration(time.Second)
+	}
+	if len(s.Traffic) == 0 && s.Trace == "" && len(s.Config.Limiters) > 0 {
+		l := s.Config.Limiters[0]
+		rate := 2 * float64(l.Limit)
+		if d, err := time.ParseDuration(l.Period); err == nil && d > 0 {
+			rate = 2 * float64(l.Limit) / d.Seconds()
+		}
+		s.Traffic = []Traffic{{Limiter: l.Name, Rate: rate}}
+	}
+	for i := range s.Traffic {
+		t := &s.Traffic[i]
+		if t.Limiter == "" && len(s.Config.Limiters) > 0 {
+			t.Limiter = s.Config.Limiters[0].Name
+		}
+		if t.Arrival == "" {
+			t.Arrival = "poisson"
+		}
+		if t.Cost == 0 {
+			t.Cost = 1
+		}
+		p := &t.Pattern
+		if p.Kind == "" {
+			p.Kind = "steady"
+		}
+		if p.On == 0 {
+			p.On = Duration(time.Second)
+		}
+		if p.Off == 0 {
+			p.Off = Duration(4 * time.Second)
+		}
+		if p.Period == 0 {
+			p.Period = s.Duration
+		}
+		if p.Amplitude == 0 {
+			p.Amplitude = 0.8
+		}
+		if p.At == 0 {
+			p.At = s.Duration / 3
+		}
+		if p.Factor == 0 {
+			p.Factor = 10
+		}
+		if p.Ramp == 0 {
+			p.Ramp = Duration(time.Second)
+		}
+		if p.Hold == 0 {
+			p.Hold = Duration(10 * time.Second)
+		}
+		k := &t.Keys
+		if k.Dist == "" {
+			k.Dist = "single"
+		}
+		if k.Count == 0 {
+			k.Count = 1000
+		}
+		if k.Dist == "single" {
+			k.Count = 1
+		}
+		if k.S == 0 {
+			k.S = 1.1
+		}
+		if k.Prefix == "" {
+			k.Prefix = "key-"
+		}
+		if t.Skew.Isolates == 0 {
+			t.Skew.Isolates = 1
+		}
+	}
+}
+
+// Validate reports every problem of s (after EnsureDefaults), one joined
+// error, or nil. It also converts Config to the wire form.
+func (s *Scenario) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("sim: scenario: "+format, a...)) }
+	cfg, err := s.Config.Config()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sim: scenario: config: %w", err))
+	}
+	s.cfg = cfg
+	if s.Isolates < 1 || s.Isolates > 100000 {
+		bad("isolates must be between 1 and 100000, got %d", s.Isolates)
+	}
+	if s.Locations < 1 {
+		bad("locations must be >= 1, got %d", s.Locations)
+	}
+	if s.Duration <= 0 {
+		bad("duration must be positive")
+	}
+	for _, d := range s.Sync {
+		if d <= 0 {
+			bad("sync intervals must be positive, got %v", time.Duration(d))
+		}
+	}
+	for _, st := range s.Strategies {
+		if !validStrategy(st) {
+			bad("unknown strategy %q (want one of %s)", st, strings.Join(AllStrategies, ", "))
+		}
+	}
+	switch s.FailPolicy {
+	case FailOpen, FailClosed, FailLocalShare:
+	default:
+		bad("unknown fail_policy %q (want open, closed or local-share)", s.FailPolicy)
+	}
+	if s.SyncJitter < 0 || s.SyncJitter >= 1 {
+		bad("sync_jitter must be in [0, 1), got %v", s.SyncJitter)
+	}
+	if len(s.Traffic) == 0 && s.Trace == "" {
+		bad("no traffic and no trace")
+	}
+	for i, t := range s.Traffic {
+		p := fmt.Sprintf("traffic[%d]", i)
+		if err == nil && cfg.Limiter(t.Limiter) == nil {
+			bad("%s.limiter: unknown limiter %q", p, t.Limiter)
+		}
+		if !(t.Rate > 0) || t.Rate > 1e9 {
+			bad("%s.rate must be in (0, 1e9] requests/s, got %v", p, t.Rate)
+		}
+		if t.Arrival != "poisson" && t.Arrival != "constant" {
+			bad("%s.arrival: want poisson or constant, got %q", p, t.Arrival)
+		}
+		if t.Cost < 1 || t.Cost > wire.MaxCost {
+			bad("%s.cost must be between 1 and 2^40, got %d", p, t.Cost)
+		}
+		switch t.Pattern.Kind {
+		case "steady", "onoff", "diurnal", "flash":
+		default:
+			bad("%s.pattern.kind: want steady, onoff, diurnal or flash, got %q", p, t.Pattern.Kind)
+		}
+		if t.Pattern.Amplitude < 0 || t.Pattern.Amplitude >= 1 {
+			bad("%s.pattern.amplitude must be in [0, 1)", p)
+		}
+		if t.Pattern.Factor <= 0 || t.Pattern.On <= 0 || t.Pattern.Off < 0 || t.Pattern.Period <= 0 || t.Pattern.Ramp < 0 || t.Pattern.Hold < 0 {
+			bad("%s.pattern: factor, on and period must be positive; off, ramp, hold >= 0", p)
+		}
+		switch t.Keys.Dist {
+		case "single", "uniform", "zipf":
+		default:
+			bad("%s.keys.dist: want single, uniform or zipf, got %q", p, t.Keys.Dist)
+		}
+		if t.Keys.Count < 1 || t.Keys.Count > 10_000_000 {
+			bad("%s.keys.count must be between 1 and 10000000", p)
+		}
+		if t.Keys.Dist == "zipf" && !(t.Keys.S > 1) {
+			bad("%s.keys.s must be > 1 for zipf", p)
+		}
+		if len(t.Keys.Prefix)+8 > wire.MaxKeyLen {
+			bad("%s.keys.prefix too long", p)
+		}
+		if t.Skew.Share < 0 || t.Skew.Share > 1 || t.Skew.Isolates < 1 {
+			bad("%s.skew: share must be in [0, 1] and isolates >= 1", p)
+		}
+	}
+	n := &s.Network
+	switch n.Latency.Dist {
+	case "fixed", "uniform", "lognormal":
+	default:
+		bad("network.latency.dist: want fixed, uniform or lognormal, got %q", n.Latency.Dist)
+	}
+	if n.Latency.Mean < 0 || n.Latency.Min < 0 || n.Latency.Max < n.Latency.Min || n.Latency.Sigma < 0 || n.Jitter < 0 {
+		bad("network.latency: mean, min, sigma, jitter must be >= 0 and max >= min")
+	}
+	if n.Loss < 0 || n.Loss >= 1 {
+		bad("network.loss must be in [0, 1), got %v", n.Loss)
+	}
+	if n.Timeout <= 0 {
+		bad("network.timeout must be positive")
+	}
+	for i, p := range n.Partitions {
+		if (p.Isolate == nil) == (p.Location == nil) {
+			bad("network.partitions[%d]: set exactly one of isolate and location", i)
+		}
+		if p.Start < 0 || p.Duration <= 0 {
+			bad("network.partitions[%d]: start must be >= 0 and duration positive", i)
+		}
+	}
+	if s.Churn.Lifetime < 0 {
+		bad("churn.lifetime must be >= 0")
+	}
+	return errors.Join(errs...)
+}
+
+func validStrategy(s string) bool {
+	for _, a := range AllStrategies {
+		if a == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseScenario parses a scenario's JSON bytes (unknown fields are
+// errors), applies the defaults and validates it. dir resolves a relative
+// Trace path; the trace is loaded.
+func ParseScenario(data []byte, dir string) (*Scenario, error) {
+	var s Scenario
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("sim: scenario: %w", err)
+	}
+	s.dir = dir
+	if err := s.Prepare(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Prepare applies the defaults, validates s and loads its trace.
+func (s *Scenario) Prepare() error {
+	s.EnsureDefaults()
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.Trace != "" && s.trace == nil {
+		p := s.Trace
+		if !filepath.IsAbs(p) && s.dir != "" {
+			p = filepath.Join(s.dir, p)
+		}
+		var data []byte
+		var err error
+		if s.dir == "" && !filepath.IsAbs(p) {
+			data, err = builtin.ReadFile("scenarios/" + p)
+		}
+		if s.dir != "" || filepath.IsAbs(p) || err != nil {
+			data, err = os.ReadFile(p)
+		}
+		if err != nil {
+			return fmt.Errorf("sim: scenario: trace: %w", err)
+		}
+		tr, err := ParseTrace(data, strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".json"))
+		if err != nil {
+			return fmt.Errorf("%w (in %s)", err, p)
+		}
+		s.trace = tr
+		for _, ev := range tr {
+			if s.cfg.Limiter(ev.limiter) == nil {
+				return fmt.Errorf("sim: scenario: trace names unknown limiter %q", ev.limiter)
+			}
+		}
+	}
+	return nil
+}
+
+// WireConfig returns the validated limiter configuration (after Prepare).
+func (s *Scenario) WireConfig() wire.Config { return s.cfg }
+
+// LoadScenario reads a scenario file.
+func LoadScenario(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sim: scenario: %w", err)
+	}
+	s, err := ParseScenario(data, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return s, nil
+}
+
+//go:embed scenarios
+var builtin embed.FS
+
+// DefaultScenario is the name of the built-in scenario `edgelimit sim` runs
+// without flags.
+const DefaultScenario = "default"
+
+// BuiltinScenarios returns the names of the shipped scenarios, sorted.
+func BuiltinScenarios() []string {
+	ents, _ := builtin.ReadDir("scenarios")
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Builtin returns the shipped scenario name (a file in sim/scenarios/).
+func Builtin(name string) (*Scenario, error) {
+	data, err := builtin.ReadFile("scenarios/" + name + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("sim: no built-in scenario %q (have %s): %w", name, strings.Join(BuiltinScenarios(), ", "), err)
+	}
+	return ParseScenario(data, "")
+}
+
+// MarshalJSON-friendly copy: Encode writes s as indented JSON.
+func (s *Scenario) Encode() ([]byte, error) {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("sim: scenario: %w", err)
+	}
+	return append(b, '\n'), nil
+}
