@@ -98,7 +98,7 @@ func (c *Core) LimiterIndex(name string) int {
 
 func (c *Core) limiterIndexBytes(name []byte) int {
 	for i := range c.lims {
-		if c.lims[i].cfg.Name == string(name) {
+		if equal(c.lims[i].cfg.Name, name) {
 			return i
 		}
 	}

@@ -43,7 +43,7 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 			return -1
 		}
 		e := t.at(s - 1)
-		if e.hash == h && e.lim == lim && e.key == string(key) {
+		if e.hash == h && e.lim == lim && equal(e.key, key) {
 			return s - 1
 		}
 	}
@@ -189,3 +189,18 @@ const chunkSize = 256
 
 // at returns entry idx.
 func (t *table) at(idx int32) *entry { return &t.chunks[idx/chunkSize][idx%chunkSize] }
+
+// equal reports whether s and b hold the same bytes. TinyGo allocates for
+// the conversion in s == string(b), which would put a heap allocation on
+// the decision path.
+func equal(s string, b []byte) bool {
+	if len(s) != len(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if s[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
