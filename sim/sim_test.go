@@ -1,0 +1,306 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	simOnce sync.Once
+	simInst *Simulator
+	simErr  error
+)
+
+func testSim(t testing.TB) *Simulator {
+	t.Helper()
+	simOnce.Do(func() { simInst, simErr = New(context.Background()) })
+	if simErr != nil {
+		t.Fatal(simErr)
+	}
+	return simInst
+}
+
+// small returns a prepared one-key scenario: isolates isolates, limit per
+// second, offered rate req/s.
+func small(t testing.TB, isolates int, limit int64, rate float64, arrival string, d time.Duration) *Scenario {
+	t.Helper()
+	data := []byte(`{"name": "t", "config": {"limiters": [{"name": "api", "algorithm": "fixed_window", "limit": 1, "period": "1s"}]}}`)
+	sc, err := ParseScenario(data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Config.Limiters[0].Limit = limit
+	sc.Isolates, sc.Locations, sc.Duration = isolates, min(isolates, 2), Duration(d)
+	sc.Traffic = []Traffic{{Limiter: "api", Rate: rate, Arrival: arrival}}
+	if err := sc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestDeterminism(t *testing.T) {
+	s := testSim(t)
+	sc := small(t, 6, 200, 500, "poisson", 3*time.Second)
+	sc.Network.Loss = 0.05
+	sc.Network.Latency = Latency{Dist: "lognormal", Mean: Duration(15 * time.Millisecond), Sigma: 0.6}
+	sc.Churn.Lifetime = Duration(2 * time.Second)
+	if err := sc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(parallel int) []byte {
+		rs, err := s.Sweep(context.Background(), sc, SweepOptions{Seed: 42, Parallel: parallel,
+			Intervals: []time.Duration{20 * time.Millisecond, 200 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := WriteJSON(&b, Report{Scenario: sc, Results: rs}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCSV(&b, rs); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteSVG(&b, "t", rs); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	a, b := run(1), run(2)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("same seed, different output:\n%s\n---\n%s", a, b)
+	}
+	// A different seed gives different traffic.
+	r1, _ := s.Run(context.Background(), sc, Approximate, 20*time.Millisecond, 42, nil)
+	r2, _ := s.Run(context.Background(), sc, Approximate, 20*time.Millisecond, 43, nil)
+	if r1.Requests == r2.Requests && r1.Admitted == r2.Admitted {
+		t.Fatal("seeds 42 and 43 gave the same run")
+	}
+}
+
+// Each isolate decides alone: under uniform overload (every isolate offered
+// more than the limit in every window) the fleet admits isolates x limit
+// per window, an overrun of (isolates-1) x limit per window.
+func TestLocalOnlyAnalyticOverrun(t *testing.T) {
+	const isolates, limit, secs = 4, 10, 10
+	sc := small(t, isolates, limit, isolates*limit*3, "constant", secs*time.Second)
+	r, err := testSim(t).Run(context.Background(), sc, LocalOnly, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(secs * (isolates*limit - limit)); r.Overrun != want {
+		t.Fatalf("overrun %d, want %d (%+v)", r.Overrun, want, r)
+	}
+	if r.WorstOverrun != (isolates-1)*limit || r.WorstOverrunPct != 100*(isolates-1) {
+		t.Fatalf("worst window %d (%.0f%%), want %d", r.WorstOverrun, r.WorstOverrunPct, (isolates-1)*limit)
+	}
+	if r.SyncRequests != 0 || r.CoordWrites != 0 {
+		t.Fatal("local-only synced")
+	}
+}
+
+func TestCentralNeverOverruns(t *testing.T) {
+	sc := small(t, 8, 50, 400, "poisson", 5*time.Second)
+	sc.Network.Loss = 0.1
+	// A request that never reaches the counter (4 attempts lost) is denied;
+	// under fail open it would be admitted unchecked.
+	sc.FailPolicy = FailClosed
+	sc.Network.Latency = Latency{Dist: "uniform", Min: Duration(time.Millisecond), Max: Duration(40 * time.Millisecond)}
+	if err := sc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := testSim(t).Run(context.Background(), sc, Central, time.Second, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Overrun != 0 {
+		t.Fatalf("central overran by %d", r.Overrun)
+	}
+	if r.Admitted == 0 || r.LatencyP50 < Duration(2*time.Millisecond) || r.LatencyP99 < r.LatencyP50 {
+		t.Fatalf("central admitted %d with latency p50 %v p99 %v", r.Admitted, time.Duration(r.LatencyP50), time.Duration(r.LatencyP99))
+	}
+	if r.SyncRequests <= r.Requests {
+		t.Fatalf("with 10%% loss, %d round trips for %d requests: no retries", r.SyncRequests, r.Requests)
+	}
+}
+
+func TestStrictNeverOverrunsUnderLossAndChurn(t *testing.T) {
+	sc := small(t, 8, 100, 300, "poisson", 8*time.Second)
+	sc.Network.Loss = 0.05
+	sc.Network.Timeout = Duration(200 * time.Millisecond)
+	sc.Network.Latency = Latency{Dist: "lognormal", Mean: Duration(10 * time.Millisecond), Sigma: 0.5}
+	sc.Churn.Lifetime = Duration(2 * time.Second)
+	if err := sc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	for _, iv := range []time.Duration{20 * time.Millisecond, 250 * time.Millisecond} {
+		r, err := testSim(t).Run(context.Background(), sc, Strict, iv, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Evictions == 0 || r.SyncFailures == 0 {
+			t.Fatalf("at %v: no churn (%d) or no lost messages (%d)", iv, r.Evictions, r.SyncFailures)
+		}
+		if r.Overrun != 0 {
+			t.Errorf("strict at %v overran by %d (worst window %d; %d evictions, %d sync failures)",
+				iv, r.Overrun, r.WorstOverrun, r.Evictions, r.SyncFailures)
+		}
+	}
+}
+
+func TestApproximateBeatsLocalOnly(t *testing.T) {
+	sc := small(t, 16, 500, 1000, "poisson", 5*time.Second)
+	s := testSim(t)
+	loc, err := s.Run(context.Background(), sc, LocalOnly, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apx, err := s.Run(context.Background(), sc, Approximate, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if apx.Overrun*4 > loc.Overrun || apx.SyncRequests == 0 {
+		t.Fatalf("approximate overrun %d vs local-only %d, %d syncs", apx.Overrun, loc.Overrun, apx.SyncRequests)
+	}
+}
+
+func TestScenarioRoundTrip(t *testing.T) {
+	for _, name := range BuiltinScenarios() {
+		sc, err := Builtin(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		a, err := sc.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc2, err := ParseScenario(a, "scenarios")
+		if err != nil {
+			t.Fatalf("%s: re-parse: %v\n%s", name, err, a)
+		}
+		b, _ := sc2.Encode()
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s: round trip differs:\n%s\n---\n%s", name, a, b)
+		}
+	}
+	for _, bad := range []string{
+		`{"config": {"limiters": []}}`,
+		`{"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s"}]}, "traffic": [{"rate": -1}]}`,
+		`{"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s"}]}, "strategies": ["magic"]}`,
+		`{"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s"}]}, "unknown": 1}`,
+		`{"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s"}]}, "network": {"partitions": [{"start": "1s", "duration": "1s"}]}}`,
+	} {
+		if _, err := ParseScenario([]byte(bad), ""); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
+
+func TestTraceReplay(t *testing.T) {
+	dir := t.TempDir()
+	abs, _ := filepath.Abs("testdata/small-trace.jsonl")
+	js := `{"name": "trace", "isolates": 2, "locations": 2, "duration": "3s", "trace": "` + abs + `",
+	 "config": {"limiters": [{"name": "api", "algorithm": "fixed_window", "limit": 2, "period": "1s"}]}}`
+	p := filepath.Join(dir, "s.json")
+	if err := os.WriteFile(p, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := LoadScenario(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Central is exact: window 0, key a: 1, 1 admitted, then cost 2 and 1
+	// denied; key b: 1 admitted; window 1, key a: 1 admitted.
+	r, err := testSim(t).Run(context.Background(), sc, Central, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 6 || r.Admitted != 4 || r.Denied != 2 || r.Overrun != 0 || r.FalseRejections != 0 {
+		t.Fatalf("central on the trace: %+v", r)
+	}
+	// Local-only: isolate 0 sees a, b, and maybe the untargeted a;
+	// isolate 1 sees a, a (cost 2: denied, 1+2 > 2), ... the fleet admits
+	// more than the limit in window 0 only if both isolates admit key a.
+	r, err = testSim(t).Run(context.Background(), sc, LocalOnly, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 6 || r.Overrun < 1 {
+		t.Fatalf("local-only on the trace: %+v", r)
+	}
+
+	// The shipped CSV trace scenario runs too.
+	sc, err = Builtin("crm-trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = testSim(t).Run(context.Background(), sc, Approximate, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != int64(len(sc.trace)) {
+		t.Fatalf("replayed %d of %d requests", r.Requests, len(sc.trace))
+	}
+}
+
+func TestParseTraceErrors(t *testing.T) {
+	for _, bad := range []string{
+		"x,iso:1,api,k,1\n0.5,iso:1,api,k,1\nzz,iso:1,api,k",
+		"0.1,host:1,api,k,1",
+		"-1,iso:1,api,k,1",
+		"0.1,iso:1,api,,1",
+		"0.1,iso:1,api,k,0",
+	} {
+		if _, err := ParseTrace([]byte(bad), false); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+	if _, err := ParseTrace([]byte(`{"t": 1, "isolate": 1, "location": 1, "limiter": "a", "key": "k"}`), true); err == nil {
+		t.Error("accepted isolate and location together")
+	}
+	ev, err := ParseTrace([]byte("# c\nt,target,limiter,key,cost\n0.2,,api,k\n0.1,loc:1,api,k,3\n"), false)
+	if err != nil || len(ev) != 2 || ev[0].t != 1e8 || ev[0].location != 1 || ev[0].cost != 3 || ev[1].cost != 1 {
+		t.Fatalf("%+v %v", ev, err)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	var h histogram
+	for i := int64(1); i <= 1000; i++ {
+		h.add(i * 1000)
+	}
+	p50, p99 := h.quantile(0.5), h.quantile(0.99)
+	if p50 < 500_000 || p50 > 500_000*9/8+1 || p99 < 990_000 || p99 > 990_000*9/8+1 {
+		t.Fatalf("p50 %d p99 %d", p50, p99)
+	}
+}
+
+// BenchmarkDecisions measures simulated decisions per second through the
+// real wasm isolates (local-only: decisions only; approximate: with syncs
+// through the coordinator), on the default scenario shortened to 10 s.
+func BenchmarkDecisions(b *testing.B) {
+	for _, st := range []string{LocalOnly, Approximate} {
+		b.Run(st, func(b *testing.B) {
+			s := testSim(b)
+			sc, err := Builtin("default")
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc.Duration = Duration(10 * time.Second)
+			var n int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r, err := s.Run(context.Background(), sc, st, 100*time.Millisecond, 1, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += r.Requests
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "decisions/s")
+		})
+	}
+}
