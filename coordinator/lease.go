@@ -4,8 +4,9 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 
 // Strict-mode leases, Doorman-style proportional share.
 //
-// Windowed limiters: the coordinator tracks the outstanding lease L_j of each
-// isolate j for the window W. After a batch from isolate i is applied (its
+// Windowed limiters: the coordinator tracks the reservation L_j of each
+// isolate j for the window W (see grantWindow for why it can exceed the
+// lease last told to j). After a batch from isolate i is applied (its
 // deltas already consumed its lease), with used = count[W] (sliding window:
 // plus the previous window's weighted share),
 //
@@ -47,9 +48,9 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now int6
 			sumD = addSat(sumD, is.demand)
 		}
 	}
-	li := int64(0)
+	li := int64(0) // what the isolate may still admit under the lease it was told
 	if me.leaseWin == W {
-		li = me.lease
+		li = min(me.granted, me.lease)
 	}
 	free := max(0, limit-used-sumL)
 	share := int64(0)
@@ -59,7 +60,14 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now int6
 	if me.demand > 0 && free > 0 && share < 1 {
 		share = 1
 	}
-	me.lease, me.leaseWin = min(share, addSat(li, free)), W
+	// The grant may shrink (shares follow demand), but the reservation
+	// only shrinks once the isolate has seen the smaller lease: until its
+	// next batch it may still admit up to li under the old one, so it
+	// reserves max(li, grant). A new batch proves the isolate applied the
+	// previous reply (it keeps one batch in flight), and then li is what
+	// is left of the grant after the cost it reported.
+	grant := min(share, addSat(li, free))
+	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
 }
 
 // grantBucket tops up isolate me's lease on bucket st at time now.

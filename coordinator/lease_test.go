@@ -138,23 +138,37 @@ func TestLeaseProportionalShare(t *testing.T) {
 	// a asks for 3x what b asks: shares of the 100 follow demand.
 	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 10}))
 	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30}))
+	// b was granted all 100 first. Its smaller share is told at its next
+	// sync, but the budget stays reserved until the sync after that proves
+	// b applied the smaller lease: only then can a get its share.
 	rb := mustSync(t, c, batch("b", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 10}))
 	ra := mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30}))
+	if la, lb := viewOf(t, ra, "sfw", "k").Lease, viewOf(t, rb, "sfw", "k").Lease; lb >= 100 || la != 0 {
+		t.Fatalf("second round: leases a=%d b=%d, want b shrunk below 100 and a still waiting", la, lb)
+	}
+	rb = mustSync(t, c, batch("b", 3, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 10}))
+	ra = mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30}))
 	la, lb := viewOf(t, ra, "sfw", "k").Lease, viewOf(t, rb, "sfw", "k").Lease
 	if la+lb > 100 || la < 2*lb || lb < 1 {
 		t.Fatalf("leases a=%d b=%d", la, lb)
 	}
 	// Approximate limiters carry no lease.
-	if v := viewOf(t, mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000})), "fw", "k"); v.Lease != -1 {
+	if v := viewOf(t, mustSync(t, c, batch("a", 4, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000})), "fw", "k"); v.Lease != -1 {
 		t.Fatalf("approximate lease %d", v.Lease)
 	}
 	// A retry gets the current lease without a new grant.
-	if v := viewOf(t, mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30})), "sfw", "k"); v.Lease != la {
+	if v := viewOf(t, mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30})), "sfw", "k"); v.Lease != la {
 		t.Fatalf("duplicate changed the lease: %d vs %d", v.Lease, la)
+	}
+	// The reservations cover what was told (b's may still cover its
+	// previous, larger lease) and fit the limit.
+	before := getKey(t, c, "sfw", "k")
+	if before.LeaseSum < la+lb || before.LeaseSum > 100 {
+		t.Fatalf("reserved %+v for leases told a=%d b=%d", before, la, lb)
 	}
 	// Leases survive a restart of the store's state (they are persisted).
 	c.withMerger(func(m *Merger) { m.dropCache() })
-	if ks := getKey(t, c, "sfw", "k"); ks.LeaseSum != la+lb {
-		t.Fatalf("leases after reload: %+v", ks)
+	if ks := getKey(t, c, "sfw", "k"); ks.LeaseSum != before.LeaseSum {
+		t.Fatalf("leases after reload: %+v, before %+v", ks, before)
 	}
 }

@@ -229,6 +229,7 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 	}
 	if me != nil && me.leaseWin == w {
 		me.lease = max(0, me.lease-d)
+		me.granted = max(0, me.granted-d)
 	}
 }
 
@@ -286,8 +287,11 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 			m.grantWindow(st, me, s.key, W, now)
 		}
 	}
-	if lim.IsBucket() || me.leaseWin == W {
+	switch {
+	case lim.IsBucket():
 		v.Lease = me.lease
+	case me.leaseWin == W:
+		v.Lease = me.granted
 	}
 }
 

@@ -40,7 +40,8 @@ type keyState struct {
 type isoState struct {
 	id       string
 	seen     int64 // coordinator time of the isolate's last batch with this key, ns
-	lease    int64 // strict: outstanding lease, cost units
+	lease    int64 // strict: budget reserved for the isolate, cost units (>= what it may still admit)
+	granted  int64 // strict windowed: the lease last told to the isolate, less the cost it reported since
 	leaseWin int64 // strict windowed: window the lease belongs to
 	demand   int64 // strict: EWMA of demand per sync, scaled by demandScale
 }
@@ -97,6 +98,7 @@ func (s *keyState) encode(dst []byte) []byte {
 		dst = append(dst, is.id...)
 		dst = binary.AppendVarint(dst, is.seen)
 		dst = binary.AppendVarint(dst, is.lease)
+		dst = binary.AppendVarint(dst, is.granted)
 		dst = binary.AppendVarint(dst, is.leaseWin)
 		dst = binary.AppendVarint(dst, is.demand)
 	}
@@ -150,7 +152,7 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		}
 		is := isoState{id: string(d.b[:l])}
 		d.b = d.b[l:]
-		is.seen, is.lease, is.leaseWin, is.demand = d.varint(), d.varint(), d.varint(), d.varint()
+		is.seen, is.lease, is.granted, is.leaseWin, is.demand = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 		s.isos = append(s.isos, is)
 	}
 	return d.err
