@@ -22,6 +22,9 @@ type Core struct {
 	dirty []ref // entries with something to sync (may hold stale refs)
 
 	seq      int64  // sequence number of the last batch cut
+	cutAt    int64  // time the last batch was cut, ns
+	gap      int64  // smoothed time between two cuts, ns
+	rtt      int64  // smoothed time from a cut to its reply, ns
 	inflight []item // deltas of the outstanding batch
 	outBuf   []byte // encoded outstanding batch; empty when none
 	stats    wire.Stats

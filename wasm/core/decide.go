@@ -32,11 +32,16 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	e.roll(w)
 	vCur, vPrev := e.view(w)
 	cur := vCur + e.lCur
+	start := w * period
 	if !l.strict && e.hasView && e.others > 0 {
-		est := int64(e.others * float64(now-e.vAt))
+		// Other isolates' cost not in the view: what they admitted since
+		// their last batch before the view (on average half a sync gap
+		// plus the one-way latency before the view was made), and since
+		// the view; only in this window.
+		lag := (c.gap + c.rtt) / 2
+		est := int64(e.others * float64(now-max64(e.vAt-lag, start)))
 		cur += min64(max64(est, 0), e.limit)
 	}
-	start := w * period
 	elapsed := now - start
 	used := cur
 	var prev int64

@@ -1,5 +1,7 @@
 package core
 
+import "github.com/edgelimit/edgelimit/wasm/wire"
+
 // entry is the state of one (limiter, key) in an isolate.
 type entry struct {
 	key   string
@@ -23,11 +25,13 @@ type entry struct {
 	demand      int64 // cost asked since the last batch (admitted or not)
 	vWin        int64 // window of the last global view
 	vCur, vPrev int64 // global counts for vWin and vWin-1
-	vAt         int64 // time the view was applied, ns
+	vAt         int64 // estimated time the coordinator made the view, ns (isolate clock)
 	hasView     bool
 	isolates    int64   // isolates sharing the key, from the view (>= 1)
 	others      float64 // estimated cost per ns admitted by other isolates
-	ackedSince  int64   // own cost in window vWin acknowledged with the reply being applied
+	bWin, bAt   int64   // window and time of the base view of the rate estimate
+	bCount      int64   // global count of the base view
+	ackedSince  int64   // own cost in window bWin acknowledged since the base view
 	tat         int64   // bucket algorithms: theoretical arrival time, ns
 	lease       int64   // strict mode: cost still admissible within the lease
 	leaseGrant  int64   // strict mode: size of the last grant
@@ -75,4 +79,9 @@ func (e *entry) setExp(l *limiter, now int64) {
 		return
 	}
 	e.exp = max64(e.exp, addSat(max64(e.win, e.vWin), 2)*l.cfg.Period)
+}
+
+// rebase makes v (made at time at) the base view of the rate estimate.
+func (e *entry) rebase(v *wire.View, at int64) {
+	e.bWin, e.bAt, e.bCount, e.ackedSince = v.Window, at, v.Count, 0
 }

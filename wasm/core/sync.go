@@ -54,6 +54,10 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	c.seq = b.Seq
+	if c.cutAt > 0 && now > c.cutAt {
+		c.gap = (c.gap + (now - c.cutAt)) / 2
+	}
+	c.cutAt = now
 	c.stats.Batches++
 	c.outBuf = b.AppendMsg(c.outBuf[:0])
 	return append(dst, c.outBuf...), nil
@@ -104,7 +108,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		if e.gen != it.gen {
 			continue
 		}
-		if it.win == e.vWin {
+		if it.win == e.bWin {
 			e.ackedSince += it.delta
 		}
 		switch {
@@ -113,6 +117,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		case it.win == e.win-1:
 			e.lPrev -= it.delta
 		}
+	}
+	at := viewTime(c.cutAt, rr.At, now)
+	if now > c.cutAt {
+		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
 	rr.Reset(reply)
 	for {
@@ -125,12 +133,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		if idx < 0 {
 			continue
 		}
-		c.apply(&c.lims[li], c.tab.at(idx), &v, now)
-	}
-	for _, it := range c.inflight { // keys the reply left out
-		if e := c.tab.at(it.idx); e.gen == it.gen {
-			e.ackedSince = 0
-		}
+		c.apply(&c.lims[li], c.tab.at(idx), &v, now, at)
 	}
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
@@ -138,8 +141,22 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	return nil
 }
 
-// apply replaces the cached global view of e with v.
-func (c *Core) apply(l *limiter, e *entry, v *wire.View, now int64) {
+// viewTime estimates when, on this isolate's clock, the coordinator made a
+// view: the reply's own time when it falls between the batch's cut and now
+// (clocks agree), else the midpoint of the round trip.
+func viewTime(cut, replyAt, now int64) int64 {
+	switch {
+	case cut <= replyAt && replyAt <= now:
+		return replyAt
+	case cut <= now:
+		return cut + (now-cut)/2
+	}
+	return now
+}
+
+// apply replaces the cached global view of e with v, made at time at (ns,
+// this isolate's clock), applied at now.
+func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 	if v.Isolates > 0 {
 		e.isolates = v.Isolates
 	}
@@ -148,21 +165,29 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now int64) {
 		// add what was admitted here since the batch was cut.
 		e.tat = max64(e.tat, addSat(v.TAT, mulDiv(e.pCur, l.cfg.Period, e.limit)))
 	} else {
-		// Estimate the other isolates' rate from how the count grew
-		// between two views of the same window.
-		if e.hasView && v.Window == e.vWin && now > e.vAt {
-			rate := float64(v.Count-e.vCur-e.ackedSince) / float64(now-e.vAt)
+		// Estimate the other isolates' rate from how the count grew since
+		// a base view of the same window at least two sync gaps old (other
+		// isolates' batches arrive in lumps; a shorter span is noise).
+		// Once the window is full the growth stops because everyone
+		// denies, not because demand fell, so saturated views do not
+		// update the rate.
+		span := at - e.bAt
+		switch {
+		case !e.hasView || v.Window != e.bWin || v.Count >= e.limit:
+			e.rebase(v, at)
+		case span > 0 && span >= 2*c.gap:
+			rate := float64(v.Count-e.bCount-e.ackedSince) / float64(span)
 			if rate < 0 {
 				rate = 0
 			}
 			e.others = (e.others + rate) / 2
+			e.rebase(v, at)
 		}
 		e.vWin, e.vCur, e.vPrev = v.Window, v.Count, v.Prev
 	}
-	e.vAt = now
+	e.vAt = at
 	e.hasView = true
 	e.setExp(l, now)
-	e.ackedSince = 0
 	if l.strict && v.Lease >= 0 {
 		pending := e.pCur
 		if !l.bucket && v.Window != e.win {

@@ -166,11 +166,13 @@ func TestApproximateConvergence(t *testing.T) {
 					}
 					global := fc.count[wkey{lkey{"api", "shared"}, now / period}]
 					// Right after its sync an isolate has nothing
-					// unacknowledged and no estimate of others' traffic
-					// yet (no time has passed since the view): it sees
-					// exactly the global count.
-					if got, want := peekRemaining(t, c, 0, "shared", now), max(limit-global, 0); got != want {
-						t.Fatalf("round %d: remaining right after sync = %d, want %d (global %d)", round, got, want, global)
+					// unacknowledged: it sees the global count, less
+					// its estimate of what the others admitted and
+					// have not synced yet (at most 2 isolates x 11
+					// requests here).
+					want := max(limit-global, 0)
+					if got := peekRemaining(t, c, 0, "shared", now); got > want || got < want-22 {
+						t.Fatalf("round %d: remaining right after sync = %d, want %d minus at most 22 (global %d)", round, got, want, global)
 					}
 				}
 			}
