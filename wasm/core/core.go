@@ -47,7 +47,12 @@ type item struct {
 // together it describes the binding one (see wire.Decision).
 type Result struct {
 	Allowed    bool
-	SyncWanted bool  // the isolate asks for an early sync
+	SyncWanted bool // the isolate asks for an early sync
+	// LeaseMiss: strict mode denied only because this isolate's lease is
+	// missing or too small while the global view has room. A host that can
+	// afford one round trip may sync and decide again after the reply
+	// instead of denying.
+	LeaseMiss  bool
 	Limiter    int   // index of the binding limiter
 	Limit      int64 // limit of the binding limiter for the key
 	Remaining  int64 // cost still admissible now
@@ -197,7 +202,7 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 	var gens [wire.MaxChecks]uint32
 	var times [wire.MaxChecks]int64
 	var one Result
-	allowed, sync := true, false
+	allowed, sync, miss := true, false, true
 	for i, ch := range checks {
 		idx := c.lookup(ch.Limiter, ch.Key, now)
 		e := c.tab.at(idx)
@@ -215,7 +220,11 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 		}
 		r.SyncWanted = sync
 		allowed = allowed && one.Allowed
+		if !one.Allowed && !one.LeaseMiss {
+			miss = false
+		}
 	}
+	r.LeaseMiss = !allowed && miss
 	// Lookups of later checks may have evicted an earlier entry when the
 	// table is tiny; re-resolve before committing.
 	for i, ch := range checks {

@@ -123,8 +123,9 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	}
 	if cost > lease {
 		if r.Allowed {
-			// Denied only for want of a lease: try again after a sync.
+			// Denied only for want of a lease: a sync may bring one.
 			r.RetryAfter = min64(max64(l.cfg.Period/100, 1e6), max64(r.Reset-now, 1))
+			r.LeaseMiss = true
 		}
 		r.Allowed = false
 	}

@@ -56,7 +56,7 @@ var (
 		{Limiter: "bucket", Key: key256, Cost: wire.MaxCost},
 	}}
 	fixDecision = wire.Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: 1_763_700_060_000_000_000,
-		RetryAfter: -1, SyncWanted: true, Limiter: "customer"}
+		RetryAfter: -1, SyncWanted: true, LeaseMiss: true, Limiter: "customer"}
 	fixStats = wire.Stats{Keys: 100000, Decisions: 1 << 33, Denials: 65535, Evictions: 65536, EvictedUnsynced: 255,
 		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31}
 )
@@ -124,7 +124,7 @@ func decideRequestGeneric(q *wire.DecideRequest) map[string]any {
 
 func decisionGeneric(d *wire.Decision) map[string]any {
 	return map[string]any{"v": int64(wire.Version), "allowed": d.Allowed, "limit": d.Limit, "remaining": d.Remaining,
-		"reset_ns": d.Reset, "retry_after_ns": d.RetryAfter, "sync": d.SyncWanted, "limiter": d.Limiter}
+		"reset_ns": d.Reset, "retry_after_ns": d.RetryAfter, "sync": d.SyncWanted, "lease_miss": d.LeaseMiss, "limiter": d.Limiter}
 }
 
 func statsGeneric(s *wire.Stats) map[string]any {
@@ -448,7 +448,7 @@ func TestEncodingSpotChecks(t *testing.T) {
 	if !bytes.Contains(b, append([]byte{0xda, 0x01, 0x00}, key256...)) {
 		t.Error("a 256-byte key is not a str16")
 	}
-	if got := fmt.Sprintf("% x", (&wire.Decision{Allowed: true, Limiter: "x"}).AppendMsg(nil)[:3]); got != "88 a1 76" {
+	if got := fmt.Sprintf("% x", (&wire.Decision{Allowed: true, Limiter: "x"}).AppendMsg(nil)[:3]); got != "89 a1 76" {
 		t.Errorf("decision starts %s", got)
 	}
 }
