@@ -57,6 +57,11 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now int6
 	if sumD > 0 {
 		share = mulDiv(max(0, limit-used), me.demand, sumD)
 	}
+	// A lease larger than what the isolate is likely to use before its
+	// next sync only locks budget away from the others (sparse traffic:
+	// many isolates, a request each now and then): cap it at twice the
+	// isolate's demand per sync.
+	share = min(share, max(1, (2*me.demand+demandScale-1)/demandScale))
 	if me.demand > 0 && free > 0 && share < 1 {
 		share = 1
 	}

@@ -138,13 +138,12 @@ func TestLeaseProportionalShare(t *testing.T) {
 	// a asks for 3x what b asks: shares of the 100 follow demand.
 	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 10}))
 	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30}))
-	// b was granted all 100 first. Its smaller share is told at its next
-	// sync, but the budget stays reserved until the sync after that proves
-	// b applied the smaller lease: only then can a get its share.
+	// Grants are capped at twice an isolate's demand per sync (b asked
+	// first but could not lock the whole budget away).
 	rb := mustSync(t, c, batch("b", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 10}))
 	ra := mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30}))
-	if la, lb := viewOf(t, ra, "sfw", "k").Lease, viewOf(t, rb, "sfw", "k").Lease; lb >= 100 || la != 0 {
-		t.Fatalf("second round: leases a=%d b=%d, want b shrunk below 100 and a still waiting", la, lb)
+	if la, lb := viewOf(t, ra, "sfw", "k").Lease, viewOf(t, rb, "sfw", "k").Lease; lb > 20 || la < 1 || la+lb > 100 {
+		t.Fatalf("second round: leases a=%d b=%d, want b <= 2x its demand and a served", la, lb)
 	}
 	rb = mustSync(t, c, batch("b", 3, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 10}))
 	ra = mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: 1000, Demand: 30}))

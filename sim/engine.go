@@ -30,7 +30,21 @@ type node struct {
 	reply   []byte // reply of the live attempt
 	applied int64  // highest seq the coordinator applied (for writes)
 	share   map[int32]shareCount
+	waiting []waiter // strict: requests held for a lease until the next reply
 }
+
+// waiter is a strict-mode request that missed its lease: the host syncs
+// and decides it again when the reply arrives (one round trip added).
+type waiter struct {
+	t, cost int64
+	gid     int32
+	lim     int
+	tries   int // replies already waited for
+}
+
+// maxLeaseWaits is how many replies a request may wait for: the reply of a
+// sync already in flight when it missed was computed without its demand.
+const maxLeaseWaits = 2
 
 type shareCount struct{ win, used int64 }
 
@@ -333,11 +347,7 @@ func (e *engine) run() error {
 func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) error {
 	k := &e.keys[gid]
 	tr := &e.truth[gid]
-	w := now / k.period
-	if w != tr.win {
-		e.flush(gid)
-		tr.win, tr.offered, tr.admitted = w, 0, 0
-	}
+	e.rollWindow(gid, now)
 	tr.offered += cost
 	e.res.Requests++
 
@@ -383,6 +393,15 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 			return fmt.Errorf("sim: decide: %w", err)
 		}
 		allowed = d.Allowed
+		if d.LeaseMiss && e.strategy == Strict {
+			// Hold the request for a lease: sync now (or with the sync
+			// in flight) and decide again when the reply arrives.
+			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, gid: gid, lim: lim})
+			if !nd.sched.InFlight() {
+				return e.startSync(nd, now)
+			}
+			return nil
+		}
 		if d.SyncWanted && e.early {
 			before := nd.sched.Next()
 			if nd.sched.Want(now) {
@@ -394,6 +413,14 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 			}
 		}
 	}
+	e.record(gid, cost, allowed, added)
+	return nil
+}
+
+// record accounts a decided request of key gid in the current window.
+func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
+	k := &e.keys[gid]
+	tr := &e.truth[gid]
 	e.hist.add(added)
 	if allowed {
 		e.res.Admitted += cost
@@ -403,6 +430,41 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 		if tr.admitted+cost <= k.cap {
 			e.res.FalseRejections++
 		}
+	}
+}
+
+// rollWindow moves key gid's truth to the window of now.
+func (e *engine) rollWindow(gid int32, now int64) {
+	tr := &e.truth[gid]
+	if w := now / e.keys[gid].period; w != tr.win {
+		e.flush(gid)
+		tr.win, tr.offered, tr.admitted = w, 0, 0
+	}
+}
+
+// settle decides the requests nd held for a lease, at now: again from the
+// module when a reply arrived (ok), else denied.
+func (e *engine) settle(nd *node, now int64, ok bool) error {
+	keep := nd.waiting[:0]
+	for _, w := range nd.waiting {
+		e.rollWindow(w.gid, now)
+		allowed := false
+		if ok {
+			d, err := nd.iso.Decide(e.ctx, w.lim, e.keys[w.gid].name, w.cost, now)
+			if err != nil {
+				return fmt.Errorf("sim: decide: %w", err)
+			}
+			allowed = d.Allowed
+			if w.tries++; d.LeaseMiss && w.tries < maxLeaseWaits {
+				keep = append(keep, w)
+				continue
+			}
+		}
+		e.record(w.gid, w.cost, allowed, now-w.t)
+	}
+	nd.waiting = keep
+	if len(keep) > 0 && !nd.sched.InFlight() {
+		return e.startSync(nd, now)
 	}
 	return nil
 }
@@ -545,11 +607,15 @@ func (e *engine) handle(ev event) error {
 		if ev.gen != nd.gen || ev.tok != nd.attempt || !nd.sched.InFlight() {
 			return nil
 		}
-		if err := nd.iso.SyncIn(e.ctx, nd.reply, now); err != nil {
+		err := nd.iso.SyncIn(e.ctx, nd.reply, now)
+		if err != nil {
 			e.res.SyncFailures++
 			nd.sched.Failure(now)
 		} else {
 			nd.sched.Success(now)
+		}
+		if serr := e.settle(nd, now, err == nil); serr != nil {
+			return serr
 		}
 		e.armTimer(nd)
 	case evTimeout:
@@ -558,12 +624,18 @@ func (e *engine) handle(ev event) error {
 		}
 		e.res.SyncFailures++
 		nd.sched.Failure(now)
+		if err := e.settle(nd, now, false); err != nil {
+			return err
+		}
 		e.armTimer(nd)
 	case evEvict:
 		if ev.gen != nd.gen {
 			return nil
 		}
 		e.res.Evictions++
+		if err := e.settle(nd, now, false); err != nil {
+			return err
+		}
 		if err := nd.iso.Close(e.ctx); err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
@@ -596,6 +668,9 @@ func (e *engine) flush(gid int32) {
 }
 
 func (e *engine) finish() {
+	for _, nd := range e.nodes {
+		e.settle(nd, e.duration, false) // still waiting at the end: denied
+	}
 	for g := range e.truth {
 		e.flush(int32(g))
 		e.truth[g].win = -1
