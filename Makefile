@@ -29,7 +29,7 @@ wasm-check: $(TINYGO)
 
 ## demo: the main job (see README)
 demo:
-	@go run ./cmd/edgelimit demo
+	@go run ./cmd/edgelimit sim --scenario default
 
 ## test: everything CI checks
 test: tools wasm-check vet fmt-check test-go

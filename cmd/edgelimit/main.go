@@ -1,10 +1,8 @@
 // Command edgelimit is the one CLI of the project:
 //
 //	edgelimit coordinator   run the Pebble-backed coordinator server
-//	edgelimit edge          run an edge host of wasm isolates
 //	edgelimit sim           run the simulator
 //	edgelimit bench         run side-by-side benchmarks
-//	edgelimit demo          decide one key from several isolates (small demo)
 //
 // Each subcommand lives in its own file and registers itself in commands.
 package main
