@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -35,7 +36,7 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	if lim == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
 	}
-	st, err := m.loadKey(lim, key)
+	st, err := m.loadKey(lim, key, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -73,12 +74,12 @@ func (m *Merger) Reset(limiter, key string) error {
 	if lim == nil {
 		return fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
 	}
-	st, err := m.loadKey(lim, key)
+	st, err := m.loadKey(lim, key, nil, 0)
 	if err != nil {
 		return err
 	}
 	m.isoEntries -= len(st.isos)
-	st.win, st.count, st.prev, st.tat, st.isos = 0, 0, 0, 0, nil
+	st.win, st.count, st.prev, st.tat, st.isos, st.oldest = 0, 0, 0, 0, nil, math.MinInt64
 	m.markKey(st)
 	return nil
 }

@@ -1,9 +1,13 @@
 package coordinator
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +46,7 @@ func runLoad(b *testing.B, cfg loadgen.Config) loadgen.Result {
 		b.Fatal(err)
 	}
 	b.Log(res)
+	b.Log(commitStats(cfg.URL))
 	if res.Syncs == 0 {
 		b.Fatal("no sync acknowledged")
 	}
@@ -123,4 +128,29 @@ func BenchmarkRestart1MKeys(b *testing.B) {
 		c.Close()
 		b.StartTimer()
 	}
+}
+
+// commitStats summarizes the commit metrics of the server at url (whole run,
+// warm-up included): group commits, mean requests per group, mean commit time.
+func commitStats(url string) string {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	v := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && strings.HasPrefix(f[0], "edgelimit_coordinator_") {
+			x, _ := strconv.ParseFloat(f[1], 64)
+			v[strings.TrimPrefix(f[0], "edgelimit_coordinator_")] = x
+		}
+	}
+	n := v["commit_seconds_count"]
+	if n == 0 {
+		return "no commits"
+	}
+	return fmt.Sprintf("%.0f group commits, %.1f requests/group, commit (WAL write+fsync+memtable) mean %.2f ms",
+		n, v["group_requests_sum"]/v["group_requests_count"], 1000*v["commit_seconds_sum"]/n)
 }

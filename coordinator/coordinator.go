@@ -101,6 +101,7 @@ type Coordinator struct {
 // request is one unit of work for the committer.
 type request struct {
 	batch *wire.Batch
+	pf    *Prefetched // cold keys of batch read by the request goroutine
 	reply *wire.Reply
 	fn    func(m *Merger, now int64) error // when batch is nil
 	err   error
@@ -125,6 +126,9 @@ func Open(opts Options) (*Coordinator, error) {
 		store.Close()
 		return nil, err
 	}
+	if cs, ok := store.(ConcurrentStore); ok && cs.ConcurrentGet() {
+		m.EnablePrefetch()
+	}
 	c := &Coordinator{opts: opts, store: store, m: m,
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
@@ -148,7 +152,9 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	r := &request{batch: b, done: make(chan struct{})}
+	// Read the cold keys here, in parallel with other requests, rather than
+	// in the committer.
+	r := &request{batch: b, pf: c.m.Prefetch(b), done: make(chan struct{})}
 	if err := c.submit(ctx, r); err != nil {
 		return nil, err
 	}
@@ -244,7 +250,8 @@ func (c *Coordinator) loop() {
 		now := c.opts.Clock()
 		for _, r := range group {
 			if r.batch != nil {
-				r.reply, r.err = c.m.Apply(r.batch, now)
+				r.reply, r.err = c.m.ApplyPrefetched(r.batch, now, r.pf)
+				r.pf = nil
 			} else {
 				r.err = r.fn(c.m, now)
 			}

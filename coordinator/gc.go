@@ -60,6 +60,9 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 			}
 		}
 		if del {
+			if prefix[0] == prefixKey {
+				m.residentStale(k)
+			}
 			m.deletes = append(m.deletes, append([]byte(nil), k...))
 			deleted++
 		}

@@ -83,6 +83,10 @@ type Merger struct {
 	aborts     int64 // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
 	stats      MergeStats
+	res        *residency // nil unless EnablePrefetch
+	applySeq   int64      // numbers the Apply calls (keyState.mark)
+	slots      []slot     // scratch of Apply
+	at         []int32    // scratch of Apply
 }
 
 // NewMerger returns a Merger for the limiters of cfg over store.
@@ -135,6 +139,12 @@ type slot struct {
 // key), in order of first appearance. Nothing is applied when it returns an
 // error. The changes are staged for the next Commit.
 func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
+	return m.ApplyPrefetched(b, now, nil)
+}
+
+// ApplyPrefetched is Apply with the records Prefetch read for b (pf may be
+// nil); a prefetched record is used only when it is still current.
+func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wire.Reply, error) {
 	if err := m.Check(b); err != nil {
 		return nil, err
 	}
@@ -142,26 +152,33 @@ func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The cached high-water mark's id: every batch of the isolate then uses
+	// the same string, which isoState lookups compare by pointer first.
+	isolate := h.id
 	// Load every key first: after this point nothing can fail.
-	slots := make([]slot, 0, len(b.Entries))
-	idx := make(map[*keyState]int, len(b.Entries))
-	at := make([]int, len(b.Entries)) // slot of each entry
+	m.applySeq++
+	mark := m.applySeq
+	slots := m.slots[:0]
+	at := m.at[:0]
+	defer func() {
+		clear(slots)
+		m.slots, m.at = slots[:0], at[:0]
+	}()
 	for i := range b.Entries {
 		e := &b.Entries[i]
-		st, err := m.loadKey(m.lims[e.Limiter], e.Key)
+		st, err := m.loadKey(m.lims[e.Limiter], e.Key, pf, i)
 		if err != nil {
 			return nil, err
 		}
-		j, ok := idx[st]
-		if !ok {
-			j = len(slots)
-			idx[st] = j
+		if st.mark != mark {
+			st.mark, st.slotIdx = mark, int32(len(slots))
 			slots = append(slots, slot{st: st, key: e.Key, maxWin: e.Window})
 		}
+		j := st.slotIdx
 		s := &slots[j]
 		s.maxWin = max(s.maxWin, e.Window)
 		s.demand = addSat(s.demand, max(e.Demand, e.Delta))
-		at[i] = j
+		at = append(at, j)
 	}
 	dup := b.Seq <= h.seq
 	if dup {
@@ -171,7 +188,7 @@ func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
 		t := min(b.At, now)
 		for i := range b.Entries {
 			s := &slots[at[i]]
-			m.applyDelta(s.st, b.Isolate, &b.Entries[i], t, now)
+			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
 		}
 		h.seq, h.seen = b.Seq, now
 		m.markHWM(h)
@@ -181,7 +198,7 @@ func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
 		s := &slots[j]
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
-		m.view(s, b.Isolate, now, !dup, v)
+		m.view(s, isolate, now, !dup, v)
 	}
 	return rp, nil
 }
@@ -249,14 +266,11 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 		me = m.iso(st, isolate, now)
 		if me != nil {
 			me.seen = now
+			st.oldest = min(st.oldest, now) // in case the clock went back
 			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
 		}
-	} else {
-		for i := range st.isos {
-			if st.isos[i].id == isolate {
-				me = &st.isos[i]
-			}
-		}
+	} else if i := st.findIso(isolate); i >= 0 {
+		me = &st.isos[i]
 	}
 	if lim.IsBucket() {
 		v.TAT = st.tat
@@ -264,14 +278,7 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 		v.Window = W
 		v.Count, v.Prev = st.windowCounts(W)
 	}
-	v.Isolates = 0
-	horizon := now - 2*P
-	for i := range st.isos {
-		if st.isos[i].seen >= horizon {
-			v.Isolates++
-		}
-	}
-	v.Isolates = max(v.Isolates, 1)
+	v.Isolates = max(st.recentIsolates(now), 1)
 	v.Lease = -1
 	if lim.Mode != wire.Strict {
 		return
@@ -323,17 +330,23 @@ func (m *Merger) iso(st *keyState, id string, now int64) *isoState {
 }
 
 // loadKey returns the cached state of (lim, key), reading it from the store
-// on a miss.
-func (m *Merger) loadKey(lim *wire.LimiterConfig, key string) (*keyState, error) {
-	m.buf = append(append(append(m.buf[:0], prefixKey, byte(len(lim.Name))), lim.Name...), key...)
+// on a miss (or taking entry i of pf, when it is still current).
+func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i int) (*keyState, error) {
+	m.buf = appendKeyStorageKey(m.buf[:0], lim.Name, key)
 	if st, ok := m.keys[string(m.buf)]; ok {
 		return st, nil
 	}
-	v, found, err := m.store.Get(m.buf)
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
+	var v []byte
+	var found bool
+	if p, ok := m.prefetched(pf, i); ok {
+		v, found = p.value, p.found
+	} else {
+		var err error
+		if v, found, err = m.store.Get(m.buf); err != nil {
+			return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
+		}
 	}
-	st := &keyState{lim: lim, skey: string(m.buf)}
+	st := newKeyState(lim, string(m.buf))
 	if found {
 		if err := st.decode(v, m.opts.MaxIsolatesPerKey); err != nil {
 			return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
@@ -341,6 +354,7 @@ func (m *Merger) loadKey(lim *wire.LimiterConfig, key string) (*keyState, error)
 		m.isoEntries += len(st.isos)
 	}
 	m.keys[st.skey] = st
+	m.residentAdd(st)
 	return st, nil
 }
 
@@ -394,20 +408,35 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 		return nil, gen
 	}
 	ops = make([]Op, 0, len(m.deletes)+len(m.dirtyKeys)+len(m.dirtyHWMs))
-	arena := make([]byte, 0, 32*(len(m.dirtyKeys)+len(m.dirtyHWMs)))
+	// One arena holds every key and value of the stage.
+	size := 0
+	for _, st := range m.dirtyKeys {
+		size += len(st.skey) + 48
+		if st.persistIsos() {
+			size += len(st.isos) * (wire.MaxIsolateIDLen + 52)
+		}
+	}
+	for _, h := range m.dirtyHWMs {
+		size += len(h.id) + 24
+	}
+	arena := make([]byte, 0, size)
 	for _, k := range m.deletes {
 		ops = append(ops, Op{Key: k, Delete: true})
 	}
 	for _, st := range m.dirtyKeys {
 		n := len(arena)
+		arena = append(arena, st.skey...)
+		k := len(arena)
 		arena = st.encode(arena)
-		ops = append(ops, Op{Key: []byte(st.skey), Value: arena[n:len(arena):len(arena)]})
+		ops = append(ops, Op{Key: arena[n:k:k], Value: arena[k:len(arena):len(arena)]})
 		st.dirty, st.gen = false, gen
 	}
 	for _, h := range m.dirtyHWMs {
 		n := len(arena)
+		arena = append(append(arena, prefixHWM), h.id...)
+		k := len(arena)
 		arena = h.encode(arena)
-		ops = append(ops, Op{Key: []byte(hwmStorageKey(h.id)), Value: arena[n:len(arena):len(arena)]})
+		ops = append(ops, Op{Key: arena[n:k:k], Value: arena[k:len(arena):len(arena)]})
 		h.dirty, h.gen = false, gen
 	}
 	clear(m.dirtyKeys)
@@ -446,6 +475,7 @@ func (m *Merger) Abort() {
 func (m *Merger) Aborts() int64 { return m.aborts }
 
 func (m *Merger) dropCache() {
+	m.residentDropAll()
 	m.keys = map[string]*keyState{}
 	m.hwms = map[string]*hwmState{}
 	m.isoEntries = 0
@@ -456,6 +486,10 @@ func (m *Merger) dropCache() {
 func (m *Merger) evict() {
 	if len(m.keys) > m.opts.MaxCachedKeys {
 		target := m.opts.MaxCachedKeys - m.opts.MaxCachedKeys/8
+		var seq int64
+		if m.res != nil {
+			seq = m.res.seq.Add(1)
+		}
 		for k, st := range m.keys {
 			if len(m.keys) <= target {
 				break
@@ -465,6 +499,7 @@ func (m *Merger) evict() {
 			}
 			m.isoEntries -= len(st.isos)
 			delete(m.keys, k)
+			m.residentEvicted(st, seq)
 		}
 	}
 	if len(m.hwms) > m.opts.MaxCachedIsolates {

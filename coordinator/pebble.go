@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -16,10 +17,31 @@ type PebbleStore struct {
 	db *pebble.DB
 }
 
+// Pebble sizing. Memory stays bounded: at most
+// MemTableStopWritesThreshold (4) memtables of pebbleMemTableSize, plus the
+// block cache.
+const (
+	// pebbleCacheSize is the block cache: it holds the index, filter and
+	// data blocks that cold key reads (keys evicted from the Merger's cache)
+	// go through. Pebble's default is 8 MiB.
+	pebbleCacheSize = 64 << 20
+	// pebbleMemTableSize: a larger memtable means fewer flushes and fewer L0
+	// tables for a cold read to look at. Pebble's default is 4 MiB.
+	pebbleMemTableSize = 4 << 20
+)
+
 // OpenPebble opens (creating if missing) the Pebble database in dir, or an
 // in-memory one on vfs.NewMem() when inMemory is true (dir is then ignored).
 func OpenPebble(dir string, inMemory bool) (*PebbleStore, error) {
-	opts := &pebble.Options{Logger: quietLogger{}}
+	cache := pebble.NewCache(pebbleCacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
+		MemTableSize: pebbleMemTableSize, MemTableStopWritesThreshold: 4}
+	for i := range opts.Levels {
+		// Bloom filters: a key's first touch is often a miss (a new key), which
+		// the filters answer without reading a block of every table.
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	if inMemory {
 		opts.FS = vfs.NewMem()
 		dir = ""
@@ -46,6 +68,10 @@ func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
 	closer.Close()
 	return out, true, nil
 }
+
+// ConcurrentGet implements ConcurrentStore: Pebble reads are safe
+// concurrently with writes.
+func (s *PebbleStore) ConcurrentGet() bool { return true }
 
 // Commit implements Store with one synced Pebble batch.
 func (s *PebbleStore) Commit(ops []Op) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -33,6 +34,14 @@ type keyState struct {
 	isos  []isoState
 	dirty bool  // changed since the last Stage
 	gen   int64 // Stage that holds the last change
+	// oldest is a lower bound of isos[*].seen (math.MinInt64 = unknown,
+	// see newKeyState): while it is
+	// within the last 2 periods, prune has nothing to drop and every
+	// isolate is recent.
+	oldest  int64
+	slot    uint64 // residency slot (prefetch)
+	mark    int64  // Merger.applySeq of the last Apply that touched the key
+	slotIdx int32  // index of the key in that Apply's slots
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
@@ -177,10 +186,8 @@ func (h *hwmState) decode(b []byte) error {
 // room (at most maxPerKey entries; stale entries without an active lease are
 // evicted first). It returns nil when the isolate cannot be tracked.
 func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func() bool) *isoState {
-	for i := range s.isos {
-		if s.isos[i].id == id {
-			return &s.isos[i]
-		}
+	if i := s.findIso(id); i >= 0 {
+		return &s.isos[i]
 	}
 	if len(s.isos) >= maxPerKey || !room() {
 		// Evict the least recently seen isolate that holds no active lease.
@@ -194,10 +201,52 @@ func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func
 			return nil
 		}
 		s.isos[victim] = isoState{id: id, seen: now}
+		s.oldest = min(s.oldest, now)
 		return &s.isos[victim]
 	}
 	s.isos = append(s.isos, isoState{id: id, seen: now})
+	s.oldest = min(s.oldest, now)
 	return &s.isos[len(s.isos)-1]
+}
+
+func newKeyState(lim *wire.LimiterConfig, skey string) *keyState {
+	return &keyState{lim: lim, skey: skey, oldest: math.MinInt64}
+}
+
+// findIso returns the index of the isolate's entry, or -1. The Merger
+// passes the same string for every batch of an isolate, so the entry is
+// usually found by comparing string pointers; the full comparison only runs
+// when that fails (a new isolate for the key, or entries read from the
+// Store), and the found entry then takes id's string.
+func (s *keyState) findIso(id string) int {
+	p := unsafe.StringData(id)
+	for i := range s.isos {
+		if unsafe.StringData(s.isos[i].id) == p && len(s.isos[i].id) == len(id) {
+			return i
+		}
+	}
+	for i := range s.isos {
+		if s.isos[i].id == id {
+			s.isos[i].id = id
+			return i
+		}
+	}
+	return -1
+}
+
+// recentIsolates returns how many isolates were seen within 2 periods.
+func (s *keyState) recentIsolates(now int64) int64 {
+	horizon := now - 2*s.lim.Period
+	if s.oldest >= horizon {
+		return int64(len(s.isos))
+	}
+	n := int64(0)
+	for i := range s.isos {
+		if s.isos[i].seen >= horizon {
+			n++
+		}
+	}
+	return n
 }
 
 // leaseActive reports whether is holds a lease that still counts against the
@@ -216,19 +265,28 @@ func (s *keyState) leaseActive(is *isoState, activeWin int64) bool {
 // it dropped.
 func (s *keyState) prune(now int64) int {
 	horizon := now - 2*s.lim.Period
+	if s.oldest >= horizon {
+		return 0 // every isolate was seen within 2 periods
+	}
 	w := now / s.lim.Period
 	if !s.lim.IsBucket() && s.win > w {
 		w = s.win
 	}
 	n := 0
+	oldest := int64(math.MaxInt64)
 	for i := range s.isos {
 		is := s.isos[i]
 		if is.seen < horizon && !s.leaseActive(&is, w) {
 			continue
 		}
+		oldest = min(oldest, is.seen)
 		s.isos[n] = is
 		n++
 	}
+	if n == 0 {
+		oldest = now // entries added later are seen at >= now
+	}
+	s.oldest = oldest
 	dropped := len(s.isos) - n
 	clear(s.isos[n:])
 	s.isos = s.isos[:n]
