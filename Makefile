@@ -6,7 +6,7 @@ TINYGO_VER   := 0.41.1
 TINYGOROOT   := $(CURDIR)/.tools/tinygo-$(TINYGO_VER)
 TINYGO       := $(TINYGOROOT)/bin/tinygo
 WASM         := wasm/edgelimit.wasm
-GO_HOST_PKGS := ./wasm/wire/... ./wasm/core/... ./edge/... ./coordinator/... ./sim/... ./cmd/... ./benchmarks/...
+GO_HOST_PKGS := ./wasm/wire/... ./wasm/core/... ./wasm/satmath/... ./edge/... ./coordinator/... ./sim/... ./cmd/... ./benchmarks/...
 
 .PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check clean
 

@@ -1,65 +1,12 @@
 package core
 
-import (
-	"math"
-	"math/bits"
-)
+import "github.com/edgelimit/edgelimit/wasm/satmath"
 
-// mulDiv returns a*b/c rounded down for a, b >= 0 and c > 0, saturating at
-// MaxInt64, without overflowing in between (periods up to 31 days in ns times
-// costs up to 2^40 do not fit in 64 bits).
-func mulDiv(a, b, c int64) int64 {
-	if a <= 0 || b <= 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi >= uint64(c) {
-		return math.MaxInt64
-	}
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(q)
-}
+// Short names for the shared saturating arithmetic (package satmath).
 
-// mulDivUp is mulDiv rounded up.
-func mulDivUp(a, b, c int64) int64 {
-	if a <= 0 || b <= 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi >= uint64(c) {
-		return math.MaxInt64
-	}
-	q, r := bits.Div64(hi, lo, uint64(c))
-	if r != 0 {
-		q++
-	}
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(q)
-}
+func mulDiv(a, b, c int64) int64   { return satmath.MulDiv(a, b, c) }
+func mulDivUp(a, b, c int64) int64 { return satmath.MulDivUp(a, b, c) }
+func addSat(a, b int64) int64      { return satmath.AddSat(a, b) }
 
-// addSat adds two non-negative values, saturating at MaxInt64.
-func addSat(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-func min64(a, b int64) int64 {
-	if a < b {
-		return a
-	}
-	return b
-}
+func max64(a, b int64) int64 { return max(a, b) }
+func min64(a, b int64) int64 { return min(a, b) }
