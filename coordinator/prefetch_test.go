@@ -27,17 +27,31 @@ func TestPrefetchStaleAfterEviction(t *testing.T) {
 	if pfA == nil || !pfA.ents[0].read || pfA.ents[0].found {
 		t.Fatalf("prefetch: %+v", pfA)
 	}
-	for _, b := range []*wire.Batch{batch("b", 1, now, d("k", 5)), batch("b", 2, now, d("other", 1))} {
-		if _, err := m.Apply(b, now); err != nil {
+	seqB := int64(0)
+	apply := func(key string, delta int64) {
+		seqB++
+		if _, err := m.Apply(batch("b", seqB, now, d(key, delta)), now); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, cached := m.keys[keyStorageKey("fw", "k")]; cached {
-		t.Fatal("k still cached; the test needs it evicted")
+	// evictK touches other keys until "k" is evicted (which of the keys over
+	// the cap goes is random).
+	evictK := func() {
+		for i := 0; ; i++ {
+			if _, cached := m.keys[keyStorageKey("fw", "k")]; !cached {
+				return
+			}
+			if i == 1000 {
+				t.Fatal("k never evicted")
+			}
+			apply("other-"+string(rune('a'+i%26))+string(rune('a'+i/26)), 1)
+		}
 	}
+	apply("k", 5)
+	evictK()
 	rp, err := m.ApplyPrefetched(batch("a", 1, now, d("k", 1)), now, pfA)
 	if err != nil {
 		t.Fatal(err)
@@ -47,12 +61,7 @@ func TestPrefetchStaleAfterEviction(t *testing.T) {
 	}
 
 	// A fresh prefetch of an evicted key is used and correct.
-	if _, err := m.Apply(batch("b", 3, now, d("other2", 1)), now); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	evictK()
 	pf := m.Prefetch(batch("a", 2, now, d("k", 1)))
 	if pf == nil || !pf.ents[0].found {
 		t.Fatalf("prefetch of evicted k: %+v", pf)
