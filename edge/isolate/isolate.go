@@ -169,11 +169,8 @@ func (i *Isolate) Decide(ctx context.Context, limiter int, key string, cost, now
 	if len(key) > wire.MaxKeyLen {
 		return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrKeyTooLong)
 	}
-	if !i.mem.WriteString(i.keyBuf, key) {
-		return Decision{}, fmt.Errorf("isolate: decide: key buffer out of range")
-	}
-	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(len(key)), uint64(cost), uint64(now)
-	return i.finish(ctx, "decide", i.decide)
+	i.mem.WriteString(i.keyBuf, key) // in range: the buffer holds 4096 bytes
+	return i.decideKey(ctx, limiter, len(key), cost, now)
 }
 
 // DecideBytes is Decide with the key as bytes.
@@ -181,10 +178,13 @@ func (i *Isolate) DecideBytes(ctx context.Context, limiter int, key []byte, cost
 	if len(key) > wire.MaxKeyLen {
 		return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrKeyTooLong)
 	}
-	if !i.mem.Write(i.keyBuf, key) {
-		return Decision{}, fmt.Errorf("isolate: decide: key buffer out of range")
-	}
-	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(len(key)), uint64(cost), uint64(now)
+	i.mem.Write(i.keyBuf, key)
+	return i.decideKey(ctx, limiter, len(key), cost, now)
+}
+
+// decideKey decides for the key of n bytes already in the key buffer.
+func (i *Isolate) decideKey(ctx context.Context, limiter, n int, cost, now int64) (Decision, error) {
+	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(n), uint64(cost), uint64(now)
 	return i.finish(ctx, "decide", i.decide)
 }
 
