@@ -132,6 +132,9 @@ func (e *engine) setup() error {
 	}
 	for i := range e.cfg.Limiters {
 		e.cfg.Limiters[i].Mode = mode
+		// Read-through is edgelimit approximate mode's, with a host
+		// that waits for the sync; the other strategies decide at once.
+		e.cfg.Limiters[i].ReadThrough = e.cfg.Limiters[i].ReadThrough && e.strategy == Approximate
 	}
 	e.syncing = e.strategy == Location || e.strategy == Approximate || e.strategy == Strict
 	e.early = e.strategy == Approximate || e.strategy == Strict
@@ -393,7 +396,7 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 			return fmt.Errorf("sim: decide: %w", err)
 		}
 		allowed = d.Allowed
-		if d.LeaseMiss && e.strategy == Strict {
+		if d.SyncRetry && (e.strategy == Strict || e.strategy == Approximate) {
 			// Hold the request for a lease: sync now (or with the sync
 			// in flight) and decide again when the reply arrives.
 			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, gid: gid, lim: lim})
@@ -455,7 +458,7 @@ func (e *engine) settle(nd *node, now int64, ok bool) error {
 				return fmt.Errorf("sim: decide: %w", err)
 			}
 			allowed = d.Allowed
-			if w.tries++; d.LeaseMiss && w.tries < maxLeaseWaits {
+			if w.tries++; d.SyncRetry && w.tries < maxLeaseWaits {
 				keep = append(keep, w)
 				continue
 			}

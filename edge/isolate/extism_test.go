@@ -67,7 +67,7 @@ func TestExtismSDKMatchesNativeCore(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := wire.Decision{Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining, Reset: r.Reset,
-			RetryAfter: r.RetryAfter, SyncWanted: r.SyncWanted, LeaseMiss: r.LeaseMiss, Limiter: cfg.Limiters[r.Limiter].Name}
+			RetryAfter: r.RetryAfter, SyncWanted: r.SyncWanted, SyncRetry: r.SyncRetry, Limiter: cfg.Limiters[r.Limiter].Name}
 		if got != want || kgot != want {
 			t.Fatalf("step %d: extism sdk %+v, our kernel %+v, native %+v", step, got, kgot, want)
 		}

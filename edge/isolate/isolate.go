@@ -22,7 +22,7 @@ var ErrTrap = errors.New("isolate: module trapped")
 type Decision struct {
 	Allowed    bool
 	SyncWanted bool  // the module asks for an early sync
-	LeaseMiss  bool  // strict mode denied only for want of a lease (see core.Result.LeaseMiss)
+	SyncRetry  bool  // strict mode denied only for want of a lease (see core.Result.SyncRetry)
 	Limiter    int   // index of the binding limiter
 	Limit      int64 // limit of the binding limiter for the key
 	Remaining  int64 // cost still admissible now
@@ -230,7 +230,7 @@ func (i *Isolate) finish(ctx context.Context, op string, f api.Function) (Decisi
 		Reset:      int64(le.Uint64(res[24:])),
 		RetryAfter: int64(le.Uint64(res[32:])),
 		SyncWanted: le.Uint64(res[40:])&1 != 0,
-		LeaseMiss:  le.Uint64(res[40:])&2 != 0,
+		SyncRetry:  le.Uint64(res[40:])&2 != 0,
 		Limiter:    int(le.Uint64(res[48:])),
 	}, nil
 }

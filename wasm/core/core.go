@@ -10,6 +10,7 @@ type limiter struct {
 	bucket    bool
 	sliding   bool
 	strict    bool
+	readThru  bool
 	overrides map[string]int64
 }
 
@@ -48,11 +49,11 @@ type item struct {
 type Result struct {
 	Allowed    bool
 	SyncWanted bool // the isolate asks for an early sync
-	// LeaseMiss: strict mode denied only because this isolate's lease is
+	// SyncRetry: strict mode denied only because this isolate's lease is
 	// missing or too small while the global view has room. A host that can
 	// afford one round trip may sync and decide again after the reply
 	// instead of denying.
-	LeaseMiss  bool
+	SyncRetry  bool
 	Limiter    int   // index of the binding limiter
 	Limit      int64 // limit of the binding limiter for the key
 	Remaining  int64 // cost still admissible now
@@ -79,7 +80,7 @@ func New(cfg wire.Config) (*Core, error) {
 	c.tab.max = int(c.cfg.MaxKeys)
 	for _, l := range cfg.Limiters {
 		lm := limiter{cfg: l, bucket: l.IsBucket(), sliding: l.Algorithm == wire.SlidingWindow,
-			strict: l.Mode == wire.Strict}
+			strict: l.Mode == wire.Strict, readThru: l.ReadThrough && l.Mode != wire.Strict}
 		if len(l.Overrides) > 0 {
 			lm.overrides = make(map[string]int64, len(l.Overrides))
 			for _, o := range l.Overrides {
@@ -220,11 +221,11 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 		}
 		r.SyncWanted = sync
 		allowed = allowed && one.Allowed
-		if !one.Allowed && !one.LeaseMiss {
+		if !one.Allowed && !one.SyncRetry {
 			miss = false
 		}
 	}
-	r.LeaseMiss = !allowed && miss
+	r.SyncRetry = !allowed && miss
 	// Lookups of later checks may have evicted an earlier entry when the
 	// table is tiny; re-resolve before committing.
 	for i, ch := range checks {

@@ -13,6 +13,9 @@ func (c *Core) evaluate(lim int, e *entry, cost, now int64, r *Result) {
 	}
 	if l.strict {
 		c.evalLease(l, e, cost, now, r)
+	} else if l.readThru && r.Allowed && cost > 0 && c.cold(l, e, now) {
+		r.Allowed, r.SyncRetry, r.SyncWanted = false, true, true
+		r.RetryAfter = 1e6
 	}
 	if !r.Allowed && r.RetryAfter == 0 {
 		r.RetryAfter = 1
@@ -125,7 +128,7 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 		if r.Allowed {
 			// Denied only for want of a lease: a sync may bring one.
 			r.RetryAfter = min64(max64(l.cfg.Period/100, 1e6), max64(r.Reset-now, 1))
-			r.LeaseMiss = true
+			r.SyncRetry = true
 		}
 		r.Allowed = false
 	}
@@ -142,4 +145,20 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	if r.RetryAfter == math.MaxInt64 {
 		r.RetryAfter = -1
 	}
+}
+
+// cold reports whether e holds no global state worth deciding on at now:
+// no view (for buckets: none within the last period), or no estimate of
+// the other isolates' rate and no view of the current window younger than
+// two round trips.
+func (c *Core) cold(l *limiter, e *entry, now int64) bool {
+	if !e.hasView {
+		return true
+	}
+	if l.bucket {
+		return now-e.vAt > l.cfg.Period
+	}
+	// Without a rate estimate (sparse traffic) a view is only as good as
+	// it is fresh: older than two round trips, others may have admitted.
+	return e.others == 0 && (e.vWin != now/l.cfg.Period || now-e.vAt > 2*c.rtt+1e6)
 }

@@ -17,9 +17,9 @@ import (
 //	  [u32 limiter index][u32 key length][i64 cost] followed by the key bytes.
 //	result buffer (el_result_buf, 7 x i64):
 //	  [allowed 0/1][limit][remaining][reset ns][retry-after ns][flags][binding limiter index]
-//	  flags: bit 0 sync wanted, bit 1 lease miss (core.Result.LeaseMiss)
+//	  flags: bit 0 sync wanted, bit 1 sync retry (core.Result.SyncRetry)
 //	status word returned by el_decide*: >= 0 is bit 0 allowed, bit 1 sync
-//	wanted, bit 2 lease miss; < 0 is an error code (core.Code).
+//	wanted, bit 2 sync retry; < 0 is an error code (core.Code).
 //	io buffer (el_io_buf): msgpack in (configure, sync_in) and out
 //	(sync_out, stats); el_io_buf(n) makes room for n bytes and returns its
 //	address, and outputs are read from el_io_ptr() for the returned length.
@@ -65,7 +65,7 @@ func status(r *core.Result) int32 {
 	resultBuf[2] = r.Remaining
 	resultBuf[3] = r.Reset
 	resultBuf[4] = r.RetryAfter
-	resultBuf[5] = b2i(r.SyncWanted) | b2i(r.LeaseMiss)<<1
+	resultBuf[5] = b2i(r.SyncWanted) | b2i(r.SyncRetry)<<1
 	resultBuf[6] = int64(r.Limiter)
 	return int32(resultBuf[0] | resultBuf[5]<<1)
 }

@@ -51,7 +51,7 @@ func extDecide() int32 {
 		return fail(err)
 	}
 	d := wire.Decision{Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining, Reset: r.Reset,
-		RetryAfter: r.RetryAfter, SyncWanted: r.SyncWanted, LeaseMiss: r.LeaseMiss, Limiter: lim.Config().Limiters[r.Limiter].Name}
+		RetryAfter: r.RetryAfter, SyncWanted: r.SyncWanted, SyncRetry: r.SyncRetry, Limiter: lim.Config().Limiters[r.Limiter].Name}
 	pdk.Output(d.AppendMsg(nil))
 	return 0
 }

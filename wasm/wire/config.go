@@ -21,13 +21,18 @@ const (
 
 // LimiterConfig is one named limiter.
 type LimiterConfig struct {
-	Name      string     // unique name, 1..MaxNameLen bytes
-	Algorithm string     // FixedWindow, SlidingWindow, TokenBucket or GCRA
-	Limit     int64      // admitted cost per Period, >= 1
-	Period    int64      // nanoseconds, MinPeriod..MaxPeriod
-	Burst     int64      // token_bucket/gcra: capacity; 0 means Limit
-	Mode      string     // Approximate (default when empty) or Strict
-	Overrides []Override // per-key limits replacing Limit; a key with an override has capacity = its limit (Burst applies to Limit only); at most MaxOverrides
+	Name      string // unique name, 1..MaxNameLen bytes
+	Algorithm string // FixedWindow, SlidingWindow, TokenBucket or GCRA
+	Limit     int64  // admitted cost per Period, >= 1
+	Period    int64  // nanoseconds, MinPeriod..MaxPeriod
+	Burst     int64  // token_bucket/gcra: capacity; 0 means Limit
+	Mode      string // Approximate (default when empty) or Strict
+	// ReadThrough (approximate mode): a decision on a cold key (no global
+	// view of its current window, no rate estimate) is denied with
+	// SyncRetry so the host syncs and decides again: one round trip for
+	// sparse keys, none for busy ones. Default false.
+	ReadThrough bool
+	Overrides   []Override // per-key limits replacing Limit; a key with an override has capacity = its limit (Burst applies to Limit only); at most MaxOverrides
 }
 
 // Override replaces a limiter's limit for one key.
@@ -135,7 +140,7 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	b = AppendArrayHeader(b, len(c.Limiters))
 	for i := range c.Limiters {
 		l := &c.Limiters[i]
-		b = AppendMapHeader(b, 7)
+		b = AppendMapHeader(b, 8)
 		b = AppendString(b, "name")
 		b = AppendString(b, l.Name)
 		b = AppendString(b, "algorithm")
@@ -148,6 +153,8 @@ func (c *Config) AppendMsg(b []byte) []byte {
 		b = AppendInt(b, l.Burst)
 		b = AppendString(b, "mode")
 		b = AppendString(b, l.Mode)
+		b = AppendString(b, "read_through")
+		b = AppendBool(b, l.ReadThrough)
 		b = AppendString(b, "overrides")
 		b = AppendArrayHeader(b, len(l.Overrides))
 		for _, o := range l.Overrides {
@@ -206,6 +213,8 @@ func (l *LimiterConfig) read(r *Reader) {
 			l.Burst = r.ReadInt()
 		case "mode":
 			l.Mode = r.ReadString()
+		case "read_through":
+			l.ReadThrough = r.ReadBool()
 		case "overrides":
 			m := r.ReadArrayHeader()
 			if m > MaxOverrides {

@@ -30,7 +30,7 @@ type Decision struct {
 	Reset      int64  // ns time when the window ends or the bucket is full again
 	RetryAfter int64  // ns to wait before the same request could pass; 0 when allowed
 	SyncWanted bool   // the isolate asks the host for an early sync
-	LeaseMiss  bool   // strict mode denied only for want of a lease: sync and decide again
+	SyncRetry  bool   // strict mode denied only for want of a lease: sync and decide again
 	Limiter    string // name of the binding limiter
 }
 
@@ -110,8 +110,8 @@ func (d *Decision) AppendMsg(b []byte) []byte {
 	b = AppendInt(b, d.RetryAfter)
 	b = AppendString(b, "sync")
 	b = AppendBool(b, d.SyncWanted)
-	b = AppendString(b, "lease_miss")
-	b = AppendBool(b, d.LeaseMiss)
+	b = AppendString(b, "sync_retry")
+	b = AppendBool(b, d.SyncRetry)
 	b = AppendString(b, "limiter")
 	return AppendString(b, d.Limiter)
 }
@@ -134,8 +134,8 @@ func (d *Decision) UnmarshalMsg(src []byte) error {
 			d.RetryAfter = r.ReadInt()
 		case "sync":
 			d.SyncWanted = r.ReadBool()
-		case "lease_miss":
-			d.LeaseMiss = r.ReadBool()
+		case "sync_retry":
+			d.SyncRetry = r.ReadBool()
 		case "limiter":
 			d.Limiter = r.ReadString()
 		default:

@@ -27,13 +27,15 @@ type FileConfig struct {
 // FileLimiter is one limiter in a FileConfig; Period is a Go duration string
 // ("1s", "15m", "24h"; "d" is not accepted, write "720h" for 30 days).
 type FileLimiter struct {
-	Name      string           `json:"name"`
-	Algorithm string           `json:"algorithm"`
-	Limit     int64            `json:"limit"`
-	Period    string           `json:"period"`
-	Burst     int64            `json:"burst,omitempty"`
-	Mode      string           `json:"mode,omitempty"`
-	Overrides map[string]int64 `json:"overrides,omitempty"`
+	Name      string `json:"name"`
+	Algorithm string `json:"algorithm"`
+	Limit     int64  `json:"limit"`
+	Period    string `json:"period"`
+	Burst     int64  `json:"burst,omitempty"`
+	Mode      string `json:"mode,omitempty"`
+	// ReadThrough: see LimiterConfig.ReadThrough.
+	ReadThrough bool             `json:"read_through,omitempty"`
+	Overrides   map[string]int64 `json:"overrides,omitempty"`
 }
 
 // ParseConfigJSON parses and validates a JSON configuration file's bytes.
@@ -69,7 +71,7 @@ func (fc *FileConfig) Config() (Config, error) {
 			return Config{}, fmt.Errorf("wire: config: limiters[%d].period: %w", i, err)
 		}
 		l := LimiterConfig{Name: fl.Name, Algorithm: fl.Algorithm, Limit: fl.Limit,
-			Period: int64(d), Burst: fl.Burst, Mode: fl.Mode}
+			Period: int64(d), Burst: fl.Burst, Mode: fl.Mode, ReadThrough: fl.ReadThrough}
 		keys := make([]string, 0, len(fl.Overrides))
 		for k := range fl.Overrides {
 			keys = append(keys, k)

@@ -56,7 +56,7 @@ var (
 		{Limiter: "bucket", Key: key256, Cost: wire.MaxCost},
 	}}
 	fixDecision = wire.Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: 1_763_700_060_000_000_000,
-		RetryAfter: -1, SyncWanted: true, LeaseMiss: true, Limiter: "customer"}
+		RetryAfter: -1, SyncWanted: true, SyncRetry: true, Limiter: "customer"}
 	fixStats = wire.Stats{Keys: 100000, Decisions: 1 << 33, Denials: 65535, Evictions: 65536, EvictedUnsynced: 255,
 		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31}
 )
@@ -93,7 +93,7 @@ func configGeneric(c *wire.Config) map[string]any {
 			ovs = append(ovs, []any{o.Key, o.Limit})
 		}
 		lims = append(lims, map[string]any{"name": l.Name, "algorithm": l.Algorithm, "limit": l.Limit,
-			"period_ns": l.Period, "burst": l.Burst, "mode": l.Mode, "overrides": ovs})
+			"period_ns": l.Period, "burst": l.Burst, "mode": l.Mode, "read_through": l.ReadThrough, "overrides": ovs})
 	}
 	return map[string]any{"v": c.Version, "iso": c.IsolateID, "max_keys": c.MaxKeys, "limiters": lims}
 }
@@ -124,7 +124,7 @@ func decideRequestGeneric(q *wire.DecideRequest) map[string]any {
 
 func decisionGeneric(d *wire.Decision) map[string]any {
 	return map[string]any{"v": int64(wire.Version), "allowed": d.Allowed, "limit": d.Limit, "remaining": d.Remaining,
-		"reset_ns": d.Reset, "retry_after_ns": d.RetryAfter, "sync": d.SyncWanted, "lease_miss": d.LeaseMiss, "limiter": d.Limiter}
+		"reset_ns": d.Reset, "retry_after_ns": d.RetryAfter, "sync": d.SyncWanted, "sync_retry": d.SyncRetry, "limiter": d.Limiter}
 }
 
 func statsGeneric(s *wire.Stats) map[string]any {
