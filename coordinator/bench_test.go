@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +25,9 @@ import (
 
 func benchServer(b *testing.B) (*Coordinator, string) {
 	b.Helper()
+	if os.Getenv("EDGELIMIT_BENCH_NOGCTUNE") == "" {
+		b.Cleanup(TuneGC()) // as the coordinator binary does
+	}
 	c, err := Open(Options{Dir: b.TempDir(), Config: DefaultConfig()})
 	if err != nil {
 		b.Fatal(err)

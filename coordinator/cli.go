@@ -60,6 +60,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("coordinator: unexpected argument %q", fs.Arg(0))
 	}
+	defer TuneGC()()
 	if *data == "" && !*inMemory {
 		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA); use --in-memory for a throwaway in-memory store")
 	}
