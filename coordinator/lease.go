@@ -24,7 +24,7 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // bucket again; only the excess over its lease is charged.
 
 // grantWindow recomputes isolate me's lease on st for window W at time now.
-func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now int64) {
+func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unmet int64) {
 	lim := st.lim
 	P := lim.Period
 	limit := lim.LimitFor(key)
@@ -57,12 +57,19 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now int6
 	if sumD > 0 {
 		share = mulDiv(max(0, limit-used), me.demand, sumD)
 	}
-	// A lease larger than what the isolate is likely to use before its
-	// next sync only locks budget away from the others (sparse traffic:
-	// many isolates, a request each now and then): cap it at twice the
-	// isolate's demand per sync.
-	share = min(share, max(1, (2*me.demand+demandScale-1)/demandScale))
-	if me.demand > 0 && free > 0 && share < 1 {
+	// A lease larger than what the isolate will use before its next sync
+	// only locks budget away from the others. An isolate that syncs this
+	// key several times per window (busy: its smoothed gap between batches,
+	// which starts at one period, is at most a quarter period) gets up to
+	// twice its demand per sync; a sparse one (a request now and then)
+	// gets what it was refused in this batch and nothing to hold.
+	busy := me.gap*4 <= P
+	need := unmet
+	if busy {
+		need = max(unmet, (2*me.demand+demandScale-1)/demandScale)
+	}
+	share = min(share, need)
+	if need > 0 && free > 0 && share < 1 {
 		share = 1
 	}
 	// The grant may shrink (shares follow demand), but the reservation

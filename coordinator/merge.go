@@ -132,6 +132,7 @@ type slot struct {
 	key    string
 	maxWin int64 // largest window of the key's entries
 	demand int64 // sum of max(Demand, Delta) of the key's entries
+	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
 }
 
 // Apply applies b at time now (ns) unless b.Seq is at or below the isolate's
@@ -178,6 +179,7 @@ func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wir
 		s := &slots[j]
 		s.maxWin = max(s.maxWin, e.Window)
 		s.demand = addSat(s.demand, max(e.Demand, e.Delta))
+		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
 	dup := b.Seq <= h.seq
@@ -265,6 +267,9 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 		m.isoEntries -= st.prune(now)
 		me = m.iso(st, isolate, now)
 		if me != nil {
+			if gap := now - me.seen; me.seen > 0 && gap > 0 {
+				me.gap = (me.gap + gap) / 2
+			}
 			me.seen = now
 			st.oldest = min(st.oldest, now) // in case the clock went back
 			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
@@ -291,7 +296,7 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 		if lim.IsBucket() {
 			m.grantBucket(st, me, s.key, now)
 		} else {
-			m.grantWindow(st, me, s.key, W, now)
+			m.grantWindow(st, me, s.key, W, now, s.unmet)
 		}
 	}
 	switch {

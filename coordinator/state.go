@@ -53,6 +53,7 @@ type isoState struct {
 	granted  int64 // strict windowed: the lease last told to the isolate, less the cost it reported since
 	leaseWin int64 // strict windowed: window the lease belongs to
 	demand   int64 // strict: EWMA of demand per sync, scaled by demandScale
+	gap      int64 // strict: EWMA of the time between the isolate's batches with this key, ns
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
@@ -110,6 +111,7 @@ func (s *keyState) encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, is.granted)
 		dst = binary.AppendVarint(dst, is.leaseWin)
 		dst = binary.AppendVarint(dst, is.demand)
+		dst = binary.AppendVarint(dst, is.gap)
 	}
 	return dst
 }
@@ -161,7 +163,7 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		}
 		is := isoState{id: string(d.b[:l])}
 		d.b = d.b[l:]
-		is.seen, is.lease, is.granted, is.leaseWin, is.demand = d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
+		is.seen, is.lease, is.granted, is.leaseWin, is.demand, is.gap = d.varint(), d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 		s.isos = append(s.isos, is)
 	}
 	return d.err
@@ -200,11 +202,11 @@ func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func
 		if victim < 0 {
 			return nil
 		}
-		s.isos[victim] = isoState{id: id, seen: now}
+		s.isos[victim] = isoState{id: id, seen: now, gap: s.lim.Period}
 		s.oldest = min(s.oldest, now)
 		return &s.isos[victim]
 	}
-	s.isos = append(s.isos, isoState{id: id, seen: now})
+	s.isos = append(s.isos, isoState{id: id, seen: now, gap: s.lim.Period})
 	s.oldest = min(s.oldest, now)
 	return &s.isos[len(s.isos)-1]
 }
