@@ -12,13 +12,30 @@ import (
 // assists land on request goroutines (sync latency).
 const DefaultGCPercent = 400
 
+// DefaultMemoryLimit is the soft Go memory limit the coordinator binary
+// sets unless $GOMEMLIMIT is set: GOGC 400 lets the heap reach 5x the live
+// heap (a 5-minute steady load over 1,000,000 keys reached ~970 MiB RSS);
+// near the limit the collector runs earlier instead.
+const DefaultMemoryLimit = 768 << 20
+
 // TuneGC sets the garbage collector for a coordinator process: GOGC
-// DefaultGCPercent unless $GOGC is set. It returns a function restoring the
-// previous setting.
+// DefaultGCPercent unless $GOGC is set, and a soft memory limit of
+// DefaultMemoryLimit unless $GOMEMLIMIT is set. It returns a function
+// restoring the previous settings.
 func TuneGC() (restore func()) {
-	if os.Getenv("GOGC") != "" {
-		return func() {}
+	oldGC, oldLimit := -2, int64(-1)
+	if os.Getenv("GOGC") == "" {
+		oldGC = debug.SetGCPercent(DefaultGCPercent)
 	}
-	old := debug.SetGCPercent(DefaultGCPercent)
-	return func() { debug.SetGCPercent(old) }
+	if os.Getenv("GOMEMLIMIT") == "" {
+		oldLimit = debug.SetMemoryLimit(DefaultMemoryLimit)
+	}
+	return func() {
+		if oldGC != -2 {
+			debug.SetGCPercent(oldGC)
+		}
+		if oldLimit >= 0 {
+			debug.SetMemoryLimit(oldLimit)
+		}
+	}
 }
