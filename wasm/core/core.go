@@ -124,7 +124,7 @@ func (c *Core) Stats() wire.Stats {
 }
 
 // entrySize approximates the bytes of one entry (its struct size on wasm32).
-const entrySize = 180
+const entrySize = 256
 
 func (c *Core) checkArgs(lim int, key []byte, cost, now int64) error {
 	switch {

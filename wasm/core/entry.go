@@ -4,7 +4,9 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 
 // entry is the state of one (limiter, key) in an isolate.
 type entry struct {
-	key   string
+	key   string          // the key when longer than inlineKey bytes
+	kin   [inlineKey]byte // the key when at most inlineKey bytes (saves a memory load per lookup)
+	klen  uint16
 	hash  uint32
 	gen   uint32 // bumped on removal; in-flight references compare it
 	lim   uint16
@@ -84,4 +86,40 @@ func (e *entry) setExp(l *limiter, now int64) {
 // rebase makes v (made at time at) the base view of the rate estimate.
 func (e *entry) rebase(v *wire.View, at int64) {
 	e.bWin, e.bAt, e.bCount, e.ackedSince = v.Window, at, v.Count, 0
+}
+
+// inlineKey is the longest key stored inside the entry.
+const inlineKey = 32
+
+func (e *entry) setKey(k []byte) {
+	e.klen = uint16(len(k))
+	if len(k) <= inlineKey {
+		copy(e.kin[:], k)
+		return
+	}
+	e.key = string(k)
+}
+
+// keyEqual reports whether e's key is k.
+func (e *entry) keyEqual(k []byte) bool {
+	if int(e.klen) != len(k) {
+		return false
+	}
+	if len(k) <= inlineKey {
+		for i := 0; i < len(k); i++ {
+			if e.kin[i] != k[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return equal(e.key, k)
+}
+
+// keyString returns e's key (allocating for an inline key).
+func (e *entry) keyString() string {
+	if int(e.klen) <= inlineKey {
+		return string(e.kin[:e.klen])
+	}
+	return e.key
 }

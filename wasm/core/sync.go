@@ -39,12 +39,13 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		if !l.bucket {
 			e.roll(max64(now/l.cfg.Period, e.win))
 		}
+		key := e.keyString()
 		if e.pCur > 0 || e.demand > 0 {
-			b.Entries = append(b.Entries, wire.Delta{Limiter: name, Key: e.key, Window: e.win, Delta: e.pCur, Demand: e.demand})
+			b.Entries = append(b.Entries, wire.Delta{Limiter: name, Key: key, Window: e.win, Delta: e.pCur, Demand: e.demand})
 			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
 		}
 		if e.pPrev > 0 {
-			b.Entries = append(b.Entries, wire.Delta{Limiter: name, Key: e.key, Window: e.win - 1, Delta: e.pPrev})
+			b.Entries = append(b.Entries, wire.Delta{Limiter: name, Key: key, Window: e.win - 1, Delta: e.pPrev})
 			c.inflight = append(c.inflight, item{d, e.win - 1, e.pPrev})
 		}
 		e.pCur, e.pPrev, e.demand = 0, 0, 0

@@ -43,7 +43,7 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 			return -1
 		}
 		e := t.at(s - 1)
-		if e.hash == h && e.lim == lim && equal(e.key, key) {
+		if e.hash == h && e.lim == lim && e.keyEqual(key) {
 			return s - 1
 		}
 	}
@@ -74,8 +74,11 @@ func (t *table) insert(lim uint16, key []byte, h uint32, now int64) (idx int32, 
 	}
 	e := t.at(idx)
 	gen := e.gen + 1
-	*e = entry{key: string(key), hash: h, lim: lim, gen: gen, inUse: true}
-	t.keyB += int64(len(key))
+	*e = entry{hash: h, lim: lim, gen: gen, inUse: true}
+	e.setKey(key)
+	if len(key) > inlineKey {
+		t.keyB += int64(len(key))
+	}
 	t.live++
 	t.place(idx)
 	return idx, evicted, lost
@@ -122,7 +125,9 @@ func (t *table) remove(idx int32) {
 		}
 	}
 	t.slots[i] = 0
-	t.keyB -= int64(len(e.key))
+	if int(e.klen) > inlineKey {
+		t.keyB -= int64(e.klen)
+	}
 	*e = entry{gen: e.gen + 1}
 	t.free = append(t.free, idx)
 	t.live--
