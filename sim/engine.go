@@ -6,10 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
 	"time"
 
-	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -76,8 +74,7 @@ type engine struct {
 	seed     uint64
 	rt       *isolate.Runtime
 
-	coord *coordinator.Coordinator
-	vnow  atomic.Int64
+	coord *merger
 
 	nodes   []*node
 	heap    evHeap
@@ -199,10 +196,9 @@ func (e *engine) setup() error {
 
 	// The coordinator, on virtual time.
 	if e.syncing {
-		c, err := coordinator.Open(coordinator.Options{InMemory: true, Config: e.cfg,
-			Clock: func() int64 { return e.vnow.Load() }, GCInterval: -1})
+		c, err := newMerger(e.cfg)
 		if err != nil {
-			return fmt.Errorf("sim: coordinator: %w", err)
+			return err
 		}
 		e.coord = c
 	}
@@ -577,8 +573,7 @@ func (e *engine) handle(ev event) error {
 		if err := b.UnmarshalMsg(nd.out); err != nil {
 			return fmt.Errorf("sim: batch: %w", err)
 		}
-		e.vnow.Store(now)
-		reply, err := e.coord.Sync(e.ctx, &b)
+		reply, err := e.coord.sync(&b, now)
 		l2 := e.lat.sample(e.netRng)
 		back := event{tok: ev.tok, node: ev.node, gen: ev.gen}
 		if err != nil {
