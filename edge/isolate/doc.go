@@ -6,14 +6,16 @@
 //
 // # Why raw wazero and not the Extism Go SDK
 //
-// Measured on the project's 2-core machine (DESIGN.md section 6; re-measured
-// by `go test -bench . ./benchmarks/`): the Extism SDK's Plugin.Call costs
-// about 36 µs and 82 KB of allocation per call, because it looks the export
-// up and copies input and output through the Extism kernel on every call; a
-// cached wazero api.Function called with scalar arguments costs about 110 ns
-// and allocates nothing. The decision is made on every request, so Isolate
-// keeps the module's scalar exports (el_decide, el_sync_out, ...) as cached
-// api.Functions and moves keys and batches through buffers in guest memory.
+// Measured by `go run ./cmd/edgelimit bench` on the project's 2-core
+// machine: the Extism SDK's Plugin.Call of the same decision costs about
+// 550 times a cached wazero call of the scalar export and allocates about
+// 280 KB per call, because it looks the export up and copies input and
+// output through the Extism kernel every time (DESIGN.md section 6 saw the
+// same: ~36 µs against ~110 ns). A cached api.Function called with scalar
+// arguments allocates nothing. The decision is made on every request, so
+// Isolate keeps the module's scalar exports (el_decide, el_sync_out, ...)
+// as cached api.Functions and moves keys and batches through buffers in
+// guest memory.
 //
 // The module is a go-pdk plugin and imports eight functions of the Extism
 // kernel ("extism:host/env": alloc, store_u8, store_u64, input_length,
