@@ -47,7 +47,9 @@ test-go:
 FUZZTIME ?= 30s
 fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@go test ./wasm/core -run '^$$' -fuzz '^FuzzSyncIn$$' -fuzztime $(FUZZTIME)
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
+	@go test ./coordinator -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
 
 ## bench: benchmarks of the module and the host
 bench:
