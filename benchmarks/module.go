@@ -48,6 +48,7 @@ func All() []Benchmark {
 		{"wazero fast path, 1 hot key", func(b *testing.B) { decideWazero(b, 1) }},
 		{"wazero fast path, 100k keys", func(b *testing.B) { decideWazero(b, 100_000) }},
 		{"native core, 1 hot key", func(b *testing.B) { decideNative(b, 1) }},
+		{"native core, 100k keys", func(b *testing.B) { decideNative(b, 100_000) }},
 		{"x/time/rate AllowN", xrate},
 		{"Extism Go SDK Plugin.Call decide", decideExtismSDK},
 		{"instantiate isolate", instantiate},
