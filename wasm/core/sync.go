@@ -181,7 +181,11 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 			if rate < 0 {
 				rate = 0
 			}
-			e.others = (e.others + rate) / 2
+			if e.others == 0 {
+				e.others = rate // the first estimate: nothing to smooth with
+			} else {
+				e.others = (e.others + rate) / 2
+			}
 			e.rebase(v, at)
 		}
 		e.vWin, e.vCur, e.vPrev = v.Window, v.Count, v.Prev
