@@ -1,6 +1,7 @@
 // Command edgelimit is the one CLI of the project:
 //
 //	edgelimit coordinator   run the Pebble-backed coordinator server
+//	edgelimit edge          run an edge host: isolates behind an HTTP API
 //	edgelimit sim           run the simulator
 //	edgelimit bench         run side-by-side benchmarks
 //

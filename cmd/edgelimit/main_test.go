@@ -58,3 +58,12 @@ func TestBenchRunsOneBenchmark(t *testing.T) {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
 }
+
+func TestEdgeFlags(t *testing.T) {
+	if _, _, err := run(t, "edge", "--config", "/nonexistent/limits.json"); err == nil {
+		t.Fatal("a missing config file was accepted")
+	}
+	if _, _, err := run(t, "edge", "-h"); err != nil {
+		t.Fatalf("edge -h: %v", err)
+	}
+}

@@ -1,0 +1,129 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+func config(mode string, limit int64) wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "api", Algorithm: wire.FixedWindow, Limit: limit, Period: int64(24 * time.Hour), Mode: mode},
+		{Name: "global", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(24 * time.Hour)}}}
+}
+
+func get(t *testing.T, srv *httptest.Server, q url.Values) (*http.Response, decisionJSON) {
+	t.Helper()
+	resp, err := http.Get(srv.URL + "/v1/decide?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d decisionJSON
+	json.NewDecoder(resp.Body).Decode(&d)
+	return resp, d
+}
+
+// TestHTTPDecisionsAndHeaders: one isolate, no coordinator: 200 while the
+// limit allows, then 429 with Retry-After, and the IETF RateLimit fields
+// throughout; bad input is a 400.
+func TestHTTPDecisionsAndHeaders(t *testing.T) {
+	h, err := New(context.Background(), Options{Config: config(wire.Approximate, 2), Isolates: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	q := url.Values{"limiter": {"api"}, "key": {"customer-1"}}
+	for i, want := range []int{200, 200, 429} {
+		resp, d := get(t, srv, q)
+		if resp.StatusCode != want {
+			t.Fatalf("request %d: status %d, want %d", i, resp.StatusCode, want)
+		}
+		if p := resp.Header.Get("RateLimit-Policy"); p != `"api";q=2;w=86400` {
+			t.Errorf("RateLimit-Policy %q", p)
+		}
+		if rl := resp.Header.Get("RateLimit"); !strings.HasPrefix(rl, `"api";r=`+[]string{"1", "0", "0"}[i]+";t=") {
+			t.Errorf("request %d: RateLimit %q", i, rl)
+		}
+		if ra := resp.Header.Get("Retry-After"); (want == 429) != (ra != "") {
+			t.Errorf("request %d: Retry-After %q", i, ra)
+		}
+		if d.Allowed != (want == 200) || d.Limiter != "api" {
+			t.Errorf("request %d: body %+v", i, d)
+		}
+	}
+	// Two limiters together, all or nothing: the global one is not charged
+	// when the per-customer one denies.
+	resp, d := get(t, srv, url.Values{"limiter": {"api", "global"}, "key": {"customer-1", "all"}})
+	if resp.StatusCode != 429 || d.Limiter != "api" {
+		t.Fatalf("multi-limiter: %d %+v", resp.StatusCode, d)
+	}
+	if _, d := get(t, srv, url.Values{"limiter": {"global"}, "key": {"all"}, "cost": {"0"}}); d.Remaining != 1000 {
+		t.Fatalf("the global limiter was charged by a denied request: %+v", d)
+	}
+	for _, bad := range []url.Values{
+		{"limiter": {"nope"}, "key": {"k"}},
+		{"limiter": {"api"}},
+		{"limiter": {"api"}, "key": {"k"}, "cost": {"-1"}},
+		{"limiter": {"api"}, "key": {strings.Repeat("k", 300)}},
+	} {
+		if resp, _ := get(t, srv, bad); resp.StatusCode != 400 {
+			t.Errorf("%v: status %d, want 400", bad, resp.StatusCode)
+		}
+	}
+}
+
+// TestStrictHostsShareALimitThroughTheCoordinator: two hosts of two
+// isolates each sync with one coordinator (Pebble on disk, loopback HTTP)
+// in strict mode: requests that miss a lease wait for a sync, and together
+// they admit exactly the limit.
+func TestStrictHostsShareALimitThroughTheCoordinator(t *testing.T) {
+	cfg := config(wire.Strict, 6)
+	c, err := coordinator.Open(coordinator.Options{Dir: t.TempDir(), Config: cfg, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- c.Serve(ctx, ln) }()
+	defer func() { cancel(); <-served; c.Close() }()
+
+	var srvs []*httptest.Server
+	for i := 0; i < 2; i++ {
+		h, err := New(context.Background(), Options{Config: cfg, Isolates: 2, Coordinator: "http://" + ln.Addr().String(),
+			Sync: syncloop.Options{Interval: 20 * time.Millisecond}, RetryWait: 3 * time.Second, IDPrefix: "h" + string(rune('a'+i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		srv := httptest.NewServer(h.Handler())
+		defer srv.Close()
+		srvs = append(srvs, srv)
+	}
+	allowed := 0
+	for i := 0; i < 12; i++ {
+		resp, _ := get(t, srvs[i%2], url.Values{"limiter": {"api"}, "key": {"org-1"}})
+		if resp.StatusCode == 200 {
+			allowed++
+		}
+	}
+	if allowed != 6 {
+		t.Fatalf("%d admitted by two strict hosts, want exactly the limit 6", allowed)
+	}
+}
