@@ -296,7 +296,11 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 		if lim.IsBucket() {
 			m.grantBucket(st, me, s.key, now)
 		} else {
-			m.grantWindow(st, me, s.key, W, now, s.unmet)
+			unmet := s.unmet
+			if s.maxWin < W {
+				unmet = 0 // refused in a window that is over: nothing to serve now
+			}
+			m.grantWindow(st, me, s.key, W, now, unmet)
 		}
 	}
 	switch {

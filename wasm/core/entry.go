@@ -48,17 +48,18 @@ func (e *entry) pending() int64 { return e.pCur + e.pPrev }
 // acknowledged.
 func (e *entry) unsynced() int64 { return e.lCur + e.lPrev }
 
-// roll moves the local window counters forward to window w.
+// roll moves the local window counters forward to window w. Demand of a
+// past window is dropped: it must not ask for budget in the new one.
 func (e *entry) roll(w int64) {
 	switch {
 	case w == e.win:
 	case w == e.win+1:
 		e.lPrev, e.lCur = e.lCur, 0
 		e.pPrev, e.pCur = e.pCur, 0
-		e.win = w
+		e.win, e.demand = w, 0
 	case w > e.win:
 		e.lPrev, e.lCur, e.pPrev, e.pCur = 0, 0, 0, 0
-		e.win = w
+		e.win, e.demand = w, 0
 	}
 }
 
