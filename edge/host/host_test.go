@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,15 @@ func TestHTTPDecisionsAndHeaders(t *testing.T) {
 	}
 	if _, d := get(t, srv, url.Values{"limiter": {"global"}, "key": {"all"}, "cost": {"0"}}); d.Remaining != 1000 {
 		t.Fatalf("the global limiter was charged by a denied request: %+v", d)
+	}
+	hz, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(hz.Body)
+	hz.Body.Close()
+	if hz.StatusCode != 200 || !strings.Contains(string(body), "sync_errors 0") {
+		t.Errorf("healthz: %d %q", hz.StatusCode, body)
 	}
 	for _, bad := range []url.Values{
 		{"limiter": {"nope"}, "key": {"k"}},

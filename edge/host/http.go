@@ -17,7 +17,7 @@ import (
 // Handler returns the host's HTTP API:
 //
 //	GET|POST /v1/decide?limiter=NAME&key=KEY[&cost=N]   (limiter/key repeated: checked together)
-//	GET /healthz
+//	GET /healthz   ("ok" and the count of failed sync attempts)
 //
 // A decision answers 200 when allowed and 429 when denied, with a JSON body
 // (allowed, limit, remaining, reset_ns, retry_after_ns, limiter) and the
@@ -27,7 +27,9 @@ import (
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/decide", h.handleDecide)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "ok\nsync_errors %d\n", h.SyncErrors())
+	})
 	return mux
 }
 
@@ -97,12 +99,7 @@ func (h *Host) parseChecks(r *http.Request) ([]isolate.Check, error) {
 	}
 	checks := make([]isolate.Check, len(lims))
 	for i, name := range lims {
-		li := -1
-		for j := range h.opts.Config.Limiters {
-			if h.opts.Config.Limiters[j].Name == name {
-				li = j
-			}
-		}
+		li := h.slots[0].iso.LimiterIndex(name)
 		if li < 0 {
 			return nil, fmt.Errorf("%w: unknown limiter %q", ErrBadRequest, name)
 		}

@@ -232,6 +232,9 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 		idx := idxs[i]
 		if c.tab.at(idx).gen != gens[i] {
 			idx = c.lookup(ch.Limiter, ch.Key, now)
+			if l := &c.lims[ch.Limiter]; !l.bucket {
+				c.tab.at(idx).roll(times[i] / l.cfg.Period) // record counts in the current window
+			}
 		}
 		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed)
 	}
@@ -269,9 +272,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed bool) {
 	if allowed {
 		if l.bucket {
 			e.tat = max64(e.tat, now) + mulDiv(cost, l.cfg.Period, e.limit)
-		} else {
-			e.roll(now / l.cfg.Period)
-		}
+		} // windowed: evaluate already rolled e to the window of now
 		e.lCur += cost
 		e.pCur += cost
 		if l.strict {

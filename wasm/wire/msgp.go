@@ -94,11 +94,6 @@ func AppendBool(b []byte, v bool) []byte {
 	return append(b, 0xc2)
 }
 
-// AppendFloat64 appends a msgpack float64.
-func AppendFloat64(b []byte, f float64) []byte {
-	return appendU64(append(b, 0xcb), math.Float64bits(f))
-}
-
 func appendU64(b []byte, u uint64) []byte {
 	return append(b, byte(u>>56), byte(u>>48), byte(u>>40), byte(u>>32),
 		byte(u>>24), byte(u>>16), byte(u>>8), byte(u))
@@ -310,32 +305,6 @@ func (r *Reader) ReadBool() bool {
 		return false
 	}
 	r.failType("a bool", c)
-	return false
-}
-
-// ReadFloat64 reads a float32, float64 or integer as a float64.
-func (r *Reader) ReadFloat64() float64 {
-	if r.err != nil || r.off >= len(r.b) {
-		r.take(1)
-		return 0
-	}
-	switch r.b[r.off] {
-	case 0xcb:
-		r.off++
-		return math.Float64frombits(r.uint(8))
-	case 0xca:
-		r.off++
-		return float64(math.Float32frombits(uint32(r.uint(4))))
-	}
-	return float64(r.ReadInt())
-}
-
-// IsNil reports whether the next value is nil, consuming it if so.
-func (r *Reader) IsNil() bool {
-	if r.err == nil && r.off < len(r.b) && r.b[r.off] == 0xc0 {
-		r.off++
-		return true
-	}
 	return false
 }
 
