@@ -9,13 +9,20 @@ import (
 
 // merger is the coordinator the simulator runs: the real merge code
 // (coordinator.Merger) over Pebble on an in-memory filesystem, driven
-// directly under virtual time. Each batch is applied and committed before
-// its reply, as the server does; only the server's goroutines and HTTP are
-// left out, so a sync costs the merge and the commit, not a goroutine hop.
+// directly under virtual time. Batches are applied as the server applies
+// them and group-committed every commitEvery batches, as the server
+// group-commits concurrent requests; replies come from the same in-memory
+// merge state either way. Only the server's goroutines and HTTP are left
+// out, so a sync costs the merge and its share of a commit, not a
+// goroutine hop. A failed commit fails the run.
 type merger struct {
-	m     *coordinator.Merger
-	store *coordinator.PebbleStore
+	m       *coordinator.Merger
+	store   *coordinator.PebbleStore
+	applied int // batches applied since the last commit
 }
+
+// commitEvery is how many batches share one commit.
+const commitEvery = 32
 
 func newMerger(cfg wire.Config) (*merger, error) {
 	store, err := coordinator.OpenPebble("", true)
@@ -36,8 +43,11 @@ func (c *merger) sync(b *wire.Batch, now int64) (*wire.Reply, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator: %w", err)
 	}
-	if err := c.m.Commit(); err != nil {
-		return nil, fmt.Errorf("sim: coordinator commit: %w", err)
+	if c.applied++; c.applied >= commitEvery {
+		c.applied = 0
+		if err := c.m.Commit(); err != nil {
+			return nil, fmt.Errorf("sim: coordinator commit: %w", err)
+		}
 	}
 	return rp, nil
 }

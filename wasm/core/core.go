@@ -22,12 +22,14 @@ type Core struct {
 	tab   table
 	dirty []ref // entries with something to sync (may hold stale refs)
 
-	seq      int64  // sequence number of the last batch cut
-	cutAt    int64  // time the last batch was cut, ns
-	gap      int64  // smoothed time between two cuts, ns
-	rtt      int64  // smoothed time from a cut to its reply, ns
-	inflight []item // deltas of the outstanding batch
-	outBuf   []byte // encoded outstanding batch; empty when none
+	seq      int64       // sequence number of the last batch cut
+	cutAt    int64       // time the last batch was cut, ns
+	gap      int64       // smoothed time between two cuts, ns
+	rtt      int64       // smoothed time from a cut to its reply, ns
+	inflight []item      // deltas of the outstanding batch
+	outBuf   []byte      // encoded outstanding batch; empty when none
+	entBuf   []byte      // scratch of SyncOut: the encoded entries of a batch
+	views    []replyView // scratch of SyncIn: the decoded entries of a reply
 	stats    wire.Stats
 }
 
@@ -114,12 +116,23 @@ func (c *Core) limiterIndexBytes(name []byte) int {
 	return -1
 }
 
+// override returns the limit configured for key of limiter lim, if any.
+// Most limiters have no overrides; the map lookup (which copies key into
+// a string under TinyGo) is skipped for them.
+func (c *Core) override(lim int, key []byte) (int64, bool) {
+	if len(c.lims[lim].overrides) == 0 {
+		return 0, false
+	}
+	o, ok := c.lims[lim].overrides[string(key)]
+	return o, ok
+}
+
 // Stats returns the isolate's counters.
 func (c *Core) Stats() wire.Stats {
 	s := c.stats
 	s.Keys = int64(c.tab.live)
 	s.StateBytes = int64(c.tab.n)*entrySize + c.tab.keyB + int64(len(c.tab.slots))*4 +
-		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf))
+		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf)) + int64(cap(c.entBuf))
 	return s
 }
 
@@ -156,7 +169,7 @@ func (c *Core) lookup(lim int, key []byte, now int64) int32 {
 		}
 		e := c.tab.at(idx)
 		e.limit = c.lims[lim].cfg.Limit
-		if o, ok := c.lims[lim].overrides[string(key)]; ok {
+		if o, ok := c.override(lim, key); ok {
 			e.limit = o
 		}
 		e.isolates = 1

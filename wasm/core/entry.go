@@ -1,6 +1,10 @@
 package core
 
-import "github.com/edgelimit/edgelimit/wasm/wire"
+import (
+	"unsafe"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
 
 // entry is the state of one (limiter, key) in an isolate.
 type entry struct {
@@ -117,10 +121,10 @@ func (e *entry) keyEqual(k []byte) bool {
 	return equal(e.key, k)
 }
 
-// keyString returns e's key (allocating for an inline key).
-func (e *entry) keyString() string {
+// keyBytes returns the key; the slice aliases e (do not keep it).
+func (e *entry) keyBytes() []byte {
 	if int(e.klen) <= inlineKey {
-		return string(e.kin[:e.klen])
+		return e.kin[:e.klen]
 	}
-	return e.key
+	return unsafe.Slice(unsafe.StringData(e.key), len(e.key))
 }

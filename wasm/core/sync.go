@@ -24,10 +24,14 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	if len(c.dirty) == 0 {
 		return dst, nil
 	}
-	b := wire.Batch{Version: wire.Version, Isolate: c.cfg.IsolateID, Seq: c.seq + 1, At: now}
+	// Entries are encoded into c.entBuf first (their count goes in the
+	// header), without building a wire.Batch: under TinyGo every
+	// allocation on this path costs a share of a heap-wide GC.
 	c.inflight = c.inflight[:0]
+	ents := c.entBuf[:0]
+	count := 0
 	n := 0
-	for ; n < len(c.dirty) && len(b.Entries)+2 <= maxBatchDeltas; n++ {
+	for ; n < len(c.dirty) && count+2 <= maxBatchDeltas; n++ {
 		d := c.dirty[n]
 		e := c.tab.at(d.idx)
 		if e.gen != d.gen || !e.dirty {
@@ -39,28 +43,32 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		if !l.bucket {
 			e.roll(max64(now/l.cfg.Period, e.win))
 		}
-		key := e.keyString()
+		key := e.keyBytes()
 		if e.pCur > 0 || e.demand > 0 {
-			b.Entries = append(b.Entries, wire.Delta{Limiter: name, Key: key, Window: e.win, Delta: e.pCur, Demand: e.demand})
+			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
+			count++
 		}
 		if e.pPrev > 0 {
-			b.Entries = append(b.Entries, wire.Delta{Limiter: name, Key: key, Window: e.win - 1, Delta: e.pPrev})
+			ents = wire.AppendDelta(ents, name, key, e.win-1, e.pPrev, 0)
 			c.inflight = append(c.inflight, item{d, e.win - 1, e.pPrev})
+			count++
 		}
 		e.pCur, e.pPrev, e.demand = 0, 0, 0
 	}
+	c.entBuf = ents
 	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
-	if len(b.Entries) == 0 {
+	if count == 0 {
 		return dst, nil
 	}
-	c.seq = b.Seq
+	c.seq++
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = b.AppendMsg(c.outBuf[:0])
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, count)
+	c.outBuf = append(c.outBuf, ents...)
 	return append(dst, c.outBuf...), nil
 }
 
@@ -89,18 +97,26 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if len(c.outBuf) == 0 || rr.Seq != c.seq {
 		return ErrStaleReply
 	}
-	// First pass: validate everything, so nothing is applied from a bad reply.
-	var v wire.View
+	// First pass: decode and validate everything into c.views, so nothing
+	// is applied from a bad reply and the reply is parsed once.
+	views := c.views[:0]
 	for {
-		lim, _, ok := rr.Next(&v)
+		var rv replyView
+		lim, key, ok := rr.Next(&rv.v)
 		if !ok {
 			break
 		}
-		if c.limiterIndexBytes(lim) < 0 {
+		if rv.lim = c.limiterIndexBytes(lim); rv.lim < 0 {
+			clear(views)
+			c.views = views[:0]
 			return errors.Join(ErrUnknownLimiter, errors.New("core: reply names limiter \""+string(lim)+"\""))
 		}
+		rv.key = key
+		views = append(views, rv)
 	}
+	c.views = views[:0]
 	if err := rr.Err(); err != nil {
+		clear(views)
 		return errors.Join(ErrBadInput, err)
 	}
 	// The batch is acknowledged: its deltas are now in the global view.
@@ -123,23 +139,26 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if now > c.cutAt {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
-	rr.Reset(reply)
-	for {
-		lim, key, ok := rr.Next(&v)
-		if !ok {
-			break
-		}
-		li := c.limiterIndexBytes(lim)
-		idx := c.tab.find(uint16(li), key, hashKey(uint16(li), key))
+	for i := range views {
+		rv := &views[i]
+		idx := c.tab.find(uint16(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
 		if idx < 0 {
 			continue
 		}
-		c.apply(&c.lims[li], c.tab.at(idx), &v, now, at)
+		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
 	}
+	clear(views) // drop the references into reply
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.stats.Replies++
 	return nil
+}
+
+// replyView is one decoded entry of a reply; key aliases the reply.
+type replyView struct {
+	lim int
+	key []byte
+	v   wire.View
 }
 
 // viewTime estimates when, on this isolate's clock, the coordinator made a

@@ -45,7 +45,7 @@ func AppendArrayHeader(b []byte, n int) []byte {
 }
 
 // AppendString appends s as a msgpack str.
-func AppendString(b []byte, s string) []byte {
+func AppendString[S string | []byte](b []byte, s S) []byte {
 	n := len(s)
 	switch {
 	case n < 32:
@@ -386,3 +386,17 @@ func (r *Reader) skipN(n, depth int) {
 // quote wraps s in double quotes (strconv.Quote would pull Unicode tables
 // into the guest).
 func quote(s string) string { return "\"" + s + "\"" }
+
+// is reports whether the field name f is s. Unlike switch string(f), it
+// never allocates under TinyGo, where that conversion copies.
+func is(f []byte, s string) bool {
+	if len(f) != len(s) {
+		return false
+	}
+	for i := range len(f) {
+		if f[i] != s[i] {
+			return false
+		}
+	}
+	return true
+}

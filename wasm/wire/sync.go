@@ -49,31 +49,46 @@ type View struct {
 
 // AppendMsg appends b encoded as msgpack.
 func (b *Batch) AppendMsg(dst []byte) []byte {
-	dst = AppendMapHeader(dst, 5)
-	dst = AppendString(dst, "v")
-	dst = AppendInt(dst, b.Version)
-	dst = AppendString(dst, "iso")
-	dst = AppendString(dst, b.Isolate)
-	dst = AppendString(dst, "seq")
-	dst = AppendInt(dst, b.Seq)
-	dst = AppendString(dst, "at")
-	dst = AppendInt(dst, b.At)
-	dst = AppendString(dst, "e")
-	dst = AppendArrayHeader(dst, len(b.Entries))
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
 	return dst
 }
 
+// AppendBatchHeader appends a batch's map up to and including the header
+// of its entries array of n entries; n encoded entries (AppendDelta) must
+// follow. With Batch.AppendMsg it is the one encoding of a batch; the guest
+// uses it to encode without building a Batch (no allocation).
+func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, n int) []byte {
+	dst = AppendMapHeader(dst, 5)
+	dst = AppendString(dst, "v")
+	dst = AppendInt(dst, version)
+	dst = AppendString(dst, "iso")
+	dst = AppendString(dst, isolate)
+	dst = AppendString(dst, "seq")
+	dst = AppendInt(dst, seq)
+	dst = AppendString(dst, "at")
+	dst = AppendInt(dst, at)
+	dst = AppendString(dst, "e")
+	return AppendArrayHeader(dst, n)
+}
+
 // AppendMsg appends d as the array [limiter, key, window, delta, demand].
 func (d *Delta) AppendMsg(dst []byte) []byte {
+	return AppendDelta(dst, d.Limiter, d.Key, d.Window, d.Delta, d.Demand)
+}
+
+// AppendDelta appends one batch entry [limiter, key, window, delta, demand].
+// key is a string or a byte slice, so the guest encodes its stored key
+// bytes without converting them to a string.
+func AppendDelta[K string | []byte](dst []byte, limiter string, key K, window, delta, demand int64) []byte {
 	dst = AppendArrayHeader(dst, 5)
-	dst = AppendString(dst, d.Limiter)
-	dst = AppendString(dst, d.Key)
-	dst = AppendInt(dst, d.Window)
-	dst = AppendInt(dst, d.Delta)
-	return AppendInt(dst, d.Demand)
+	dst = AppendString(dst, limiter)
+	dst = AppendString(dst, key)
+	dst = AppendInt(dst, window)
+	dst = AppendInt(dst, delta)
+	return AppendInt(dst, demand)
 }
 
 // UnmarshalMsg decodes and validates a batch. On error b holds no partial
@@ -82,16 +97,16 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 	*b = Batch{}
 	r := NewReader(src)
 	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
-		switch string(r.ReadStringBytes()) {
-		case "v":
+		switch f := r.ReadStringBytes(); {
+		case is(f, "v"):
 			b.Version = r.ReadInt()
-		case "iso":
+		case is(f, "iso"):
 			b.Isolate = r.ReadString()
-		case "seq":
+		case is(f, "seq"):
 			b.Seq = r.ReadInt()
-		case "at":
+		case is(f, "at"):
 			b.At = r.ReadInt()
-		case "e":
+		case is(f, "e"):
 			m := r.ReadArrayHeader()
 			if m > MaxBatchEntries {
 				r.SetErr("e", errors.New(strconv.Itoa(m)+" entries, more than "+strconv.Itoa(MaxBatchEntries)))
@@ -197,14 +212,14 @@ func (rr *ReplyReader) Reset(src []byte) error {
 	r := &rr.r
 	eStart := 0
 	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
-		switch string(r.ReadStringBytes()) {
-		case "v":
+		switch f := r.ReadStringBytes(); {
+		case is(f, "v"):
 			rr.Version = r.ReadInt()
-		case "seq":
+		case is(f, "seq"):
 			rr.Seq = r.ReadInt()
-		case "at":
+		case is(f, "at"):
 			rr.At = r.ReadInt()
-		case "e":
+		case is(f, "e"):
 			eStart = r.off
 			r.Skip()
 			rr.eEnd = r.off
