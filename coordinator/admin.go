@@ -36,6 +36,9 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	if lim == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
 	}
+	if err := m.recovered(); err != nil {
+		return nil, err
+	}
 	st, err := m.loadKey(lim, key, nil, 0)
 	if err != nil {
 		return nil, err
@@ -73,6 +76,9 @@ func (m *Merger) Reset(limiter, key string) error {
 	lim := m.lims[limiter]
 	if lim == nil {
 		return fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
+	}
+	if err := m.recovered(); err != nil {
+		return err
 	}
 	st, err := m.loadKey(lim, key, nil, 0)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +97,53 @@ type Coordinator struct {
 	gcDone   chan struct{}
 
 	storeDown atomic.Bool // the last commit failed
+	ckpt      *ckptJob    // the checkpoint being committed, or nil (c.mu)
+	lastJob   *commitJob  // the commit job of the last stage (c.mu)
+}
+
+// ckptJob is a checkpoint on its way to the store: it is committed by its
+// own goroutine once the stage it snapshots is durable, so the commits of
+// the next groups do not wait for it.
+type ckptJob struct {
+	ops   []Op
+	gen   int64
+	after *commitJob // the job committing stage gen
+	err   error
+	done  chan struct{}
+}
+
+func (c *Coordinator) checkpoint(j *ckptJob) {
+	defer close(j.done)
+	<-j.after.done
+	if j.err = j.after.err; j.err != nil {
+		return // the snapshot holds state that never became durable
+	}
+	start := time.Now()
+	j.err = c.store.Commit(j.ops)
+	c.met.observeCheckpoint(time.Since(start), len(j.ops))
+}
+
+// ckptSettle reports a finished checkpoint to the Merger (c.mu held). With
+// wait, it first waits for the checkpoint in flight, releasing c.mu
+// meanwhile (its commit job takes c.mu to finish).
+func (c *Coordinator) ckptSettle(wait bool) {
+	j := c.ckpt
+	if j == nil {
+		return
+	}
+	if wait {
+		c.mu.Unlock()
+		<-j.done
+		c.mu.Lock()
+	} else {
+		select {
+		case <-j.done:
+		default:
+			return
+		}
+	}
+	c.ckpt = nil
+	c.m.Checkpointed(j.gen, j.err)
 }
 
 // request is one unit of work for the committer.
@@ -247,6 +295,9 @@ func (c *Coordinator) loop() {
 			}
 		}
 		c.mu.Lock()
+		// A failed commit makes the Merger replay the log before it reads
+		// again; a checkpoint still being written must land first.
+		c.ckptSettle(c.m.NeedsRecovery())
 		now := c.opts.Clock()
 		for _, r := range group {
 			if r.batch != nil {
@@ -258,6 +309,12 @@ func (c *Coordinator) loop() {
 		}
 		ops, gen := c.m.Stage()
 		job := &commitJob{group: group, ops: ops, gen: gen, aborts: c.m.Aborts(), done: make(chan struct{})}
+		c.lastJob = job
+		if c.ckpt == nil && c.m.CheckpointDue(now) {
+			ops, gen := c.m.Checkpoint(now)
+			c.ckpt = &ckptJob{ops: ops, gen: gen, after: job, done: make(chan struct{})}
+			go c.checkpoint(c.ckpt)
+		}
 		c.mu.Unlock()
 		if prev != nil {
 			<-prev.done
@@ -323,6 +380,41 @@ func (c *Coordinator) gcLoop() {
 	}
 }
 
+// Checkpoint writes every state logged so far to its own record and
+// empties the log (see wal.go), and waits for it. The coordinator does this
+// by itself (MergerOptions.Checkpoint*) and on Close; an explicit call
+// shortens the replay of a restart after a crash, e.g. before a backup.
+func (c *Coordinator) Checkpoint(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	return c.checkpointNow()
+}
+
+func (c *Coordinator) checkpointNow() error {
+	c.mu.Lock()
+	for c.ckpt != nil {
+		c.ckptSettle(true)
+	}
+	if c.lastJob == nil || !c.m.CheckpointDue(math.MaxInt64) {
+		c.mu.Unlock()
+		return nil
+	}
+	// Between two groups nothing is applied but not staged, and the
+	// checkpoint waits for the last stage to be durable.
+	ops, gen := c.m.Checkpoint(c.opts.Clock())
+	j := &ckptJob{ops: ops, gen: gen, after: c.lastJob, done: make(chan struct{})}
+	c.ckpt = j
+	c.mu.Unlock()
+	c.checkpoint(j)
+	c.mu.Lock()
+	if c.ckpt == j {
+		c.ckptSettle(false)
+	}
+	c.mu.Unlock()
+	return j.err
+}
+
 // Close stops accepting work, finishes every request already submitted
 // (their commits complete), stops the committer and closes the store.
 func (c *Coordinator) Close() error {
@@ -338,7 +430,16 @@ func (c *Coordinator) Close() error {
 	c.inflight.Wait()
 	close(c.quit)
 	<-c.done
-	return c.store.Close()
+	// A last checkpoint leaves an empty log, so the next Open replays
+	// nothing; if it fails, the next Open replays the log instead.
+	err := c.checkpointNow()
+	if cerr := c.store.Close(); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return fmt.Errorf("coordinator: final checkpoint: %w", err)
+	}
+	return nil
 }
 
 // withMerger runs fn with the Merger locked (between two groups).

@@ -18,6 +18,9 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 	if budget <= 0 {
 		return 0, nil
 	}
+	if err := m.recovered(); err != nil {
+		return 0, err
+	}
 	deleted, visited := 0, 0
 	prefix := []byte{prefixKey}
 	if len(m.gcCursor) > 0 && m.gcCursor[0] == prefixHWM {
@@ -51,8 +54,8 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 			del = m.expired(&st, now)
 		case prefixHWM:
 			id := string(k[1:])
-			if hh, cached := m.hwms[id]; cached && (hh.dirty || hh.gen > m.durable) {
-				break // changed by a batch not yet durable
+			if hh, cached := m.hwms[id]; cached && (hh.dirty || hh.gen > m.ckptDone) {
+				break // the record is older than the cached state
 			}
 			if h.decode(v) == nil && h.seen < now-m.opts.IsolateTTL {
 				del = true

@@ -166,6 +166,9 @@ func TestLeaseProportionalShare(t *testing.T) {
 		t.Fatalf("reserved %+v for leases told a=%d b=%d", before, la, lb)
 	}
 	// Leases survive a restart of the store's state (they are persisted).
+	if err := c.Checkpoint(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	c.withMerger(func(m *Merger) { m.dropCache() })
 	if ks := getKey(t, c, "sfw", "k"); ks.LeaseSum != before.LeaseSum {
 		t.Fatalf("leases after reload: %+v, before %+v", ks, before)

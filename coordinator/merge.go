@@ -29,6 +29,18 @@ type MergerOptions struct {
 	// its high-water mark, in ns. A batch retried after that is applied
 	// again, so it must exceed any retry horizon. Default 24h.
 	IsolateTTL int64
+	// CheckpointKeys: a checkpoint is due once this many distinct keys and
+	// isolates were logged since the previous one (see wal.go). Keys logged
+	// but not checkpointed stay in memory, so this bounds the cache's
+	// overshoot. Default MaxCachedKeys/4.
+	CheckpointKeys int
+	// CheckpointBytes: a checkpoint is due once the log since the previous
+	// one holds this many bytes (what a restart after a crash replays).
+	// Default 64 MiB.
+	CheckpointBytes int64
+	// CheckpointInterval: a checkpoint is due this long after the previous
+	// one when anything was logged since, in ns. Default 10 s.
+	CheckpointInterval int64
 }
 
 func (o *MergerOptions) ensureDefaults() {
@@ -47,6 +59,15 @@ func (o *MergerOptions) ensureDefaults() {
 	if o.IsolateTTL <= 0 {
 		o.IsolateTTL = int64(24 * 3600 * 1e9)
 	}
+	if o.CheckpointKeys <= 0 {
+		o.CheckpointKeys = max(o.MaxCachedKeys/4, 1)
+	}
+	if o.CheckpointBytes <= 0 {
+		o.CheckpointBytes = 64 << 20
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = int64(10 * 1e9)
+	}
 }
 
 // MergeStats counts what a Merger did since it was created.
@@ -56,6 +77,8 @@ type MergeStats struct {
 	DeltasApplied int64 // entries applied
 	DeltasStale   int64 // windowed entries older than the newest window - 1, dropped
 	GCDeleted     int64 // records deleted by GC
+	Checkpoints   int64 // checkpoints committed
+	Replayed      int64 // log records replayed (after a crash or a failed commit)
 }
 
 // Merger is the merge state machine: it applies batches to the state of
@@ -79,7 +102,12 @@ type Merger struct {
 	deletes    [][]byte
 	buf        []byte
 	gen        int64 // last stage handed out by Stage
-	durable    int64 // last stage reported committed
+	ckptDone   int64 // every state logged up to this stage is in its own record
+	ckptKeys   []*keyState
+	ckptHWMs   []*hwmState
+	ckptBytes  int64 // log bytes since the last checkpoint began
+	ckptAt     int64 // time of the last checkpoint, ns
+	recover    bool  // the cache was dropped after a failure: replay the log first
 	aborts     int64 // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
 	stats      MergeStats
@@ -101,7 +129,43 @@ func NewMerger(cfg wire.Config, store Store, opts MergerOptions) (*Merger, error
 		l := cfg.Limiters[i]
 		m.lims[l.Name] = &l
 	}
+	// What a crash left in the log goes to the records first.
+	if err := m.Recover(); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// Recover replays the log into the records and drops the cache (see
+// wal.go). NewMerger calls it, and the Merger calls it itself after a failed
+// commit before it reads state again; the caller must make sure no
+// checkpoint is being committed meanwhile.
+func (m *Merger) Recover() error {
+	n, err := replayLog(m.store)
+	if err != nil {
+		m.recover = true
+		return err
+	}
+	m.stats.Replayed += int64(n)
+	m.dropCache()
+	m.ckptKeys, m.ckptHWMs, m.ckptBytes = nil, nil, 0
+	m.ckptDone = m.gen
+	m.recover = false
+	return nil
+}
+
+// NeedsRecovery reports whether the next operation will first replay the
+// log (a commit failed since the last replay).
+func (m *Merger) NeedsRecovery() bool { return m.recover }
+
+func (m *Merger) recovered() error {
+	if !m.recover {
+		return nil
+	}
+	if err := m.Recover(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // Stats returns the counters of m.
@@ -147,6 +211,9 @@ func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
 // nil); a prefetched record is used only when it is still current.
 func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wire.Reply, error) {
 	if err := m.Check(b); err != nil {
+		return nil, err
+	}
+	if err := m.recovered(); err != nil {
 		return nil, err
 	}
 	h, err := m.loadHWM(b.Isolate)
@@ -392,66 +459,149 @@ func (m *Merger) Pending() bool {
 	return len(m.dirtyKeys)+len(m.dirtyHWMs)+len(m.deletes) > 0
 }
 
-// Commit writes every staged change in one atomic, durable Store commit.
-// On error the staged changes are discarded together with every cached
-// state, so the Merger continues from what the Store holds.
-func (m *Merger) Commit() error {
+// Commit writes every staged change in one atomic, durable Store commit,
+// then commits a checkpoint when one is due at time now (ns). On error the
+// staged changes are discarded together with every cached state, so the
+// Merger continues from what the Store holds.
+func (m *Merger) Commit(now int64) error {
 	ops, gen := m.Stage()
 	var err error
 	if len(ops) > 0 {
 		err = m.store.Commit(ops)
 	}
 	m.Committed(gen, err)
+	if err != nil || !m.CheckpointDue(now) {
+		return err
+	}
+	ops, gen = m.Checkpoint(now)
+	err = m.store.Commit(ops)
+	m.Checkpointed(gen, err)
 	return err
 }
 
-// Stage takes every staged change out of m as Store ops, tagged with a
-// generation, so that the caller can commit them while m goes on applying
-// the next batches (pipelining). The caller must commit the stages in
-// order, each after the previous one finished, and report each with
-// Committed; after a failed stage, the later ones must not be committed.
+// Stage takes every staged change out of m as Store ops (one log record,
+// see wal.go), tagged with a generation, so that the caller can commit them
+// while m goes on applying the next batches (pipelining). The caller must
+// commit the stages in order, each after the previous one finished, and
+// report each with Committed; after a failed stage, the later ones must not
+// be committed.
 func (m *Merger) Stage() (ops []Op, gen int64) {
 	m.gen++
 	gen = m.gen
 	if !m.Pending() {
 		return nil, gen
 	}
-	ops = make([]Op, 0, len(m.deletes)+len(m.dirtyKeys)+len(m.dirtyHWMs))
-	// One arena holds every key and value of the stage.
 	size := 0
+	for _, k := range m.deletes {
+		size += len(k) + 4
+	}
 	for _, st := range m.dirtyKeys {
-		size += len(st.skey) + 48
+		size += len(st.skey) + 52
 		if st.persistIsos() {
 			size += len(st.isos) * (wire.MaxIsolateIDLen + 52)
 		}
 	}
 	for _, h := range m.dirtyHWMs {
+		size += len(h.id) + 30
+	}
+	rec := make([]byte, 0, size)
+	ops = make([]Op, 0, len(m.deletes)+1)
+	for _, k := range m.deletes {
+		// Deleted now (GC visits records) and logged, so that a replay of
+		// older log records cannot bring the key back.
+		ops = append(ops, Op{Key: k, Delete: true})
+		rec = appendLogDelete(rec, k)
+	}
+	for _, st := range m.dirtyKeys {
+		m.buf = st.encode(m.buf[:0])
+		rec = appendLogSet(rec, st.skey, m.buf)
+		st.dirty, st.gen = false, gen
+		if !st.inCkpt {
+			st.inCkpt = true
+			m.ckptKeys = append(m.ckptKeys, st)
+		}
+	}
+	for _, h := range m.dirtyHWMs {
+		m.buf = append(append(m.buf[:0], prefixHWM), h.id...)
+		n := len(m.buf)
+		m.buf = h.encode(m.buf)
+		rec = appendLogSet(rec, string(m.buf[:n]), m.buf[n:])
+		h.dirty, h.gen = false, gen
+		if !h.inCkpt {
+			h.inCkpt = true
+			m.ckptHWMs = append(m.ckptHWMs, h)
+		}
+	}
+	m.ckptBytes += int64(len(rec))
+	ops = append(ops, Op{Key: logKey(gen), Value: rec})
+	clear(m.dirtyKeys)
+	clear(m.dirtyHWMs)
+	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
+	return ops, gen
+}
+
+// CheckpointDue reports whether a checkpoint is due at time now (ns): see
+// MergerOptions.CheckpointKeys, CheckpointBytes and CheckpointInterval.
+func (m *Merger) CheckpointDue(now int64) bool {
+	n := len(m.ckptKeys) + len(m.ckptHWMs)
+	return n >= m.opts.CheckpointKeys || m.ckptBytes >= m.opts.CheckpointBytes ||
+		(n > 0 && now-m.ckptAt >= m.opts.CheckpointInterval)
+}
+
+// Checkpoint returns, as one atomic set of Store ops, the current state of
+// every key and isolate logged since the previous checkpoint written to its
+// own record, and the deletion of the log up to the last stage, gen. It must
+// follow Stage with nothing applied in between (the states are those of
+// stage gen), and be committed only once stage gen is durable; report the
+// outcome with Checkpointed. Later stages may be committed meanwhile.
+func (m *Merger) Checkpoint(now int64) (ops []Op, gen int64) {
+	gen = m.gen
+	ops = make([]Op, 0, len(m.ckptKeys)+len(m.ckptHWMs)+1)
+	size := 0
+	for _, st := range m.ckptKeys {
+		size += len(st.skey) + 48
+		if st.persistIsos() {
+			size += len(st.isos) * (wire.MaxIsolateIDLen + 52)
+		}
+	}
+	for _, h := range m.ckptHWMs {
 		size += len(h.id) + 24
 	}
 	arena := make([]byte, 0, size)
-	for _, k := range m.deletes {
-		ops = append(ops, Op{Key: k, Delete: true})
-	}
-	for _, st := range m.dirtyKeys {
+	for _, st := range m.ckptKeys {
 		n := len(arena)
 		arena = append(arena, st.skey...)
 		k := len(arena)
 		arena = st.encode(arena)
 		ops = append(ops, Op{Key: arena[n:k:k], Value: arena[k:len(arena):len(arena)]})
-		st.dirty, st.gen = false, gen
+		st.inCkpt = false
 	}
-	for _, h := range m.dirtyHWMs {
+	for _, h := range m.ckptHWMs {
 		n := len(arena)
 		arena = append(append(arena, prefixHWM), h.id...)
 		k := len(arena)
 		arena = h.encode(arena)
 		ops = append(ops, Op{Key: arena[n:k:k], Value: arena[k:len(arena):len(arena)]})
-		h.dirty, h.gen = false, gen
+		h.inCkpt = false
 	}
-	clear(m.dirtyKeys)
-	clear(m.dirtyHWMs)
-	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
+	ops = append(ops, Op{Key: []byte{prefixLog}, End: logKey(gen + 1), Delete: true})
+	clear(m.ckptKeys)
+	clear(m.ckptHWMs)
+	m.ckptKeys, m.ckptHWMs, m.ckptBytes, m.ckptAt = m.ckptKeys[:0], m.ckptHWMs[:0], 0, now
 	return ops, gen
+}
+
+// Checkpointed reports the outcome of committing the checkpoint of stage
+// gen. On success the states it wrote may leave the cache; on error the
+// log (still whole) is replayed before the next operation.
+func (m *Merger) Checkpointed(gen int64, err error) {
+	if err != nil {
+		m.Abort()
+		return
+	}
+	m.stats.Checkpoints++
+	m.ckptDone = max(m.ckptDone, gen)
+	m.evict()
 }
 
 // Committed reports the outcome of committing the stage gen. On error every
@@ -462,11 +612,11 @@ func (m *Merger) Committed(gen int64, err error) {
 		m.Abort()
 		return
 	}
-	m.durable = max(m.durable, gen)
 	m.evict()
 }
 
-// Abort discards every staged change (and the cache, which holds them).
+// Abort discards every staged change (and the cache, which holds them); the
+// next operation first replays the log (Recover).
 func (m *Merger) Abort() {
 	for _, st := range m.dirtyKeys {
 		st.dirty = false
@@ -476,6 +626,8 @@ func (m *Merger) Abort() {
 	}
 	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
 	m.dropCache()
+	m.ckptKeys, m.ckptHWMs, m.ckptBytes = nil, nil, 0
+	m.recover = true
 	m.aborts++
 }
 
@@ -491,7 +643,8 @@ func (m *Merger) dropCache() {
 }
 
 // evict trims the caches to 7/8 of their caps, dropping only states whose
-// last change is durable (not staged, not in an uncommitted stage).
+// last change is checkpointed (in its own record, so a later read of the
+// record is current).
 func (m *Merger) evict() {
 	if len(m.keys) > m.opts.MaxCachedKeys {
 		target := m.opts.MaxCachedKeys - m.opts.MaxCachedKeys/8
@@ -503,7 +656,7 @@ func (m *Merger) evict() {
 			if len(m.keys) <= target {
 				break
 			}
-			if st.dirty || st.gen > m.durable {
+			if st.dirty || st.gen > m.ckptDone {
 				continue
 			}
 			m.isoEntries -= len(st.isos)
@@ -517,7 +670,7 @@ func (m *Merger) evict() {
 			if len(m.hwms) <= target {
 				break
 			}
-			if h.dirty || h.gen > m.durable {
+			if h.dirty || h.gen > m.ckptDone {
 				continue
 			}
 			delete(m.hwms, k)

@@ -16,6 +16,9 @@ import (
 //	edgelimit_coordinator_gc_deleted_total           records deleted by GC
 //	edgelimit_coordinator_commit_seconds             histogram of synced commit latency
 //	edgelimit_coordinator_group_requests             histogram of requests per group commit
+//	edgelimit_coordinator_checkpoint_seconds         histogram of checkpoint commit latency
+//	edgelimit_coordinator_checkpoints_total          checkpoints committed
+//	edgelimit_coordinator_log_replayed_total         log records replayed (crash or failed commit)
 //	edgelimit_coordinator_keys_cached                key states in memory
 //	edgelimit_coordinator_leases_outstanding         sum of active strict leases (cost units, cached keys)
 //	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
@@ -23,6 +26,7 @@ type metrics struct {
 	reg    *prometheus.Registry
 	commit prometheus.Histogram
 	group  prometheus.Histogram
+	ckpt   prometheus.Histogram
 	errors *prometheus.CounterVec
 }
 
@@ -34,6 +38,9 @@ func newMetrics(c *Coordinator) *metrics {
 		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
 	mt.group = prometheus.NewHistogram(prometheus.HistogramOpts{Name: ns + "group_requests",
 		Help: "Requests merged into one group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)})
+	mt.ckpt = prometheus.NewHistogram(prometheus.HistogramOpts{Name: ns + "checkpoint_seconds",
+		Help:    "Latency of one checkpoint commit (states logged since the previous one written to their records), seconds.",
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)})
 	mt.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "request_errors_total",
 		Help: "HTTP requests rejected or failed, by kind."}, []string{"kind"})
 	stat := func(f func(s MergeStats) int64) func() float64 {
@@ -43,7 +50,12 @@ func newMetrics(c *Coordinator) *metrics {
 			return float64(f(s))
 		}
 	}
-	mt.reg.MustRegister(mt.commit, mt.group, mt.errors,
+	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "checkpoints_total", Help: "Checkpoints committed."},
+			stat(func(s MergeStats) int64 { return s.Checkpoints })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "log_replayed_total",
+			Help: "Log records replayed into the records (after a crash or a failed commit)."},
+			stat(func(s MergeStats) int64 { return s.Replayed })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "syncs_total", Help: "Sync batches applied."},
 			stat(func(s MergeStats) int64 { return s.Batches })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "duplicates_dropped_total",
@@ -80,4 +92,8 @@ func newMetrics(c *Coordinator) *metrics {
 func (mt *metrics) observeCommit(d time.Duration, n int) {
 	mt.commit.Observe(d.Seconds())
 	mt.group.Observe(float64(n))
+}
+
+func (mt *metrics) observeCheckpoint(d time.Duration, ops int) {
+	mt.ckpt.Observe(d.Seconds())
 }

@@ -90,9 +90,12 @@ func (s *PebbleStore) Commit(ops []Op) error {
 	defer b.Close()
 	for i := range ops {
 		var err error
-		if ops[i].Delete {
+		switch {
+		case ops[i].Delete && ops[i].End != nil:
+			err = b.DeleteRange(ops[i].Key, ops[i].End, nil)
+		case ops[i].Delete:
 			err = b.Delete(ops[i].Key, nil)
-		} else {
+		default:
 			err = b.Set(ops[i].Key, ops[i].Value, nil)
 		}
 		if err != nil {

@@ -33,7 +33,7 @@ func TestPrefetchStaleAfterEviction(t *testing.T) {
 		if _, err := m.Apply(batch("b", seqB, now, d(key, delta)), now); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Commit(); err != nil {
+		if err := m.Commit(now); err != nil {
 			t.Fatal(err)
 		}
 	}

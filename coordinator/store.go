@@ -18,9 +18,11 @@ type Store interface {
 	Close() error
 }
 
-// Op is one write of a Commit: a Set of Value under Key, or a Delete.
+// Op is one write of a Commit: a Set of Value under Key, a Delete of Key,
+// or, when End is set, a Delete of every key in [Key, End).
 type Op struct {
 	Key    []byte
 	Value  []byte
+	End    []byte // range deletes only
 	Delete bool
 }

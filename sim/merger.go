@@ -45,7 +45,7 @@ func (c *merger) sync(b *wire.Batch, now int64) (*wire.Reply, error) {
 	}
 	if c.applied++; c.applied >= commitEvery {
 		c.applied = 0
-		if err := c.m.Commit(); err != nil {
+		if err := c.m.Commit(now); err != nil {
 			return nil, fmt.Errorf("sim: coordinator commit: %w", err)
 		}
 	}
