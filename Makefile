@@ -49,7 +49,7 @@ fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./wasm/core -run '^$$' -fuzz '^FuzzSyncIn$$' -fuzztime $(FUZZTIME)
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
-	@go test ./coordinator -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
+	@for t in FuzzDecodeBatch FuzzWalkLog; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 ## bench: benchmarks of the module and the host
 bench:

@@ -105,7 +105,7 @@ type Coordinator struct {
 // own goroutine once the stage it snapshots is durable, so the commits of
 // the next groups do not wait for it.
 type ckptJob struct {
-	ops   []Op
+	ck    *CheckpointOps
 	gen   int64
 	after *commitJob // the job committing stage gen
 	err   error
@@ -119,8 +119,11 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 		return // the snapshot holds state that never became durable
 	}
 	start := time.Now()
-	j.err = c.store.Commit(j.ops)
-	c.met.observeCheckpoint(time.Since(start), len(j.ops))
+	var ops []Op
+	if ops, j.err = j.ck.Ops(); j.err == nil {
+		j.err = c.store.Commit(ops)
+	}
+	c.met.observeCheckpoint(time.Since(start), len(ops))
 }
 
 // ckptSettle reports a finished checkpoint to the Merger (c.mu held). With
@@ -143,7 +146,7 @@ func (c *Coordinator) ckptSettle(wait bool) {
 		}
 	}
 	c.ckpt = nil
-	c.m.Checkpointed(j.gen, j.err)
+	c.m.Checkpointed(j.ck, j.err)
 }
 
 // request is one unit of work for the committer.
@@ -311,8 +314,8 @@ func (c *Coordinator) loop() {
 		job := &commitJob{group: group, ops: ops, gen: gen, aborts: c.m.Aborts(), done: make(chan struct{})}
 		c.lastJob = job
 		if c.ckpt == nil && c.m.CheckpointDue(now) {
-			ops, gen := c.m.Checkpoint(now)
-			c.ckpt = &ckptJob{ops: ops, gen: gen, after: job, done: make(chan struct{})}
+			ck, gen := c.m.Checkpoint(now)
+			c.ckpt = &ckptJob{ck: ck, gen: gen, after: job, done: make(chan struct{})}
 			go c.checkpoint(c.ckpt)
 		}
 		c.mu.Unlock()
@@ -402,8 +405,8 @@ func (c *Coordinator) checkpointNow() error {
 	}
 	// Between two groups nothing is applied but not staged, and the
 	// checkpoint waits for the last stage to be durable.
-	ops, gen := c.m.Checkpoint(c.opts.Clock())
-	j := &ckptJob{ops: ops, gen: gen, after: c.lastJob, done: make(chan struct{})}
+	ck, gen := c.m.Checkpoint(c.opts.Clock())
+	j := &ckptJob{ck: ck, gen: gen, after: c.lastJob, done: make(chan struct{})}
 	c.ckpt = j
 	c.mu.Unlock()
 	c.checkpoint(j)

@@ -101,14 +101,15 @@ type Merger struct {
 	dirtyHWMs  []*hwmState
 	deletes    [][]byte
 	buf        []byte
-	gen        int64 // last stage handed out by Stage
-	ckptDone   int64 // every state logged up to this stage is in its own record
-	ckptKeys   []*keyState
-	ckptHWMs   []*hwmState
-	ckptBytes  int64 // log bytes since the last checkpoint began
-	ckptAt     int64 // time of the last checkpoint, ns
-	recover    bool  // the cache was dropped after a failure: replay the log first
-	aborts     int64 // times the cache was dropped (Abort, failed Committed)
+	gen        int64    // last stage handed out by Stage
+	ckptDone   int64    // every state logged up to this stage is in its own record
+	ckptRecs   [][]byte // log records staged since the last checkpoint began
+	ckptEpoch  int64    // numbers the checkpoints (keyState.epoch)
+	ckptCount  int      // distinct keys and isolates logged since the last checkpoint began
+	ckptBytes  int64    // log bytes since the last checkpoint began
+	ckptAt     int64    // time of the last checkpoint, ns
+	recover    bool     // the cache was dropped after a failure: replay the log first
+	aborts     int64    // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
 	stats      MergeStats
 	res        *residency // nil unless EnablePrefetch
@@ -148,7 +149,7 @@ func (m *Merger) Recover() error {
 	}
 	m.stats.Replayed += int64(n)
 	m.dropCache()
-	m.ckptKeys, m.ckptHWMs, m.ckptBytes = nil, nil, 0
+	m.resetCkpt()
 	m.ckptDone = m.gen
 	m.recover = false
 	return nil
@@ -473,9 +474,11 @@ func (m *Merger) Commit(now int64) error {
 	if err != nil || !m.CheckpointDue(now) {
 		return err
 	}
-	ops, gen = m.Checkpoint(now)
-	err = m.store.Commit(ops)
-	m.Checkpointed(gen, err)
+	ck, _ := m.Checkpoint(now)
+	if ops, err = ck.Ops(); err == nil {
+		err = m.store.Commit(ops)
+	}
+	m.Checkpointed(ck, err)
 	return err
 }
 
@@ -516,9 +519,9 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 		m.buf = st.encode(m.buf[:0])
 		rec = appendLogSet(rec, st.skey, m.buf)
 		st.dirty, st.gen = false, gen
-		if !st.inCkpt {
-			st.inCkpt = true
-			m.ckptKeys = append(m.ckptKeys, st)
+		if st.epoch != m.ckptEpoch {
+			st.epoch = m.ckptEpoch
+			m.ckptCount++
 		}
 	}
 	for _, h := range m.dirtyHWMs {
@@ -527,12 +530,13 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 		m.buf = h.encode(m.buf)
 		rec = appendLogSet(rec, string(m.buf[:n]), m.buf[n:])
 		h.dirty, h.gen = false, gen
-		if !h.inCkpt {
-			h.inCkpt = true
-			m.ckptHWMs = append(m.ckptHWMs, h)
+		if h.epoch != m.ckptEpoch {
+			h.epoch = m.ckptEpoch
+			m.ckptCount++
 		}
 	}
 	m.ckptBytes += int64(len(rec))
+	m.ckptRecs = append(m.ckptRecs, rec)
 	ops = append(ops, Op{Key: logKey(gen), Value: rec})
 	clear(m.dirtyKeys)
 	clear(m.dirtyHWMs)
@@ -543,64 +547,72 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 // CheckpointDue reports whether a checkpoint is due at time now (ns): see
 // MergerOptions.CheckpointKeys, CheckpointBytes and CheckpointInterval.
 func (m *Merger) CheckpointDue(now int64) bool {
-	n := len(m.ckptKeys) + len(m.ckptHWMs)
-	return n >= m.opts.CheckpointKeys || m.ckptBytes >= m.opts.CheckpointBytes ||
-		(n > 0 && now-m.ckptAt >= m.opts.CheckpointInterval)
+	return m.ckptCount >= m.opts.CheckpointKeys || m.ckptBytes >= m.opts.CheckpointBytes ||
+		(m.ckptCount > 0 && now-m.ckptAt >= m.opts.CheckpointInterval)
 }
 
-// Checkpoint returns, as one atomic set of Store ops, the current state of
-// every key and isolate logged since the previous checkpoint written to its
-// own record, and the deletion of the log up to the last stage, gen. It must
-// follow Stage with nothing applied in between (the states are those of
-// stage gen), and be committed only once stage gen is durable; report the
-// outcome with Checkpointed. Later stages may be committed meanwhile.
-func (m *Merger) Checkpoint(now int64) (ops []Op, gen int64) {
-	gen = m.gen
-	ops = make([]Op, 0, len(m.ckptKeys)+len(m.ckptHWMs)+1)
-	size := 0
-	for _, st := range m.ckptKeys {
-		size += len(st.skey) + 48
-		if st.persistIsos() {
-			size += len(st.isos) * (wire.MaxIsolateIDLen + 52)
+// Checkpoint starts a checkpoint of everything staged so far (up to stage
+// gen): Ops then builds, from the log records of those stages, the writes
+// of the newest state of each key and isolate they name to its own record
+// and the deletion of the log up to gen, as one atomic set of Store ops.
+// Ops reads nothing of m, so it may run on another goroutine while m goes
+// on. Commit the ops only once stage gen is durable, and report the outcome
+// with Checkpointed.
+func (m *Merger) Checkpoint(now int64) (ck *CheckpointOps, gen int64) {
+	ck = &CheckpointOps{recs: m.ckptRecs, gen: m.gen, aborts: m.aborts}
+	m.ckptRecs = nil
+	m.ckptEpoch++
+	m.ckptCount, m.ckptBytes, m.ckptAt = 0, 0, now
+	return ck, m.gen
+}
+
+// CheckpointOps is a checkpoint taken by Merger.Checkpoint.
+type CheckpointOps struct {
+	recs   [][]byte
+	gen    int64
+	aborts int64 // Merger.aborts when taken
+}
+
+// Ops returns the checkpoint's Store ops (see Merger.Checkpoint).
+func (ck *CheckpointOps) Ops() ([]Op, error) {
+	at := map[string]int{} // key -> index in ops
+	ops := make([]Op, 0, 1024)
+	for _, rec := range ck.recs {
+		err := walkLog(rec, func(k, v []byte, del bool) {
+			if i, ok := at[string(k)]; ok {
+				ops[i].Value, ops[i].Delete = v, del
+				return
+			}
+			at[string(k)] = len(ops)
+			ops = append(ops, Op{Key: k, Value: v, Delete: del})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: checkpoint: %w", err)
 		}
 	}
-	for _, h := range m.ckptHWMs {
-		size += len(h.id) + 24
-	}
-	arena := make([]byte, 0, size)
-	for _, st := range m.ckptKeys {
-		n := len(arena)
-		arena = append(arena, st.skey...)
-		k := len(arena)
-		arena = st.encode(arena)
-		ops = append(ops, Op{Key: arena[n:k:k], Value: arena[k:len(arena):len(arena)]})
-		st.inCkpt = false
-	}
-	for _, h := range m.ckptHWMs {
-		n := len(arena)
-		arena = append(append(arena, prefixHWM), h.id...)
-		k := len(arena)
-		arena = h.encode(arena)
-		ops = append(ops, Op{Key: arena[n:k:k], Value: arena[k:len(arena):len(arena)]})
-		h.inCkpt = false
-	}
-	ops = append(ops, Op{Key: []byte{prefixLog}, End: logKey(gen + 1), Delete: true})
-	clear(m.ckptKeys)
-	clear(m.ckptHWMs)
-	m.ckptKeys, m.ckptHWMs, m.ckptBytes, m.ckptAt = m.ckptKeys[:0], m.ckptHWMs[:0], 0, now
-	return ops, gen
+	return append(ops, Op{Key: []byte{prefixLog}, End: logKey(ck.gen + 1), Delete: true}), nil
 }
 
-// Checkpointed reports the outcome of committing the checkpoint of stage
-// gen. On success the states it wrote may leave the cache; on error the
-// log (still whole) is replayed before the next operation.
-func (m *Merger) Checkpointed(gen int64, err error) {
+func (m *Merger) resetCkpt() {
+	m.ckptRecs = nil
+	m.ckptEpoch++
+	m.ckptCount, m.ckptBytes = 0, 0
+}
+
+// Checkpointed reports the outcome of committing ck. On success the states
+// it wrote may leave the cache. On error nothing changed in the store (the
+// ops are atomic), so the next checkpoint covers ck's log records again.
+func (m *Merger) Checkpointed(ck *CheckpointOps, err error) {
 	if err != nil {
-		m.Abort()
+		if ck.aborts != m.aborts {
+			return // the log is replayed from the store instead (Recover)
+		}
+		m.ckptRecs = append(ck.recs, m.ckptRecs...)
+		m.ckptCount = max(m.ckptCount, m.opts.CheckpointKeys) // due again
 		return
 	}
 	m.stats.Checkpoints++
-	m.ckptDone = max(m.ckptDone, gen)
+	m.ckptDone = max(m.ckptDone, ck.gen)
 	m.evict()
 }
 
@@ -626,7 +638,7 @@ func (m *Merger) Abort() {
 	}
 	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
 	m.dropCache()
-	m.ckptKeys, m.ckptHWMs, m.ckptBytes = nil, nil, 0
+	m.resetCkpt()
 	m.recover = true
 	m.aborts++
 }
