@@ -28,7 +28,7 @@ func benchServer(b *testing.B) (*Coordinator, string) {
 	if os.Getenv("EDGELIMIT_BENCH_NOGCTUNE") == "" {
 		b.Cleanup(TuneGC()) // as the coordinator binary does
 	}
-	c, err := Open(Options{Dir: b.TempDir(), Config: DefaultConfig()})
+	c, err := Open(Options{InMemory: os.Getenv("BENCH_MEM") != "", Dir: b.TempDir(), Config: DefaultConfig()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,6 +155,8 @@ func commitStats(url string) string {
 	if n == 0 {
 		return "no commits"
 	}
-	return fmt.Sprintf("%.0f group commits, %.1f requests/group, commit (WAL write+fsync+memtable) mean %.2f ms",
-		n, v["group_requests_sum"]/v["group_requests_count"], 1000*v["commit_seconds_sum"]/n)
+	return fmt.Sprintf("%.0f group commits, %.1f requests/group, commit (WAL write+fsync+memtable) mean %.2f ms; "+
+		"%.0f checkpoints, mean %.0f ms",
+		n, v["group_requests_sum"]/v["group_requests_count"], 1000*v["commit_seconds_sum"]/n,
+		v["checkpoints_total"], 1000*v["checkpoint_seconds_sum"]/max(v["checkpoint_seconds_count"], 1))
 }

@@ -121,9 +121,33 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 	start := time.Now()
 	var ops []Op
 	if ops, j.err = j.ck.Ops(); j.err == nil {
-		j.err = c.store.Commit(ops)
+		j.err = commitThrottled(c.store, ops)
 	}
 	c.met.observeCheckpoint(time.Since(start), len(ops))
+}
+
+// ckptChunk is the most ops of one checkpoint commit.
+const ckptChunk = 4096
+
+// commitThrottled commits ops in chunks of ckptChunk, resting between two
+// chunks as long as the chunk took, so that a checkpoint takes at most
+// about half of a core from the requests (a checkpoint of 100,000 keys
+// committed at once held a core for ~150 ms and put the sync p99 at
+// 19 ms). The last op (the log deletion) goes in the last chunk: until it
+// commits, a restart replays the log over the chunks already written,
+// which only rewrites the same states.
+func commitThrottled(s Store, ops []Op) error {
+	for len(ops) > 0 {
+		n := min(len(ops), ckptChunk)
+		t := time.Now()
+		if err := s.Commit(ops[:n]); err != nil {
+			return err
+		}
+		if ops = ops[n:]; len(ops) > 0 {
+			time.Sleep(time.Since(t))
+		}
+	}
+	return nil
 }
 
 // ckptSettle reports a finished checkpoint to the Merger (c.mu held). With

@@ -32,7 +32,7 @@ type MergerOptions struct {
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged
 	// but not checkpointed stay in memory, so this bounds the cache's
-	// overshoot. Default MaxCachedKeys/4.
+	// overshoot. Default MaxCachedKeys/2.
 	CheckpointKeys int
 	// CheckpointBytes: a checkpoint is due once the log since the previous
 	// one holds this many bytes (what a restart after a crash replays).
@@ -60,7 +60,7 @@ func (o *MergerOptions) ensureDefaults() {
 		o.IsolateTTL = int64(24 * 3600 * 1e9)
 	}
 	if o.CheckpointKeys <= 0 {
-		o.CheckpointKeys = max(o.MaxCachedKeys/4, 1)
+		o.CheckpointKeys = max(o.MaxCachedKeys/2, 1)
 	}
 	if o.CheckpointBytes <= 0 {
 		o.CheckpointBytes = 64 << 20
