@@ -56,11 +56,9 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 		ks.Window = w
 		ks.Count, ks.Prev = st.windowCounts(w)
 	}
+	ks.Isolates = st.recentIsolates(now)
 	for i := range st.isos {
 		is := &st.isos[i]
-		if is.seen >= now-2*lim.Period {
-			ks.Isolates++
-		}
 		if lim.Mode == wire.Strict && st.leaseActive(is, w) {
 			ks.Leases[is.id] = is.lease
 			ks.LeaseSum = addSat(ks.LeaseSum, is.lease)
@@ -86,6 +84,7 @@ func (m *Merger) Reset(limiter, key string) error {
 	}
 	m.isoEntries -= len(st.isos)
 	st.win, st.count, st.prev, st.tat, st.isos, st.oldest = 0, 0, 0, 0, nil, math.MinInt64
+	st.sk, st.seen = isoSketch{}, 0
 	m.markKey(st)
 	return nil
 }

@@ -268,7 +268,7 @@ func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wir
 		s := &slots[j]
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
-		m.view(s, isolate, now, !dup, v)
+		m.view(s, isolate, h.hash, now, !dup, v)
 	}
 	return rp, nil
 }
@@ -322,7 +322,7 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 
 // view fills v for slot s; when applied, it first records the isolate's
 // recency and demand and (strict mode) computes its new lease.
-func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.View) {
+func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied bool, v *wire.View) {
 	st, lim := s.st, s.st.lim
 	P := lim.Period
 	W := int64(0)
@@ -330,7 +330,12 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 		W = max(now/P, s.maxWin)
 	}
 	var me *isoState
-	if applied {
+	switch {
+	case applied && lim.Mode != wire.Strict:
+		m.markKey(st)
+		st.sk.add(hash, now/P)
+		st.seen = max(st.seen, now)
+	case applied:
 		m.markKey(st)
 		m.isoEntries -= st.prune(now)
 		me = m.iso(st, isolate, now)
@@ -342,8 +347,10 @@ func (m *Merger) view(s *slot, isolate string, now int64, applied bool, v *wire.
 			st.oldest = min(st.oldest, now) // in case the clock went back
 			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
 		}
-	} else if i := st.findIso(isolate); i >= 0 {
-		me = &st.isos[i]
+	case lim.Mode == wire.Strict:
+		if i := st.findIso(isolate); i >= 0 {
+			me = &st.isos[i]
+		}
 	}
 	if lim.IsBucket() {
 		v.TAT = st.tat
@@ -445,7 +452,7 @@ func (m *Merger) loadHWM(isolate string) (*hwmState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", isolate, err)
 	}
-	h := &hwmState{id: isolate}
+	h := &hwmState{id: isolate, hash: isoHash(isolate)}
 	if found {
 		if err := h.decode(v); err != nil {
 			return nil, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", isolate, err)
