@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -582,15 +583,32 @@ type CheckpointOps struct {
 
 // Ops returns the checkpoint's Store ops (see Merger.Checkpoint).
 func (ck *CheckpointOps) Ops() ([]Op, error) {
-	at := map[string]int{} // key -> index in ops
+	// The newest op per key wins. Keys are found by a 64-bit hash (no
+	// string per op), then compared; the rare true collision goes to a
+	// second map.
+	at := make(map[uint64]int32, 1024) // hash -> index in ops
+	var collided map[string]int32
 	ops := make([]Op, 0, 1024)
 	for _, rec := range ck.recs {
 		err := walkLog(rec, func(k, v []byte, del bool) {
-			if i, ok := at[string(k)]; ok {
+			h := fnv1a(k)
+			i, ok := at[h]
+			if ok && !bytes.Equal(ops[i].Key, k) {
+				i, ok = collided[string(k)]
+				if !ok {
+					if collided == nil {
+						collided = map[string]int32{}
+					}
+					collided[string(k)] = int32(len(ops))
+					ops = append(ops, Op{Key: k, Value: v, Delete: del})
+					return
+				}
+			}
+			if ok {
 				ops[i].Value, ops[i].Delete = v, del
 				return
 			}
-			at[string(k)] = len(ops)
+			at[h] = int32(len(ops))
 			ops = append(ops, Op{Key: k, Value: v, Delete: del})
 		})
 		if err != nil {

@@ -75,11 +75,7 @@ func (k *isoSketch) count(e int64) int64 {
 // isoHash hashes an isolate id (FNV-1a, then a 64-bit finalizer so that the
 // low bits, which pick the bit, depend on every byte).
 func isoHash(id string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(id); i++ {
-		h ^= uint64(id[i])
-		h *= 1099511628211
-	}
+	h := fnv1a(id)
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
