@@ -18,10 +18,18 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // only within their lease never overrun the limit. demand is an EWMA
 // (alpha 1/2) of the cost each isolate asked for per sync.
 //
-// Bucket limiters: a grant of g tokens withdraws them from the bucket at
-// once (TAT = max(TAT, now) + g*T, T = period/limit, never beyond the burst),
-// and the isolate's later deltas consume its lease without charging the
-// bucket again; only the excess over its lease is charged.
+// Bucket limiters: the bucket (TAT) is charged with the cost isolates
+// report; leases are reservations on what it holds. With tokens =
+// burst - (TAT - now)/T (T = period/limit) and S the sum of the leases,
+//
+//	S <= tokens after every grant
+//
+// so reported cost plus what isolates may still admit never exceeds what
+// one bucket admits. (Withdrawing a grant from the bucket at once instead
+// let the bucket refill while leases sat unused: 20 s under the rate filled
+// the isolates' pockets with 4,000 tokens that a flash crowd spent in one
+// second, 263% over the limit.) A reported delta consumes the isolate's
+// lease and charges the bucket.
 
 // grantWindow recomputes isolate me's lease on st for window W at time now.
 func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unmet int64) {
@@ -82,14 +90,18 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
 }
 
-// grantBucket tops up isolate me's lease on bucket st at time now.
-func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now int64) {
+// grantBucket tops up isolate me's lease on bucket st at time now. Bucket
+// leases only grow (an isolate may spend its lease at any time, so it stays
+// reserved until reported); like windowed ones they are sized by need: a
+// busy isolate up to twice its demand per sync, a sparse one what it was
+// refused.
+func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet int64) {
 	lim := st.lim
 	P := lim.Period
 	limit := lim.LimitFor(key)
 	burst := lim.EffectiveBurst(limit)
 	debt := max(0, st.tat-now)
-	available := max(0, burst-mulDivUp(debt, limit, P))
+	tokens := max(0, burst-mulDivUp(debt, limit, P))
 	var sumL, sumD int64
 	horizon := now - 2*P
 	for i := range st.isos {
@@ -99,16 +111,20 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now int64) 
 			sumD = addSat(sumD, is.demand)
 		}
 	}
+	free := max(0, tokens-sumL)
 	share := int64(0)
 	if sumD > 0 {
-		share = mulDiv(addSat(available, sumL), me.demand, sumD)
+		share = mulDiv(tokens, me.demand, sumD)
 	}
-	if me.demand > 0 && share < 1 {
+	need := unmet
+	if me.gap*4 <= P {
+		need = max(unmet, (2*me.demand+demandScale-1)/demandScale)
+	}
+	share = min(share, need)
+	if need > 0 && free > 0 && share < 1 {
 		share = 1
 	}
-	g := min(max(0, share-me.lease), available)
-	if g > 0 {
-		st.tat = addSat(max(st.tat, now), mulDivUp(g, P, limit))
+	if g := min(max(0, share-me.lease), free); g > 0 {
 		me.lease += g
 	}
 }

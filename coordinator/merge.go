@@ -287,9 +287,7 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 	d := e.Delta
 	if lim.IsBucket() {
 		if me != nil {
-			c := min(d, me.lease)
-			me.lease -= c
-			d -= c
+			me.lease -= min(d, max(me.lease, 0)) // the reservation is spent
 		}
 		if d > 0 {
 			t = max(t, now-lim.Period)
@@ -370,7 +368,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	}
 	if applied {
 		if lim.IsBucket() {
-			m.grantBucket(st, me, s.key, now)
+			m.grantBucket(st, me, s.key, now, s.unmet)
 		} else {
 			unmet := s.unmet
 			if s.maxWin < W {

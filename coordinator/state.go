@@ -271,9 +271,9 @@ func (s *keyState) leaseActive(is *isoState, activeWin int64) bool {
 }
 
 // prune drops isolates not seen within 2 periods that hold no active lease
-// (a bucket lease stays active until used: its tokens were already
-// withdrawn, so forgetting it would charge them twice), and returns how many
-// it dropped.
+// (a bucket lease stays active until used: the isolate may spend it at any
+// time, so forgetting it would give its reservation to others twice), and
+// returns how many it dropped.
 func (s *keyState) prune(now int64) int {
 	horizon := now - 2*s.lim.Period
 	if s.oldest >= horizon {

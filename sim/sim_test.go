@@ -128,6 +128,25 @@ func TestCentralNeverOverruns(t *testing.T) {
 	}
 }
 
+// A token bucket under the rate for 20 s, then a flash crowd at 10x: leases
+// left unused while the bucket refilled must not add up to a burst beyond
+// the bucket's (they once did: 263% over in the first second).
+func TestStrictBucketNeverOverrunsInAFlashCrowd(t *testing.T) {
+	sc, err := Builtin("flash-crowd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = Duration(25 * time.Second)
+	r, err := testSim(t).Run(context.Background(), sc, Strict, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Overrun != 0 || r.Admitted < r.Capacity/2 {
+		t.Fatalf("strict token bucket: overrun %d (worst window %.1f%%), admitted %d of capacity %d",
+			r.Overrun, r.WorstOverrunPct, r.Admitted, r.Capacity)
+	}
+}
+
 func TestStrictNeverOverrunsUnderLossAndChurn(t *testing.T) {
 	sc := small(t, 8, 100, 300, "poisson", 8*time.Second)
 	sc.Network.Loss = 0.05

@@ -36,14 +36,15 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	vCur, vPrev := e.view(w)
 	cur := vCur + e.lCur
 	start := w * period
+	var est int64 // the estimate of the others' cost included in cur
 	if !l.strict && e.hasView && e.others > 0 {
 		// Other isolates' cost not in the view: what they admitted since
 		// their last batch before the view (on average half a sync gap
 		// plus the one-way latency before the view was made), and since
 		// the view; only in this window.
 		lag := (c.gap + c.rtt) / 2
-		est := int64(e.others * float64(now-max64(e.vAt-lag, start)))
-		cur += min64(max64(est, 0), e.limit)
+		est = min64(max64(int64(e.others*float64(now-max64(e.vAt-lag, start))), 0), e.limit)
+		cur += est
 	}
 	elapsed := now - start
 	used := cur
@@ -54,6 +55,9 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	}
 	r.Reset = start + period
 	r.Allowed = addSat(used, cost) <= e.limit
+	// A denial the view alone justifies (without the estimate) will not
+	// turn into an admission before the window ends: see record.
+	c.sure = !r.Allowed && addSat(used-est, cost) > e.limit
 	r.Remaining = max64(e.limit-used, 0)
 	if r.Allowed {
 		r.Remaining -= cost

@@ -655,3 +655,47 @@ func TestDecideBadInput(t *testing.T) {
 		t.Error("core.New accepted limit 0")
 	}
 }
+
+// Once an approximate windowed limiter denies, the isolate has nothing to
+// tell the coordinator (a denial changes no count): no batch until it
+// admits again. A bucket still syncs its denials (it refills, and a fresh
+// view tells when), and so does strict mode (its leases follow demand).
+func TestApproximateWindowDenialsDoNotSync(t *testing.T) {
+	const sec = int64(1e9)
+	for _, tc := range []struct {
+		cfg      wire.Config
+		wantSync bool
+	}{
+		{approxCfg("iso-a", wire.FixedWindow, 2, sec), false},
+		{approxCfg("iso-a", wire.SlidingWindow, 2, sec), false},
+		{approxCfg("iso-a", wire.TokenBucket, 2, sec), true},
+		{strictCfg(wire.FixedWindow, 2, sec), true},
+	} {
+		alg, mode := tc.cfg.Limiters[0].Algorithm, tc.cfg.Limiters[0].Mode
+		c, err := core.New(tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc := newFakeCoord(t, tc.cfg)
+		now := 100 * sec
+		var r core.Result
+		for i := 0; i < 4; i++ { // fill the limit (strict: syncing for leases)
+			if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
+				t.Fatal(err)
+			}
+			fc.sync(c, now)
+		}
+		for i := 0; i < 3; i++ {
+			if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil || r.Allowed {
+				t.Fatalf("%s/%s: decision %+v, %v; want a denial", alg, mode, r, err)
+			}
+		}
+		b, err := c.SyncOut(now, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(b) > 0; got != tc.wantSync {
+			t.Errorf("%s/%s: batch after denials only: %v, want %v", alg, mode, got, tc.wantSync)
+		}
+	}
+}
