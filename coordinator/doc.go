@@ -10,11 +10,17 @@
 //     an argument, reads and writes through the small Store interface
 //     (store.go) and holds no goroutines. The simulator drives it under
 //     virtual time.
+//   - The write path is log-structured (wal.go): a group commit writes one
+//     log record with the new state of every key it changed (one synced
+//     Pebble write, one memtable entry), and checkpoints later write the
+//     states to their own records in the background and delete the log;
+//     a restart replays what a crash left in the log.
 //   - PebbleStore (pebble.go) is the Store on Pebble, on disk or on
 //     vfs.NewMem().
 //   - Coordinator (coordinator.go) runs one committer goroutine around a
 //     Merger: concurrent Sync calls are group-committed, so one fsync covers
-//     every batch that arrived while the previous commit was in flight.
+//     every batch that arrived while the previous commit was in flight;
+//     checkpoints are committed by their own goroutine, in throttled chunks.
 //   - Handler (http.go) is the HTTP API: POST /v1/sync, the admin key
 //     endpoints, /healthz and /metrics.
 //   - RunCLI (cli.go) is the `edgelimit coordinator` subcommand.

@@ -9,11 +9,13 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// Storage layout (one Pebble key per limiter key, one per isolate):
+// Storage layout (one Pebble key per limiter key, one per isolate, plus
+// the log of the group commits since the last checkpoint, see wal.go):
 //
 //	'k' len(limiter) limiter key  -> keyState: varints win, count, prev, tat,
 //	                                 then the isolates holding strict leases
 //	'h' isolate                   -> hwm: varints seq, lastSeen
+//	'l' gen                       -> log record: the new states of one group
 //
 // Windowed limiters keep only the newest window W and W-1 in the record, so
 // old windows are garbage-collected as soon as a newer window is written.
