@@ -98,6 +98,7 @@ type Coordinator struct {
 
 	storeDown atomic.Bool // the last commit failed
 	ckpt      *ckptJob    // the checkpoint being committed, or nil (c.mu)
+	ckptLate  atomic.Bool // another checkpoint is due: the one in flight stops resting
 	lastJob   *commitJob  // the commit job of the last stage (c.mu)
 }
 
@@ -121,7 +122,7 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 	start := time.Now()
 	var ops []Op
 	if ops, j.err = j.ck.Ops(); j.err == nil {
-		j.err = commitThrottled(c.store, ops)
+		j.err = commitThrottled(c.store, ops, &c.ckptLate)
 	}
 	c.met.observeCheckpoint(time.Since(start), len(ops))
 }
@@ -133,17 +134,18 @@ const ckptChunk = 4096
 // chunks as long as the chunk took, so that a checkpoint takes at most
 // about half of a core from the requests (a checkpoint of 100,000 keys
 // committed at once held a core for ~150 ms and put the sync p99 at
-// 19 ms). The last op (the log deletion) goes in the last chunk: until it
-// commits, a restart replays the log over the chunks already written,
-// which only rewrites the same states.
-func commitThrottled(s Store, ops []Op) error {
+// 19 ms), unless late is set (the next checkpoint is already due: resting
+// would let the log and the cache grow). The last op (the log deletion)
+// goes in the last chunk: until it commits, a restart replays the log over
+// the chunks already written, which only rewrites the same states.
+func commitThrottled(s Store, ops []Op, late *atomic.Bool) error {
 	for len(ops) > 0 {
 		n := min(len(ops), ckptChunk)
 		t := time.Now()
 		if err := s.Commit(ops[:n]); err != nil {
 			return err
 		}
-		if ops = ops[n:]; len(ops) > 0 {
+		if ops = ops[n:]; len(ops) > 0 && !late.Load() {
 			time.Sleep(time.Since(t))
 		}
 	}
@@ -337,6 +339,7 @@ func (c *Coordinator) loop() {
 		ops, gen := c.m.Stage()
 		job := &commitJob{group: group, ops: ops, gen: gen, aborts: c.m.Aborts(), done: make(chan struct{})}
 		c.lastJob = job
+		c.ckptLate.Store(c.ckpt != nil && c.m.CheckpointDue(now))
 		if c.ckpt == nil && c.m.CheckpointDue(now) {
 			ck, gen := c.m.Checkpoint(now)
 			c.ckpt = &ckptJob{ck: ck, gen: gen, after: job, done: make(chan struct{})}

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -102,15 +101,18 @@ type Merger struct {
 	dirtyHWMs  []*hwmState
 	deletes    [][]byte
 	buf        []byte
-	gen        int64    // last stage handed out by Stage
-	ckptDone   int64    // every state logged up to this stage is in its own record
-	ckptRecs   [][]byte // log records staged since the last checkpoint began
-	ckptEpoch  int64    // numbers the checkpoints (keyState.epoch)
-	ckptCount  int      // distinct keys and isolates logged since the last checkpoint began
-	ckptBytes  int64    // log bytes since the last checkpoint began
-	ckptAt     int64    // time of the last checkpoint, ns
-	recover    bool     // the cache was dropped after a failure: replay the log first
-	aborts     int64    // times the cache was dropped (Abort, failed Committed)
+	gen        int64 // last stage handed out by Stage
+	ckptDone   int64 // every state logged up to this stage is in its own record
+	ckptOps    []Op  // newest logged op per key since the last checkpoint began (aliasing the log records)
+	ckptCarry  []Op  // the ops of a failed checkpoint, written by the next one first
+	stageRefs  []stageRef
+	ckptEpoch  int64 // numbers the checkpoints (keyState.epoch)
+	ckptCount  int   // distinct keys and isolates logged since the last checkpoint began
+	ckptBytes  int64 // log bytes since the last checkpoint began
+	ckptAt     int64 // time of the last checkpoint, ns
+	evictStuck int64 // ckptDone when evict last stopped short of its target (-1: it did not)
+	recover    bool  // the cache was dropped after a failure: replay the log first
+	aborts     int64 // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
 	stats      MergeStats
 	res        *residency // nil unless EnablePrefetch
@@ -125,7 +127,7 @@ func NewMerger(cfg wire.Config, store Store, opts MergerOptions) (*Merger, error
 		return nil, fmt.Errorf("coordinator: config: %w", err)
 	}
 	opts.ensureDefaults()
-	m := &Merger{opts: opts, store: store, lims: map[string]*wire.LimiterConfig{},
+	m := &Merger{opts: opts, store: store, evictStuck: -1, lims: map[string]*wire.LimiterConfig{},
 		keys: map[string]*keyState{}, hwms: map[string]*hwmState{}}
 	for i := range cfg.Limiters {
 		l := cfg.Limiters[i]
@@ -515,34 +517,51 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 	}
 	rec := make([]byte, 0, size)
 	ops = make([]Op, 0, len(m.deletes)+1)
+	refs := m.stageRefs[:0]
+	// slot returns the index in ckptOps of the key logged with epoch e
+	// (adding one for its first log in this checkpoint).
+	slot := func(e *int64, idx *int32) int32 {
+		if *e != m.ckptEpoch {
+			*e, *idx = m.ckptEpoch, int32(len(m.ckptOps))
+			m.ckptOps = append(m.ckptOps, Op{})
+			m.ckptCount++
+		}
+		return *idx
+	}
 	for _, k := range m.deletes {
 		// Deleted now (GC visits records) and logged, so that a replay of
 		// older log records cannot bring the key back.
 		ops = append(ops, Op{Key: k, Delete: true})
+		m.ckptOps = append(m.ckptOps, Op{Key: k, Delete: true})
 		rec = appendLogDelete(rec, k)
 	}
 	for _, st := range m.dirtyKeys {
 		m.buf = st.encode(m.buf[:0])
-		rec = appendLogSet(rec, st.skey, m.buf)
+		r := stageRef{idx: slot(&st.epoch, &st.ckptSlot), kOff: len(rec)}
+		rec, r.vOff = appendLogSet(rec, st.skey, m.buf)
+		refs = append(refs, r)
 		st.dirty, st.gen = false, gen
-		if st.epoch != m.ckptEpoch {
-			st.epoch = m.ckptEpoch
-			m.ckptCount++
-		}
 	}
 	for _, h := range m.dirtyHWMs {
 		m.buf = append(append(m.buf[:0], prefixHWM), h.id...)
 		n := len(m.buf)
 		m.buf = h.encode(m.buf)
-		rec = appendLogSet(rec, string(m.buf[:n]), m.buf[n:])
+		r := stageRef{idx: slot(&h.epoch, &h.ckptSlot), kOff: len(rec)}
+		rec, r.vOff = appendLogSet(rec, m.buf[:n], m.buf[n:])
+		refs = append(refs, r)
 		h.dirty, h.gen = false, gen
-		if h.epoch != m.ckptEpoch {
-			h.epoch = m.ckptEpoch
-			m.ckptCount++
-		}
 	}
+	// rec is complete: the checkpoint's ops may now alias it.
+	for i, r := range refs {
+		end := len(rec)
+		if i+1 < len(refs) {
+			end = refs[i+1].kOff
+		}
+		m.ckptOps[r.idx] = logOpAt(rec, r.kOff, r.vOff, end)
+	}
+	clear(refs)
+	m.stageRefs = refs[:0]
 	m.ckptBytes += int64(len(rec))
-	m.ckptRecs = append(m.ckptRecs, rec)
 	ops = append(ops, Op{Key: logKey(gen), Value: rec})
 	clear(m.dirtyKeys)
 	clear(m.dirtyHWMs)
@@ -558,15 +577,17 @@ func (m *Merger) CheckpointDue(now int64) bool {
 }
 
 // Checkpoint starts a checkpoint of everything staged so far (up to stage
-// gen): Ops then builds, from the log records of those stages, the writes
-// of the newest state of each key and isolate they name to its own record
-// and the deletion of the log up to gen, as one atomic set of Store ops.
+// gen): its Ops write the newest logged state of each key and isolate to
+// its own record and delete the log up to gen, as one set of Store ops
+// (Stage keeps them as it logs: one op per key, aliasing the log records).
 // Ops reads nothing of m, so it may run on another goroutine while m goes
-// on. Commit the ops only once stage gen is durable, and report the outcome
-// with Checkpointed.
+// on. Commit the ops only once stage gen is durable, in order (chunks may
+// be committed one after the other, the log deletion last), and report the
+// outcome with Checkpointed.
 func (m *Merger) Checkpoint(now int64) (ck *CheckpointOps, gen int64) {
-	ck = &CheckpointOps{recs: m.ckptRecs, gen: m.gen, aborts: m.aborts}
-	m.ckptRecs = nil
+	ops := append(m.ckptCarry, m.ckptOps...)
+	ck = &CheckpointOps{ops: ops, gen: m.gen, aborts: m.aborts}
+	m.ckptOps, m.ckptCarry = nil, nil
 	m.ckptEpoch++
 	m.ckptCount, m.ckptBytes, m.ckptAt = 0, 0, now
 	return ck, m.gen
@@ -574,50 +595,25 @@ func (m *Merger) Checkpoint(now int64) (ck *CheckpointOps, gen int64) {
 
 // CheckpointOps is a checkpoint taken by Merger.Checkpoint.
 type CheckpointOps struct {
-	recs   [][]byte
+	ops    []Op
 	gen    int64
 	aborts int64 // Merger.aborts when taken
 }
 
-// Ops returns the checkpoint's Store ops (see Merger.Checkpoint).
+// Ops returns the checkpoint's Store ops (see Merger.Checkpoint); the last
+// one deletes the log it covers.
 func (ck *CheckpointOps) Ops() ([]Op, error) {
-	// The newest op per key wins. Keys are found by a 64-bit hash (no
-	// string per op), then compared; the rare true collision goes to a
-	// second map.
-	at := make(map[uint64]int32, 1024) // hash -> index in ops
-	var collided map[string]int32
-	ops := make([]Op, 0, 1024)
-	for _, rec := range ck.recs {
-		err := walkLog(rec, func(k, v []byte, del bool) {
-			h := fnv1a(k)
-			i, ok := at[h]
-			if ok && !bytes.Equal(ops[i].Key, k) {
-				i, ok = collided[string(k)]
-				if !ok {
-					if collided == nil {
-						collided = map[string]int32{}
-					}
-					collided[string(k)] = int32(len(ops))
-					ops = append(ops, Op{Key: k, Value: v, Delete: del})
-					return
-				}
-			}
-			if ok {
-				ops[i].Value, ops[i].Delete = v, del
-				return
-			}
-			at[h] = int32(len(ops))
-			ops = append(ops, Op{Key: k, Value: v, Delete: del})
-		})
-		if err != nil {
-			return nil, fmt.Errorf("coordinator: checkpoint: %w", err)
-		}
-	}
-	return append(ops, Op{Key: []byte{prefixLog}, End: logKey(ck.gen + 1), Delete: true}), nil
+	return append(ck.ops[:len(ck.ops):len(ck.ops)], Op{Key: []byte{prefixLog}, End: logKey(ck.gen + 1), Delete: true}), nil
+}
+
+// stageRef locates, in the log record being built, the op of one key.
+type stageRef struct {
+	idx        int32 // index in Merger.ckptOps
+	kOff, vOff int   // offsets of the op and of its value length
 }
 
 func (m *Merger) resetCkpt() {
-	m.ckptRecs = nil
+	m.ckptOps, m.ckptCarry = nil, nil
 	m.ckptEpoch++
 	m.ckptCount, m.ckptBytes = 0, 0
 }
@@ -630,7 +626,7 @@ func (m *Merger) Checkpointed(ck *CheckpointOps, err error) {
 		if ck.aborts != m.aborts {
 			return // the log is replayed from the store instead (Recover)
 		}
-		m.ckptRecs = append(ck.recs, m.ckptRecs...)
+		m.ckptCarry = append(ck.ops, m.ckptCarry...)
 		m.ckptCount = max(m.ckptCount, m.opts.CheckpointKeys) // due again
 		return
 	}
@@ -681,7 +677,9 @@ func (m *Merger) dropCache() {
 // last change is checkpointed (in its own record, so a later read of the
 // record is current).
 func (m *Merger) evict() {
-	if len(m.keys) > m.opts.MaxCachedKeys {
+	// A pass that stopped short of the target found nothing more to evict;
+	// until a checkpoint lands, another would only scan the same states.
+	if len(m.keys) > m.opts.MaxCachedKeys && m.evictStuck != m.ckptDone {
 		target := m.opts.MaxCachedKeys - m.opts.MaxCachedKeys/8
 		var seq int64
 		if m.res != nil {
@@ -697,6 +695,10 @@ func (m *Merger) evict() {
 			m.isoEntries -= len(st.isos)
 			delete(m.keys, k)
 			m.residentEvicted(st, seq)
+		}
+		m.evictStuck = -1
+		if len(m.keys) > target {
+			m.evictStuck = m.ckptDone
 		}
 	}
 	if len(m.hwms) > m.opts.MaxCachedIsolates {

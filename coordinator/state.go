@@ -27,18 +27,19 @@ const (
 
 // keyState is the merged state of one (limiter, key).
 type keyState struct {
-	lim   *wire.LimiterConfig
-	skey  string     // storage key
-	win   int64      // windowed: newest window index with a count
-	count int64      // windowed: count in win
-	prev  int64      // windowed: count in win-1
-	tat   int64      // bucket: theoretical arrival time, ns
-	isos  []isoState // strict limiters: the isolates' leases and demand
-	sk    isoSketch  // approximate limiters: how many isolates report the key
-	seen  int64      // approximate limiters: the last batch with the key, ns
-	dirty bool       // changed since the last Stage
-	epoch int64      // Merger.ckptEpoch when last logged (counts distinct keys per checkpoint)
-	gen   int64      // Stage that holds the last change
+	lim      *wire.LimiterConfig
+	skey     string     // storage key
+	win      int64      // windowed: newest window index with a count
+	count    int64      // windowed: count in win
+	prev     int64      // windowed: count in win-1
+	tat      int64      // bucket: theoretical arrival time, ns
+	isos     []isoState // strict limiters: the isolates' leases and demand
+	sk       isoSketch  // approximate limiters: how many isolates report the key
+	seen     int64      // approximate limiters: the last batch with the key, ns
+	dirty    bool       // changed since the last Stage
+	epoch    int64      // Merger.ckptEpoch when last logged
+	ckptSlot int32      // index of its op in Merger.ckptOps, when epoch is current
+	gen      int64      // Stage that holds the last change
 	// oldest is a lower bound of isos[*].seen (math.MinInt64 = unknown,
 	// see newKeyState): while it is
 	// within the last 2 periods, prune has nothing to drop and every
@@ -67,13 +68,14 @@ const demandScale = 1024
 
 // hwmState is the exactly-once high-water mark of one isolate.
 type hwmState struct {
-	id    string
-	hash  uint64 // isoHash(id)
-	seq   int64  // highest applied batch sequence number
-	seen  int64  // coordinator time of the last batch, ns
-	dirty bool   // changed since the last Stage
-	epoch int64  // Merger.ckptEpoch when last logged
-	gen   int64  // Stage that holds the last change
+	id       string
+	hash     uint64 // isoHash(id)
+	seq      int64  // highest applied batch sequence number
+	seen     int64  // coordinator time of the last batch, ns
+	dirty    bool   // changed since the last Stage
+	epoch    int64  // Merger.ckptEpoch when last logged
+	ckptSlot int32  // index of its op in Merger.ckptOps, when epoch is current
+	gen      int64  // Stage that holds the last change
 }
 
 func keyStorageKey(limiter, key string) string {

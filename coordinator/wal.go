@@ -35,13 +35,24 @@ func logKey(gen int64) []byte {
 	return k[:]
 }
 
-// appendLogSet appends a set of key to value.
-func appendLogSet(dst []byte, key string, value []byte) []byte {
+// appendLogSet appends a set of key to value, and returns where the value's
+// length starts (for logOpAt).
+func appendLogSet[K string | []byte](dst []byte, key K, value []byte) ([]byte, int) {
 	dst = append(dst, logSet)
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
+	v := len(dst)
 	dst = binary.AppendUvarint(dst, uint64(len(value)))
-	return append(dst, value...)
+	return append(dst, value...), v
+}
+
+// logOpAt returns the set op appended to rec at offset k (value length at
+// v, op ending at end) as a Store op whose key and value alias rec.
+func logOpAt(rec []byte, k, v, end int) Op {
+	_, n := binary.Uvarint(rec[k+1:])
+	key := rec[k+1+n : v : v]
+	_, n = binary.Uvarint(rec[v:])
+	return Op{Key: key, Value: rec[v+n : end : end]}
 }
 
 // appendLogDelete appends a delete of key.

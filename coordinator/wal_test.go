@@ -90,8 +90,9 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2.Checkpointed(ck, nil)
-	if countRecords(t, s, prefixLog) != 0 {
-		t.Fatal("log not emptied by the checkpoint")
+	if countRecords(t, s, prefixLog) != 0 || countRecords(t, s, prefixHWM) != 1 {
+		t.Fatalf("after the checkpoint: %d log records (want 0), %d high-water marks (want 1)",
+			countRecords(t, s, prefixLog), countRecords(t, s, prefixHWM))
 	}
 	v, found, err := s.Get([]byte(keyStorageKey("fw", "k7")))
 	var st keyState
