@@ -8,6 +8,10 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
+// DefaultCheckpointKeys is MergerOptions.CheckpointKeys with the default
+// MaxCachedKeys: 131072.
+const DefaultCheckpointKeys = 1 << 17
+
 // MergerOptions bound the memory of a Merger. Zero fields take the defaults.
 type MergerOptions struct {
 	// MaxCachedKeys is the most (limiter, key) states kept in memory; beyond
