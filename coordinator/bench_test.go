@@ -207,7 +207,7 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 			}
 		}
 	}
-	fill(0, keys)                   // stored, checkpointed as the coordinator does
+	fill(0, keys)                    // stored, checkpointed as the coordinator does
 	fill(0, DefaultCheckpointKeys-1) // logged only: what a crash leaves to replay
 	logRecords := 0
 	s.Scan([]byte{prefixLog}, nil, func(k, v []byte) bool { logRecords++; return true })
