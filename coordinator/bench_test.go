@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -235,5 +236,48 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 		b.StopTimer()
 		c.Close()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkHTTPFloor64Clients is the throughput benchmark against a server
+// that does only what any coordinator must around the merge: read the
+// body, decode and validate the batch, encode a reply with one view per
+// entry, over the same loopback HTTP from the same 64 clients. No merge,
+// no store: the ceiling this machine's HTTP stack and load generator allow.
+func BenchmarkHTTPFloor64Clients(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(io.LimitReader(r.Body, DefaultMaxBodyBytes))
+			var bt wire.Batch
+			if err == nil {
+				err = bt.UnmarshalMsg(body)
+			}
+			if err == nil {
+				err = bt.Validate()
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			rp := wire.Reply{Version: wire.Version, Seq: bt.Seq, At: bt.At, Entries: make([]wire.View, len(bt.Entries))}
+			for j, e := range bt.Entries {
+				rp.Entries[j] = wire.View{Limiter: e.Limiter, Key: e.Key, Window: e.Window, Count: e.Delta, Lease: -1, Isolates: 1}
+			}
+			w.Header().Set("Content-Type", "application/msgpack")
+			w.Write(rp.AppendMsg(nil))
+		})}
+		go srv.Serve(ln)
+		res, err := loadgen.Run(context.Background(), loadgen.Config{URL: "http://" + ln.Addr().String(), Clients: 64, Entries: 100,
+			Warmup: 2 * time.Second, Duration: 5 * time.Second})
+		srv.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Log(res)
+		b.ReportMetric(res.KeyDeltasPerSec(), "keydeltas/s")
 	}
 }
