@@ -161,25 +161,33 @@ func (c *Core) lookup(lim int, key []byte, now int64) int32 {
 	h := hashKey(uint16(lim), key)
 	idx := c.tab.find(uint16(lim), key, h)
 	if idx < 0 {
-		var evicted bool
-		var lost int64
-		idx, evicted, lost = c.tab.insert(uint16(lim), key, h, now)
-		if evicted {
-			c.stats.Evictions++
-			c.stats.EvictedUnsynced += lost
-		}
-		e := c.tab.at(idx)
-		e.limit = c.lims[lim].cfg.Limit
-		if o, ok := c.override(lim, key); ok {
-			e.limit = o
-		}
-		e.isolates = 1
-		e.lease = 0
-	} else {
-		// A key earns its CLOCK reference bit by being used again: a
-		// flood of keys seen once is evicted before keys in use.
-		c.tab.at(idx).ref = true
+		return c.insert(lim, key, h, now)
 	}
+	// A key earns its CLOCK reference bit by being used again: a flood of
+	// keys seen once is evicted before keys in use.
+	c.tab.at(idx).ref = true
+	return idx
+}
+
+// insert adds (lim, key) with hash h to the table. It is kept out of lookup
+// on purpose: under TinyGo a function that may allocate zeroes a GC frame
+// on entry (a 128-byte memory.fill, which wazero runs as a call to Go's
+// memmove), and lookup is on every decision's path.
+//
+//go:noinline
+func (c *Core) insert(lim int, key []byte, h uint32, now int64) int32 {
+	idx, evicted, lost := c.tab.insert(uint16(lim), key, h, now)
+	if evicted {
+		c.stats.Evictions++
+		c.stats.EvictedUnsynced += lost
+	}
+	e := c.tab.at(idx)
+	e.limit = c.lims[lim].cfg.Limit
+	if o, ok := c.override(lim, key); ok {
+		e.limit = o
+	}
+	e.isolates = 1
+	e.lease = 0
 	return idx
 }
 
