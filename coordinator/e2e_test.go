@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -237,11 +239,14 @@ func (cs *e2eClients) checkCounts(t *testing.T, url string, w0 int64) {
 // TestKill9ExactlyOnce: several clients post batches under load; the
 // coordinator process is SIGKILLed twice and restarted on the same
 // directory; clients retry unacknowledged batches with the same Seq. Every
-// acknowledged delta must be counted exactly once.
+// acknowledged delta must be counted exactly once. Checkpoints run every few
+// keys and milliseconds, so the kills land with a log to replay and, likely,
+// a checkpoint half written.
 func TestKill9ExactlyOnce(t *testing.T) {
 	bin := buildBinary(t)
 	dir, cfg, addr := t.TempDir(), writeE2EConfig(t), freeAddr(t)
-	args := []string{"--data", dir, "--listen", addr, "--config", cfg}
+	args := []string{"--data", dir, "--listen", addr, "--config", cfg,
+		"--checkpoint-keys", "8", "--checkpoint-interval", "20ms"}
 	url := "http://" + addr
 	w0 := time.Now().UnixNano() / e2ePeriod
 	cmd, _ := startProcess(t, bin, args...)
@@ -253,6 +258,9 @@ func TestKill9ExactlyOnce(t *testing.T) {
 		time.Sleep(600 * time.Millisecond)
 		if cs.ackedNow() == before {
 			t.Fatalf("round %d: no batch acknowledged under load", round)
+		}
+		if n := scrapeMetric(t, url, "edgelimit_coordinator_checkpoints_total"); n < 2 {
+			t.Fatalf("round %d: %v checkpoints before the kill, want several", round, n)
 		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -338,4 +346,26 @@ func TestCLIErrors(t *testing.T) {
 	if s := stderr.String(); !strings.Contains(s, "built-in default") || !strings.Contains(s, "shut down cleanly") {
 		t.Fatalf("stderr:\n%s", s)
 	}
+}
+
+// scrapeMetric returns the value of the Prometheus series name at url.
+func scrapeMetric(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == name {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s at %s/metrics", name, url)
+	return 0
 }
