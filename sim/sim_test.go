@@ -324,3 +324,22 @@ func BenchmarkDecisions(b *testing.B) {
 		})
 	}
 }
+
+// The approximate-mode figure on the default scenario (64 isolates,
+// one key at 2x its limit, 100 ms): no window over by more than 1% of the
+// limit, and the limit used (utilisation >= 95%). Deterministic: a change
+// of the module's estimator that breaks it fails here.
+func TestApproximateDefaultScenarioWorstWindow(t *testing.T) {
+	sc, err := Builtin("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = Duration(20 * time.Second)
+	r, err := testSim(t).Run(context.Background(), sc, Approximate, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WorstOverrunPct > 1 || r.Utilisation < 95 {
+		t.Fatalf("approximate at 100 ms: worst window %.2f%% over, utilisation %.1f%%", r.WorstOverrunPct, r.Utilisation)
+	}
+}

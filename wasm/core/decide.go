@@ -44,9 +44,10 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 		// the view; only in this window.
 		lag := (c.gap + c.rtt) / 2
 		// Arrivals are noisy: the estimate x of a count is padded by two
-		// standard deviations of a Poisson count (2*sqrt(x)), which the
-		// default scenario turns from 1.1% overrun (worst window 3.3%)
-		// into 0.8% (2.7%) at 100% utilisation.
+		// standard deviations of a Poisson count (2*sqrt(x)). In the
+		// default scenario at 100 ms (with the pace rule of apply) it
+		// takes the worst window from 1.1% over (no padding) or 0.4% (one
+		// deviation) to none, at 98.1% utilisation (99.2%, 98.7%).
 		x := e.others * float64(now-max64(e.vAt-lag, start))
 		if x > 0 {
 			x += 2 * math.Sqrt(x)

@@ -35,6 +35,7 @@ type entry struct {
 	hasView     bool
 	isolates    int64   // isolates sharing the key, from the view (>= 1)
 	others      float64 // estimated cost per ns admitted by other isolates
+	pace        float64 // the same, measured while the window was under 3/4 full
 	bWin, bAt   int64   // window and time of the base view of the rate estimate
 	bCount      int64   // global count of the base view
 	ackedSince  int64   // own cost in window bWin acknowledged since the base view
