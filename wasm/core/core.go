@@ -30,7 +30,8 @@ type Core struct {
 	outBuf   []byte      // encoded outstanding batch; empty when none
 	entBuf   []byte      // scratch of SyncOut: the encoded entries of a batch
 	sure     bool        // the last evaluation denied on the global view alone (evalWindow)
-	views    []replyView // scratch of SyncIn: the decoded entries of a reply
+	views    []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
+	rr       wire.ReplyReader
 	stats    wire.Stats
 }
 

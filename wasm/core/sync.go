@@ -90,34 +90,39 @@ func (c *Core) SyncIn(reply []byte, now int64) error {
 }
 
 func (c *Core) syncIn(reply []byte, now int64) error {
-	var rr wire.ReplyReader
+	rr := &c.rr
 	if err := rr.Reset(reply); err != nil {
-		return errors.Join(ErrBadInput, err)
+		return badInput(err)
 	}
 	if len(c.outBuf) == 0 || rr.Seq != c.seq {
 		return ErrStaleReply
 	}
-	// First pass: decode and validate everything into c.views, so nothing
-	// is applied from a bad reply and the reply is parsed once.
-	views := c.views[:0]
+	// First pass: decode and validate everything into c.views (in place:
+	// under TinyGo a struct copy is a call out of the module), so nothing
+	// is applied from a bad reply and the reply is parsed once. Allocation
+	// and error paths live in helpers that are not inlined, so that this
+	// function needs no zeroed GC frame.
+	n := 0
 	for {
-		var rv replyView
+		if n == len(c.views) {
+			c.growViews()
+		}
+		rv := &c.views[n]
 		lim, key, ok := rr.Next(&rv.v)
 		if !ok {
 			break
 		}
 		if rv.lim = c.limiterIndexBytes(lim); rv.lim < 0 {
-			clear(views)
-			c.views = views[:0]
-			return errors.Join(ErrUnknownLimiter, errors.New("core: reply names limiter \""+string(lim)+"\""))
+			c.dropViews(n)
+			return unknownLimiter(lim)
 		}
 		rv.key = key
-		views = append(views, rv)
+		n++
 	}
-	c.views = views[:0]
+	views := c.views[:n]
 	if err := rr.Err(); err != nil {
-		clear(views)
-		return errors.Join(ErrBadInput, err)
+		c.dropViews(n)
+		return badInput(err)
 	}
 	// The batch is acknowledged: its deltas are now in the global view.
 	for _, it := range c.inflight {
@@ -147,11 +152,34 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		}
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
 	}
-	clear(views) // drop the references into reply
+	c.dropViews(n) // drop the references into reply
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.stats.Replies++
 	return nil
+}
+
+// growViews adds a slot to c.views (whose length is its capacity).
+//
+//go:noinline
+func (c *Core) growViews() {
+	c.views = append(c.views, replyView{})
+	c.views = c.views[:cap(c.views)]
+}
+
+// dropViews clears the first n views' references into a reply.
+func (c *Core) dropViews(n int) {
+	for i := range n {
+		c.views[i].key = nil
+	}
+}
+
+//go:noinline
+func badInput(err error) error { return errors.Join(ErrBadInput, err) }
+
+//go:noinline
+func unknownLimiter(name []byte) error {
+	return errors.Join(ErrUnknownLimiter, errors.New("core: reply names limiter \""+string(name)+"\""))
 }
 
 // replyView is one decoded entry of a reply; key aliases the reply.

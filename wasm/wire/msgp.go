@@ -124,6 +124,12 @@ func (r *Reader) Done() error {
 	return r.err
 }
 
+// fail records a decoding error. Error paths are kept out of line (here
+// and in SetErr, failType): under
+// TinyGo a function that allocates zeroes a GC frame on entry, and the
+// readers are on the guest's sync path.
+//
+//go:noinline
 func (r *Reader) fail(msg string) {
 	if r.err == nil {
 		r.err = errors.New("wire: " + msg)
@@ -131,12 +137,16 @@ func (r *Reader) fail(msg string) {
 }
 
 // failType records an unexpected type byte c (already consumed).
+//
+//go:noinline
 func (r *Reader) failType(want string, c byte) {
 	r.fail("expected " + want + ", found type byte 0x" + strconv.FormatUint(uint64(c), 16) +
 		" at offset " + strconv.Itoa(r.off-1))
 }
 
 // SetErr records err, naming the field, unless an error is already recorded.
+//
+//go:noinline
 func (r *Reader) SetErr(field string, err error) {
 	if r.err == nil {
 		r.err = &FieldError{Field: field, Err: err}

@@ -193,6 +193,11 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	return AppendInt(dst, v.Isolates)
 }
 
+var (
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates]")
+	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
+)
+
 // ReplyReader walks a reply's entries without allocating them all, for the
 // guest's sync_in. Use Reset, then Next until it returns false, then Err.
 type ReplyReader struct {
@@ -207,7 +212,8 @@ type ReplyReader struct {
 
 // Reset starts reading src. The map's fields may come in any order.
 func (rr *ReplyReader) Reset(src []byte) error {
-	*rr = ReplyReader{}
+	// Field by field: under TinyGo a whole-struct zeroing is a memory.fill.
+	rr.Version, rr.Seq, rr.At, rr.left, rr.eEnd, rr.entries = 0, 0, 0, 0, 0, false
 	rr.r.Reset(src)
 	r := &rr.r
 	eStart := 0
@@ -251,7 +257,7 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	if r.ReadArrayHeader() != 8 && r.err == nil {
-		r.SetErr("e", errors.New("want [limiter, key, window, count, prev, tat, lease, isolates]"))
+		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
@@ -263,7 +269,7 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 		return nil, nil, false
 	}
 	if len(key) == 0 || len(key) > MaxKeyLen {
-		r.SetErr("e.key", errors.New("must be 1 to "+strconv.Itoa(MaxKeyLen)+" bytes"))
+		r.SetErr("e.key", errKeyLen)
 		return nil, nil, false
 	}
 	return limiter, key, true
