@@ -2,12 +2,14 @@ package coordinator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -29,11 +31,14 @@ Runs the coordinator: merges isolates' sync batches exactly once into Pebble
 in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
 GET /healthz and GET /metrics.
 
-Each flag may also be set by an environment variable (the flag wins):
-EDGELIMIT_DATA, EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN,
-EDGELIMIT_IN_MEMORY, EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS,
-EDGELIMIT_CHECKPOINT_INTERVAL. Prefer EDGELIMIT_TOKEN to --token (command
-lines are visible to other users).
+Each flag may also be set by an environment variable: EDGELIMIT_DATA,
+EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
+EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL;
+and, but for --config, in the "coordinator" object of the config file, by
+flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
+"0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
+environment, which wins over the file. Prefer EDGELIMIT_TOKEN to --token
+(command lines are visible to other users).
 
 Group commits append to a log; a checkpoint writes the logged states to
 their own records and empties the log, when --checkpoint-keys keys were
@@ -68,6 +73,11 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("coordinator: unexpected argument %q", fs.Arg(0))
+	}
+	if *config != "" {
+		if err := applyFileSettings(fs, *config); err != nil {
+			return err
+		}
 	}
 	defer TuneGC()()
 	if *data == "" && !*inMemory {
@@ -115,6 +125,54 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "coordinator: shut down cleanly")
 	}
 	return errors.Join(serr, cerr)
+}
+
+// flagEnv names the environment variable of each flag.
+var flagEnv = map[string]string{
+	"data": "EDGELIMIT_DATA", "listen": "EDGELIMIT_LISTEN", "config": "EDGELIMIT_CONFIG",
+	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
+	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
+}
+
+// applyFileSettings sets, from the "coordinator" object of the config file
+// at path, every flag given neither on the command line nor by its
+// environment variable. An unknown name is an error.
+func applyFileSettings(fs *flag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("coordinator: config: %w", err)
+	}
+	var file struct {
+		Coordinator map[string]json.RawMessage `json:"coordinator"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return fmt.Errorf("coordinator: config %s: %w", path, err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	names := make([]string, 0, len(file.Coordinator))
+	for name := range file.Coordinator {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		raw := file.Coordinator[name]
+		if fs.Lookup(name) == nil || name == "config" {
+			return fmt.Errorf("coordinator: config %s: unknown setting %q in \"coordinator\" (use the flag names of edgelimit coordinator -h)", path, name)
+		}
+		if set[name] || os.Getenv(flagEnv[name]) != "" {
+			continue
+		}
+		v := string(raw)
+		var str string
+		if json.Unmarshal(raw, &str) == nil {
+			v = str
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("coordinator: config %s: coordinator.%s: %w", path, name, err)
+		}
+	}
+	return nil
 }
 
 // envInt returns $k as an int, 0 when unset or not a number.

@@ -18,10 +18,15 @@ import (
 //	  {"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1s"},
 //	  {"name": "customer", "algorithm": "sliding_window", "limit": 100, "period": "1m",
 //	   "mode": "strict", "overrides": {"acme": 1000}}
-//	], "max_keys": 100000}
+//	], "max_keys": 100000,
+//	 "coordinator": {"data": "/var/lib/edgelimit", "listen": "0.0.0.0:7070"}}
 type FileConfig struct {
 	MaxKeys  int64         `json:"max_keys,omitempty"` // 0 means DefaultMaxKeys
 	Limiters []FileLimiter `json:"limiters"`
+	// Coordinator holds settings of `edgelimit coordinator` by flag name
+	// ({"listen": "...", "checkpoint-keys": 65536}); package coordinator
+	// reads them, this package only lets them through.
+	Coordinator json.RawMessage `json:"coordinator,omitempty"`
 }
 
 // FileLimiter is one limiter in a FileConfig; Period is a Go duration string
