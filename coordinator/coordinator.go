@@ -164,6 +164,9 @@ func (c *Coordinator) ckptSettle(wait bool) {
 		c.mu.Unlock()
 		<-j.done
 		c.mu.Lock()
+		if c.ckpt != j {
+			return // settled by another caller meanwhile
+		}
 	} else {
 		select {
 		case <-j.done:
@@ -326,7 +329,10 @@ func (c *Coordinator) loop() {
 		c.mu.Lock()
 		// A failed commit makes the Merger replay the log before it reads
 		// again; a checkpoint still being written must land first.
-		c.ckptSettle(c.m.NeedsRecovery())
+		for c.ckpt != nil && c.m.NeedsRecovery() {
+			c.ckptSettle(true)
+		}
+		c.ckptSettle(false)
 		now := c.opts.Clock()
 		for _, r := range group {
 			if r.batch != nil {

@@ -124,6 +124,20 @@ func TestFlappingStoreExactlyOnce(t *testing.T) {
 			time.Sleep(300 * time.Microsecond)
 		}
 	}()
+	// An operator's explicit checkpoints race the committer's own.
+	ckDone := make(chan struct{})
+	go func() {
+		defer close(ckDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.Checkpoint(context.Background()) // fails while the store does
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
 	var mu sync.Mutex
 	want := map[string]int64{}
 	failures := 0
@@ -157,6 +171,7 @@ func TestFlappingStoreExactlyOnce(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	<-flipped
+	<-ckDone
 	if failures == 0 {
 		t.Fatal("no commit failed: the test did not exercise failures")
 	}
