@@ -473,9 +473,10 @@ func (m *Merger) Pending() bool {
 }
 
 // Commit writes every staged change in one atomic, durable Store commit,
-// then commits a checkpoint when one is due at time now (ns). On error the
-// staged changes are discarded together with every cached state, so the
-// Merger continues from what the Store holds.
+// then commits a checkpoint when one is due at time now (ns). When the
+// commit fails the staged changes are discarded together with every cached
+// state, so the Merger continues from what the Store holds; a failed
+// checkpoint changes nothing and the next one covers it again.
 func (m *Merger) Commit(now int64) error {
 	ops, gen := m.Stage()
 	var err error
