@@ -111,7 +111,7 @@ func (c *Core) LimiterIndex(name string) int {
 
 func (c *Core) limiterIndexBytes(name []byte) int {
 	for i := range c.lims {
-		if equal(c.lims[i].cfg.Name, name) {
+		if wire.Equal(c.lims[i].cfg.Name, name) {
 			return i
 		}
 	}

@@ -119,7 +119,7 @@ func (e *entry) keyEqual(k []byte) bool {
 		}
 		return true
 	}
-	return equal(e.key, k)
+	return wire.Equal(e.key, k)
 }
 
 // keyBytes returns the key; the slice aliases e (do not keep it).

@@ -194,18 +194,3 @@ const chunkSize = 256
 
 // at returns entry idx.
 func (t *table) at(idx int32) *entry { return &t.chunks[idx/chunkSize][idx%chunkSize] }
-
-// equal reports whether s and b hold the same bytes. TinyGo allocates for
-// the conversion in s == string(b), which would put a heap allocation on
-// the decision path.
-func equal(s string, b []byte) bool {
-	if len(s) != len(b) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if s[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -397,14 +397,15 @@ func (r *Reader) skipN(n, depth int) {
 // into the guest).
 func quote(s string) string { return "\"" + s + "\"" }
 
-// is reports whether the field name f is s. Unlike switch string(f), it
-// never allocates under TinyGo, where that conversion copies.
-func is(f []byte, s string) bool {
-	if len(f) != len(s) {
+// Equal reports whether s and b hold the same bytes. Unlike s == string(b)
+// it never allocates under TinyGo, where that conversion copies; the guest
+// compares keys and names with it.
+func Equal(s string, b []byte) bool {
+	if len(s) != len(b) {
 		return false
 	}
-	for i := range len(f) {
-		if f[i] != s[i] {
+	for i := range len(b) {
+		if s[i] != b[i] {
 			return false
 		}
 	}

@@ -98,15 +98,15 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 	r := NewReader(src)
 	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
 		switch f := r.ReadStringBytes(); {
-		case is(f, "v"):
+		case Equal("v", f):
 			b.Version = r.ReadInt()
-		case is(f, "iso"):
+		case Equal("iso", f):
 			b.Isolate = r.ReadString()
-		case is(f, "seq"):
+		case Equal("seq", f):
 			b.Seq = r.ReadInt()
-		case is(f, "at"):
+		case Equal("at", f):
 			b.At = r.ReadInt()
-		case is(f, "e"):
+		case Equal("e", f):
 			m := r.ReadArrayHeader()
 			if m > MaxBatchEntries {
 				r.SetErr("e", errors.New(strconv.Itoa(m)+" entries, more than "+strconv.Itoa(MaxBatchEntries)))
@@ -219,13 +219,13 @@ func (rr *ReplyReader) Reset(src []byte) error {
 	eStart := 0
 	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
 		switch f := r.ReadStringBytes(); {
-		case is(f, "v"):
+		case Equal("v", f):
 			rr.Version = r.ReadInt()
-		case is(f, "seq"):
+		case Equal("seq", f):
 			rr.Seq = r.ReadInt()
-		case is(f, "at"):
+		case Equal("at", f):
 			rr.At = r.ReadInt()
-		case is(f, "e"):
+		case Equal("e", f):
 			eStart = r.off
 			r.Skip()
 			rr.eEnd = r.off
