@@ -84,7 +84,7 @@ func (m *Merger) Reset(limiter, key string) error {
 	}
 	m.isoEntries -= len(st.isos)
 	st.win, st.count, st.prev, st.tat, st.isos, st.oldest = 0, 0, 0, 0, nil, math.MinInt64
-	st.sk, st.seen = isoSketch{}, 0
+	st.sk = isoSketch{}
 	m.markKey(st)
 	return nil
 }

@@ -339,7 +339,6 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	case applied && lim.Mode != wire.Strict:
 		m.markKey(st)
 		st.sk.add(hash, now/P)
-		st.seen = max(st.seen, now)
 	case applied:
 		m.markKey(st)
 		m.isoEntries -= st.prune(now)

@@ -35,7 +35,6 @@ type keyState struct {
 	tat      int64      // bucket: theoretical arrival time, ns
 	isos     []isoState // strict limiters: the isolates' leases and demand
 	sk       isoSketch  // approximate limiters: how many isolates report the key
-	seen     int64      // approximate limiters: the last batch with the key, ns
 	dirty    bool       // changed since the last Stage
 	epoch    int64      // Merger.ckptEpoch when last logged
 	ckptSlot int32      // index of its op in Merger.ckptOps, when epoch is current
