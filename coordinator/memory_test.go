@@ -56,13 +56,14 @@ func TestMemoryBoundedUnderKeyFlood(t *testing.T) {
 		t.Skip("writes 200,000 keys")
 	}
 	const capKeys = 16384
+	// A fixed clock: the test must not straddle an hour's window boundary.
+	now := time.Now().UnixNano()
 	c, err := Open(Options{Dir: t.TempDir(), Config: floodConfig(), GCInterval: -1,
-		Merger: MergerOptions{MaxCachedKeys: capKeys}})
+		Clock: func() int64 { return now }, Merger: MergerOptions{MaxCachedKeys: capKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	now := time.Now().UnixNano()
 	var seq int64
 	floodKeys(t, c, 0, 50_000, &seq, now)
 	base := heapAfterGC()
