@@ -132,15 +132,7 @@ func TestCentralNeverOverruns(t *testing.T) {
 // left unused while the bucket refilled must not add up to a burst beyond
 // the bucket's (they once did: 263% over in the first second).
 func TestStrictBucketNeverOverrunsInAFlashCrowd(t *testing.T) {
-	sc, err := Builtin("flash-crowd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Duration = Duration(25 * time.Second)
-	r, err := testSim(t).Run(context.Background(), sc, Strict, 100*time.Millisecond, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runBuiltin(t, "flash-crowd", 25*time.Second, Strict, 100*time.Millisecond)
 	if r.Overrun != 0 || r.Admitted < r.Capacity/2 {
 		t.Fatalf("strict token bucket: overrun %d (worst window %.1f%%), admitted %d of capacity %d",
 			r.Overrun, r.WorstOverrunPct, r.Admitted, r.Capacity)
@@ -330,16 +322,24 @@ func BenchmarkDecisions(b *testing.B) {
 // limit, and the limit used (utilisation >= 95%). Deterministic: a change
 // of the module's estimator that breaks it fails here.
 func TestApproximateDefaultScenarioWorstWindow(t *testing.T) {
-	sc, err := Builtin("default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Duration = Duration(20 * time.Second)
-	r, err := testSim(t).Run(context.Background(), sc, Approximate, 100*time.Millisecond, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runBuiltin(t, "default", 20*time.Second, Approximate, 100*time.Millisecond)
 	if r.WorstOverrunPct > 1 || r.Utilisation < 95 {
 		t.Fatalf("approximate at 100 ms: worst window %.2f%% over, utilisation %.1f%%", r.WorstOverrunPct, r.Utilisation)
 	}
+}
+
+// runBuiltin runs the built-in scenario name, shortened to d, with one
+// strategy and sync interval (seed 1).
+func runBuiltin(t *testing.T, name string, d time.Duration, strategy string, interval time.Duration) Result {
+	t.Helper()
+	sc, err := Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = Duration(d)
+	r, err := testSim(t).Run(context.Background(), sc, strategy, interval, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
