@@ -467,7 +467,9 @@ func (c *Coordinator) Close() error {
 	close(c.quit)
 	<-c.done
 	// A last checkpoint leaves an empty log, so the next Open replays
-	// nothing; if it fails, the next Open replays the log instead.
+	// nothing; if it fails, the next Open replays the log instead. No
+	// request waits any more: its chunks need not rest.
+	c.ckptLate.Store(true)
 	err := c.checkpointNow()
 	if cerr := c.store.Close(); cerr != nil {
 		return cerr
