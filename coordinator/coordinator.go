@@ -107,8 +107,7 @@ type Coordinator struct {
 // the next groups do not wait for it.
 type ckptJob struct {
 	ck    *CheckpointOps
-	gen   int64
-	after *commitJob // the job committing stage gen
+	after *commitJob // the job committing the last stage ck covers
 	err   error
 	done  chan struct{}
 }
@@ -124,7 +123,7 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 	if ops, j.err = j.ck.Ops(); j.err == nil {
 		j.err = commitThrottled(c.store, ops, &c.ckptLate)
 	}
-	c.met.observeCheckpoint(time.Since(start), len(ops))
+	c.met.observeCheckpoint(time.Since(start))
 }
 
 // ckptChunk is the most ops of one checkpoint commit.
@@ -347,8 +346,7 @@ func (c *Coordinator) loop() {
 		c.lastJob = job
 		c.ckptLate.Store(c.ckpt != nil && c.m.CheckpointDue(now))
 		if c.ckpt == nil && c.m.CheckpointDue(now) {
-			ck, gen := c.m.Checkpoint(now)
-			c.ckpt = &ckptJob{ck: ck, gen: gen, after: job, done: make(chan struct{})}
+			c.ckpt = &ckptJob{ck: c.m.Checkpoint(now), after: job, done: make(chan struct{})}
 			go c.checkpoint(c.ckpt)
 		}
 		c.mu.Unlock()
@@ -438,8 +436,7 @@ func (c *Coordinator) checkpointNow() error {
 	}
 	// Between two groups nothing is applied but not staged, and the
 	// checkpoint waits for the last stage to be durable.
-	ck, gen := c.m.Checkpoint(c.opts.Clock())
-	j := &ckptJob{ck: ck, gen: gen, after: c.lastJob, done: make(chan struct{})}
+	j := &ckptJob{ck: c.m.Checkpoint(c.opts.Clock()), after: c.lastJob, done: make(chan struct{})}
 	c.ckpt = j
 	c.mu.Unlock()
 	c.checkpoint(j)

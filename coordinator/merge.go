@@ -486,7 +486,7 @@ func (m *Merger) Commit(now int64) error {
 	if err != nil || !m.CheckpointDue(now) {
 		return err
 	}
-	ck, _ := m.Checkpoint(now)
+	ck := m.Checkpoint(now)
 	if ops, err = ck.Ops(); err == nil {
 		err = m.store.Commit(ops)
 	}
@@ -588,13 +588,13 @@ func (m *Merger) CheckpointDue(now int64) bool {
 // on. Commit the ops only once stage gen is durable, in order (chunks may
 // be committed one after the other, the log deletion last), and report the
 // outcome with Checkpointed.
-func (m *Merger) Checkpoint(now int64) (ck *CheckpointOps, gen int64) {
+func (m *Merger) Checkpoint(now int64) *CheckpointOps {
 	ops := append(m.ckptCarry, m.ckptOps...)
-	ck = &CheckpointOps{ops: ops, gen: m.gen, aborts: m.aborts}
+	ck := &CheckpointOps{ops: ops, gen: m.gen, aborts: m.aborts}
 	m.ckptOps, m.ckptCarry = nil, nil
 	m.ckptEpoch++
 	m.ckptCount, m.ckptBytes, m.ckptAt = 0, 0, now
-	return ck, m.gen
+	return ck
 }
 
 // CheckpointOps is a checkpoint taken by Merger.Checkpoint.

@@ -43,31 +43,22 @@ func newMetrics(c *Coordinator) *metrics {
 		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)})
 	mt.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "request_errors_total",
 		Help: "HTTP requests rejected or failed, by kind."}, []string{"kind"})
-	stat := func(f func(s MergeStats) int64) func() float64 {
-		return func() float64 {
+	// counter exports one field of the Merger's stats.
+	counter := func(name, help string, f func(s MergeStats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + name, Help: help}, func() float64 {
 			var s MergeStats
 			c.withMerger(func(m *Merger) { s = m.Stats() })
 			return float64(f(s))
-		}
+		})
 	}
 	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors,
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "checkpoints_total", Help: "Checkpoints committed."},
-			stat(func(s MergeStats) int64 { return s.Checkpoints })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "log_replayed_total",
-			Help: "Log records replayed into the records (after a crash or a failed commit)."},
-			stat(func(s MergeStats) int64 { return s.Replayed })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "syncs_total", Help: "Sync batches applied."},
-			stat(func(s MergeStats) int64 { return s.Batches })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "duplicates_dropped_total",
-			Help: "Sync batches not applied because their Seq was already applied."},
-			stat(func(s MergeStats) int64 { return s.Duplicates })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "deltas_applied_total", Help: "Batch entries applied."},
-			stat(func(s MergeStats) int64 { return s.DeltasApplied })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "deltas_stale_total",
-			Help: "Windowed entries older than the previous window, dropped."},
-			stat(func(s MergeStats) int64 { return s.DeltasStale })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "gc_deleted_total", Help: "Records deleted by GC."},
-			stat(func(s MergeStats) int64 { return s.GCDeleted })),
+		counter("checkpoints_total", "Checkpoints committed.", func(s MergeStats) int64 { return s.Checkpoints }),
+		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s MergeStats) int64 { return s.Replayed }),
+		counter("syncs_total", "Sync batches applied.", func(s MergeStats) int64 { return s.Batches }),
+		counter("duplicates_dropped_total", "Sync batches not applied because their Seq was already applied.", func(s MergeStats) int64 { return s.Duplicates }),
+		counter("deltas_applied_total", "Batch entries applied.", func(s MergeStats) int64 { return s.DeltasApplied }),
+		counter("deltas_stale_total", "Windowed entries older than the previous window, dropped.", func(s MergeStats) int64 { return s.DeltasStale }),
+		counter("gc_deleted_total", "Records deleted by GC.", func(s MergeStats) int64 { return s.GCDeleted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "keys_cached", Help: "Key states held in memory."},
 			func() float64 {
 				var n int
@@ -94,6 +85,6 @@ func (mt *metrics) observeCommit(d time.Duration, n int) {
 	mt.group.Observe(float64(n))
 }
 
-func (mt *metrics) observeCheckpoint(d time.Duration, ops int) {
+func (mt *metrics) observeCheckpoint(d time.Duration) {
 	mt.ckpt.Observe(d.Seconds())
 }

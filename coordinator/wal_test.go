@@ -81,7 +81,7 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 	if err := m2.Commit(t0); err != nil {
 		t.Fatal(err)
 	}
-	ck, _ := m2.Checkpoint(t0)
+	ck := m2.Checkpoint(t0)
 	ops, err := ck.Ops()
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestFailedCheckpointIsRetried(t *testing.T) {
 		m.Committed(gen, nil)
 	}
 	apply(1, "x")
-	ck, _ := m.Checkpoint(t0)
+	ck := m.Checkpoint(t0)
 	fs.failing.Store(true)
 	ops, _ := ck.Ops()
 	err = fs.Commit(ops)
