@@ -56,7 +56,7 @@ type keyInfo struct {
 }
 
 type truth struct {
-	win, offered, admitted int64
+	win, offered, admitted, denied int64
 }
 
 type partition struct {
@@ -95,6 +95,7 @@ type engine struct {
 	progress                    func(float64)
 	scratch                     []byte
 	utilNum, utilDen            int64
+	overs                       []float64 // overrun % of each key-window over its capacity
 }
 
 func (e *engine) setup() error {
@@ -186,6 +187,24 @@ func (e *engine) setup() error {
 		for i, ev := range sc.trace {
 			li := limIndex(ev.limiter)
 			s.traceLims[i], s.traceGids[i] = li, intern(li, ev.key)
+		}
+		e.sources = append(e.sources, s)
+	}
+	if len(sc.counts) > 0 {
+		li := limIndex(sc.TraceLimiter)
+		k := sc.TraceKeys
+		s := &source{rng: rand.New(rand.NewPCG(e.seed, 0xc0a7)), lim: li, cost: 1, dist: k.Dist[0],
+			counts: &countsSource{counts: sc.counts, bin: int64(sc.TraceBin), scale: sc.TraceScale}}
+		s.gids = make([]int32, k.Count)
+		for i := range s.gids {
+			s.gids[i] = intern(li, keyName(k.Prefix, i))
+		}
+		if s.dist == 'z' {
+			s.zipf = rand.NewZipf(s.rng, k.S, 1, uint64(k.Count-1))
+		}
+		s.next = never
+		if s.counts.fill(s.rng) {
+			s.next, s.counts.times = s.counts.times[0], s.counts.times[1:]
 		}
 		e.sources = append(e.sources, s)
 	}
@@ -418,7 +437,6 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 
 // record accounts a decided request of key gid in the current window.
 func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
-	k := &e.keys[gid]
 	tr := &e.truth[gid]
 	e.hist.add(added)
 	if allowed {
@@ -426,9 +444,7 @@ func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
 		tr.admitted += cost
 	} else {
 		e.res.Denied++
-		if tr.admitted+cost <= k.cap {
-			e.res.FalseRejections++
-		}
+		tr.denied += cost
 	}
 }
 
@@ -437,7 +453,7 @@ func (e *engine) rollWindow(gid int32, now int64) {
 	tr := &e.truth[gid]
 	if w := now / e.keys[gid].period; w != tr.win {
 		e.flush(gid)
-		tr.win, tr.offered, tr.admitted = w, 0, 0
+		tr.win, tr.offered, tr.admitted, tr.denied = w, 0, 0, 0
 	}
 }
 
@@ -657,10 +673,14 @@ func (e *engine) flush(gid int32) {
 	r.Windows++
 	r.Capacity += k.cap
 	if over := tr.admitted - k.cap; over > 0 {
+		pct := 100 * float64(over) / float64(k.cap)
 		r.Overrun += over
+		r.OverWindows++
 		r.WorstOverrun = max(r.WorstOverrun, over)
-		r.WorstOverrunPct = math.Max(r.WorstOverrunPct, 100*float64(over)/float64(k.cap))
+		r.WorstOverrunPct = math.Max(r.WorstOverrunPct, pct)
+		e.overs = append(e.overs, pct)
 	}
+	r.Unserved += min(tr.denied, max(k.cap-tr.admitted, 0))
 	e.utilNum += tr.admitted
 	e.utilDen += min(tr.offered, k.cap)
 }
@@ -674,12 +694,21 @@ func (e *engine) finish() {
 		e.truth[g].win = -1
 	}
 	r := &e.res
+	for _, s := range e.sources {
+		r.TraceNotReplayed += s.left()
+	}
 	secs := float64(e.duration) / 1e9
 	if r.Capacity > 0 {
 		r.OverrunPct = 100 * float64(r.Overrun) / float64(r.Capacity)
 	}
+	if r.Windows > 0 {
+		r.OverWindowsPct = 100 * float64(r.OverWindows) / float64(r.Windows)
+		r.P99OverrunPct = windowQuantile(e.overs, r.Windows, 0.99)
+	}
+	if e.utilDen > 0 {
+		r.UnservedPct = 100 * float64(r.Unserved) / float64(e.utilDen)
+	}
 	if r.Requests > 0 {
-		r.FalseRejectionPct = 100 * float64(r.FalseRejections) / float64(r.Requests)
 		r.SyncPerDecision = 100 * float64(r.SyncRequests) / float64(r.Requests)
 	}
 	if e.utilDen > 0 {

@@ -12,10 +12,20 @@ import (
 	"time"
 )
 
+// Legend defines the columns of WriteTable.
+const Legend = `worst win %: overrun of the worst key-window (admitted beyond the limit in one window of one key),
+  % of the limit; p99 win %: the 99th percentile key-window; wins over %: share of key-windows over the limit;
+total over %: all overrun / all capacity (a total: it hides bad windows among good ones);
+unserved %: demand left unserved while there was room, per key-window min(denied, limit - admitted),
+  % of min(offered, limit); util %: admitted / min(offered, limit), summed over key-windows;
+syncs/s, sync/dec %: sync requests (batches, retries; central: round trips) per second and per decision;
+KB/s: sync bytes both ways; lat p50/p99: latency a request waits (lease or read-through sync, round trip).
+`
+
 // WriteTable prints results as an aligned text table.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tsync\tadmitted\toverrun\toverrun %\tworst win %\tfalse rej %\tutil %\tsyncs/s\tsync/dec %\tKB/s\tlat p50\tlat p99\tcoord w/s\t")
+	fmt.Fprintln(tw, "strategy\tsync\tadmitted\tworst win %\tp99 win %\twins over %\ttotal over %\tunserved %\tutil %\tsyncs/s\tsync/dec %\tKB/s\tlat p50\tlat p99\t")
 	printed := map[string]bool{}
 	for _, r := range rs {
 		if r.Strategy == LocalOnly || r.Strategy == Central {
@@ -24,10 +34,10 @@ func WriteTable(w io.Writer, rs []Result) error {
 			}
 			printed[r.Strategy] = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.2f\t%.1f\t%s\t%s\t%.0f\t\n",
-			r.Strategy, syncLabel(r), r.Admitted, r.Overrun, r.OverrunPct, r.WorstOverrunPct,
-			r.FalseRejectionPct, r.Utilisation, r.SyncPerSec, r.SyncPerDecision, r.SyncBytesPerSec/1000,
-			fmtDur(int64(r.LatencyP50)), fmtDur(int64(r.LatencyP99)), r.CoordWritesPerSec)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.2f\t%.1f\t%s\t%s\t\n",
+			r.Strategy, syncLabel(r), r.Admitted, r.WorstOverrunPct, r.P99OverrunPct, r.OverWindowsPct, r.OverrunPct,
+			r.UnservedPct, r.Utilisation, r.SyncPerSec, r.SyncPerDecision, r.SyncBytesPerSec/1000,
+			fmtDur(int64(r.LatencyP50)), fmtDur(int64(r.LatencyP99)))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("sim: table: %w", err)
@@ -54,7 +64,8 @@ func fmtDur(ns int64) string {
 
 var csvHeader = []string{"scenario", "strategy", "sync_interval_ms", "isolates", "duration_s", "seed",
 	"requests", "admitted", "denied", "windows", "capacity", "overrun", "overrun_pct", "worst_overrun",
-	"worst_overrun_pct", "false_rejections", "false_rejection_pct", "utilisation_pct", "sync_requests",
+	"worst_overrun_pct", "p99_overrun_pct", "over_windows", "over_windows_pct", "unserved_with_room",
+	"unserved_with_room_pct", "utilisation_pct", "sync_requests",
 	"sync_per_sec", "sync_per_decision_pct", "sync_bytes", "sync_bytes_per_sec", "sync_failures",
 	"latency_p50_ms", "latency_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions"}
 
@@ -68,8 +79,8 @@ func WriteCSV(w io.Writer, rs []Result) error {
 	for _, r := range rs {
 		cw.Write([]string{r.Scenario, r.Strategy, ms(r.Sync), strconv.Itoa(r.Isolates), f(float64(r.Duration) / 1e9),
 			strconv.FormatUint(r.Seed, 10), i(r.Requests), i(r.Admitted), i(r.Denied), i(r.Windows), i(r.Capacity),
-			i(r.Overrun), f(r.OverrunPct), i(r.WorstOverrun), f(r.WorstOverrunPct), i(r.FalseRejections),
-			f(r.FalseRejectionPct), f(r.Utilisation), i(r.SyncRequests), f(r.SyncPerSec), f(r.SyncPerDecision),
+			i(r.Overrun), f(r.OverrunPct), i(r.WorstOverrun), f(r.WorstOverrunPct), f(r.P99OverrunPct),
+			i(r.OverWindows), f(r.OverWindowsPct), i(r.Unserved), f(r.UnservedPct), f(r.Utilisation), i(r.SyncRequests), f(r.SyncPerSec), f(r.SyncPerDecision),
 			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), ms(r.LatencyP50), ms(r.LatencyP99),
 			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions)})
 	}
@@ -84,7 +95,7 @@ func WriteCSV(w io.Writer, rs []Result) error {
 type Report struct {
 	Scenario *Scenario `json:"scenario"`
 	Results  []Result  `json:"results"`
-	Target   *Target   `json:"target,omitempty"`
+	Tuning   *Tuning   `json:"tuning,omitempty"`
 }
 
 // WriteJSON writes the report as indented JSON.

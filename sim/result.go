@@ -1,6 +1,10 @@
 package sim
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+	"sort"
+)
 
 // Result is what one strategy did at one sync interval. Percentages are
 // in percent (0..100, or more for overrun and utilisation).
@@ -22,18 +26,27 @@ type Result struct {
 	Windows  int64 `json:"windows"`
 	Capacity int64 `json:"capacity"`
 	// Overrun is the cost admitted beyond the capacity, summed over
-	// windows; OverrunPct is Overrun / Capacity.
+	// windows; OverrunPct is Overrun / Capacity. A total: it dilutes one
+	// bad key-window among many good ones, so read the per-window figures.
 	Overrun    int64   `json:"overrun"`
 	OverrunPct float64 `json:"overrun_pct"`
-	// WorstOverrun is the largest overrun of one window; WorstOverrunPct
-	// the largest overrun / capacity of one window.
+	// WorstOverrun is the largest overrun of one key-window;
+	// WorstOverrunPct the largest overrun / capacity of one key-window.
 	WorstOverrun    int64   `json:"worst_overrun"`
 	WorstOverrunPct float64 `json:"worst_overrun_pct"`
-	// FalseRejections counts requests denied while the true global count
-	// of their window plus their cost was within the capacity;
-	// FalseRejectionPct is per request.
-	FalseRejections   int64   `json:"false_rejections"`
-	FalseRejectionPct float64 `json:"false_rejection_pct"`
+	// P99OverrunPct is the 99th percentile over key-windows of overrun /
+	// capacity (0 for windows within the limit).
+	P99OverrunPct float64 `json:"p99_overrun_pct"`
+	// OverWindows counts the key-windows admitted beyond their capacity;
+	// OverWindowsPct is their share of Windows.
+	OverWindows    int64   `json:"over_windows"`
+	OverWindowsPct float64 `json:"over_windows_pct"`
+	// Unserved is demand left unserved while there was room: per
+	// key-window min(denied cost, capacity - admitted) (0 when the window
+	// is full), summed. UnservedPct is Unserved / Σ min(offered,
+	// capacity): the share of what the limit allowed that was refused.
+	Unserved    int64   `json:"unserved_with_room"`
+	UnservedPct float64 `json:"unserved_with_room_pct"`
 	// Utilisation is admitted / min(offered, capacity), summed over
 	// windows (above 100 when overrunning).
 	Utilisation float64 `json:"utilisation_pct"`
@@ -51,6 +64,9 @@ type Result struct {
 	CoordWrites       int64    `json:"coordinator_writes"`
 	CoordWritesPerSec float64  `json:"coordinator_writes_per_sec"`
 	Evictions         int64    `json:"evictions"`
+	// TraceNotReplayed counts the trace's requests that fall after the
+	// simulated time and were not replayed.
+	TraceNotReplayed int64 `json:"trace_not_replayed"`
 }
 
 // histogram is a log-linear histogram of non-negative ns values (8
@@ -106,4 +122,20 @@ func (h *histogram) quantile(q float64) int64 {
 		}
 	}
 	return 0
+}
+
+// windowQuantile returns quantile q of the per-window overrun percentages
+// of n windows, of which the ones in over are above 0 and the rest 0
+// (nearest rank). over is sorted in place.
+func windowQuantile(over []float64, n int64, q float64) float64 {
+	if n <= 0 || len(over) == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(n))) // 1-based rank in ascending order
+	zeros := n - int64(len(over))
+	if rank <= zeros {
+		return 0
+	}
+	sort.Float64s(over)
+	return over[min(rank-zeros, int64(len(over)))-1]
 }

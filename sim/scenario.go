@@ -94,9 +94,28 @@ type Scenario struct {
 	// (when Trace is empty too) one Poisson source at twice the first
 	// limiter's rate on a single key.
 	Traffic []Traffic `json:"traffic,omitempty"`
-	// Trace is a trace file to replay (see LoadTrace), relative to the
-	// scenario file. It is replayed in addition to Traffic.
+	// Trace is a trace file to replay, relative to the scenario file. It
+	// is replayed in addition to Traffic. Without a Duration, the run
+	// lasts the trace's span; requests past the run's end are counted
+	// (Result.TraceNotReplayed) and warned about.
 	Trace string `json:"trace,omitempty"`
+	// TraceFormat is the trace's format: "requests" (one request per
+	// line, CSV; see ParseTrace), "jsonl" (one request per line, JSON) or
+	// "counts" (requests per bin, e.g. per second: the form published
+	// traces take). Default: from the content.
+	TraceFormat string `json:"trace_format,omitempty"`
+	// TraceScale multiplies a counts trace's counts. Default 1.
+	TraceScale float64 `json:"trace_scale,omitempty"`
+	// TraceOffset skips the start of a counts trace. Default 0.
+	TraceOffset Duration `json:"trace_offset,omitempty"`
+	// TraceBin is the time one count of a counts trace covers. Default 1s.
+	TraceBin Duration `json:"trace_bin,omitempty"`
+	// TraceLimiter names the limiter a counts trace's requests ask.
+	// Default the first.
+	TraceLimiter string `json:"trace_limiter,omitempty"`
+	// TraceKeys chooses the key of each request of a counts trace.
+	// Default one key, "trace-0".
+	TraceKeys Keys `json:"trace_keys"`
 	// Network models the isolate-coordinator network.
 	Network Network `json:"network"`
 	// FailPolicy is FailOpen (default), FailClosed or FailLocalShare.
@@ -110,9 +129,10 @@ type Scenario struct {
 	// isolate (syncloop.Options.MinSpacing). Default interval/10.
 	EarlySpacing Duration `json:"early_spacing,omitempty"`
 
-	dir   string       // directory of the scenario file, for Trace
-	trace []traceEvent // loaded trace, when Trace is set
-	cfg   wire.Config  // validated Config
+	dir    string       // directory of the scenario file, for Trace
+	trace  []traceEvent // loaded request trace, when Trace is set
+	counts []float64    // loaded counts trace (after the offset), when Trace is set
+	cfg    wire.Config  // validated Config
 }
 
 // Traffic is one traffic source.
@@ -138,7 +158,8 @@ type Traffic struct {
 // Pattern shapes a source's rate over time.
 type Pattern struct {
 	// Kind is "steady" (default), "onoff" (Rate during On, nothing during
-	// Off), "diurnal" (Rate*(1-Amplitude*cos(2πt/Period)): a slow ramp up
+	// Off), "pareto" (on/off with periods drawn from a Pareto distribution
+	// of shape Shape and means On and Off: heavy-tailed bursts), "diurnal" (Rate*(1-Amplitude*cos(2πt/Period)): a slow ramp up
 	// and down) or "flash" (Rate, then Factor*Rate reached linearly over
 	// Ramp at time At, held for Hold, then Rate again).
 	Kind string `json:"kind,omitempty"`
@@ -155,8 +176,12 @@ type Pattern struct {
 	Factor float64 `json:"factor,omitempty"`
 	// Ramp is how long the flash crowd takes to reach Factor. Default 1s.
 	Ramp Duration `json:"ramp,omitempty"`
-	// Hold is how long the flash crowd lasts at Factor. Default 10s.
+	// Hold is how long the flash crowd lasts at Factor (a step that
+	// stays: a Hold past the duration). Default 10s.
 	Hold Duration `json:"hold,omitempty"`
+	// Shape is the Pareto shape of "pareto" periods, > 1 (the smaller,
+	// the heavier the tail). Default 1.5.
+	Shape float64 `json:"shape,omitempty"`
 }
 
 // Keys is a key popularity model.
@@ -171,6 +196,42 @@ type Keys struct {
 	// Prefix starts every key's name ("key-" by default; a single key is
 	// the prefix followed by 0).
 	Prefix string `json:"prefix,omitempty"`
+}
+
+func (k *Keys) ensureDefaults() {
+	if k.Dist == "" {
+		k.Dist = "single"
+	}
+	if k.Count == 0 {
+		k.Count = 1000
+	}
+	if k.Dist == "single" {
+		k.Count = 1
+	}
+	if k.S == 0 {
+		k.S = 1.1
+	}
+	if k.Prefix == "" {
+		k.Prefix = "key-"
+	}
+}
+
+// validate reports the problems of k, named with prefix p.
+func (k *Keys) validate(p string, bad func(string, ...any)) {
+	switch k.Dist {
+	case "single", "uniform", "zipf":
+	default:
+		bad("%s.dist: want single, uniform or zipf, got %q", p, k.Dist)
+	}
+	if k.Count < 1 || k.Count > 10_000_000 {
+		bad("%s.count must be between 1 and 10000000", p)
+	}
+	if k.Dist == "zipf" && !(k.S > 1) {
+		bad("%s.s must be > 1 for zipf", p)
+	}
+	if len(k.Prefix)+8 > wire.MaxKeyLen {
+		bad("%s.prefix too long", p)
+	}
 }
 
 // Skew sends a share of a source's requests to hot isolates; the rest is
@@ -286,6 +347,19 @@ func (s *Scenario) EnsureDefaults() {
 	if n.Timeout == 0 {
 		n.Timeout = Duration(time.Second)
 	}
+	if s.TraceScale == 0 {
+		s.TraceScale = 1
+	}
+	if s.TraceBin == 0 {
+		s.TraceBin = Duration(time.Second)
+	}
+	if s.TraceLimiter == "" && len(s.Config.Limiters) > 0 {
+		s.TraceLimiter = s.Config.Limiters[0].Name
+	}
+	if s.TraceKeys.Prefix == "" {
+		s.TraceKeys.Prefix = "trace-"
+	}
+	s.TraceKeys.ensureDefaults()
 	if len(s.Traffic) == 0 && s.Trace == "" && len(s.Config.Limiters) > 0 {
 		l := s.Config.Limiters[0]
 		rate := 2 * float64(l.Limit)
@@ -333,22 +407,10 @@ func (s *Scenario) EnsureDefaults() {
 		if p.Hold == 0 {
 			p.Hold = Duration(10 * time.Second)
 		}
-		k := &t.Keys
-		if k.Dist == "" {
-			k.Dist = "single"
+		if p.Shape == 0 {
+			p.Shape = 1.5
 		}
-		if k.Count == 0 {
-			k.Count = 1000
-		}
-		if k.Dist == "single" {
-			k.Count = 1
-		}
-		if k.S == 0 {
-			k.S = 1.1
-		}
-		if k.Prefix == "" {
-			k.Prefix = "key-"
-		}
+		t.Keys.ensureDefaults()
 		if t.Skew.Isolates == 0 {
 			t.Skew.Isolates = 1
 		}
@@ -410,9 +472,9 @@ func (s *Scenario) Validate() error {
 			bad("%s.cost must be between 1 and 2^40, got %d", p, t.Cost)
 		}
 		switch t.Pattern.Kind {
-		case "steady", "onoff", "diurnal", "flash":
+		case "steady", "onoff", "pareto", "diurnal", "flash":
 		default:
-			bad("%s.pattern.kind: want steady, onoff, diurnal or flash, got %q", p, t.Pattern.Kind)
+			bad("%s.pattern.kind: want steady, onoff, pareto, diurnal or flash, got %q", p, t.Pattern.Kind)
 		}
 		if t.Pattern.Amplitude < 0 || t.Pattern.Amplitude >= 1 {
 			bad("%s.pattern.amplitude must be in [0, 1)", p)
@@ -420,23 +482,30 @@ func (s *Scenario) Validate() error {
 		if t.Pattern.Factor <= 0 || t.Pattern.On <= 0 || t.Pattern.Off < 0 || t.Pattern.Period <= 0 || t.Pattern.Ramp < 0 || t.Pattern.Hold < 0 {
 			bad("%s.pattern: factor, on and period must be positive; off, ramp, hold >= 0", p)
 		}
-		switch t.Keys.Dist {
-		case "single", "uniform", "zipf":
-		default:
-			bad("%s.keys.dist: want single, uniform or zipf, got %q", p, t.Keys.Dist)
-		}
-		if t.Keys.Count < 1 || t.Keys.Count > 10_000_000 {
-			bad("%s.keys.count must be between 1 and 10000000", p)
-		}
-		if t.Keys.Dist == "zipf" && !(t.Keys.S > 1) {
-			bad("%s.keys.s must be > 1 for zipf", p)
-		}
-		if len(t.Keys.Prefix)+8 > wire.MaxKeyLen {
-			bad("%s.keys.prefix too long", p)
+		t.Keys.validate(p+".keys", bad)
+		if t.Pattern.Kind == "pareto" && !(t.Pattern.Shape > 1) {
+			bad("%s.pattern.shape must be > 1, got %v", p, t.Pattern.Shape)
 		}
 		if t.Skew.Share < 0 || t.Skew.Share > 1 || t.Skew.Isolates < 1 {
 			bad("%s.skew: share must be in [0, 1] and isolates >= 1", p)
 		}
+	}
+	if s.Trace != "" {
+		switch s.TraceFormat {
+		case traceFormatAuto, TraceRequests, TraceJSONLines, TraceCounts:
+		default:
+			bad("trace_format: want requests, jsonl or counts, got %q", s.TraceFormat)
+		}
+		if !(s.TraceScale > 0) || s.TraceScale > 1e6 {
+			bad("trace_scale must be in (0, 1e6], got %v", s.TraceScale)
+		}
+		if s.TraceOffset < 0 || s.TraceBin <= 0 {
+			bad("trace_offset must be >= 0 and trace_bin positive")
+		}
+		if err == nil && cfg.Limiter(s.TraceLimiter) == nil {
+			bad("trace_limiter: unknown limiter %q", s.TraceLimiter)
+		}
+		s.TraceKeys.validate("trace_keys", bad)
 	}
 	n := &s.Network
 	switch n.Latency.Dist {
@@ -493,38 +562,64 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 	return &s, nil
 }
 
-// Prepare applies the defaults, validates s and loads its trace.
+// Prepare applies the defaults, validates s and loads its trace. A
+// scenario with a trace and no duration lasts the trace's span.
 func (s *Scenario) Prepare() error {
+	spanDuration := s.Duration == 0 && s.Trace != ""
 	s.EnsureDefaults()
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	if s.Trace != "" && s.trace == nil {
-		p := s.Trace
-		if !filepath.IsAbs(p) && s.dir != "" {
-			p = filepath.Join(s.dir, p)
-		}
-		var data []byte
-		var err error
-		if s.dir == "" && !filepath.IsAbs(p) {
-			data, err = builtin.ReadFile("scenarios/" + p)
-		}
-		if s.dir != "" || filepath.IsAbs(p) || err != nil {
-			data, err = os.ReadFile(p)
-		}
-		if err != nil {
-			return fmt.Errorf("sim: scenario: trace: %w", err)
-		}
-		tr, err := ParseTrace(data, strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".json"))
+	if s.Trace == "" || s.trace != nil || s.counts != nil {
+		return nil
+	}
+	p := s.Trace
+	if !filepath.IsAbs(p) && s.dir != "" {
+		p = filepath.Join(s.dir, p)
+	}
+	var data []byte
+	var err error
+	if s.dir == "" && !filepath.IsAbs(p) {
+		data, err = builtin.ReadFile("scenarios/" + p)
+	}
+	if s.dir != "" || filepath.IsAbs(p) || err != nil {
+		data, err = os.ReadFile(p)
+	}
+	if err != nil {
+		return fmt.Errorf("sim: scenario: trace: %w", err)
+	}
+	format := s.TraceFormat
+	if format == traceFormatAuto {
+		format = detectTraceFormat(data)
+	}
+	var span int64
+	switch format {
+	case TraceCounts:
+		counts, err := parseCounts(data)
 		if err != nil {
 			return fmt.Errorf("%w (in %s)", err, p)
 		}
-		s.trace = tr
+		skip := min(int(int64(s.TraceOffset)/int64(s.TraceBin)), len(counts))
+		s.counts = counts[skip:]
+		if len(s.counts) == 0 {
+			return fmt.Errorf("sim: scenario: trace_offset %v skips the whole trace (in %s)", time.Duration(s.TraceOffset), p)
+		}
+		span = int64(len(s.counts)) * int64(s.TraceBin)
+	default:
+		tr, err := ParseTrace(data, format == TraceJSONLines)
+		if err != nil {
+			return fmt.Errorf("%w (in %s, read as %s; set trace_format to choose)", err, p, format)
+		}
 		for _, ev := range tr {
 			if s.cfg.Limiter(ev.limiter) == nil {
 				return fmt.Errorf("sim: scenario: trace names unknown limiter %q", ev.limiter)
 			}
 		}
+		s.trace = tr
+		span = tr[len(tr)-1].t + 1
+	}
+	if spanDuration {
+		s.Duration = Duration(span)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -159,68 +158,4 @@ func (s *Simulator) Sweep(ctx context.Context, sc *Scenario, o SweepOptions) ([]
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return res, nil
-}
-
-// Target is the answer of FindInterval.
-type Target struct {
-	Strategy string   `json:"strategy"`
-	Target   float64  `json:"target_worst_overrun_pct"`
-	Found    bool     `json:"found"`
-	Interval Duration `json:"interval"`
-	Result   Result   `json:"result"`
-	Runs     int      `json:"runs"`
-}
-
-// FindInterval searches, by bisection on a log scale between lo and hi,
-// the largest sync interval at which strategy's worst-window overrun stays
-// at or below target (in percent of the limit). It assumes the overrun
-// grows with the interval. Found is false when even lo overruns.
-func (s *Simulator) FindInterval(ctx context.Context, sc *Scenario, strategy string, target float64, lo, hi time.Duration, seed uint64, progress func(float64)) (Target, error) {
-	t := Target{Strategy: strategy, Target: target}
-	const steps = 9
-	try := func(iv time.Duration) (Result, error) {
-		iv = iv.Round(time.Millisecond)
-		if iv <= 0 {
-			iv = time.Millisecond
-		}
-		t.Runs++
-		if progress != nil {
-			progress(float64(t.Runs-1) / (steps + 2))
-		}
-		return s.Run(ctx, sc, strategy, iv, seed, nil)
-	}
-	r, err := try(hi)
-	if err != nil {
-		return t, err
-	}
-	if r.WorstOverrunPct <= target {
-		t.Found, t.Interval, t.Result = true, r.Sync, r
-		return t, nil
-	}
-	r, err = try(lo)
-	if err != nil {
-		return t, err
-	}
-	if r.WorstOverrunPct > target {
-		t.Result = r
-		return t, nil
-	}
-	t.Found, t.Interval, t.Result = true, r.Sync, r
-	a, b := math.Log(float64(lo)), math.Log(float64(hi))
-	for i := 0; i < steps && b-a > 0.05; i++ {
-		m := (a + b) / 2
-		r, err := try(time.Duration(math.Exp(m)))
-		if err != nil {
-			return t, err
-		}
-		if r.WorstOverrunPct <= target {
-			a = m
-			if r.Sync > t.Interval {
-				t.Interval, t.Result = r.Sync, r
-			}
-		} else {
-			b = m
-		}
-	}
-	return t, nil
 }

@@ -230,7 +230,7 @@ func TestTraceReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Requests != 6 || r.Admitted != 4 || r.Denied != 2 || r.Overrun != 0 || r.FalseRejections != 0 {
+	if r.Requests != 6 || r.Admitted != 4 || r.Denied != 2 || r.Overrun != 0 || r.Unserved != 0 {
 		t.Fatalf("central on the trace: %+v", r)
 	}
 	// Local-only: isolate 0 sees a, b, and maybe the untargeted a;

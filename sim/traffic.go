@@ -17,7 +17,7 @@ type source struct {
 	gap     float64 // ns between requests at the base rate
 	poisson bool
 	kind    byte // 's'teady, 'o'noff, 'd'iurnal, 'f'lash
-	pat     [8]float64
+	pat     [9]float64
 	maxF    float64
 	next    int64
 
@@ -33,6 +33,14 @@ type source struct {
 	traceGids []int32
 	traceLims []int
 	ti        int
+
+	counts *countsSource // a counts trace, with gids/dist/zipf for its keys
+
+	// pareto on/off: the current period [perStart, perEnd) and whether
+	// it is on, drawn from perRng.
+	perRng           *rand.Rand
+	perStart, perEnd float64
+	perOn            bool
 }
 
 const (
@@ -44,6 +52,7 @@ const (
 	pFactor
 	pRamp
 	pHold
+	pShape
 )
 
 func newSource(t *Traffic, lim int, gids []int32, seed uint64, idx int) *source {
@@ -51,7 +60,11 @@ func newSource(t *Traffic, lim int, gids []int32, seed uint64, idx int) *source 
 		gap: 1e9 / t.Rate, poisson: t.Arrival == "poisson", gids: gids,
 		share: t.Skew.Share, hotN: t.Skew.Isolates, hotLoc: t.Skew.Location}
 	p := &t.Pattern
-	s.pat = [8]float64{float64(p.On), float64(p.Off), float64(p.Period), p.Amplitude, float64(p.At), p.Factor, float64(p.Ramp), float64(p.Hold)}
+	s.pat = [9]float64{float64(p.On), float64(p.Off), float64(p.Period), p.Amplitude, float64(p.At), p.Factor, float64(p.Ramp), float64(p.Hold), p.Shape}
+	if p.Kind == "pareto" {
+		s.perRng = rand.New(rand.NewPCG(seed, 0x9a7e70+uint64(idx)))
+		s.perOn, s.perEnd = true, s.paretoPeriod(true)
+	}
 	s.kind = p.Kind[0]
 	s.maxF = 1
 	switch s.kind {
@@ -73,6 +86,15 @@ func newSource(t *Traffic, lim int, gids []int32, seed uint64, idx int) *source 
 func (s *source) factor(t float64) float64 {
 	p := &s.pat
 	switch s.kind {
+	case 'p':
+		for t >= s.perEnd {
+			s.perOn = !s.perOn
+			s.perStart, s.perEnd = s.perEnd, s.perEnd+s.paretoPeriod(s.perOn)
+		}
+		if s.perOn {
+			return 1
+		}
+		return 0
 	case 'o':
 		if math.Mod(t, p[pOn]+p[pOff]) < p[pOn] {
 			return 1
@@ -93,6 +115,20 @@ func (s *source) factor(t float64) float64 {
 	return 1
 }
 
+// paretoPeriod draws the length (ns) of an on or off period: Pareto with
+// shape pShape and mean pOn or pOff (heavy-tailed: most periods are short,
+// a few are very long).
+func (s *source) paretoPeriod(on bool) float64 {
+	mean := s.pat[pOff]
+	if on {
+		mean = s.pat[pOn]
+	}
+	a := s.pat[pShape]
+	xm := mean * (a - 1) / a
+	u := 1 - s.perRng.Float64() // (0, 1]
+	return xm / math.Pow(u, 1/a)
+}
+
 // advance returns the time of the request after one at t (t = -1: the first).
 func (s *source) advance(t int64) int64 {
 	ft := float64(max(t, 0))
@@ -110,8 +146,12 @@ func (s *source) advance(t int64) int64 {
 	}
 	f := s.factor(ft)
 	if f <= 0 { // an off period: jump to the next on period
-		cyc := s.pat[pOn] + s.pat[pOff]
-		ft = (math.Floor(ft/cyc) + 1) * cyc
+		if s.kind == 'p' {
+			ft = s.perEnd
+		} else {
+			cyc := s.pat[pOn] + s.pat[pOff]
+			ft = (math.Floor(ft/cyc) + 1) * cyc
+		}
 		f = 1
 	}
 	if t < 0 {
@@ -149,6 +189,14 @@ func (s *source) pick(isolates, locations int) (iso int, gid int32, lim int, cos
 		}
 		return iso, gid, lim, cost
 	}
+	if s.counts != nil {
+		iso, gid = s.rng.IntN(isolates), s.pickKey()
+		s.next = never
+		if s.counts.fill(s.rng) {
+			s.next, s.counts.times = s.counts.times[0], s.counts.times[1:]
+		}
+		return iso, gid, s.lim, s.cost
+	}
 	if s.share > 0 && s.rng.Float64() < s.share {
 		if s.hotLoc {
 			iso = pickInLocation(s.rng, 0, isolates, locations)
@@ -158,16 +206,34 @@ func (s *source) pick(isolates, locations int) (iso int, gid int32, lim int, cos
 	} else {
 		iso = s.rng.IntN(isolates)
 	}
-	switch s.dist {
-	case 'u':
-		gid = s.gids[s.rng.IntN(len(s.gids))]
-	case 'z':
-		gid = s.gids[s.zipf.Uint64()]
-	default:
-		gid = s.gids[0]
-	}
+	gid = s.pickKey()
 	s.next = s.advance(s.next)
 	return iso, gid, s.lim, s.cost
+}
+
+// pickKey returns the global id of a key drawn from the source's keys.
+func (s *source) pickKey() int32 {
+	switch s.dist {
+	case 'u':
+		return s.gids[s.rng.IntN(len(s.gids))]
+	case 'z':
+		return s.gids[s.zipf.Uint64()]
+	}
+	return s.gids[0]
+}
+
+// left returns the trace requests the source has not replayed.
+func (s *source) left() int64 {
+	switch {
+	case s.counts != nil:
+		if s.next != never {
+			return s.counts.left() + 1
+		}
+		return s.counts.left()
+	case s.trace != nil:
+		return int64(len(s.trace) - s.ti)
+	}
+	return 0
 }
 
 // pickInLocation returns a random isolate of location loc (isolate i is in

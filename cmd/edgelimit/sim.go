@@ -39,8 +39,13 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same output")
 	strategies := fs.String("strategies", "", "comma-separated strategies: "+strings.Join(sim.AllStrategies, ",")+" (default: the scenario's)")
 	out := fs.String("out", "", "directory to write results.csv, results.json and chart.svg to")
-	target := fs.String("target-overrun", "", "find the largest sync interval whose worst-window overrun stays under this, e.g. 1%")
+	target := fs.String("target-overrun", "", "tune: scan sync intervals and pick the largest whose key-window overrun (--target-metric) stays within this on every seed, e.g. 1%")
 	targetStrategy := fs.String("target-strategy", sim.Approximate, "strategy for --target-overrun")
+	targetMetric := fs.String("target-metric", sim.MetricWorst, "what --target-overrun bounds: worst (the worst key-window, the \"worst win %\" column) or p99 (the 99th percentile key-window, \"p99 win %\"), % of the limit")
+	targetMin := fs.Duration("target-min", 10*time.Millisecond, "smallest sync interval --target-overrun scans")
+	targetMax := fs.Duration("target-max", 0, "largest sync interval --target-overrun scans (default: the smaller of 5s and a quarter of the duration)")
+	targetPoints := fs.Int("target-points", 12, "number of intervals --target-overrun scans (log-spaced)")
+	seedList := fs.String("seeds", "1,2,3", "seeds of every --target-overrun interval and of --corpus runs (comma-separated)")
 	parallel := fs.Int("parallel", 1, "runs at once (results do not depend on it)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
@@ -129,30 +134,25 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := sim.WriteTable(stdout, results); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "\noverrun: admitted beyond the limit per window and key (total % of the limit; worst window %);",
-		"\nfalse rej: denied while the true global count had room; util: admitted / min(offered, limit);",
-		"\nsync/dec: sync requests per decision; lat: added latency per request")
+	fmt.Fprint(stdout, "\n"+sim.Legend)
 
-	var tgt *sim.Target
+	var tgt *sim.Tuning
 	if *target != "" {
-		lo, hi := time.Millisecond, time.Duration(sc.Duration)/4
-		fmt.Fprintf(stdout, "\nsearching the largest %s sync interval in [%v, %v] with worst-window overrun <= %g%%...\n",
-			*targetStrategy, lo, hi, targetPct)
+		seeds, err := parseSeeds(*seedList)
+		if err != nil {
+			return err
+		}
+		o := sim.TuneOptions{Strategy: *targetStrategy, Metric: *targetMetric, Target: targetPct, Min: *targetMin,
+			Max: *targetMax, Points: *targetPoints, Seeds: seeds, Parallel: *parallel}
 		bar := newProgressBar(stderr, *quiet)
-		t, err := s.FindInterval(ctx, sc, *targetStrategy, targetPct, lo, hi, *seed, bar.set)
+		o.Progress = bar.set
+		t, err := s.Tune(ctx, sc, o)
 		bar.done()
 		if err != nil {
 			return err
 		}
 		tgt = &t
-		if !t.Found {
-			fmt.Fprintf(stdout, "no interval meets it: at %v the worst window overruns by %.2f%% (%d runs)\n",
-				lo, t.Result.WorstOverrunPct, t.Runs)
-		} else {
-			r := t.Result
-			fmt.Fprintf(stdout, "sync every %v: worst-window overrun %.2f%%, false rejections %.2f%%, %.0f sync requests/s (%.2f%% of decisions), %.1f KB/s (%d runs)\n",
-				time.Duration(t.Interval), r.WorstOverrunPct, r.FalseRejectionPct, r.SyncPerSec, r.SyncPerDecision, r.SyncBytesPerSec/1000, t.Runs)
-		}
+		writeTuning(stdout, t)
 	}
 
 	if *out != "" {
@@ -175,7 +175,7 @@ func loadScenario(name string) (*sim.Scenario, error) {
 	return sim.Builtin(name)
 }
 
-func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Target) error {
+func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Tuning) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("sim: out: %w", err)
 	}
@@ -197,7 +197,7 @@ func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Target)
 		return err
 	}
 	if err := write("results.json", func(w io.Writer) error {
-		return sim.WriteJSON(w, sim.Report{Scenario: sc, Results: rs, Target: tgt})
+		return sim.WriteJSON(w, sim.Report{Scenario: sc, Results: rs, Tuning: tgt})
 	}); err != nil {
 		return err
 	}
@@ -247,3 +247,40 @@ func (p *progressBar) done() {
 }
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// parseSeeds reads a comma-separated list of seeds.
+func parseSeeds(list string) ([]uint64, error) {
+	var seeds []uint64
+	for _, f := range strings.Split(list, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("sim: --seeds: want numbers separated by commas, got %q", list)
+		}
+		seeds = append(seeds, v)
+	}
+	return seeds, nil
+}
+
+// writeTuning prints the scanned curve and the interval the tuner picked.
+func writeTuning(w io.Writer, t sim.Tuning) {
+	fmt.Fprintf(w, "\ntuning %s: %s key-window overrun <= %g%% of the limit on every seed %v\n", t.Strategy, t.Metric, t.Target, t.Seeds)
+	fmt.Fprintf(w, "%10s %12s %8s %10s %10s %10s\n", "interval", t.Metric+" win %", "meets", "util %", "unserved %", "sync/dec %")
+	for _, p := range t.Curve {
+		var util, uns, spd float64
+		for _, r := range p.Results {
+			util += r.Utilisation / float64(len(p.Results))
+			uns += r.UnservedPct / float64(len(p.Results))
+			spd += r.SyncPerDecision / float64(len(p.Results))
+		}
+		mark := "no"
+		if p.Meets {
+			mark = "yes"
+		}
+		fmt.Fprintf(w, "%10v %12.2f %8s %10.1f %10.2f %10.2f\n", time.Duration(p.Interval), p.Metric, mark, util, uns, spd)
+	}
+	if !t.Found {
+		fmt.Fprintf(w, "no interval in the scan meets the target: lower --target-min, or choose another strategy\n")
+		return
+	}
+	fmt.Fprintf(w, "pick: sync every %v (the largest interval that meets the target on every seed)\n", time.Duration(t.Interval))
+}

@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A counts trace is how production request rates are usually published:
+// the number of requests in each bin of time (one second unless the
+// scenario says otherwise), as numbers separated by whitespace or one per
+// line:
+//
+//	# requests per second of a web service
+//	412 398 455
+//	1203
+//	388
+//
+// Lines starting with '#' are skipped. The scenario's trace_scale
+// multiplies every count (fractions are rounded at random, seeded),
+// trace_offset skips the start of the trace, and trace_limiter /
+// trace_keys say which limiter and keys its requests ask; each request
+// goes to a random isolate, at a uniformly random time within its bin.
+
+// parseCounts reads a counts trace. Errors name the line.
+func parseCounts(data []byte) ([]float64, error) {
+	var out []float64
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		for _, f := range strings.Fields(text) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || !(v >= 0) || v > 1e9 {
+				return nil, fmt.Errorf("sim: trace line %d: want request counts (numbers in [0, 1e9]), got %q", line, f)
+			}
+			out = append(out, v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("sim: trace: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sim: trace: no counts")
+	}
+	return out, nil
+}
+
+// Trace formats (Scenario.TraceFormat).
+const (
+	TraceRequests   = "requests" // one request per line, CSV (see ParseTrace)
+	TraceJSONLines  = "jsonl"    // one request per line, JSON (see ParseTrace)
+	TraceCounts     = "counts"   // requests per bin (see parseCounts)
+	traceFormatAuto = ""         // from the content
+)
+
+// detectTraceFormat guesses a trace's format from its first line that is
+// neither blank nor a comment: '{' starts JSON lines, a line of numbers
+// separated by whitespace is a counts trace, anything else is CSV.
+func detectTraceFormat(data []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || t[0] == '#' {
+			continue
+		}
+		if t[0] == '{' {
+			return TraceJSONLines
+		}
+		for _, f := range strings.Fields(t) {
+			if _, err := strconv.ParseFloat(f, 64); err != nil {
+				return TraceRequests
+			}
+		}
+		return TraceCounts
+	}
+	return TraceRequests
+}
+
+// countsSource generates the requests of a counts trace, bin by bin.
+type countsSource struct {
+	counts []float64 // after the offset
+	bin    int64     // ns
+	scale  float64
+	bi     int     // next bin to generate
+	times  []int64 // requests of the current bin not yet replayed, ascending
+}
+
+// fill generates the requests of the next non-empty bin into c.times and
+// returns false when the trace is over.
+func (c *countsSource) fill(rng *rand.Rand) bool {
+	for len(c.times) == 0 {
+		if c.bi >= len(c.counts) {
+			return false
+		}
+		x := c.counts[c.bi] * c.scale
+		n := int(x)
+		if rng.Float64() < x-math.Floor(x) {
+			n++
+		}
+		start := int64(c.bi) * c.bin
+		c.times = c.times[:0]
+		for range n {
+			c.times = append(c.times, start+rng.Int64N(c.bin))
+		}
+		slices.Sort(c.times)
+		c.bi++
+	}
+	return true
+}
+
+// left returns the requests not replayed yet: those generated for the
+// current bin and the (scaled) counts of the bins after it.
+func (c *countsSource) left() int64 {
+	var n float64
+	for _, x := range c.counts[c.bi:] {
+		n += x * c.scale
+	}
+	return int64(math.Round(n)) + int64(len(c.times))
+}

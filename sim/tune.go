@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Tuner metrics (TuneOptions.Metric): which per key-window overrun the
+// target bounds, in percent of the limit (Result.WorstOverrunPct or
+// Result.P99OverrunPct).
+const (
+	MetricWorst = "worst"
+	MetricP99   = "p99"
+)
+
+// TuneOptions configure Tune. Zero fields take the documented defaults.
+type TuneOptions struct {
+	// Strategy is the strategy to tune. Default Approximate.
+	Strategy string
+	// Metric is MetricWorst (default) or MetricP99.
+	Metric string
+	// Target is the largest acceptable Metric, percent of the limit.
+	Target float64
+	// Min and Max bound the intervals scanned. Defaults 10ms and the
+	// smaller of 5s and a quarter of the scenario's duration.
+	Min, Max time.Duration
+	// Points is the number of intervals scanned, log-spaced from Min to
+	// Max (rounded to the millisecond). Default 12.
+	Points int
+	// Seeds are the seeds every interval runs with. Default 1, 2, 3.
+	Seeds []uint64
+	// Parallel is the number of runs at once. Default 1.
+	Parallel int
+	// Progress, when set, is called with the fraction done.
+	Progress func(float64)
+}
+
+// TunePoint is one scanned interval.
+type TunePoint struct {
+	Interval Duration `json:"interval"`
+	// Metric is the largest value of the tuned metric over the seeds.
+	Metric float64 `json:"metric_pct"`
+	// Meets reports whether every seed kept the metric within the target.
+	Meets   bool     `json:"meets"`
+	Results []Result `json:"results"` // one per seed
+}
+
+// Tuning is the answer of Tune.
+type Tuning struct {
+	Strategy string   `json:"strategy"`
+	Metric   string   `json:"metric"`
+	Target   float64  `json:"target_pct"`
+	Seeds    []uint64 `json:"seeds"`
+	// Found reports whether an interval meets the target; Interval is the
+	// largest that does.
+	Found    bool        `json:"found"`
+	Interval Duration    `json:"interval"`
+	Curve    []TunePoint `json:"curve"` // every interval scanned, ascending
+}
+
+// Tune scans a grid of sync intervals for strategy on sc, each with
+// several seeds, and picks the largest interval whose metric stays within
+// the target on every seed. It does not assume the overrun grows with the
+// interval (phase effects between the interval and the window make it
+// jump up and down), so it runs the whole grid.
+func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuning, error) {
+	if o.Strategy == "" {
+		o.Strategy = Approximate
+	}
+	if o.Metric == "" {
+		o.Metric = MetricWorst
+	}
+	if o.Min <= 0 {
+		o.Min = 10 * time.Millisecond
+	}
+	if o.Max <= 0 {
+		o.Max = min(5*time.Second, time.Duration(sc.Duration)/4)
+	}
+	if o.Points <= 0 {
+		o.Points = 12
+	}
+	if len(o.Seeds) == 0 {
+		o.Seeds = []uint64{1, 2, 3}
+	}
+	t := Tuning{Strategy: o.Strategy, Metric: o.Metric, Target: o.Target, Seeds: o.Seeds}
+	metric := func(r Result) float64 { return r.WorstOverrunPct }
+	switch o.Metric {
+	case MetricWorst:
+	case MetricP99:
+		metric = func(r Result) float64 { return r.P99OverrunPct }
+	default:
+		return t, fmt.Errorf("sim: tune: unknown metric %q (want %s or %s)", o.Metric, MetricWorst, MetricP99)
+	}
+	if o.Max < o.Min || o.Target < 0 || math.IsNaN(o.Target) {
+		return t, fmt.Errorf("sim: tune: want 0 < min <= max and target >= 0, got %v, %v, %g", o.Min, o.Max, o.Target)
+	}
+	ivs := logGrid(o.Min, o.Max, o.Points)
+	runs := len(ivs) * len(o.Seeds)
+	done := 0
+	for _, seed := range o.Seeds {
+		rs, err := s.Sweep(ctx, sc, SweepOptions{Strategies: []string{o.Strategy}, Intervals: ivs, Seed: seed,
+			Parallel: o.Parallel, Progress: func(f float64) {
+				if o.Progress != nil {
+					o.Progress((float64(done) + f*float64(len(ivs))) / float64(runs))
+				}
+			}})
+		if err != nil {
+			return t, err
+		}
+		done += len(ivs)
+		for i, r := range rs {
+			if len(t.Curve) <= i {
+				t.Curve = append(t.Curve, TunePoint{Interval: Duration(ivs[i]), Meets: true})
+			}
+			p := &t.Curve[i]
+			p.Results = append(p.Results, r)
+			p.Metric = math.Max(p.Metric, metric(r))
+			p.Meets = p.Meets && metric(r) <= o.Target
+		}
+	}
+	for _, p := range t.Curve {
+		if p.Meets {
+			t.Found, t.Interval = true, p.Interval
+		}
+	}
+	return t, nil
+}
+
+// logGrid returns n intervals log-spaced from lo to hi, rounded to the
+// millisecond (at least 1ms), without repeats, ascending.
+func logGrid(lo, hi time.Duration, n int) []time.Duration {
+	seen := map[time.Duration]bool{}
+	var out []time.Duration
+	for i := 0; i < n; i++ {
+		f := 0.0
+		if n > 1 {
+			f = float64(i) / float64(n-1)
+		}
+		d := time.Duration(math.Exp(math.Log(float64(lo)) + f*(math.Log(float64(hi))-math.Log(float64(lo)))))
+		d = max(d.Round(time.Millisecond), time.Millisecond)
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
