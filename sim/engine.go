@@ -672,6 +672,7 @@ func (e *engine) flush(gid int32) {
 	r := &e.res
 	r.Windows++
 	r.Capacity += k.cap
+	r.Offered += tr.offered
 	if over := tr.admitted - k.cap; over > 0 {
 		pct := 100 * float64(over) / float64(k.cap)
 		r.Overrun += over

@@ -17,6 +17,8 @@ type Result struct {
 	Seed     uint64   `json:"seed"`
 
 	Requests int64 `json:"requests"`
+	// Offered is the cost asked, summed over key-windows.
+	Offered  int64 `json:"offered"`
 	Admitted int64 `json:"admitted"`
 	Denied   int64 `json:"denied"`
 

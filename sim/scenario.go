@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -129,10 +130,11 @@ type Scenario struct {
 	// isolate (syncloop.Options.MinSpacing). Default interval/10.
 	EarlySpacing Duration `json:"early_spacing,omitempty"`
 
-	dir    string       // directory of the scenario file, for Trace
-	trace  []traceEvent // loaded request trace, when Trace is set
-	counts []float64    // loaded counts trace (after the offset), when Trace is set
-	cfg    wire.Config  // validated Config
+	dir      string       // directory of the scenario file, for Trace
+	embedDir string       // directory of a built-in scenario in the embedded files
+	trace    []traceEvent // loaded request trace, when Trace is set
+	counts   []float64    // loaded counts trace (after the offset), when Trace is set
+	cfg      wire.Config  // validated Config
 }
 
 // Traffic is one traffic source.
@@ -549,7 +551,14 @@ func validStrategy(s string) bool {
 // errors), applies the defaults and validates it. dir resolves a relative
 // Trace path; the trace is loaded.
 func ParseScenario(data []byte, dir string) (*Scenario, error) {
+	return parseScenario(data, dir, "scenarios")
+}
+
+// parseScenario is ParseScenario; a relative Trace of a scenario without
+// a dir is read from embedDir of the built-in scenarios.
+func parseScenario(data []byte, dir, embedDir string) (*Scenario, error) {
 	var s Scenario
+	s.embedDir = embedDir
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
@@ -580,7 +589,7 @@ func (s *Scenario) Prepare() error {
 	var data []byte
 	var err error
 	if s.dir == "" && !filepath.IsAbs(p) {
-		data, err = builtin.ReadFile("scenarios/" + p)
+		data, err = builtin.ReadFile(path.Join(s.embedDir, p))
 	}
 	if s.dir != "" || filepath.IsAbs(p) || err != nil {
 		data, err = os.ReadFile(p)
@@ -666,7 +675,7 @@ func Builtin(name string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: no built-in scenario %q (have %s): %w", name, strings.Join(BuiltinScenarios(), ", "), err)
 	}
-	return ParseScenario(data, "")
+	return parseScenario(data, "", path.Dir("scenarios/"+name))
 }
 
 // MarshalJSON-friendly copy: Encode writes s as indented JSON.

@@ -47,6 +47,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	targetPoints := fs.Int("target-points", 12, "number of intervals --target-overrun scans (log-spaced)")
 	seedList := fs.String("seeds", "1,2,3", "seeds of every --target-overrun interval and of --corpus runs (comma-separated)")
 	parallel := fs.Int("parallel", 1, "runs at once (results do not depend on it)")
+	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
+	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,6 +57,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
 	}
 
+	if *corpus || *corpusDir != "" {
+		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out)
+	}
 	sc, err := loadScenario(*scenario)
 	if err != nil {
 		return err
@@ -283,4 +288,81 @@ func writeTuning(w io.Writer, t sim.Tuning) {
 		return
 	}
 	fmt.Fprintf(w, "pick: sync every %v (the largest interval that meets the target on every seed)\n", time.Duration(t.Interval))
+}
+
+// runCorpus runs the scenario corpus and prints its table.
+func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string) error {
+	var scs []*sim.Scenario
+	if dir == "" {
+		for _, n := range sim.CorpusScenarios() {
+			sc, err := sim.Builtin("corpus/" + n)
+			if err != nil {
+				return err
+			}
+			scs = append(scs, sc)
+		}
+	} else {
+		paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil || len(paths) == 0 {
+			return fmt.Errorf("sim: --corpus-dir: no *.json scenarios in %s", dir)
+		}
+		for _, p := range paths {
+			sc, err := sim.LoadScenario(p)
+			if err != nil {
+				return err
+			}
+			scs = append(scs, sc)
+		}
+	}
+	o := sim.CorpusOptions{Parallel: parallel}
+	if syncList != "" {
+		d, err := time.ParseDuration(syncList)
+		if err != nil {
+			return fmt.Errorf("sim: --sync with --corpus: want one interval: %w", err)
+		}
+		o.Interval = d
+	}
+	if strategies != "" {
+		for _, s := range strings.Split(strategies, ",") {
+			o.Strategies = append(o.Strategies, strings.TrimSpace(s))
+		}
+	}
+	seeds, err := parseSeeds(seedList)
+	if err != nil {
+		return err
+	}
+	o.Seeds = seeds
+	s, err := sim.New(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close(ctx)
+	bar := newProgressBar(stderr, quiet)
+	o.Progress = bar.set
+	rows, err := s.RunCorpus(ctx, scs, o)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "corpus: %d scenarios, seeds %v; worst and p99 windows are the worst over the seeds, the rest the mean\n\n", len(scs), seeds)
+	if err := sim.WriteCorpusTable(stdout, rows); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, "\n"+sim.Legend)
+	fmt.Fprintf(stdout, "misses: targets a row misses: worst key-window <= %g%%; utilisation >= %g%% when offered exceeds the limit,\n"+
+		"  unserved <= %g%% when it does not; latency p50 = 0 and p99 <= one round trip; sync/dec <= %g%%, <= %g%% at >= 100 dec/s/iso\n",
+		sim.TargetWorstPct, sim.TargetUtilisationPct, sim.TargetUnservedPct, sim.TargetSyncPct, sim.TargetBusySyncPct)
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fmt.Errorf("sim: out: %w", err)
+		}
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return fmt.Errorf("sim: out: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "corpus.json"), append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("sim: out: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The corpus is a set of scenarios shaped like production traffic
+// (sim/scenarios/corpus/): heavy-tailed bursts at two densities, a step,
+// a ramp, sustained overload, sparse and under-the-limit traffic, many
+// keys with Zipf popularity, a long quota, the 6 req/s LLM case and a
+// replayed counts trace. A change to how isolates decide is judged on all
+// of it, over several seeds, never on one scenario.
+
+// CorpusScenarios returns the names of the corpus scenarios, sorted; each
+// loads with Builtin("corpus/" + name).
+func CorpusScenarios() []string {
+	ents, _ := builtin.ReadDir("scenarios/corpus")
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// CorpusRow is one scenario and strategy of a corpus run, over several
+// seeds: the worst-window figures are the worst over the seeds, the
+// others the mean.
+type CorpusRow struct {
+	Scenario string   `json:"scenario"`
+	Strategy string   `json:"strategy"`
+	Sync     Duration `json:"sync_interval"`
+	Seeds    int      `json:"seeds"`
+	// Overloaded reports whether the offered cost exceeded the capacity,
+	// summed over key-windows.
+	Overloaded bool `json:"overloaded"`
+	// DecisionsPerIsolate is decisions per second per isolate.
+	DecisionsPerIsolate float64  `json:"decisions_per_isolate_per_sec"`
+	WorstOverrunPct     float64  `json:"worst_overrun_pct"`
+	P99OverrunPct       float64  `json:"p99_overrun_pct"`
+	OverWindowsPct      float64  `json:"over_windows_pct"`
+	UnservedPct         float64  `json:"unserved_with_room_pct"`
+	Utilisation         float64  `json:"utilisation_pct"`
+	SyncPerDecision     float64  `json:"sync_per_decision_pct"`
+	LatencyP50          Duration `json:"latency_p50"`
+	LatencyP99          Duration `json:"latency_p99"`
+	// RoundTrip is the scenario's median round trip (twice the one-way
+	// latency's mean or median), the bound of LatencyP99 in Misses.
+	RoundTrip Duration `json:"round_trip"`
+}
+
+// Targets of a limiter that users can trust without knowing their
+// traffic: every corpus row of the default mode should meet them.
+const (
+	TargetWorstPct       = 1.0   // worst key-window, % over the limit
+	TargetUtilisationPct = 97.0  // when offered exceeds the limit
+	TargetUnservedPct    = 1.0   // when it does not
+	TargetSyncPct        = 100.0 // sync requests per decision, %, everywhere
+	TargetBusySyncPct    = 5.0   // the same where isolates see >= 100 decisions/s
+)
+
+// Misses lists the targets the row misses (empty when it meets all).
+func (r CorpusRow) Misses() []string {
+	var m []string
+	if r.WorstOverrunPct > TargetWorstPct {
+		m = append(m, fmt.Sprintf("worst %.1f%%", r.WorstOverrunPct))
+	}
+	if r.Overloaded && r.Utilisation < TargetUtilisationPct {
+		m = append(m, fmt.Sprintf("util %.1f%%", r.Utilisation))
+	}
+	if !r.Overloaded && r.UnservedPct > TargetUnservedPct {
+		m = append(m, fmt.Sprintf("unserved %.1f%%", r.UnservedPct))
+	}
+	if r.LatencyP50 > 0 {
+		m = append(m, "p50 "+fmtDur(int64(r.LatencyP50)))
+	}
+	// The latency histogram has 12.5% resolution.
+	if float64(r.LatencyP99) > 1.125*float64(r.RoundTrip) {
+		m = append(m, "p99 "+fmtDur(int64(r.LatencyP99)))
+	}
+	if r.SyncPerDecision > TargetSyncPct || (r.DecisionsPerIsolate >= 100 && r.SyncPerDecision > TargetBusySyncPct) {
+		m = append(m, fmt.Sprintf("sync %.0f%%", r.SyncPerDecision))
+	}
+	return m
+}
+
+// CorpusOptions configure RunCorpus.
+type CorpusOptions struct {
+	// Strategies to run. Default AllStrategies.
+	Strategies []string
+	// Interval is the sync interval. Default 100ms.
+	Interval time.Duration
+	// Seeds each scenario runs with. Default 1, 2, 3.
+	Seeds []uint64
+	// Parallel is the number of runs at once. Default 1.
+	Parallel int
+	// Progress, when set, is called with the fraction done.
+	Progress func(float64)
+}
+
+// RunCorpus runs every scenario with every strategy and seed.
+func (s *Simulator) RunCorpus(ctx context.Context, scs []*Scenario, o CorpusOptions) ([]CorpusRow, error) {
+	if len(o.Strategies) == 0 {
+		o.Strategies = AllStrategies
+	}
+	if o.Interval <= 0 {
+		o.Interval = 100 * time.Millisecond
+	}
+	if len(o.Seeds) == 0 {
+		o.Seeds = []uint64{1, 2, 3}
+	}
+	var rows []CorpusRow
+	total := float64(len(scs) * len(o.Seeds))
+	done := 0.0
+	for _, sc := range scs {
+		per := make([][]Result, len(o.Strategies))
+		for _, seed := range o.Seeds {
+			rs, err := s.Sweep(ctx, sc, SweepOptions{Strategies: o.Strategies, Intervals: []time.Duration{o.Interval},
+				Seed: seed, Parallel: o.Parallel, Progress: func(f float64) {
+					if o.Progress != nil {
+						o.Progress((done + f) / total)
+					}
+				}})
+			if err != nil {
+				return nil, fmt.Errorf("sim: corpus %s: %w", sc.Name, err)
+			}
+			done++
+			for i, r := range rs {
+				per[i] = append(per[i], r)
+			}
+		}
+		for i, rs := range per {
+			rows = append(rows, aggregate(sc, o.Strategies[i], rs))
+		}
+	}
+	return rows, nil
+}
+
+// aggregate folds the results of one scenario and strategy over seeds.
+func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
+	row := CorpusRow{Scenario: sc.Name, Strategy: strategy, Sync: rs[0].Sync, Seeds: len(rs),
+		RoundTrip: Duration(2 * sc.Network.Latency.Mean)}
+	n := float64(len(rs))
+	var offered, capacity int64
+	var p50, p99 float64
+	for _, r := range rs {
+		row.WorstOverrunPct = math.Max(row.WorstOverrunPct, r.WorstOverrunPct)
+		row.P99OverrunPct = math.Max(row.P99OverrunPct, r.P99OverrunPct)
+		row.OverWindowsPct += r.OverWindowsPct / n
+		row.UnservedPct += r.UnservedPct / n
+		row.Utilisation += r.Utilisation / n
+		row.SyncPerDecision += r.SyncPerDecision / n
+		row.DecisionsPerIsolate += float64(r.Requests) / (float64(r.Duration) / 1e9) / float64(r.Isolates) / n
+		p50 += float64(r.LatencyP50) / n
+		p99 += float64(r.LatencyP99) / n
+		offered += r.Offered
+		capacity += r.Capacity
+	}
+	row.LatencyP50, row.LatencyP99 = Duration(p50), Duration(p99)
+	row.Overloaded = offered > capacity
+	return row
+}
+
+// WriteCorpusTable prints corpus rows as a table, with the targets each
+// row misses.
+func WriteCorpusTable(w io.Writer, rows []CorpusRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tstrategy\tdec/s/iso\tworst win %\tp99 win %\twins over %\tunserved %\tutil %\tsync/dec %\tlat p50\tlat p99\tmisses")
+	for _, r := range rows {
+		miss := strings.Join(r.Misses(), ", ")
+		if miss == "" {
+			miss = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\n", r.Scenario, r.Strategy,
+			r.DecisionsPerIsolate, r.WorstOverrunPct, r.P99OverrunPct, r.OverWindowsPct, r.UnservedPct, r.Utilisation,
+			r.SyncPerDecision, fmtDur(int64(r.LatencyP50)), fmtDur(int64(r.LatencyP99)), miss)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("sim: corpus table: %w", err)
+	}
+	return nil
+}
