@@ -3,8 +3,10 @@ package sim
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,4 +344,160 @@ func runBuiltin(t *testing.T, name string, d time.Duration, strategy string, int
 		t.Fatal(err)
 	}
 	return r
+}
+
+// The tuner scans the whole grid over every seed and picks the largest
+// interval that meets the target on all of them, even when a smaller
+// interval misses it (overrun is not monotone in the interval).
+func TestTuneScansTheGrid(t *testing.T) {
+	sc, err := Builtin("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = Duration(5 * time.Second)
+	tu, err := testSim(t).Tune(context.Background(), sc, TuneOptions{Strategy: Approximate, Target: 1,
+		Min: 10 * time.Millisecond, Max: time.Second, Points: 5, Seeds: []uint64{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tu.Curve) != 5 {
+		t.Fatalf("scanned %d intervals, want 5", len(tu.Curve))
+	}
+	found := Duration(0)
+	for _, p := range tu.Curve {
+		if len(p.Results) != 2 {
+			t.Fatalf("interval %v ran %d seeds, want 2", p.Interval, len(p.Results))
+		}
+		worst := math.Max(p.Results[0].WorstOverrunPct, p.Results[1].WorstOverrunPct)
+		if p.Metric != worst || p.Meets != (worst <= 1) {
+			t.Fatalf("interval %v: metric %.2f meets %v, want %.2f", p.Interval, p.Metric, p.Meets, worst)
+		}
+		if p.Meets {
+			found = p.Interval
+		}
+	}
+	if tu.Found != (found > 0) || tu.Interval != found {
+		t.Fatalf("picked %v (found %v), want the largest meeting interval %v", tu.Interval, tu.Found, found)
+	}
+	// The 1 s interval (as long as the window) cannot meet 1%.
+	if last := tu.Curve[len(tu.Curve)-1]; last.Meets {
+		t.Errorf("1s interval met the target: %+v", last.Metric)
+	}
+	if _, err := testSim(t).Tune(context.Background(), sc, TuneOptions{Metric: "mean"}); err == nil {
+		t.Error("unknown metric accepted")
+	}
+}
+
+// Per key-window metrics: the p99 and share of windows over, and demand
+// unserved with room, from a run whose windows are known.
+func TestWindowMetrics(t *testing.T) {
+	if q := windowQuantile([]float64{50, 10}, 100, 0.99); q != 10 {
+		t.Errorf("p99 of 98 zeros, 10 and 50: %v, want 10", q)
+	}
+	if q := windowQuantile([]float64{50}, 1000, 0.99); q != 0 {
+		t.Errorf("p99 of 999 zeros and 50: %v, want 0", q)
+	}
+	js := `{"name": "m", "isolates": 4, "locations": 1, "duration": "10s",
+	 "config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 10, "period": "1s"}]},
+	 "traffic": [{"limiter": "a", "rate": 400, "arrival": "constant"}]}`
+	sc, err := ParseScenario([]byte(js), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Local-only: each of 4 isolates admits 10 of the ~100 it sees: every
+	// window is 300% over, nothing unserved with room.
+	r, err := testSim(t).Run(context.Background(), sc, LocalOnly, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OverWindowsPct != 100 || r.P99OverrunPct != 300 || r.WorstOverrunPct != 300 || r.Unserved != 0 {
+		t.Fatalf("local-only: over %.0f%% of windows, p99 %.0f%%, worst %.0f%%, unserved %d", r.OverWindowsPct,
+			r.P99OverrunPct, r.WorstOverrunPct, r.Unserved)
+	}
+	// Central is exact: no window over, nothing unserved with room, though
+	// 3 in 4 requests are denied.
+	r, err = testSim(t).Run(context.Background(), sc, Central, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.OverWindows != 0 || r.Unserved != 0 || r.Denied == 0 || r.Utilisation != 100 {
+		t.Fatalf("central: %+v", r)
+	}
+}
+
+// A counts trace (requests per second) replays with its scale and offset;
+// without a duration the run lasts the trace's span; requests past the end
+// are counted; the format comes from the content.
+func TestCountsTrace(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c.txt"), []byte("# per second\n10 20\n30\n40 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js := `{"name": "c", "isolates": 2, "locations": 1, "trace": "c.txt", "trace_scale": 0.5, "trace_offset": "1s",
+	 "config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1000, "period": "1s"}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := LoadScenario(filepath.Join(dir, "s.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Duration != Duration(4*time.Second) {
+		t.Fatalf("duration %v, want the span after the offset, 4s", time.Duration(sc.Duration))
+	}
+	r, err := testSim(t).Run(context.Background(), sc, LocalOnly, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 45 || r.TraceNotReplayed != 0 { // (20+30+40+0)/2
+		t.Fatalf("replayed %d (not %d), want 45 and 0", r.Requests, r.TraceNotReplayed)
+	}
+	sc.Duration = Duration(2 * time.Second)
+	r, err = testSim(t).Run(context.Background(), sc, LocalOnly, time.Second, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 25 || r.TraceNotReplayed != 20 {
+		t.Fatalf("2s of the trace: replayed %d, not replayed %d, want 25 and 20", r.Requests, r.TraceNotReplayed)
+	}
+	// A request trace named .json is read as what it holds, and a bad
+	// count names its line.
+	if err := os.WriteFile(filepath.Join(dir, "r.json"), []byte("0.5,,a,k\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f := detectTraceFormat([]byte("0.5,,a,k\n")); f != TraceRequests {
+		t.Errorf("csv detected as %s", f)
+	}
+	if _, err := parseCounts([]byte("1 2\n3 x\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("bad count: %v, want an error naming line 2", err)
+	}
+}
+
+// Every corpus scenario loads, and the corpus runner folds seeds.
+func TestCorpusLoads(t *testing.T) {
+	names := CorpusScenarios()
+	if len(names) < 10 {
+		t.Fatalf("corpus has %d scenarios", len(names))
+	}
+	for _, n := range names {
+		if _, err := Builtin("corpus/" + n); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	sc, err := Builtin("corpus/under-0.8x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Duration = Duration(5 * time.Second)
+	rows, err := testSim(t).RunCorpus(context.Background(), []*Scenario{sc}, CorpusOptions{
+		Strategies: []string{LocalOnly, Central}, Seeds: []uint64{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Seeds != 2 || rows[0].Overloaded {
+		t.Fatalf("rows %+v", rows)
+	}
+	if m := rows[1].Misses(); len(m) != 1 || !strings.HasPrefix(m[0], "p50") {
+		t.Errorf("central under the limit misses %v, want only the p50 latency (a round trip per request)", m)
+	}
 }

@@ -189,6 +189,7 @@ func (c *Core) insert(lim int, key []byte, h uint32, now int64) int32 {
 	}
 	e.isolates = 1
 	e.lease = 0
+	e.dryWin = -1
 	return idx
 }
 
@@ -296,7 +297,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		c.stats.Denials++
 	}
 	l := &c.lims[lim]
-	if cost == 0 || (!allowed && quiet && !l.strict && !l.bucket) {
+	if cost == 0 || (!allowed && quiet && !l.bucket) {
 		e.setExp(l, now)
 		return
 	}

@@ -137,8 +137,15 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	if e.hasLease && e.leaseWin == w {
 		lease = max64(e.lease, 0)
 	}
+	dry := e.hasLease && e.dryWin == w && now < e.dryUntil && !l.bucket
 	if cost > lease {
-		if r.Allowed {
+		if dry && r.Allowed {
+			// The coordinator has no budget left this window (see
+			// apply): deny here, quietly, until the window ends.
+			c.sure = true
+			r.RetryAfter = max64(r.Reset-now, 1)
+		}
+		if r.Allowed && !dry {
 			// Denied only for want of a lease: a sync may bring one.
 			r.RetryAfter = min64(max64(l.cfg.Period/100, 1e6), max64(r.Reset-now, 1))
 			r.SyncRetry = true
@@ -153,7 +160,7 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	}
 	r.Remaining = min64(r.Remaining, max64(avail, 0))
 	if cost > 0 && (lease-cost)*2 < e.leaseGrant || lease < cost || !e.hasLease {
-		r.SyncWanted = true
+		r.SyncWanted = !dry
 	}
 	if r.RetryAfter == math.MaxInt64 {
 		r.RetryAfter = -1

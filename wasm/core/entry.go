@@ -43,6 +43,9 @@ type entry struct {
 	lease       int64   // strict mode: cost still admissible within the lease
 	leaseGrant  int64   // strict mode: size of the last grant
 	leaseWin    int64   // strict mode: window the lease is for
+	asked       int64   // strict mode: cost refused for want of a lease, in the batch in flight
+	dryWin      int64   // strict mode: window the coordinator had no budget left for this isolate (-1: none)
+	dryUntil    int64   // strict mode: ns time until which the isolate denies locally in dryWin
 	hasLease    bool
 }
 

@@ -21,7 +21,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	if c.cfg.IsolateID == "" {
 		return dst, ErrNoIsolateID
 	}
-	if len(c.dirty) == 0 {
+	if len(c.dirty) == 0 || !c.anyUrgent(now) {
 		return dst, nil
 	}
 	// Entries are encoded into c.entBuf first (their count goes in the
@@ -54,6 +54,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			c.inflight = append(c.inflight, item{d, e.win - 1, e.pPrev})
 			count++
 		}
+		e.asked = max64(e.demand-e.pCur, 0)
 		e.pCur, e.pPrev, e.demand = 0, 0, 0
 	}
 	c.entBuf = ents
@@ -70,6 +71,41 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, count)
 	c.outBuf = append(c.outBuf, ents...)
 	return append(dst, c.outBuf...), nil
+}
+
+// anyUrgent reports whether a dirty key must be reported at now; when none
+// must, no batch is cut (the keys stay dirty and ride along with the next
+// batch).
+func (c *Core) anyUrgent(now int64) bool {
+	for _, d := range c.dirty {
+		if e := c.tab.at(d.idx); e.gen == d.gen && e.dirty && c.urgent(e, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// urgent reports whether e's unsynced state must be reported at now. Only
+// a strict fixed-window key may wait: the cost it admitted within its lease
+// for the current window is already reserved at the coordinator (count +
+// leases <= limit), so reporting it changes no decision until the window
+// ends. It is urgent once its window is over, when it was refused cost (it
+// asks for a lease) or when a lease of several units is half spent (it
+// asks for more ahead of need). A sparse isolate then syncs about once per
+// lease it needs instead of once per request plus once per report.
+func (c *Core) urgent(e *entry, now int64) bool {
+	l := &c.lims[e.lim]
+	if !l.strict || l.bucket || l.sliding {
+		return true
+	}
+	w := now / l.cfg.Period
+	switch {
+	case e.win != w || e.pPrev > 0 || e.demand > e.pCur:
+		return true
+	case !e.hasLease || e.leaseWin != w:
+		return true
+	}
+	return e.leaseGrant >= 2 && e.lease*2 < e.leaseGrant
 }
 
 // Outstanding reports whether a batch awaits its reply.
@@ -256,8 +292,28 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		e.leaseGrant = v.Lease
 		e.leaseWin = v.Window
 		e.hasLease = true
+		// Asked for budget and granted none: the coordinator has none
+		// left for this window (count + others' reservations = limit;
+		// any free budget gives an asking isolate at least 1). Deny
+		// locally for the rest of the window instead of making every
+		// request wait for a sync that can only refuse it.
+		e.dryWin = -1
+		if e.asked > 0 && v.Lease <= 0 && !l.bucket {
+			// Others' reservations may be given back as their demand
+			// falls: ask again after a few sync gaps.
+			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6))
+			e.dryWin, e.dryUntil = v.Window, now+spell
+		}
 	}
+	e.asked = 0
 }
+
+// dryGaps is how many sync gaps (or round trips, the longer; at least a
+// hundredth of the period) an isolate that asked for budget and got none
+// denies locally before it asks again: it saves a sync per denial under
+// overload, at the price of seeing budget others give back a gap later
+// (figures in the README, from edgelimit sim --corpus).
+const dryGaps = 1
 
 // ewma averages x into avg with weight 1/2; the first estimate (avg 0) is
 // x itself, with nothing to smooth with.

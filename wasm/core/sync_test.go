@@ -541,7 +541,22 @@ func TestStrictLease(t *testing.T) {
 			if r := dec(2); !r.Allowed || r.Remaining != 3 {
 				t.Fatalf("after a lease of 5: %+v, want allowed with 3 left", r)
 			}
-			out, _ = c.SyncOut(now, nil) // holds the 2
+			// A fixed window reports cost within its lease lazily (it is
+			// reserved at the coordinator already): no batch while 3 of 5
+			// are left, one once the lease is more than half spent.
+			lazy := alg == wire.FixedWindow
+			out, _ = c.SyncOut(now, nil) // holds the 2, or (lazy) nothing
+			if lazy {
+				if len(out) != 0 {
+					t.Fatalf("cost within the lease reported at once: %x", out)
+				}
+				if r := dec(1); !r.Allowed || !r.SyncWanted {
+					t.Fatalf("lease 3 of 5 left: %+v, want allowed, sync wanted", r)
+				}
+				if out, _ = c.SyncOut(now, nil); len(out) == 0 {
+					t.Fatal("lease 2 of 5 left: no batch")
+				}
+			}
 			if r := dec(1); !r.Allowed {
 				t.Fatalf("pending unit: %+v", r)
 			}
@@ -560,8 +575,12 @@ func TestStrictLease(t *testing.T) {
 			if alg == wire.TokenBucket || alg == wire.GCRA {
 				total = (fc.tat[lkey{"api", "k"}] - now) / (P / 100)
 			}
-			if total != 5 {
-				t.Errorf("coordinator saw %d admitted, want 5 (3 + 2)", total)
+			want := int64(5) // 3 + 2
+			if lazy {
+				want = 6 // 3 + 3
+			}
+			if total != want {
+				t.Errorf("coordinator saw %d admitted, want %d", total, want)
 			}
 		})
 	}
@@ -697,5 +716,44 @@ func TestApproximateWindowDenialsDoNotSync(t *testing.T) {
 		if got := len(b) > 0; got != tc.wantSync {
 			t.Errorf("%s/%s: batch after denials only: %v, want %v", alg, mode, got, tc.wantSync)
 		}
+	}
+}
+
+// An isolate that asked for budget and got none denies locally (no wait
+// for a sync that can only refuse, no batch) for a sync gap, then asks again.
+func TestStrictDryDeniesLocally(t *testing.T) {
+	P := 10 * sec
+	cfg := strictCfg(wire.FixedWindow, 100, P)
+	c := mustCore(t, cfg)
+	fc := newFakeCoord(t, cfg)
+	fc.lease = func(string, lkey, int64) int64 { return 0 }
+	now := sec
+	var r core.Result
+	if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil || r.Allowed || !r.SyncRetry {
+		t.Fatalf("no lease: %+v %v, want a sync retry", r, err)
+	}
+	if !fc.sync(c, now) {
+		t.Fatal("no batch with the refused demand")
+	}
+	now += 1e6
+	if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil || r.Allowed || r.SyncRetry || r.SyncWanted {
+		t.Fatalf("after a refusal: %+v %v, want denied here, no retry, no sync", r, err)
+	}
+	if r.RetryAfter != (P - now%P) {
+		t.Errorf("retry after %d, want the window's end %d", r.RetryAfter, P-now%P)
+	}
+	if out, _ := c.SyncOut(now, nil); len(out) != 0 {
+		t.Errorf("a local denial made a batch: %x", out)
+	}
+	// Past the dry spell (one sync gap or round trip), it asks again.
+	now += sec
+	if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("after the dry spell: %+v %v, want a sync retry", r, err)
+	}
+	// The next window is not dry.
+	fc.lease = func(string, lkey, int64) int64 { return 5 }
+	fc.sync(c, now)
+	if err := c.Decide(0, []byte("k"), 1, P+sec, &r); err != nil || r.Allowed || !r.SyncRetry {
+		t.Fatalf("next window without a lease for it: %+v %v, want a sync retry", r, err)
 	}
 }
