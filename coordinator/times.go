@@ -29,7 +29,8 @@ import (
 const DefaultMaxClockSkew = int64(10 * 1e9)
 
 // ErrClockSkew marks a batch refused for a time or window too far ahead of
-// the coordinator's clock (a *wire.FieldError naming the field).
+// the coordinator's clock (the error wraps a *wire.FieldError naming the
+// field, whose Err wraps ErrClockSkew).
 var ErrClockSkew = errors.New("ahead of the coordinator's clock")
 
 // checkTimes refuses a batch whose time or windows run ahead of now (ns) by
@@ -37,8 +38,8 @@ var ErrClockSkew = errors.New("ahead of the coordinator's clock")
 func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
 	horizon := addSat(now, m.opts.MaxClockSkew)
 	if b.At > horizon {
-		return &wire.FieldError{Field: "at", Err: skewError("batch time "+strconv.FormatInt(b.At, 10)+" ns",
-			strconv.FormatInt(horizon, 10)+" ns")}
+		return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "at", Err: skewError("batch time "+strconv.FormatInt(b.At, 10)+" ns",
+			strconv.FormatInt(horizon, 10)+" ns")})
 	}
 	for i := range b.Entries {
 		e := &b.Entries[i]
@@ -47,8 +48,8 @@ func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
 			continue
 		}
 		if maxWin := horizon/lim.Period + 1; e.Window > maxWin {
-			return &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
-				Err: skewError("window "+strconv.FormatInt(e.Window, 10), "window "+strconv.FormatInt(maxWin, 10))}
+			return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
+				Err: skewError("window "+strconv.FormatInt(e.Window, 10), "window "+strconv.FormatInt(maxWin, 10))})
 		}
 	}
 	return nil
