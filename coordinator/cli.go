@@ -25,7 +25,7 @@ func DefaultConfig() wire.Config {
 }
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
-       [--checkpoint-keys N] [--checkpoint-interval D]
+       [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D]
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
 in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
@@ -33,7 +33,8 @@ GET /healthz and GET /metrics.
 
 Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
-EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL;
+EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
+EDGELIMIT_MAX_CLOCK_SKEW;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
@@ -44,6 +45,10 @@ Group commits append to a log; a checkpoint writes the logged states to
 their own records and empties the log, when --checkpoint-keys keys were
 logged or --checkpoint-interval passed. Smaller values shorten the replay of
 a restart after a crash and cost more writes.
+
+Each bearer token is its own namespace of isolate ids. A batch whose time
+or window is more than --max-clock-skew ahead of this server's clock is
+refused (400), so keep the edges' clocks synchronised (NTP).
 
 flags:
 `
@@ -65,6 +70,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	insecure := fs.Bool("insecure", envBool("EDGELIMIT_INSECURE"), "allow serving without a token on a non-loopback address")
 	ckptKeys := fs.Int("checkpoint-keys", envInt("EDGELIMIT_CHECKPOINT_KEYS"), "checkpoint once `N` distinct keys were logged (default 131072)")
 	ckptEvery := fs.Duration("checkpoint-interval", envDuration("EDGELIMIT_CHECKPOINT_INTERVAL"), "checkpoint at least this often when anything was logged (default 10s)")
+	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's (default 10s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -108,7 +114,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	start := time.Now()
 	c, err := Open(Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery)}})
+		Merger: MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery), MaxClockSkew: int64(*skew)}})
 	if err != nil {
 		ln.Close()
 		return err
@@ -132,6 +138,7 @@ var flagEnv = map[string]string{
 	"data": "EDGELIMIT_DATA", "listen": "EDGELIMIT_LISTEN", "config": "EDGELIMIT_CONFIG",
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
+	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW",
 }
 
 // applyFileSettings sets, from the "coordinator" object of the config file

@@ -180,8 +180,10 @@ func (c *Coordinator) ckptSettle(wait bool) {
 // request is one unit of work for the committer.
 type request struct {
 	batch *wire.Batch
+	scope string      // isolate namespace of batch (scope.go)
 	pf    *Prefetched // cold keys of batch read by the request goroutine
 	reply *wire.Reply
+	stale int64                            // entries of batch dropped as stale (older than the key's window - 1)
 	fn    func(m *Merger, now int64) error // when batch is nil
 	err   error
 	done  chan struct{}
@@ -222,22 +224,40 @@ func Open(opts Options) (*Coordinator, error) {
 }
 
 // Sync applies b (exactly once per (b.Isolate, b.Seq)) at the coordinator's
-// clock, waits until it is durably committed, and returns the reply. A
-// batch with Seq at or below the isolate's high-water mark is not applied
-// and gets the current views and leases. Errors: a *wire.FieldError (bad
-// batch, unknown limiter; nothing applied), ErrUnavailable (commit failed;
-// nothing applied; retry with the same Seq), ErrClosed.
+// clock, waits until it is durably committed, and returns the reply. The
+// isolate is b.Isolate in the namespace of ctx (the bearer token's, set by
+// Handler; none otherwise, see scope.go). A retry of the isolate's last
+// applied batch is not applied again and gets the current views and leases.
+// Errors: a *wire.FieldError (bad batch, unknown limiter, time ahead of the
+// clock: ErrClockSkew; nothing applied), a *SeqError (ErrSequence: a
+// sequence number that is neither the next nor a retry; nothing applied),
+// ErrUnavailable (commit failed or the store reports errors; nothing
+// applied; retry with the same Seq), ErrClosed.
 func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, error) {
+	r, err := c.sync(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return r.reply, nil
+}
+
+func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (*request, error) {
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
+	if err := c.storeErr(); err != nil {
+		return nil, err
+	}
 	// Read the cold keys here, in parallel with other requests, rather than
 	// in the committer.
-	r := &request{batch: b, pf: c.m.Prefetch(b), done: make(chan struct{})}
+	r := &request{batch: b, scope: scopeOf(ctx), pf: c.m.Prefetch(b), done: make(chan struct{})}
 	if err := c.submit(ctx, r); err != nil {
 		return nil, err
 	}
-	return r.reply, r.err
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r, nil
 }
 
 // KeyState returns the current state of (limiter, key).
@@ -335,8 +355,9 @@ func (c *Coordinator) loop() {
 		now := c.opts.Clock()
 		for _, r := range group {
 			if r.batch != nil {
-				r.reply, r.err = c.m.ApplyPrefetched(r.batch, now, r.pf)
-				r.pf = nil
+				stale := c.m.stats.DeltasStale
+				r.reply, r.err = c.m.ApplyAs(r.batch, r.scope, now, r.pf)
+				r.pf, r.stale = nil, c.m.stats.DeltasStale-stale
 			} else {
 				r.err = r.fn(c.m, now)
 			}

@@ -23,6 +23,14 @@
 //     checkpoints are committed by their own goroutine, in throttled chunks.
 //   - Handler (http.go) is the HTTP API: POST /v1/sync, the admin key
 //     endpoints, /healthz and /metrics.
+//   - No client can blind another's counts: each bearer token is its own
+//     namespace of isolate ids (scope.go); sequence numbers are dense, and a
+//     stale, jumped or conflicting one applies nothing and gets a 409 the
+//     isolate answers with a new incarnation (sequence.go); times and
+//     windows may not run ahead of the clock by more than the allowed skew
+//     (times.go).
+//   - Store health (health.go): commit failures and Pebble's background
+//     errors make /healthz and sync answer 503 until writes succeed again.
 //   - RunCLI (cli.go) is the `edgelimit coordinator` subcommand.
 //
 // Times are int64 nanoseconds; window index w = now / period.

@@ -26,20 +26,27 @@ const MsgpackContentType = "application/msgpack"
 //	POST   /v1/sync                          body: wire.Batch (msgpack); reply: wire.Reply (msgpack)
 //	GET    /v1/limiters/{name}/keys/{key}    current state of a key (JSON KeyState)
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
-//	GET    /healthz                          200 "ok", 503 while the store fails
+//	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
 //
-// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set.
+// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set;
+// each token is its own namespace of isolate ids (scope.go).
 // Errors are problem+json (RFC 9457) with an extra "field" member naming
-// the offending field ("body", "v", "e", "e[3].limiter", ...).
+// the offending field ("body", "v", "e", "e[3].limiter", ...). A sync
+// batch whose sequence number is neither the isolate's next nor a retry of
+// its last is answered 409 with the type urn:edgelimit:problem:seq_stale,
+// seq_gap or seq_conflict (field "seq"; see sequence.go); a time or window
+// ahead of the clock 400 with urn:edgelimit:problem:clock_skew (times.go).
+// A successful reply carries Edgelimit-Stale-Entries: N when N entries were
+// dropped as older than their key's previous window.
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
 	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
 	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		if c.storeDown.Load() {
-			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+		if err := c.healthy(); err != nil {
+			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))
@@ -74,7 +81,8 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
-	"too_many_entries", "unknown_limiter", "invalid", "unavailable", "internal", "not_found"}
+	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict",
+	"unavailable", "internal", "not_found"}
 
 // problem is an RFC 9457 problem details body with the offending field.
 type problem struct {
@@ -103,7 +111,10 @@ func (c *Coordinator) fail(w http.ResponseWriter, status int, kind, field, title
 func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	var fe *wire.FieldError
 	var mbe *http.MaxBytesError
+	var se *SeqError
 	switch {
+	case errors.As(err, &se):
+		c.fail(w, http.StatusConflict, "seq_"+string(se.Anomaly), "seq", "Batch out of sequence", se.Error())
 	case errors.As(err, &mbe):
 		c.fail(w, http.StatusRequestEntityTooLarge, "too_large", "body", "Request body too large",
 			"the body exceeds "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
@@ -116,6 +127,8 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 			kind = "too_many_entries"
 		case strings.HasSuffix(fe.Field, ".limiter") && strings.HasPrefix(fe.Err.Error(), "unknown limiter"):
 			kind = "unknown_limiter"
+		case errors.Is(fe.Err, ErrClockSkew):
+			kind = "clock_skew"
 		}
 		c.fail(w, http.StatusBadRequest, kind, fe.Field, "Invalid sync batch", fe.Error())
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):
@@ -129,22 +142,29 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	}
 }
 
-// auth requires a configured bearer token, compared in constant time.
+// auth requires a configured bearer token, compared in constant time, and
+// puts the token's isolate namespace in the request's context (scope.go).
 func (c *Coordinator) auth(next http.Handler) http.Handler {
 	if len(c.opts.Tokens) == 0 {
 		return next
 	}
 	tokens := make([][]byte, len(c.opts.Tokens))
+	scopes := make([]string, len(c.opts.Tokens))
 	for i, t := range c.opts.Tokens {
-		tokens[i] = []byte(t)
+		tokens[i], scopes[i] = []byte(t), tokenScope(t)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		match := 0
-		for _, t := range tokens {
-			match |= subtle.ConstantTimeCompare([]byte(got), t)
+		match := -1
+		for i, t := range tokens {
+			if subtle.ConstantTimeCompare([]byte(got), t) == 1 {
+				match = i
+			}
 		}
-		if !ok || match != 1 {
+		if ok && match >= 0 {
+			r = r.WithContext(withScope(r.Context(), scopes[match]))
+		}
+		if !ok || match < 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgelimit"`)
 			c.fail(w, http.StatusUnauthorized, "auth", "Authorization", "Unauthorized",
 				"a valid bearer token is required")
@@ -208,13 +228,16 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, err)
 		return
 	}
-	reply, err := c.Sync(r.Context(), b)
+	rq, err := c.sync(r.Context(), b)
 	if err != nil {
 		c.failErr(w, err)
 		return
 	}
 	buf.Reset()
-	out := reply.AppendMsg(buf.AvailableBuffer())
+	out := rq.reply.AppendMsg(buf.AvailableBuffer())
+	if rq.stale > 0 {
+		w.Header().Set("Edgelimit-Stale-Entries", strconv.FormatInt(rq.stale, 10))
+	}
 	w.Header().Set("Content-Type", MsgpackContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.Write(out)

@@ -1,12 +1,17 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,4 +182,108 @@ func rssMiB() float64 {
 	var size, res int64
 	fmt.Sscan(string(b), &size, &res)
 	return float64(res*int64(os.Getpagesize())) / (1 << 20)
+}
+
+// BenchmarkKeyFloodHTTP: distinct keys from one edge host (4 isolates) as
+// real sync batches through POST /v1/sync on loopback, against a server set
+// up as the coordinator binary runs it (TuneGC, default caches, Pebble on
+// disk, fsync per group commit). Each isolate posts batches of 1000 new keys
+// with dense sequence numbers, resending a failed batch as it was. The heap
+// after GC and the process RSS are sampled every 10% of the flood: both
+// must level off once the key cache is full (evicted keys live only in
+// Pebble). EDGELIMIT_FLOOD_KEYS sets the number of keys (default 1,000,000).
+//
+//	go test -run '^$' -bench KeyFloodHTTP -benchtime 1x ./coordinator/
+func BenchmarkKeyFloodHTTP(b *testing.B) {
+	total := 1_000_000
+	if s := os.Getenv("EDGELIMIT_FLOOD_KEYS"); s != "" {
+		var err error
+		if total, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const isolates, perBatch = 4, 1000
+	for i := 0; i < b.N; i++ {
+		b.Cleanup(TuneGC())
+		c, err := Open(Options{Dir: b.TempDir(), Config: floodConfig()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(c.Handler())
+		hc := &http.Client{Timeout: 30 * time.Second}
+		var next atomic.Int64 // next key index to send
+		var mu sync.Mutex
+		var samples []string
+		var heaps, rsss []float64
+		sample := func(keys int64) {
+			h, r := float64(heapAfterGC())/(1<<20), rssMiB()
+			mu.Lock()
+			defer mu.Unlock()
+			heaps, rsss = append(heaps, h), append(rsss, r)
+			samples = append(samples, fmt.Sprintf("%dk: %.0f/%.0f", keys/1000, h, r))
+		}
+		step := int64(total / 10)
+		var sampled atomic.Int64 // keys acknowledged
+		start := time.Now()
+		var wg sync.WaitGroup
+		for iso := 0; iso < isolates; iso++ {
+			wg.Add(1)
+			go func(iso int) {
+				defer wg.Done()
+				bt := &wire.Batch{Version: wire.Version, Isolate: "flood-edge-" + strconv.Itoa(iso)}
+				var body []byte
+				for seq := int64(1); ; seq++ {
+					from := next.Add(perBatch) - perBatch
+					if from >= int64(total) {
+						return
+					}
+					now := time.Now().UnixNano()
+					bt.Seq, bt.At, bt.Entries = seq, now, bt.Entries[:0]
+					for k := from; k < min(from+perBatch, int64(total)); k++ {
+						bt.Entries = append(bt.Entries, wire.Delta{Limiter: "default",
+							Key: "flood-key-" + strconv.FormatInt(k, 10), Window: now / int64(time.Hour), Delta: 1})
+					}
+					body = bt.AppendMsg(body[:0])
+					for try := 0; ; try++ {
+						resp, err := hc.Post(srv.URL+"/v1/sync", MsgpackContentType, bytes.NewReader(body))
+						if err == nil {
+							io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+							if resp.StatusCode == 200 {
+								break
+							}
+							err = fmt.Errorf("status %d", resp.StatusCode)
+						}
+						if try == 10 {
+							b.Error(err)
+							return
+						}
+						time.Sleep(100 * time.Millisecond)
+					}
+					n := int64(len(bt.Entries))
+					if done := sampled.Add(n); done/step != (done-n)/step {
+						sample(done / step * step)
+					}
+				}
+			}(iso)
+		}
+		wg.Wait()
+		el := time.Since(start)
+		srv.Close()
+		var cached int
+		c.withMerger(func(m *Merger) { cached = m.CachedKeys() })
+		ks, err := c.KeyState(context.Background(), "default", "flood-key-7")
+		if err != nil || ks.Count != 1 {
+			b.Fatalf("flood-key-7 after the flood: %+v, %v", ks, err)
+		}
+		c.Close()
+		b.Logf("%d distinct keys over HTTP in %s (%.0f keys/s); heap after GC / RSS (MiB) by keys acknowledged: %v; %d keys cached",
+			total, el.Round(time.Millisecond), float64(total)/el.Seconds(), samples, cached)
+		if n := len(heaps); n >= 4 {
+			b.ReportMetric(heaps[n-1], "heap-MiB")
+			b.ReportMetric(rsss[n-1], "rss-MiB")
+			b.ReportMetric(heaps[n-1]-heaps[n/2-1], "heap-growth-2nd-half-MiB")
+			b.ReportMetric(rsss[n-1]-rsss[n/2-1], "rss-growth-2nd-half-MiB")
+		}
+	}
 }

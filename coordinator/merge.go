@@ -33,6 +33,11 @@ type MergerOptions struct {
 	// its high-water mark, in ns. A batch retried after that is applied
 	// again, so it must exceed any retry horizon. Default 24h.
 	IsolateTTL int64
+	// MaxClockSkew is how far an isolate's clock may run ahead of the
+	// coordinator's, in ns: a batch cut later than now+MaxClockSkew, or a
+	// windowed entry in a window past the one of now+MaxClockSkew plus one,
+	// is refused (see times.go). Default 10 s (DefaultMaxClockSkew).
+	MaxClockSkew int64
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged
 	// but not checkpointed stay in memory, so this bounds the cache's
@@ -63,6 +68,9 @@ func (o *MergerOptions) ensureDefaults() {
 	if o.IsolateTTL <= 0 {
 		o.IsolateTTL = int64(24 * 3600 * 1e9)
 	}
+	if o.MaxClockSkew <= 0 {
+		o.MaxClockSkew = DefaultMaxClockSkew
+	}
 	if o.CheckpointKeys <= 0 {
 		o.CheckpointKeys = max(o.MaxCachedKeys/2, 1)
 	}
@@ -77,7 +85,8 @@ func (o *MergerOptions) ensureDefaults() {
 // MergeStats counts what a Merger did since it was created.
 type MergeStats struct {
 	Batches       int64 // batches applied
-	Duplicates    int64 // batches not applied because Seq <= the isolate's high-water mark
+	Duplicates    int64 // retries of the isolate's last applied batch, not applied again
+	SeqRefused    int64 // batches refused for their sequence number (stale, gap, conflict; see sequence.go)
 	DeltasApplied int64 // entries applied
 	DeltasStale   int64 // windowed entries older than the newest window - 1, dropped
 	GCDeleted     int64 // records deleted by GC
@@ -207,25 +216,42 @@ type slot struct {
 	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
 }
 
-// Apply applies b at time now (ns) unless b.Seq is at or below the isolate's
-// high-water mark, and returns the reply: one View per distinct (limiter,
-// key), in order of first appearance. Nothing is applied when it returns an
+// Apply applies b at time now (ns) and returns the reply: one View per
+// distinct (limiter, key), in order of first appearance. A retry of the
+// isolate's last applied batch (same Seq, same content) is not applied
+// again and gets the current views; any other sequence number but the next
+// is a *SeqError (see sequence.go). Nothing is applied when it returns an
 // error. The changes are staged for the next Commit.
 func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
-	return m.ApplyPrefetched(b, now, nil)
+	return m.ApplyAs(b, "", now, nil)
 }
 
 // ApplyPrefetched is Apply with the records Prefetch read for b (pf may be
 // nil); a prefetched record is used only when it is still current.
 func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wire.Reply, error) {
+	return m.ApplyAs(b, "", now, pf)
+}
+
+// ApplyAs is ApplyPrefetched for an isolate of the namespace scope (see
+// scope.go): the isolate is known as scope + b.Isolate.
+func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched) (*wire.Reply, error) {
 	if err := m.Check(b); err != nil {
+		return nil, err
+	}
+	if err := m.checkTimes(b, now); err != nil {
 		return nil, err
 	}
 	if err := m.recovered(); err != nil {
 		return nil, err
 	}
-	h, err := m.loadHWM(b.Isolate)
+	h, err := m.loadHWM(scope + b.Isolate)
 	if err != nil {
+		return nil, err
+	}
+	sum := batchSum(b)
+	dup, err := checkSeq(h, b, sum)
+	if err != nil {
+		m.stats.SeqRefused++
 		return nil, err
 	}
 	// The cached high-water mark's id: every batch of the isolate then uses
@@ -257,7 +283,6 @@ func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wir
 		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
-	dup := b.Seq <= h.seq
 	if dup {
 		m.stats.Duplicates++
 	} else {
@@ -267,7 +292,7 @@ func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wir
 			s := &slots[at[i]]
 			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
 		}
-		h.seq, h.seen = b.Seq, now
+		h.seq, h.seen, h.sum = b.Seq, now, sum
 		m.markHWM(h)
 	}
 	rp := &wire.Reply{Version: wire.Version, Seq: b.Seq, At: now, Entries: make([]wire.View, len(slots))}
@@ -513,11 +538,11 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 	for _, st := range m.dirtyKeys {
 		size += len(st.skey) + 52
 		if st.persistIsos() {
-			size += len(st.isos) * (wire.MaxIsolateIDLen + 52)
+			size += len(st.isos) * (maxScopedIDLen + 52)
 		}
 	}
 	for _, h := range m.dirtyHWMs {
-		size += len(h.id) + 30
+		size += len(h.id) + 40
 	}
 	rec := make([]byte, 0, size)
 	ops = make([]Op, 0, len(m.deletes)+1)

@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -92,7 +94,7 @@ func TestOverrideLimit(t *testing.T) {
 
 func TestDuplicateNotAppliedTwice(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0, nil)
-	b := batch("a", 7, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 5},
+	b := batch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 5},
 		wire.Delta{Limiter: "tb", Key: "k", Delta: 2})
 	first := mustSync(t, c, b)
 	for i := 0; i < 3; i++ {
@@ -104,13 +106,15 @@ func TestDuplicateNotAppliedTwice(t *testing.T) {
 			t.Fatalf("retry %d changed TAT: %+v", i, v)
 		}
 	}
-	// An older Seq is not applied either; a newer one is.
-	mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 50}))
-	rp := mustSync(t, c, batch("a", 8, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}))
+	// The next Seq is applied; then the previous one is stale.
+	rp := mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}))
 	if v := viewOf(t, rp, "fw", "k"); v.Count != 6 {
 		t.Fatalf("view %+v", v)
 	}
-	if s := c.m.Stats(); s.Duplicates != 4 || s.Batches != 2 {
+	if _, err := c.Sync(context.Background(), b); !errors.Is(err, ErrSequence) {
+		t.Fatalf("seq 1 after 2: %v", err)
+	}
+	if s := c.m.Stats(); s.Duplicates != 3 || s.Batches != 2 || s.SeqRefused != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 }

@@ -10,7 +10,8 @@ import (
 // (served by Handler at GET /metrics):
 //
 //	edgelimit_coordinator_syncs_total                batches applied
-//	edgelimit_coordinator_duplicates_dropped_total   batches not applied (Seq <= high-water mark)
+//	edgelimit_coordinator_duplicates_dropped_total   retries of an isolate's last applied batch, not applied again
+//	edgelimit_coordinator_seq_refused_total          batches refused for their Seq (stale, gap, conflict: HTTP 409)
 //	edgelimit_coordinator_deltas_applied_total       entries applied
 //	edgelimit_coordinator_deltas_stale_total         windowed entries older than W-1, dropped
 //	edgelimit_coordinator_gc_deleted_total           records deleted by GC
@@ -22,6 +23,8 @@ import (
 //	edgelimit_coordinator_keys_cached                key states in memory
 //	edgelimit_coordinator_leases_outstanding         sum of active strict leases (cost units, cached keys)
 //	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
+//	edgelimit_coordinator_store_healthy              1 while the store works, 0 while commits fail or it reports background errors (/healthz 503)
+//	edgelimit_coordinator_store_background_errors_total  failed flushes and compactions reported by Pebble
 type metrics struct {
 	reg    *prometheus.Registry
 	commit prometheus.Histogram
@@ -55,7 +58,24 @@ func newMetrics(c *Coordinator) *metrics {
 		counter("checkpoints_total", "Checkpoints committed.", func(s MergeStats) int64 { return s.Checkpoints }),
 		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s MergeStats) int64 { return s.Replayed }),
 		counter("syncs_total", "Sync batches applied.", func(s MergeStats) int64 { return s.Batches }),
-		counter("duplicates_dropped_total", "Sync batches not applied because their Seq was already applied.", func(s MergeStats) int64 { return s.Duplicates }),
+		counter("duplicates_dropped_total", "Retries of an isolate's last applied batch, not applied again.", func(s MergeStats) int64 { return s.Duplicates }),
+		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict).", func(s MergeStats) int64 { return s.SeqRefused }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_healthy",
+			Help: "1 while the store works; 0 while commits fail or it reports background errors (then /healthz and sync answer 503)."},
+			func() float64 {
+				if c.healthy() != nil {
+					return 0
+				}
+				return 1
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + "store_background_errors_total",
+			Help: "Background errors (failed flushes and compactions) reported by the store."},
+			func() float64 {
+				if hr, ok := c.store.(HealthReporter); ok {
+					return float64(hr.BackgroundErrors())
+				}
+				return 0
+			}),
 		counter("deltas_applied_total", "Batch entries applied.", func(s MergeStats) int64 { return s.DeltasApplied }),
 		counter("deltas_stale_total", "Windowed entries older than the previous window, dropped.", func(s MergeStats) int64 { return s.DeltasStale }),
 		counter("gc_deleted_total", "Records deleted by GC.", func(s MergeStats) int64 { return s.GCDeleted }),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -16,6 +17,7 @@ import (
 type PebbleStore struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions // pebble.Sync on disk, NoSync in memory
+	bg        *bgHealth            // background errors (health.go)
 }
 
 // Pebble sizing. Memory stays bounded: at most
@@ -34,6 +36,19 @@ const (
 // OpenPebble opens (creating if missing) the Pebble database in dir, or an
 // in-memory one on vfs.NewMem() when inMemory is true (dir is then ignored).
 func OpenPebble(dir string, inMemory bool) (*PebbleStore, error) {
+	var fs vfs.FS
+	if inMemory {
+		fs, dir = vfs.NewMem(), ""
+	} else if dir == "" {
+		return nil, errors.New("coordinator: pebble: no data directory")
+	}
+	return openPebbleFS(dir, fs, inMemory)
+}
+
+// openPebbleFS opens the database in dir on fs (nil: the OS's); noSync
+// commits without fsync (for an in-memory fs).
+func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*PebbleStore, error) {
+	bg := &bgHealth{now: time.Now}
 	cache := pebble.NewCache(pebbleCacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
@@ -43,11 +58,19 @@ func OpenPebble(dir string, inMemory bool) (*PebbleStore, error) {
 		// the filters answer without reading a block of every table.
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	if inMemory {
-		opts.FS = vfs.NewMem()
-		dir = ""
-	} else if dir == "" {
-		return nil, errors.New("coordinator: pebble: no data directory")
+	opts.FS = fs
+	opts.EventListener = &pebble.EventListener{
+		BackgroundError: bg.fail,
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err == nil {
+				bg.ok()
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if info.Err == nil {
+				bg.ok()
+			}
+		},
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -56,11 +79,19 @@ func OpenPebble(dir string, inMemory bool) (*PebbleStore, error) {
 	// On an in-memory filesystem there is no disk to sync to: committing
 	// with Sync would only wake the WAL flusher for nothing.
 	wo := pebble.Sync
-	if inMemory {
+	if noSync {
 		wo = pebble.NoSync
 	}
-	return &PebbleStore{db: db, writeOpts: wo}, nil
+	return &PebbleStore{db: db, writeOpts: wo, bg: bg}, nil
 }
+
+// Health implements HealthReporter: Pebble's last background error (a
+// failed flush or compaction) until a flush or compaction succeeds, or
+// BackgroundErrorHold passed without another.
+func (s *PebbleStore) Health() error { return s.bg.health() }
+
+// BackgroundErrors implements HealthReporter.
+func (s *PebbleStore) BackgroundErrors() int64 { return s.bg.errors() }
 
 // Get implements Store.
 func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {

@@ -14,7 +14,7 @@ import (
 //
 //	'k' len(limiter) limiter key  -> keyState: varints win, count, prev, tat,
 //	                                 then the isolates holding strict leases
-//	'h' isolate                   -> hwm: varints seq, lastSeen
+//	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records)
 //	'l' gen                       -> log record: the new states of one group
 //
 // Windowed limiters keep only the newest window W and W-1 in the record, so
@@ -71,6 +71,7 @@ type hwmState struct {
 	hash     uint64 // isoHash(id)
 	seq      int64  // highest applied batch sequence number
 	seen     int64  // coordinator time of the last batch, ns
+	sum      uint64 // batchSum of the last applied batch; 0 = unknown (a record older than the digest)
 	dirty    bool   // changed since the last Stage
 	epoch    int64  // Merger.ckptEpoch when last logged
 	ckptSlot int32  // index of its op in Merger.ckptOps, when epoch is current
@@ -165,7 +166,7 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		s.isos = make([]isoState, 0, n)
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		l := d.uvarint(wire.MaxIsolateIDLen)
+		l := d.uvarint(maxScopedIDLen)
 		if d.err != nil || uint64(len(d.b)) < l {
 			return errCorrupt
 		}
@@ -180,7 +181,8 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 func (h *hwmState) encode(dst []byte) []byte {
 	dst = append(dst, stateVer)
 	dst = binary.AppendVarint(dst, h.seq)
-	return binary.AppendVarint(dst, h.seen)
+	dst = binary.AppendVarint(dst, h.seen)
+	return binary.AppendUvarint(dst, h.sum)
 }
 
 func (h *hwmState) decode(b []byte) error {
@@ -189,6 +191,10 @@ func (h *hwmState) decode(b []byte) error {
 	}
 	d := decoder{b: b[1:]}
 	h.seq, h.seen = d.varint(), d.varint()
+	h.sum = 0
+	if d.err == nil && len(d.b) > 0 { // records written before the digest end here
+		h.sum = d.uvarint(^uint64(0))
+	}
 	return d.err
 }
 

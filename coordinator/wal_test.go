@@ -39,12 +39,15 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 	defer s.Close()
 	never := MergerOptions{CheckpointKeys: 1 << 30, CheckpointInterval: 1 << 62}
 	m := newWALMerger(t, s, never)
-	for seq := int64(1); seq <= 3; seq++ {
+	batchN := func(seq int64) *wire.Batch {
 		var es []wire.Delta
 		for k := 0; k < 50; k++ {
 			es = append(es, wire.Delta{Limiter: "fw", Key: fmt.Sprintf("k%d", k), Window: 1000, Delta: seq})
 		}
-		if _, err := m.Apply(batch("a", seq, t0, es...), t0); err != nil {
+		return batch("a", seq, t0, es...)
+	}
+	for seq := int64(1); seq <= 3; seq++ {
+		if _, err := m.Apply(batchN(seq), t0); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Commit(t0); err != nil {
@@ -67,9 +70,14 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 	if err != nil || ks.Count != 6 {
 		t.Fatalf("k7 after replay: %+v, %v (want count 1+2+3)", ks, err)
 	}
-	// The high-water mark came back too: a retry of seq 3 is a duplicate.
-	if _, err := m2.Apply(batch("a", 3, t0, wire.Delta{Limiter: "fw", Key: "k7", Window: 1000, Delta: 3}), t0); err != nil {
+	// The high-water mark came back too (with the batch's digest): a retry
+	// of seq 3 is a duplicate, another batch numbered 3 a conflict.
+	if _, err := m2.Apply(batchN(3), t0); err != nil {
 		t.Fatal(err)
+	}
+	var se *SeqError
+	if _, err := m2.Apply(batch("a", 3, t0, wire.Delta{Limiter: "fw", Key: "k7", Window: 1000, Delta: 3}), t0); !errors.As(err, &se) || se.Anomaly != SeqConflict {
+		t.Fatalf("another batch numbered 3 after replay: %v", err)
 	}
 	if m2.Stats().Duplicates != 1 {
 		t.Fatal("retry after replay applied again")

@@ -104,10 +104,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				interval = time.Duration(float64(time.Second) * float64(cfg.Clients) / cfg.Rate)
 			}
 			next := start.Add(time.Duration(rng.Int64N(int64(max(interval, 1)))))
-			b := wire.Batch{Version: wire.Version, Isolate: fmt.Sprintf("lg-%s-%d", run, c),
+			b := wire.Batch{Version: wire.Version, Isolate: fmt.Sprintf("lg-%s-%d", run, c), Seq: 1,
 				Entries: make([]wire.Delta, cfg.Entries)}
 			var body []byte
-			for seq := int64(1); ctx.Err() == nil; seq++ {
+			// As an isolate does: a failed batch is resent as it was (same
+			// seq, same bytes) until acknowledged; only then is the next
+			// one cut. A 409 (sequence refused, nothing applied) starts a
+			// new incarnation: a new id, the same batch as its seq 1.
+			incarnation, fresh := 0, true
+			for ctx.Err() == nil {
 				if interval > 0 {
 					if d := time.Until(next); d > 0 {
 						select {
@@ -118,13 +123,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					}
 					next = next.Add(interval)
 				}
-				now := time.Now().UnixNano()
-				b.Seq, b.At = seq, now
-				for i := range b.Entries {
-					b.Entries[i] = wire.Delta{Limiter: cfg.Limiter, Key: keys[rng.IntN(len(keys))],
-						Window: now / cfg.Period, Delta: 1, Demand: 1}
+				if fresh {
+					now := time.Now().UnixNano()
+					b.At = now
+					for i := range b.Entries {
+						b.Entries[i] = wire.Delta{Limiter: cfg.Limiter, Key: keys[rng.IntN(len(keys))],
+							Window: now / cfg.Period, Delta: 1, Demand: 1}
+					}
+					body = b.AppendMsg(body[:0])
+					fresh = false
 				}
-				body = b.AppendMsg(body[:0])
 				req, _ := http.NewRequestWithContext(ctx, "POST", cfg.URL+"/v1/sync", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/msgpack")
 				if cfg.Token != "" {
@@ -140,10 +148,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				if resp.StatusCode == http.StatusConflict {
+					incarnation++
+					b.Isolate, b.Seq = fmt.Sprintf("lg-%s-%d~%d", run, c, incarnation), 1
+					body = b.AppendMsg(body[:0])
+				}
 				if resp.StatusCode != 200 {
 					errs.Add(1)
 					continue
 				}
+				b.Seq++
+				fresh = true
 				if t0.Before(measureFrom) {
 					continue
 				}

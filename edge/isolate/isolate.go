@@ -51,7 +51,7 @@ type Isolate struct {
 	decide, decideMulti     api.Function
 	reset, syncOut, syncIn  api.Function
 	stats, configure, ioBuf api.Function
-	ioPtr                   api.Function
+	ioPtr, reincarnate      api.Function
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
 	multi                   []byte
@@ -91,6 +91,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.decide, i.decideMulti, i.reset = get("el_decide"), get("el_decide_multi"), get("el_reset")
 	i.syncOut, i.syncIn, i.stats = get("el_sync_out"), get("el_sync_in"), get("el_stats")
 	i.configure, i.ioBuf, i.ioPtr = get("el_configure"), get("el_io_buf"), get("el_io_ptr")
+	i.reincarnate = get("el_reincarnate")
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
 		mod.Close(ctx)
@@ -147,7 +148,8 @@ func (i *Isolate) trapped(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("isolate: %s: %w (restarted as %q): %v", op, ErrTrap, i.cfg.IsolateID, err)
 }
 
-// ID returns the isolate id the module puts in its sync batches.
+// ID returns the isolate id the module puts in its sync batches (it changes
+// on Reincarnate, and on a restart after a trap).
 func (i *Isolate) ID() string { return i.cfg.IsolateID }
 
 // Config returns the isolate's configuration.
@@ -277,6 +279,40 @@ func (i *Isolate) SyncIn(ctx context.Context, reply []byte, now int64) error {
 	}
 	i.stack[0], i.stack[1] = uint64(len(reply)), uint64(now)
 	return i.status(ctx, "sync in", i.syncIn)
+}
+
+// Reincarnate starts a new incarnation of the isolate, for when the
+// coordinator refused its batch's sequence number (HTTP 409 seq_stale,
+// seq_gap or seq_conflict; syncloop.ErrSequence): the module takes a new
+// isolate id (the configured id, '~' and 12 random hex digits; see ID),
+// restarts its sequence numbers at 1 and makes its outstanding batch batch
+// 1 of the new id, so the next SyncOut resends the same deltas.
+func (i *Isolate) Reincarnate(ctx context.Context) error {
+	if i.cfg.IsolateID == "" {
+		return fmt.Errorf("isolate: reincarnate: %w", core.ErrNoIsolateID)
+	}
+	id := incarnationID(i.baseID, rand.Uint64())
+	if err := i.writeIO(ctx, []byte(id)); err != nil {
+		return err
+	}
+	i.stack[0] = uint64(len(id))
+	if err := i.status(ctx, "reincarnate", i.reincarnate); err != nil {
+		return err
+	}
+	i.cfg.IsolateID = id
+	return nil
+}
+
+// incarnationID returns base with an incarnation suffix ('~' and 12 hex
+// digits of r), base cut so that the id fits wire.MaxIsolateIDLen. The
+// suffix is random rather than counted so that a host restarted with the
+// same configured id does not walk through its previous life's ids.
+func incarnationID(base string, r uint64) string {
+	const suffix = 13
+	if len(base) > wire.MaxIsolateIDLen-suffix {
+		base = base[:wire.MaxIsolateIDLen-suffix]
+	}
+	return base + "~" + fmt.Sprintf("%012x", r&(1<<48-1))
 }
 
 // Stats returns the isolate's counters.

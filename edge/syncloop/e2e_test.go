@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// server runs a real coordinator on Pebble in dir, over HTTP on loopback.
+// server runs a real coordinator on Pebble in dir, over HTTP on loopback,
+// with the comma-separated bearer tokens in startServer's token (none when
+// empty).
 type server struct {
 	c      *coordinator.Coordinator
 	url    string
@@ -27,7 +30,7 @@ func startServer(t *testing.T, dir string, cfg wire.Config, token string, clock 
 	t.Helper()
 	opts := coordinator.Options{Dir: dir, Config: cfg, GCInterval: -1, Clock: clock.Now}
 	if token != "" {
-		opts.Tokens = []string{token}
+		opts.Tokens = strings.Split(token, ",") // several: "a,b"
 	}
 	c, err := coordinator.Open(opts)
 	if err != nil {

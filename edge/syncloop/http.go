@@ -3,6 +3,7 @@ package syncloop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,8 +30,10 @@ const DefaultHTTPTimeout = 5 * time.Second
 var defaultClient = &http.Client{Timeout: DefaultHTTPTimeout}
 
 // Sync implements Transport: it posts batch and appends the reply to dst.
-// A non-200 answer is an error carrying the status and the start of the
-// problem description.
+// A non-200 answer is an error (ErrRefused) carrying the status and the
+// start of the problem description; a 409 whose problem type is one of the
+// coordinator's sequence anomalies (urn:edgelimit:problem:seq_stale,
+// seq_gap, seq_conflict) also matches ErrSequence.
 func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.URL, "/")+"/v1/sync", bytes.NewReader(batch))
 	if err != nil {
@@ -62,6 +65,9 @@ func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, er
 		if len(msg) > 300 {
 			msg = msg[:300] + "..."
 		}
+		if resp.StatusCode == http.StatusConflict && isSeqProblem(body) {
+			return dst, fmt.Errorf("syncloop: http: %w: %w: %s: %s", ErrRefused, ErrSequence, resp.Status, msg)
+		}
 		return dst, fmt.Errorf("syncloop: http: %w: %s: %s", ErrRefused, resp.Status, msg)
 	}
 	if int64(len(body)) > limit {
@@ -72,3 +78,17 @@ func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, er
 
 // ErrRefused marks a coordinator answer other than 200 OK.
 var ErrRefused = errors.New("coordinator refused the batch")
+
+// ErrSequence marks a batch the coordinator refused for its sequence
+// number and applied nothing of: the isolate must start a new incarnation
+// (Reincarnator) and resend the same deltas as its batch 1.
+var ErrSequence = errors.New("coordinator refused the batch's sequence number")
+
+// isSeqProblem reports whether a problem+json body names a sequence
+// anomaly (coordinator/sequence.go).
+func isSeqProblem(body []byte) bool {
+	var p struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(body, &p) == nil && strings.HasPrefix(p.Type, "urn:edgelimit:problem:seq_")
+}

@@ -37,6 +37,17 @@ type Module interface {
 	SyncIn(ctx context.Context, reply []byte, now int64) error
 }
 
+// Reincarnator is a Module that can start a new incarnation
+// (isolate.Isolate implements it). When the transport's error matches
+// ErrSequence (the coordinator refused the batch's sequence number and
+// applied nothing), the Loop calls Reincarnate and resends at once: the
+// module takes a new isolate id and makes its outstanding batch batch 1 of
+// it, so its deltas count. A Module without it retries like after any
+// failure, and the coordinator keeps refusing.
+type Reincarnator interface {
+	Reincarnate(ctx context.Context) error
+}
+
 // ErrBatchTooLarge is returned when the module's batch exceeds
 // Options.MaxBatchBytes.
 var ErrBatchTooLarge = errors.New("syncloop: batch too large")
@@ -129,6 +140,12 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 	}
 	l.sched.Begin(now)
 	r, err := l.tr.Sync(ctx, b, l.reply[:0])
+	if ri, ok := l.mod.(Reincarnator); ok && errors.Is(err, ErrSequence) {
+		if r, err = l.reincarnate(ctx, ri, err); err != nil {
+			l.sched.Failure(l.clock.Now())
+			return err
+		}
+	}
 	if err != nil {
 		l.sched.Failure(l.clock.Now())
 		return fmt.Errorf("syncloop: transport: %w", err)
@@ -141,6 +158,27 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 	}
 	l.sched.Success(now)
 	return nil
+}
+
+// reincarnate handles a refused sequence number (cause): a new incarnation
+// of the module, and its first batch (the same deltas) sent at once.
+func (l *Loop) reincarnate(ctx context.Context, ri Reincarnator, cause error) ([]byte, error) {
+	if err := ri.Reincarnate(ctx); err != nil {
+		return nil, fmt.Errorf("syncloop: reincarnate after %w: %w", cause, err)
+	}
+	b, err := l.mod.SyncOut(ctx, l.clock.Now(), l.batch[:0])
+	if err != nil {
+		return nil, fmt.Errorf("syncloop: sync out after reincarnating: %w", err)
+	}
+	l.batch = b
+	if len(b) == 0 {
+		return nil, fmt.Errorf("syncloop: no batch to resend after reincarnating (%w)", cause)
+	}
+	r, err := l.tr.Sync(ctx, b, l.reply[:0])
+	if err != nil {
+		return nil, fmt.Errorf("syncloop: transport (new incarnation): %w", err)
+	}
+	return r, nil
 }
 
 // RealClock is the wall clock.

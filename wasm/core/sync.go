@@ -108,6 +108,33 @@ func (c *Core) urgent(e *entry, now int64) bool {
 	return e.leaseGrant >= 2 && e.lease*2 < e.leaseGrant
 }
 
+// Reincarnate starts a new incarnation of this isolate under the id newID:
+// the host calls it when the coordinator refused the outstanding batch's
+// sequence number (HTTP 409 seq_stale, seq_gap or seq_conflict: the id was
+// reused by a restart, or another client used it; see
+// coordinator/sequence.go). Sequence numbers restart at 1, and the
+// outstanding batch, if any, becomes batch 1 of newID with the same deltas
+// and time, so the next SyncOut resends them and nothing is lost (the
+// coordinator applied nothing of the refused batch). newID must be 1 to
+// wire.MaxIsolateIDLen bytes and differ from the current id (ErrBadInput).
+func (c *Core) Reincarnate(newID string) error {
+	if c.cfg.IsolateID == "" {
+		return ErrNoIsolateID
+	}
+	if newID == "" || len(newID) > wire.MaxIsolateIDLen || newID == c.cfg.IsolateID {
+		return badInput(errors.New("core: a new incarnation needs a new isolate id of 1 to 128 bytes"))
+	}
+	c.cfg.IsolateID = newID
+	c.seq = 0
+	if len(c.outBuf) > 0 {
+		// One entry per inflight item; c.entBuf still holds them encoded.
+		c.seq = 1
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, len(c.inflight))
+		c.outBuf = append(c.outBuf, c.entBuf...)
+	}
+	return nil
+}
+
 // Outstanding reports whether a batch awaits its reply.
 func (c *Core) Outstanding() bool { return len(c.outBuf) > 0 }
 

@@ -21,8 +21,10 @@ import (
 //	status word returned by el_decide*: >= 0 is bit 0 allowed, bit 1 sync
 //	wanted, bit 2 sync retry; < 0 is an error code (core.Code).
 //	io buffer (el_io_buf): msgpack in (configure, sync_in) and out
-//	(sync_out, stats); el_io_buf(n) makes room for n bytes and returns its
+//	(sync_out, stats), and the raw bytes of a new isolate id in
+//	(el_reincarnate); el_io_buf(n) makes room for n bytes and returns its
 //	address, and outputs are read from el_io_ptr() for the returned length.
+//	el_reincarnate(n) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
 const keyBufSize = 4096
 
 var (
@@ -175,6 +177,23 @@ func elSyncIn(n int32, now int64) int32 {
 		return core.Code(core.ErrBadInput)
 	}
 	return core.Code(lim.SyncIn(ioBuf[:n], now))
+}
+
+// el_reincarnate starts a new incarnation of the isolate under the id of n
+// bytes in the io buffer (sequence numbers restart at 1; the outstanding
+// batch becomes batch 1 of the new id): the host calls it when the
+// coordinator refuses the batch's sequence number (HTTP 409). Returns 0 or a
+// negative error code.
+//
+//export el_reincarnate
+func elReincarnate(n int32) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if n < 0 || int(n) > len(ioBuf) {
+		return core.Code(core.ErrBadInput)
+	}
+	return core.Code(lim.Reincarnate(string(ioBuf[:n])))
 }
 
 // el_stats writes the msgpack stats into the io buffer and returns the length.

@@ -1,0 +1,61 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Times in a batch are the isolate's, bounded against the coordinator's
+// clock so that no batch can move a key into a window that honest isolates
+// reach only much later (which would drop their deltas as stale until
+// then). An isolate's clock may run at most MergerOptions.MaxClockSkew
+// ahead:
+//
+//   - the batch time At must be <= now + skew (field "at");
+//   - a windowed entry's window must be <= (now + skew)/period + 1, the
+//     window the fastest allowed clock is in plus one for a batch cut at
+//     its end (field "e[i].window").
+//
+// Both are answered 400 with the problem type urn:edgelimit:problem:clock_skew
+// and nothing of the batch is applied. Past windows are not refused: an
+// entry older than the key's newest window - 1 is dropped, counted in
+// MergeStats.DeltasStale (metric deltas_stale_total) and reported to the
+// client in the reply header Edgelimit-Stale-Entries.
+
+// DefaultMaxClockSkew is the default MergerOptions.MaxClockSkew: 10 s.
+const DefaultMaxClockSkew = int64(10 * 1e9)
+
+// ErrClockSkew marks a batch refused for a time or window too far ahead of
+// the coordinator's clock (the error wraps a *wire.FieldError naming the
+// field, whose Err wraps ErrClockSkew).
+var ErrClockSkew = errors.New("ahead of the coordinator's clock")
+
+// checkTimes refuses a batch whose time or windows run ahead of now (ns) by
+// more than the allowed skew.
+func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
+	horizon := addSat(now, m.opts.MaxClockSkew)
+	if b.At > horizon {
+		return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "at", Err: skewError("batch time "+strconv.FormatInt(b.At, 10)+" ns",
+			strconv.FormatInt(horizon, 10)+" ns")})
+	}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		lim := m.lims[e.Limiter]
+		if lim.IsBucket() {
+			continue
+		}
+		if maxWin := horizon/lim.Period + 1; e.Window > maxWin {
+			return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
+				Err: skewError("window "+strconv.FormatInt(e.Window, 10), "window "+strconv.FormatInt(maxWin, 10))})
+		}
+	}
+	return nil
+}
+
+func skewError(got, limit string) error {
+	return fmt.Errorf("%w: %s is past %s (the coordinator's clock plus the allowed skew; is the isolate's clock right?)",
+		ErrClockSkew, got, limit)
+}
