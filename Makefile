@@ -8,7 +8,7 @@ TINYGO       := $(TINYGOROOT)/bin/tinygo
 WASM         := wasm/edgelimit.wasm
 GO_HOST_PKGS := ./wasm/wire/... ./wasm/core/... ./wasm/satmath/... ./edge/... ./coordinator/... ./sim/... ./cmd/... ./benchmarks/...
 
-.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check clean
+.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check clean accuracy
 
 ## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
 tools: $(TINYGO)
@@ -57,3 +57,7 @@ bench:
 
 clean:
 	rm -rf .tools
+
+## accuracy: the scenario corpus at 100 ms for every strategy, 3 seeds (README "Accuracy")
+accuracy:
+	@go run ./cmd/edgelimit sim --corpus --sync 100ms --seeds 1,2,3 --parallel 2
