@@ -35,8 +35,10 @@ func (s served) warm(t *testing.T, n int) {
 	}
 }
 
-// fastSync syncs every 20 ms and counts a view stale after 150 ms.
-var fastSync = syncloop.Options{Interval: 20 * time.Millisecond, StaleAfter: 150 * time.Millisecond}
+// fastSync syncs every 20 ms, counts a view stale after 150 ms and backs
+// off at most 200 ms after failures (so a healed link is seen at once).
+var fastSync = syncloop.Options{Interval: 20 * time.Millisecond, StaleAfter: 150 * time.Millisecond,
+	BackoffMax: 200 * time.Millisecond}
 
 // TestCoordinatorDownFailPolicies: four isolates whose coordinator does not
 // answer. Once the stale bound passes, /healthz answers 503 with each
@@ -50,7 +52,7 @@ func TestCoordinatorDownFailPolicies(t *testing.T) {
 	s := serve(t, Options{Config: policyConfig(), Isolates: 4, Coordinator: "http://" + deadAddr(t),
 		Sync: fastSync, SyncTimeout: 100 * time.Millisecond, RetryWait: 5 * time.Second, FailPolicy: failpolicy.Closed})
 	s.warm(t, 4)
-	hl := s.waitHealth(t, http.StatusServiceUnavailable)
+	hl := s.waitAllStale(t)
 	if hl.Status != "stale" || len(hl.Isolates) != 4 || hl.SyncErrors == 0 {
 		t.Fatalf("health %+v", hl)
 	}
@@ -116,7 +118,7 @@ func TestOpenPolicyHostTakesNoWaitOnStrict(t *testing.T) {
 	s := serve(t, Options{Config: policyConfig(), Isolates: 1, Coordinator: "http://" + deadAddr(t),
 		Sync: fastSync, SyncTimeout: 100 * time.Millisecond, RetryWait: 5 * time.Second})
 	s.warm(t, 1)
-	s.waitHealth(t, http.StatusServiceUnavailable)
+	s.waitAllStale(t)
 	client := &http.Client{Timeout: 3 * time.Second}
 	resp, err := client.Get(s.url + "/v1/decide?limiter=strict&key=k")
 	if err != nil {

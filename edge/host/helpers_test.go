@@ -107,6 +107,27 @@ func (s served) waitHealth(t *testing.T, status int) Health {
 	}
 }
 
+// waitAllStale polls /healthz until it answers 503 with every isolate
+// stale (at most 10 s): isolates go stale one by one.
+func (s served) waitAllStale(t *testing.T) Health {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, hl := s.health(t)
+		all := code == http.StatusServiceUnavailable && hl.Status == "stale"
+		for _, ih := range hl.Isolates {
+			all = all && ih.Stale
+		}
+		if all {
+			return hl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz %d %+v after 10s, want 503 with every isolate stale", code, hl)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // hasMetric reports whether the exposition holds the line "series value".
 func hasMetric(text, series, value string) bool {
 	for _, l := range strings.Split(text, "\n") {
