@@ -17,12 +17,14 @@ type Health struct {
 	// StaleAfterMS is the stale bound, ms.
 	StaleAfterMS int64 `json:"stale_after_ms"`
 	// SyncErrors counts failed sync attempts since the start.
-	SyncErrors int64           `json:"sync_errors"`
-	Isolates   []IsolateHealth `json:"isolates"`
+	SyncErrors int64 `json:"sync_errors"`
+	// Isolates holds one entry per isolate, in order.
+	Isolates []IsolateHealth `json:"isolates"`
 }
 
 // IsolateHealth is one isolate in Health.
 type IsolateHealth struct {
+	// ID is the id the isolate syncs under ("<prefix>-N", "/rK" after K restarts).
 	ID string `json:"id"`
 	// LastSyncAgeMS is the time since the isolate's last good sync (or
 	// since it last had nothing to sync), ms; -1 without a coordinator.
