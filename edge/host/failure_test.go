@@ -129,3 +129,25 @@ func TestOpenPolicyHostTakesNoWaitOnStrict(t *testing.T) {
 		t.Errorf("strict, open policy, stale: %d %v", resp.StatusCode, resp.Header)
 	}
 }
+
+// TestLocalShareAllOrNothing: on a stale isolate a multi-check whose other
+// limiter is closed is denied and gives back the local share its
+// local-share check took; the share (6/6 = 1 per window) then admits one
+// request and no more.
+func TestLocalShareAllOrNothing(t *testing.T) {
+	s := serve(t, Options{Config: policyConfig(), Isolates: 1, ShareIsolates: 6, Coordinator: "http://" + deadAddr(t),
+		Sync: fastSync, SyncTimeout: 100 * time.Millisecond})
+	s.warm(t, 1)
+	s.waitAllStale(t)
+	both := url.Values{"limiter": {"share", "closed"}, "key": {"a", "b"}}
+	if code, d, hd := s.decide(t, both); code != 429 || d.Limiter != "closed" || hd.Get("EdgeLimit-Fail-Policy") != "closed" {
+		t.Fatalf("share + closed: %d %+v %v", code, d, hd)
+	}
+	one := url.Values{"limiter": {"share"}, "key": {"a"}}
+	if code, _, _ := s.decide(t, one); code != 200 {
+		t.Fatalf("the share was not given back: %d", code)
+	}
+	if code, d, _ := s.decide(t, one); code != 429 || d.Remaining != 0 {
+		t.Fatalf("past the share of 1: %d %+v", code, d)
+	}
+}
