@@ -92,8 +92,8 @@ func TestShareSizes(t *testing.T) {
 	if !sh.Take(1, 20, q, 0) || sh.Take(1, 6, q, 0) || !sh.Take(1, 5, q, 0) || sh.Remaining(1, q, 0) != 0 {
 		t.Fatal("a share of 25 must take 20 and 5, not 6 in between")
 	}
-	if sh.Take(1, 0, q, 0) {
-		t.Error("a peek (cost 0) passed a used-up share")
+	if !sh.Take(1, 0, q, 0) || sh.Remaining(1, q, 0) != 0 {
+		t.Error("a peek (cost 0) must pass a used-up share and take nothing")
 	}
 	sh.Give(1, 5, q, 0)
 	if sh.Remaining(1, q, 0) != 5 || !sh.Take(1, 5, q, 0) {

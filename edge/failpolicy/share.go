@@ -41,7 +41,9 @@ type used struct {
 }
 
 // NewShare returns an empty Share that tracks at most maxKeys keys
-// (DefaultMaxKeys when maxKeys <= 0).
+// (DefaultMaxKeys when maxKeys <= 0). A caller with a known, bounded key
+// set (the simulator) passes at least its size, so no key is refused for
+// want of room.
 func NewShare[K comparable](maxKeys int) *Share[K] {
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
@@ -54,7 +56,7 @@ func (s *Share[K]) Len() int { return len(s.m) }
 
 // Take reports whether cost fits what is left of key's share (q.Share())
 // in the window of q.Period holding now (ns), and counts it if it does. A
-// cost of 0 fits while the share is not used up.
+// cost of 0 (a peek) always fits.
 func (s *Share[K]) Take(key K, cost int64, q Quota, now int64) bool {
 	period := max(q.Period, 1)
 	w := now / period
@@ -68,7 +70,7 @@ func (s *Share[K]) Take(key K, cost int64, q Quota, now int64) bool {
 			s.next = u.end
 		}
 	}
-	if u.cost+cost > q.Share() || (cost == 0 && u.cost >= q.Share()) {
+	if u.cost+cost > q.Share() {
 		s.m[key] = u
 		return false
 	}
