@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/host"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -22,12 +21,15 @@ func init() {
 }
 
 const edgeUsage = `usage: edgelimit edge [--config FILE] [--listen ADDR] [--coordinator URL] [--token T] [--isolates N] [--sync D]
+                     [--fail-policy open|closed|local-share] [--stale-after D] [--retry-wait D] ...
 
 Runs N isolates of the edge module behind an HTTP API:
   GET|POST /v1/decide?limiter=NAME&key=KEY[&cost=N]   200 allowed, 429 denied (Retry-After,
                                                     RateLimit and RateLimit-Policy headers)
-  GET /healthz
-With --coordinator, each isolate syncs its deltas with it every --sync interval.
+  GET /healthz    JSON; 503 once an isolate has had no good sync for --stale-after
+  GET /metrics    Prometheus text
+With --coordinator, each isolate syncs its deltas with it every --sync interval. When an
+isolate's view is stale, each limiter's "fail_policy" (config file) or --fail-policy applies.
 Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN (the flag wins).
 
 flags:
@@ -44,6 +46,15 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	token := fs.String("token", os.Getenv("EDGELIMIT_TOKEN"), "bearer `TOKEN` for the coordinator")
 	isolates := fs.Int("isolates", host.DefaultIsolates, "number of isolates")
 	interval := fs.Duration("sync", syncloop.DefaultInterval, "sync interval")
+	policy := fs.String("fail-policy", wire.FailOpen, "fail policy of limiters whose config names none: open (decide from the last view), closed (deny), local-share (limit/isolates per window per key)")
+	staleAfter := fs.Duration("stale-after", 0, "how long after its last good sync an isolate's view is stale: the fail policy applies and /healthz answers 503 (0: 3 sync intervals)")
+	retryWait := fs.Duration("retry-wait", host.DefaultRetryWait, "how long a request the module answers with SyncRetry (strict lease miss, read-through) waits for a sync; negative: deny at once")
+	syncTimeout := fs.Duration("sync-timeout", syncloop.DefaultHTTPTimeout, "bound on one sync round trip with the coordinator")
+	shareIsolates := fs.Int("share-isolates", 0, "isolates across the fleet sharing the limits, the divisor of local-share (0: --isolates)")
+	readTimeout := fs.Duration("read-timeout", host.DefaultReadTimeout, "bound on reading a whole request, body included")
+	writeTimeout := fs.Duration("write-timeout", host.DefaultWriteTimeout, "bound on answering a request (must exceed --retry-wait)")
+	idleTimeout := fs.Duration("idle-timeout", host.DefaultIdleTimeout, "idle keep-alive connections are closed after this")
+	maxBody := fs.Int64("max-body", host.DefaultMaxBodyBytes, "cap on a request body, bytes (larger: 413)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -60,26 +71,29 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("edge: %w", err)
 		}
 	}
-	h, err := host.New(ctx, host.Options{Config: cfg, Isolates: *isolates, Coordinator: *coord, Token: *token,
-		Sync: syncloop.Options{Interval: *interval}})
+	fp, err := failpolicy.Parse(*policy)
 	if err != nil {
-		return err
+		return fmt.Errorf("edge: --fail-policy: %w", err)
+	}
+	if *staleAfter < 0 {
+		return fmt.Errorf("edge: --stale-after must be >= 0, got %v", *staleAfter)
+	}
+	h, err := host.New(ctx, host.Options{Config: cfg, Isolates: *isolates, Coordinator: *coord, Token: *token,
+		Sync: syncloop.Options{Interval: *interval, StaleAfter: *staleAfter}, SyncTimeout: *syncTimeout,
+		RetryWait: *retryWait, FailPolicy: fp, ShareIsolates: *shareIsolates,
+		Server: host.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxBodyBytes: *maxBody}})
+	if err != nil {
+		return fmt.Errorf("edge: %w", err)
 	}
 	defer h.Close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("edge: %w", err)
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "edge: %d isolates listening on %s (coordinator %q)\n", *isolates, ln.Addr(), *coord)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
+	fmt.Fprintf(stderr, "edge: %d isolates listening on %s (coordinator %q, fail policy %s, stale after %v)\n",
+		*isolates, ln.Addr(), *coord, fp, h.StaleAfter())
+	if err := h.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("edge: %w", err)
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
 	}
+	return nil
 }

@@ -10,12 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -33,15 +35,33 @@ type Options struct {
 	Coordinator string
 	// Token is the bearer token for the coordinator.
 	Token string
-	// Sync configures the sync loops (interval default 100ms).
+	// Sync configures the sync loops (interval default 100ms). Its
+	// StaleAfter (default 3 intervals) is how long after its last good
+	// sync an isolate's view counts as stale: the fail policy applies and
+	// /healthz answers 503.
 	Sync syncloop.Options
+	// SyncTimeout bounds one sync round trip with the coordinator.
+	// Default 5s (syncloop.DefaultHTTPTimeout).
+	SyncTimeout time.Duration
 	// RetryWait is how long a request the module answered with SyncRetry
 	// (strict lease miss, read-through cold key) waits for the next sync
-	// before it is decided again. Default 1s; negative denies at once.
+	// before it is decided again. Default 1s; negative denies at once. A
+	// request on a stale isolate does not wait (its loop is backing off).
 	RetryWait time.Duration
+	// FailPolicy is the fail policy of limiters whose config names none
+	// (wire.LimiterConfig.FailPolicy). Default failpolicy.Open.
+	FailPolicy failpolicy.Policy
+	// ShareIsolates is the number of isolates across the fleet that share
+	// the limits: local-share admits limit/ShareIsolates per window per key
+	// on each isolate. Default Isolates (this host alone).
+	ShareIsolates int
 	// IDPrefix names the isolates in sync batches. Default
 	// "edge-<hostname>-<pid>-<start time>", unique per process.
 	IDPrefix string
+	// Server bounds the HTTP connections of Serve and Server.
+	Server ServerOptions
+	// Runtime configures the wazero runtime (module, memory cap per isolate).
+	Runtime isolate.Options
 }
 
 // DefaultIsolates is the default number of isolates.
@@ -53,23 +73,38 @@ const DefaultRetryWait = time.Second
 // Host runs the isolates and their sync loops. It is safe for concurrent
 // use: each isolate is used by one goroutine at a time.
 type Host struct {
-	opts   Options
-	rt     *isolate.Runtime
-	slots  []*slot
-	next   atomic.Uint64
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   atomic.Int64
+	opts     Options
+	rt       *isolate.Runtime
+	slots    []*slot
+	policies []failpolicy.Policy // per limiter
+	next     atomic.Uint64
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	errs     atomic.Int64
+	met      *metrics
 }
 
-// slot is one isolate with its lock, its sync loop and a broadcast of
-// completed syncs.
+// slot is one isolate with its lock, its sync loop, a broadcast of
+// completed syncs and what /healthz and the fail policy need to know of
+// its syncs.
 type slot struct {
+	idx    int
 	mu     sync.Mutex
 	iso    *isolate.Isolate
+	share  *failpolicy.Share[shareKey] // local-share counts; under mu
 	loop   *syncloop.Loop
 	syncMu sync.Mutex
 	synced chan struct{} // closed and replaced after every applied reply
+
+	lastOK   atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
+	failures atomic.Int64 // consecutive failed sync attempts
+	unacked  atomic.Int64 // cost in the batch sent and not yet acknowledged
+}
+
+// shareKey identifies a key of a limiter in a local share.
+type shareKey struct {
+	lim int
+	key string
 }
 
 // New starts a host: it compiles the module, starts the isolates and, when
@@ -78,8 +113,14 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Isolates <= 0 {
 		opts.Isolates = DefaultIsolates
 	}
+	if opts.ShareIsolates <= 0 {
+		opts.ShareIsolates = opts.Isolates
+	}
 	if opts.RetryWait == 0 {
 		opts.RetryWait = DefaultRetryWait
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = syncloop.DefaultHTTPTimeout
 	}
 	if opts.IDPrefix == "" {
 		name, _ := os.Hostname()
@@ -88,13 +129,31 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Config.Version == 0 {
 		opts.Config.Version = wire.Version
 	}
-	rt, err := isolate.NewRuntime(ctx, isolate.Options{})
+	opts.Sync.EnsureDefaults()
+	if err := opts.Sync.Validate(); err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	opts.Server.ensureDefaults()
+	if w := opts.Server.WriteTimeout; w > 0 && opts.RetryWait > 0 && w <= opts.RetryWait {
+		return nil, fmt.Errorf("host: the write timeout %v must exceed the retry wait %v", w, opts.RetryWait)
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("host: config: %w", err)
+	}
+	rt, err := isolate.NewRuntime(ctx, opts.Runtime)
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	h := &Host{opts: opts, rt: rt, cancel: cancel}
-	tr := &syncloop.HTTPTransport{URL: opts.Coordinator, Token: opts.Token}
+	for i := range opts.Config.Limiters {
+		h.policies = append(h.policies, failpolicy.For(&opts.Config.Limiters[i], opts.FailPolicy))
+	}
+	h.met = newMetrics(h)
+	var tr syncloop.Transport = &syncloop.HTTPTransport{URL: opts.Coordinator, Token: opts.Token,
+		Client: &http.Client{Timeout: opts.SyncTimeout}}
+	tr = timedTransport{tr: tr, m: h.met}
+	start := time.Now().UnixNano()
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
 		cfg.IsolateID = opts.IDPrefix + "-" + strconv.Itoa(i)
@@ -103,7 +162,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
 		}
-		s := &slot{iso: iso, synced: make(chan struct{})}
+		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys))}
+		s.lastOK.Store(start)
 		h.slots = append(h.slots, s)
 		if opts.Coordinator == "" {
 			continue
@@ -112,7 +172,10 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
 		}
-		s.loop.OnError = func(error) { h.errs.Add(1) }
+		s.loop.OnError = func(error) {
+			h.errs.Add(1)
+			s.failures.Add(1)
+		}
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
@@ -132,27 +195,55 @@ func (h *Host) Close() error {
 // SyncErrors returns how many sync attempts failed since the start.
 func (h *Host) SyncErrors() int64 { return h.errs.Load() }
 
+// StaleAfter returns the stale bound (Options.Sync.StaleAfter, defaults applied).
+func (h *Host) StaleAfter() time.Duration { return h.opts.Sync.StaleAfter }
+
 // Config returns the limiters the host runs.
 func (h *Host) Config() wire.Config { return h.opts.Config }
 
+// Decision is the outcome of Host.Decide.
+type Decision struct {
+	isolate.Decision
+	// Stale reports that the isolate's view was stale: the limiters' fail
+	// policies applied (Policy is the binding limiter's).
+	Stale  bool
+	Policy failpolicy.Policy
+}
+
 // Decide decides checks (all or nothing) at now (ns) on the next isolate.
-// A SyncRetry answer waits for that isolate's next sync (at most
+// When that isolate's view is stale (no good sync for Sync.StaleAfter),
+// each limiter's fail policy applies first (see package failpolicy). A
+// SyncRetry answer on a fresh isolate waits for its next sync (at most
 // Options.RetryWait) and is decided once more.
-func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() int64) (isolate.Decision, error) {
+func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() int64) (Decision, error) {
 	s := h.slots[h.next.Add(1)%uint64(len(h.slots))]
-	d, wait, err := s.decide(ctx, checks, now())
-	if err != nil || !d.SyncRetry || s.loop == nil || h.opts.RetryWait < 0 {
-		return d, err
+	t := now()
+	var out Decision
+	out.Stale = s.stale(t, int64(h.opts.Sync.StaleAfter))
+	if out.Stale {
+		if d, denied := h.applyPolicies(s, checks, t); denied {
+			out.Decision, out.Policy = d, h.policies[d.Limiter]
+			h.met.decided(h, out)
+			return out, nil
+		}
 	}
-	select {
-	case <-wait:
-	case <-time.After(h.opts.RetryWait):
-		return d, nil
-	case <-ctx.Done():
-		return d, ctx.Err()
+	d, wait, err := s.decide(ctx, checks, t)
+	if err == nil && d.SyncRetry && s.loop != nil && h.opts.RetryWait >= 0 && !out.Stale {
+		select {
+		case <-wait:
+			d, _, err = s.decide(ctx, checks, now())
+		case <-time.After(h.opts.RetryWait):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
-	d, _, err = s.decide(ctx, checks, now())
-	return d, err
+	if err != nil {
+		return out, err
+	}
+	out.Decision = d
+	out.Policy = h.policies[d.Limiter]
+	h.met.decided(h, out)
+	return out, nil
 }
 
 // decide runs one decision on the slot's isolate and kicks its loop when
@@ -184,12 +275,25 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 // announces every applied reply.
 type lockedModule struct{ s *slot }
 
+// SyncOut cuts (or re-sends) the isolate's batch. Nothing to sync counts
+// as a good sync unless attempts are failing (as syncloop.Scheduler.Idle).
 func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
 	m.s.mu.Lock()
-	defer m.s.mu.Unlock()
-	return m.s.iso.SyncOut(ctx, now, dst)
+	b, err := m.s.iso.SyncOut(ctx, now, dst)
+	m.s.mu.Unlock()
+	switch {
+	case err != nil:
+	case len(b) == len(dst):
+		if m.s.failures.Load() == 0 {
+			m.s.lastOK.Store(now)
+		}
+	default:
+		m.s.unacked.Store(batchCost(b[len(dst):]))
+	}
+	return b, err
 }
 
+// SyncIn applies a reply: a good sync.
 func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error {
 	m.s.mu.Lock()
 	err := m.s.iso.SyncIn(ctx, reply, now)
@@ -197,6 +301,9 @@ func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error
 	if err != nil {
 		return err
 	}
+	m.s.lastOK.Store(now)
+	m.s.failures.Store(0)
+	m.s.unacked.Store(0)
 	m.s.syncMu.Lock()
 	close(m.s.synced)
 	m.s.synced = make(chan struct{})

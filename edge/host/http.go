@@ -17,19 +17,22 @@ import (
 // Handler returns the host's HTTP API:
 //
 //	GET|POST /v1/decide?limiter=NAME&key=KEY[&cost=N]   (limiter/key repeated: checked together)
-//	GET /healthz   ("ok" and the count of failed sync attempts)
+//	GET /healthz   (JSON Health: 200, or 503 once an isolate's view is stale)
+//	GET /metrics   (Prometheus text; see metrics)
 //
 // A decision answers 200 when allowed and 429 when denied, with a JSON body
 // (allowed, limit, remaining, reset_ns, retry_after_ns, limiter) and the
 // headers RateLimit-Policy ("NAME";q=LIMIT;w=PERIOD_SECONDS), RateLimit
 // ("NAME";r=REMAINING;t=SECONDS_TO_RESET) and, when denied, Retry-After
-// (seconds). Bad input answers 400 with a problem+json body.
+// (seconds). A decision taken on a stale view carries EdgeLimit-Fail-Policy
+// (the binding limiter's policy: open, closed or local-share). Bad input
+// answers 400 with a problem+json body, a body over
+// ServerOptions.MaxBodyBytes 413.
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/decide", h.handleDecide)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "ok\nsync_errors %d\n", h.SyncErrors())
-	})
+	mux.HandleFunc("GET /healthz", h.handleHealth)
+	mux.Handle("GET /metrics", h.met.handler())
 	return mux
 }
 
@@ -48,8 +51,14 @@ func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusMethodNotAllowed, "method", "use GET or POST")
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.opts.Server.MaxBodyBytes)
 	checks, err := h.parseChecks(r)
 	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			problem(w, http.StatusRequestEntityTooLarge, "body", err.Error())
+			return
+		}
 		problem(w, http.StatusBadRequest, "query", err.Error())
 		return
 	}
@@ -66,6 +75,9 @@ func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
 	lim := h.opts.Config.Limiters[d.Limiter]
 	now := time.Now().UnixNano()
 	hd := w.Header()
+	if d.Stale {
+		hd.Set("EdgeLimit-Fail-Policy", d.Policy.String())
+	}
 	hd.Set("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", lim.Name, d.Limit, ceilSeconds(lim.Period)))
 	hd.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", lim.Name, d.Remaining, ceilSeconds(max(d.Reset-now, 0))))
 	status := http.StatusOK
@@ -84,7 +96,7 @@ func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
 // parseChecks reads the limiter/key/cost parameters (query or form).
 func (h *Host) parseChecks(r *http.Request) ([]isolate.Check, error) {
 	if err := r.ParseForm(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	lims, keys, costs := r.Form["limiter"], r.Form["key"], r.Form["cost"]
 	switch {

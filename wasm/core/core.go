@@ -211,8 +211,8 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 
 // DecideMulti checks several limiters together, all or nothing: the cost of
 // each is consumed only if every check passes. r describes the binding
-// limiter. Checking the same (limiter, key) twice in one call evaluates each
-// check against the state before the call.
+// limiter. Checks that name the same (limiter, key) are one check of their
+// summed cost: three checks of cost 3 on one key need 9 of its limit.
 func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 	if len(checks) == 0 || len(checks) > wire.MaxChecks {
 		c.stats.Errors++
@@ -224,6 +224,22 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 			return err
 		}
 	}
+	// Merge repeated (limiter, key) checks into the first one, summing
+	// their costs (at most 8 x 2^40, far from overflow).
+	var uniq [wire.MaxChecks]Check
+	n := 0
+merge:
+	for _, ch := range checks {
+		for j := 0; j < n; j++ {
+			if uniq[j].Limiter == ch.Limiter && sameKey(uniq[j].Key, ch.Key) {
+				uniq[j].Cost += ch.Cost
+				continue merge
+			}
+		}
+		uniq[n] = ch
+		n++
+	}
+	checks = uniq[:n]
 	var idxs [wire.MaxChecks]int32
 	var gens [wire.MaxChecks]uint32
 	var times [wire.MaxChecks]int64
@@ -267,6 +283,20 @@ func (c *Core) DecideMulti(checks []Check, now int64, r *Result) error {
 		r.Allowed = false
 	}
 	return nil
+}
+
+// sameKey reports whether a and b hold the same bytes (a loop: no string
+// conversion for TinyGo to allocate).
+func sameKey(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // clamp keeps time per key monotonic: an earlier time than the key has

@@ -19,6 +19,17 @@ const (
 	Strict      = "strict"      // admit only within a lease from the coordinator
 )
 
+// Fail policy names accepted in LimiterConfig.FailPolicy: what an isolate
+// does with a limiter's requests once its view of the global counts is
+// stale (the coordinator has not answered for the host's stale bound).
+// Package edge/failpolicy implements them for the edge host and the
+// simulator; the module itself does not read the field.
+const (
+	FailOpen       = "open"        // decide from the last view, as if fresh
+	FailClosed     = "closed"      // deny every request
+	FailLocalShare = "local-share" // admit up to limit/isolates per window per key, then ask the module too
+)
+
 // LimiterConfig is one named limiter.
 type LimiterConfig struct {
 	Name      string // unique name, 1..MaxNameLen bytes
@@ -33,6 +44,10 @@ type LimiterConfig struct {
 	// sparse keys, none for busy ones. Default false.
 	ReadThrough bool
 	Overrides   []Override // per-key limits replacing Limit; a key with an override has capacity = its limit (Burst applies to Limit only); at most MaxOverrides
+	// FailPolicy is FailOpen, FailClosed or FailLocalShare; empty (the
+	// default) leaves the choice to the host (`edgelimit edge
+	// --fail-policy`, default open). Encoded only when set.
+	FailPolicy string
 }
 
 // Override replaces a limiter's limit for one key.
@@ -111,6 +126,11 @@ func (c *Config) Validate() error {
 		default:
 			bad(p+"mode", "unknown mode "+quote(l.Mode)+" (want approximate or strict)")
 		}
+		switch l.FailPolicy {
+		case "", FailOpen, FailClosed, FailLocalShare:
+		default:
+			bad(p+"fail_policy", "unknown fail policy "+quote(l.FailPolicy)+" (want open, closed or local-share)")
+		}
 		if len(l.Overrides) > MaxOverrides {
 			bad(p+"overrides", "more than "+strconv.Itoa(MaxOverrides)+" overrides")
 		}
@@ -140,7 +160,13 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	b = AppendArrayHeader(b, len(c.Limiters))
 	for i := range c.Limiters {
 		l := &c.Limiters[i]
-		b = AppendMapHeader(b, 8)
+		if l.FailPolicy != "" {
+			b = AppendMapHeader(b, 9)
+			b = AppendString(b, "fail_policy")
+			b = AppendString(b, l.FailPolicy)
+		} else {
+			b = AppendMapHeader(b, 8)
+		}
 		b = AppendString(b, "name")
 		b = AppendString(b, l.Name)
 		b = AppendString(b, "algorithm")
@@ -215,6 +241,8 @@ func (l *LimiterConfig) read(r *Reader) {
 			l.Mode = r.ReadString()
 		case "read_through":
 			l.ReadThrough = r.ReadBool()
+		case "fail_policy":
+			l.FailPolicy = r.ReadString()
 		case "overrides":
 			m := r.ReadArrayHeader()
 			if m > MaxOverrides {

@@ -185,3 +185,44 @@ func TestParseConfigJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestFailPolicyField: the optional fail policy is validated by name, read
+// from the JSON file, carried through msgpack when set and left out of the
+// encoding when empty (the bytes of a config without it are unchanged, so
+// modules built before the field decode it).
+func TestFailPolicyField(t *testing.T) {
+	for _, p := range []string{"", wire.FailOpen, wire.FailClosed, wire.FailLocalShare} {
+		c := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{validLimiter("a")}}
+		c.Limiters[0].FailPolicy = p
+		if err := c.Validate(); err != nil {
+			t.Errorf("fail policy %q: %v", p, err)
+		}
+		var back wire.Config
+		if err := back.UnmarshalMsg(c.AppendMsg(nil)); err != nil || back.Limiters[0].FailPolicy != p {
+			t.Errorf("fail policy %q round trip: %q, %v", p, back.Limiters[0].FailPolicy, err)
+		}
+	}
+	c := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{validLimiter("a")}}
+	if b := c.AppendMsg(nil); strings.Contains(string(b), "fail_policy") {
+		t.Error("an empty fail policy is encoded")
+	}
+	c.Limiters[0].FailPolicy = "half-open"
+	if got := fieldsOf(t, c.Validate()); strings.Join(got, ",") != "limiters[0].fail_policy" {
+		t.Errorf("bad fail policy reported as %v", got)
+	}
+	if err := c.Validate(); !strings.Contains(err.Error(), `unknown fail policy "half-open"`) {
+		t.Errorf("message %q", err)
+	}
+	var back wire.Config
+	if got := fieldsOf(t, back.UnmarshalMsg(c.AppendMsg(nil))); strings.Join(got, ",") != "limiters[0].fail_policy" {
+		t.Errorf("decoding a bad fail policy reported %v", got)
+	}
+	fc, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "fail_policy": "local-share"}]}`))
+	if err != nil || fc.Limiters[0].FailPolicy != wire.FailLocalShare {
+		t.Errorf("JSON fail_policy: %+v, %v", fc, err)
+	}
+	if _, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "fail_policy": "shut"}]}`)); err == nil ||
+		!strings.Contains(err.Error(), "limiters[0].fail_policy") {
+		t.Errorf("JSON bad fail_policy: %v", err)
+	}
+}

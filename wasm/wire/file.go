@@ -17,7 +17,7 @@ import (
 //	{"limiters": [
 //	  {"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1s"},
 //	  {"name": "customer", "algorithm": "sliding_window", "limit": 100, "period": "1m",
-//	   "mode": "strict", "overrides": {"acme": 1000}}
+//	   "mode": "strict", "overrides": {"acme": 1000}, "fail_policy": "closed"}
 //	], "max_keys": 100000,
 //	 "coordinator": {"data": "/var/lib/edgelimit", "listen": "0.0.0.0:7070"}}
 type FileConfig struct {
@@ -41,6 +41,9 @@ type FileLimiter struct {
 	// ReadThrough: see LimiterConfig.ReadThrough.
 	ReadThrough bool             `json:"read_through,omitempty"`
 	Overrides   map[string]int64 `json:"overrides,omitempty"`
+	// FailPolicy: "open", "closed" or "local-share"; see
+	// LimiterConfig.FailPolicy. Empty: the host's default.
+	FailPolicy string `json:"fail_policy,omitempty"`
 }
 
 // ParseConfigJSON parses and validates a JSON configuration file's bytes.
@@ -76,7 +79,7 @@ func (fc *FileConfig) Config() (Config, error) {
 			return Config{}, fmt.Errorf("wire: config: limiters[%d].period: %w", i, err)
 		}
 		l := LimiterConfig{Name: fl.Name, Algorithm: fl.Algorithm, Limit: fl.Limit,
-			Period: int64(d), Burst: fl.Burst, Mode: fl.Mode, ReadThrough: fl.ReadThrough}
+			Period: int64(d), Burst: fl.Burst, Mode: fl.Mode, ReadThrough: fl.ReadThrough, FailPolicy: fl.FailPolicy}
 		keys := make([]string, 0, len(fl.Overrides))
 		for k := range fl.Overrides {
 			keys = append(keys, k)

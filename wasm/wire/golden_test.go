@@ -35,7 +35,7 @@ var (
 	fixConfig = wire.Config{Version: wire.Version, IsolateID: "edge-fra-07", MaxKeys: 100000, Limiters: []wire.LimiterConfig{
 		// Decoding gives an empty, non-nil Overrides when the field is present.
 		{Name: "llm", Algorithm: wire.FixedWindow, Limit: 6, Period: 1e9, Overrides: []wire.Override{}},
-		{Name: "customer", Algorithm: wire.SlidingWindow, Limit: 100, Period: 60e9, Mode: wire.Strict,
+		{Name: "customer", Algorithm: wire.SlidingWindow, Limit: 100, Period: 60e9, Mode: wire.Strict, FailPolicy: wire.FailClosed,
 			Overrides: []wire.Override{{Key: "acme", Limit: 1000}, {Key: key40, Limit: 70000}}},
 		{Name: "bucket", Algorithm: wire.TokenBucket, Limit: wire.MaxLimit, Period: wire.MaxPeriod, Burst: 300, Mode: wire.Approximate, Overrides: []wire.Override{}},
 		{Name: "g", Algorithm: wire.GCRA, Limit: 200, Period: wire.MinPeriod, Burst: 40000, Overrides: []wire.Override{{Key: key256, Limit: 1}}},
@@ -92,8 +92,12 @@ func configGeneric(c *wire.Config) map[string]any {
 		for _, o := range l.Overrides {
 			ovs = append(ovs, []any{o.Key, o.Limit})
 		}
-		lims = append(lims, map[string]any{"name": l.Name, "algorithm": l.Algorithm, "limit": l.Limit,
-			"period_ns": l.Period, "burst": l.Burst, "mode": l.Mode, "read_through": l.ReadThrough, "overrides": ovs})
+		m := map[string]any{"name": l.Name, "algorithm": l.Algorithm, "limit": l.Limit,
+			"period_ns": l.Period, "burst": l.Burst, "mode": l.Mode, "read_through": l.ReadThrough, "overrides": ovs}
+		if l.FailPolicy != "" { // encoded only when set
+			m["fail_policy"] = l.FailPolicy
+		}
+		lims = append(lims, m)
 	}
 	return map[string]any{"v": c.Version, "iso": c.IsolateID, "max_keys": c.MaxKeys, "limiters": lims}
 }

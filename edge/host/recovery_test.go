@@ -1,0 +1,224 @@
+package host
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/edge/isolate"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Modes of faultyProxy.
+const (
+	proxyPass = iota // forward the sync and its reply
+	proxySlow        // forward the sync, answer after the host gave up (applied, reply lost)
+	proxyDrop        // read the sync and close the connection (a partition: never applied)
+)
+
+// faultyProxy stands between the edge host and the coordinator on
+// loopback and fails syncs as its mode says.
+type faultyProxy struct {
+	target string
+	mode   atomic.Int32
+	srv    *httptest.Server
+}
+
+func newFaultyProxy(t *testing.T, target string) *faultyProxy {
+	p := &faultyProxy{target: target}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *faultyProxy) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	mode := p.mode.Load()
+	if mode == proxyDrop {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+			}
+		}
+		return
+	}
+	req, _ := http.NewRequest(r.Method, p.target+r.URL.Path, bytes.NewReader(body))
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(resp.Body)
+	if mode == proxySlow {
+		time.Sleep(300 * time.Millisecond) // the host's sync timeout is 100 ms
+	}
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	w.Write(reply)
+}
+
+// bigConfig is one approximate limiter with room for every request.
+func bigConfig() wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "open", Algorithm: wire.FixedWindow, Limit: 1_000_000, Period: int64(24 * time.Hour)}}}
+}
+
+// admit sends n requests for key and fails unless all are admitted.
+func (s served) admit(t *testing.T, key string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if code, d, _ := s.decide(t, url.Values{"limiter": {"open"}, "key": {key}}); code != 200 {
+			t.Fatalf("request %d on %s: %d %+v", i, key, code, d)
+		}
+	}
+}
+
+// waitCount polls the coordinator until key's count is want (at most
+// 10 s), then checks it stays there over a few more syncs (no batch is
+// applied twice).
+func waitCount(t *testing.T, k *coord, key string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for k.count(t, "open", key) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("coordinator count of %s is %d after 10s, want %d", key, k.count(t, "open", key), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := k.count(t, "open", key); got != want {
+		t.Fatalf("coordinator count of %s moved from %d to %d", key, want, got)
+	}
+}
+
+// TestSlowAndPartitionedCoordinatorLoseNothing: an edge host syncs with a
+// real coordinator (Pebble on disk) through a proxy on loopback. While the
+// coordinator answers too late (the batch is applied, the reply lost) and
+// then while the link is cut, the host goes stale (/healthz 503) and keeps
+// deciding by its policy; once the link heals, it is healthy again and the
+// coordinator counts every admitted request exactly once.
+func TestSlowAndPartitionedCoordinatorLoseNothing(t *testing.T) {
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", bigConfig(), nil)
+	defer k.stop(t)
+	p := newFaultyProxy(t, "http://"+k.addr)
+	s := serve(t, Options{Config: bigConfig(), Isolates: 2, Coordinator: p.srv.URL, Sync: fastSync,
+		SyncTimeout: 100 * time.Millisecond})
+	s.admit(t, "k", 20)
+	waitCount(t, k, "k", 20)
+	for _, mode := range []int32{proxySlow, proxyDrop} {
+		p.mode.Store(mode)
+		s.admit(t, "k", 20)
+		if hl := s.waitHealth(t, http.StatusServiceUnavailable); hl.SyncErrors == 0 {
+			t.Fatalf("mode %d: stale without sync errors: %+v", mode, hl)
+		}
+		s.admit(t, "k", 10) // decided on the stale view by the open policy
+	}
+	p.mode.Store(proxyPass)
+	s.waitHealth(t, http.StatusOK)
+	waitCount(t, k, "k", 80)
+	if m := s.metrics(t); !hasMetric(m, `edgelimit_edge_unacked_cost{isolate="0"}`, "0") {
+		t.Errorf("unacked cost after recovery:\n%s", m)
+	}
+}
+
+// TestCoordinatorRestartLosesNothing: the coordinator stops (its store
+// closed) and restarts on the same address and directory; the edge host
+// goes stale meanwhile and its buffered cost reaches the restarted
+// coordinator, counted once.
+func TestCoordinatorRestartLosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	k := startCoord(t, dir, "127.0.0.1:0", bigConfig(), nil)
+	addr := k.addr
+	s := serve(t, Options{Config: bigConfig(), Isolates: 2, Coordinator: "http://" + addr, Sync: fastSync,
+		SyncTimeout: 100 * time.Millisecond})
+	s.admit(t, "k", 20)
+	waitCount(t, k, "k", 20)
+	k.stop(t)
+	s.admit(t, "k", 20)
+	s.waitHealth(t, http.StatusServiceUnavailable)
+	k = startCoord(t, dir, addr, bigConfig(), nil)
+	defer k.stop(t)
+	s.waitHealth(t, http.StatusOK)
+	waitCount(t, k, "k", 40)
+}
+
+// TestTokenRefused: a coordinator that requires a token refuses the edge
+// host's wrong one (401): every sync fails, nothing is applied, the host
+// goes stale (/healthz 503, sync errors counted) and decides by its fail
+// policy, the cost buffered in the isolate. Once the coordinator accepts
+// the token (restarted with it added), the buffered cost arrives, once.
+func TestTokenRefused(t *testing.T) {
+	dir := t.TempDir()
+	k := startCoord(t, dir, "127.0.0.1:0", bigConfig(), []string{"right-token"})
+	s := serve(t, Options{Config: bigConfig(), Isolates: 1, Coordinator: "http://" + k.addr, Token: "wrong-token",
+		Sync: fastSync, SyncTimeout: 100 * time.Millisecond})
+	s.admit(t, "k", 5)
+	hl := s.waitAllStale(t)
+	if hl.SyncErrors == 0 || hl.Isolates[0].Failures == 0 {
+		t.Fatalf("health %+v", hl)
+	}
+	s.admit(t, "k", 5) // the open policy: decided from the last view
+	if n := k.count(t, "open", "k"); n != 0 {
+		t.Fatalf("a refused token applied %d", n)
+	}
+	if m := s.metrics(t); hasMetric(m, `edgelimit_edge_unacked_cost{isolate="0"}`, "0") {
+		t.Errorf("the refused batch is not shown as unacknowledged:\n%s", m)
+	}
+	addr := k.addr
+	k.stop(t)
+	k = startCoord(t, dir, addr, bigConfig(), []string{"right-token", "wrong-token"})
+	defer k.stop(t)
+	s.waitHealth(t, http.StatusOK)
+	waitCount(t, k, "k", 10)
+}
+
+// TestIsolateTrapThroughHost: an isolate whose module traps (memory
+// exhausted by a key flood under a tiny memory cap) answers that request
+// 500, restarts, and serves the next; /healthz and /metrics count the
+// restart. What the isolate had not synced is lost (the restarted isolate
+// syncs under a new id).
+func TestIsolateTrapThroughHost(t *testing.T) {
+	s := serve(t, Options{Config: bigConfig(), Isolates: 1, Runtime: isolate.Options{MemoryLimitPages: 8}})
+	long := strings.Repeat("x", 200)
+	trapped := false
+	for i := 0; i < 50_000 && !trapped; i++ {
+		resp, err := http.Get(s.url + "/v1/decide?limiter=open&key=" + long + strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case 200:
+		case 500:
+			if !strings.Contains(string(body), "trapped") {
+				t.Fatalf("500 without the trap: %s", body)
+			}
+			trapped = true
+		default:
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if !trapped {
+		t.Fatal("no trap from a key flood under an 8-page memory cap")
+	}
+	s.admit(t, "after", 1)
+	if code, hl := s.health(t); code != 200 || hl.Isolates[0].Restarts != 1 || !strings.HasSuffix(hl.Isolates[0].ID, "/r1") {
+		t.Errorf("health after the trap: %d %+v", code, hl)
+	}
+	if m := s.metrics(t); !hasMetric(m, `edgelimit_edge_isolate_restarts_total{isolate="0"}`, "1") {
+		t.Errorf("metrics do not count the restart:\n%s", m)
+	}
+}

@@ -1,0 +1,116 @@
+package host
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// TestSlowBodyIsCut: clients that send headers and then trickle a body a
+// byte at a time over real loopback connections are cut off once the read
+// timeout passes (the server closes the connection), all of them within a
+// bound; the host keeps answering others, and a body over the cap is 413.
+func TestSlowBodyIsCut(t *testing.T) {
+	s := serve(t, Options{Config: config(wire.Approximate, 100), Isolates: 1, RetryWait: -1,
+		Server: ServerOptions{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
+			WriteTimeout: 2 * time.Second, IdleTimeout: time.Second, MaxBodyBytes: 1024}})
+	addr := strings.TrimPrefix(s.url, "http://")
+	const conns = 20
+	const bound = 5 * time.Second // without a read timeout they trickle for all of it
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n")
+			closed := make(chan struct{})
+			go func() { // read until the server closes the connection
+				io.Copy(io.Discard, c)
+				close(closed)
+			}()
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			stop := time.After(bound)
+			for {
+				select {
+				case <-closed:
+					return
+				case <-stop:
+					errs <- fmt.Errorf("a connection trickling a body was still open after %v", bound)
+					return
+				case <-tick.C:
+					c.Write([]byte("k")) // an error here also ends in closed
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if code, _, _ := s.decide(t, url.Values{"limiter": {"api"}, "key": {"after"}}); code != 200 {
+		t.Errorf("after the slow clients: status %d", code)
+	}
+	resp, err := http.Post(s.url+"/v1/decide", "application/x-www-form-urlencoded",
+		strings.NewReader("limiter=api&key="+strings.Repeat("k", 2000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 2 KB body against a 1 KiB cap: status %d, want 413", resp.StatusCode)
+	}
+	resp, err = http.Post(s.url+"/v1/decide", "application/x-www-form-urlencoded", strings.NewReader("limiter=api&key=form"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("a small form body: status %d", resp.StatusCode)
+	}
+}
+
+// TestWriteTimeoutMustExceedRetryWait: a host whose write timeout would cut
+// requests waiting for a sync is refused at start.
+func TestWriteTimeoutMustExceedRetryWait(t *testing.T) {
+	_, err := New(t.Context(), Options{Config: config(wire.Strict, 1), RetryWait: 2 * time.Second,
+		Server: ServerOptions{WriteTimeout: time.Second}})
+	if err == nil || !strings.Contains(err.Error(), "host: the write timeout") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestRepeatedKeyThroughHost: the probe, through the edge host: a
+// multi-check naming one limiter and key three times at cost 3 against a
+// limit of 6 is denied (the core judges the summed cost), twice is
+// allowed, and nothing is left after.
+func TestRepeatedKeyThroughHost(t *testing.T) {
+	s := serve(t, Options{Config: config(wire.Approximate, 6), Isolates: 1})
+	three := url.Values{"limiter": {"api", "api", "api"}, "key": {"y", "y", "y"}, "cost": {"3"}}
+	if code, d, _ := s.decide(t, three); code != 429 || d.Allowed {
+		t.Fatalf("3 x cost 3 on one key, limit 6: %d %+v, want 429", code, d)
+	}
+	two := url.Values{"limiter": {"api", "api"}, "key": {"y", "y"}, "cost": {"3"}}
+	if code, d, _ := s.decide(t, two); code != 200 || d.Remaining != 0 {
+		t.Fatalf("2 x cost 3 on one key, limit 6: %d %+v, want 200 with 0 remaining", code, d)
+	}
+	if code, _, _ := s.decide(t, url.Values{"limiter": {"api"}, "key": {"y"}}); code != 429 {
+		t.Fatalf("after 6 of 6: status %d", code)
+	}
+}
