@@ -293,6 +293,16 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 	return b, err
 }
 
+// Reincarnate gives the isolate a new incarnation (syncloop.Reincarnator):
+// the coordinator refused the batch's sequence number (it lost the
+// isolate's state, or another client used its id), so the isolate takes a
+// new id and resends its outstanding deltas as batch 1.
+func (m lockedModule) Reincarnate(ctx context.Context) error {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	return m.s.iso.Reincarnate(ctx)
+}
+
 // SyncIn applies a reply: a good sync.
 func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error {
 	m.s.mu.Lock()

@@ -222,3 +222,20 @@ func TestIsolateTrapThroughHost(t *testing.T) {
 		t.Errorf("metrics do not count the restart:\n%s", m)
 	}
 }
+
+// A coordinator that comes back without the isolates' state (a new data
+// directory) refuses their next sequence numbers (409); the host's
+// isolates start new incarnations and their deltas count.
+func TestCoordinatorLostStateIsolatesReincarnate(t *testing.T) {
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", bigConfig(), nil)
+	addr := k.addr
+	s := serve(t, Options{Config: bigConfig(), Isolates: 2, Coordinator: "http://" + addr, Sync: fastSync,
+		SyncTimeout: 100 * time.Millisecond})
+	s.admit(t, "k", 20)
+	waitCount(t, k, "k", 20)
+	k.stop(t)
+	k = startCoord(t, t.TempDir(), addr, bigConfig(), nil)
+	defer k.stop(t)
+	s.admit(t, "k", 20)
+	waitCount(t, k, "k", 20) // the 20 admitted after the restart, under new incarnations
+}
