@@ -2,12 +2,15 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -27,24 +30,20 @@ type node struct {
 	out     []byte // outstanding batch
 	reply   []byte // reply of the live attempt
 	applied int64  // highest seq the coordinator applied (for writes)
-	share   map[int32]shareCount
-	waiting []waiter // strict: requests held for a lease until the next reply
+	sentAt  int64  // when the live attempt was sent, ns
+	share   *failpolicy.Share[int32]
+	waiting []waiter // requests held for a sync (SyncRetry answers)
 }
 
-// waiter is a strict-mode request that missed its lease: the host syncs
-// and decides it again when the reply arrives (one round trip added).
+// waiter is a request the module answered with SyncRetry (a strict lease
+// miss, a read-through cold key), held for syncs as the edge host holds
+// it (syncloop.Retry) and decided again after each reply.
 type waiter struct {
 	t, cost int64
 	gid     int32
 	lim     int
-	tries   int // replies already waited for
+	r       syncloop.Retry
 }
-
-// maxLeaseWaits is how many replies a request may wait for: the reply of a
-// sync already in flight when it missed was computed without its demand.
-const maxLeaseWaits = 2
-
-type shareCount struct{ win, used int64 }
 
 type keyInfo struct {
 	name   string
@@ -59,17 +58,13 @@ type truth struct {
 	win, offered, admitted, denied int64
 }
 
-type partition struct {
-	iso, loc   int // -1 when not the target kind
-	start, end int64
-}
-
 // engine runs one (strategy, sync interval) of a scenario.
 type engine struct {
 	ctx      context.Context
 	sc       *Scenario
 	cfg      wire.Config
 	strategy string
+	strat    strategy
 	interval int64
 	seed     uint64
 	rt       *isolate.Runtime
@@ -81,61 +76,53 @@ type engine struct {
 	sources []*source
 	keys    []keyInfo
 	truth   []truth
-	lat     latency
-	netRng  *rand.Rand
+	net     *network
 	churn   *rand.Rand
-	parts   []partition
 	hist    histogram
 	res     Result
 
-	duration, timeout, lifetime int64
-	syncing, early              bool
-	policy                      byte // 'o', 'c', 'l'
-	isolates, locations         int
-	progress                    func(float64)
-	scratch                     []byte
-	utilNum, utilDen            int64
-	overs                       []float64 // overrun % of each key-window over its capacity
+	duration, lifetime  int64
+	policies            []failpolicy.Policy // per limiter
+	retry               syncloop.RetryPolicy
+	isolates, locations int
+	progress            func(float64)
+	scratch             []byte
+	utilNum, utilDen    int64
+	overs               []float64 // overrun % of each key-window over its capacity
 }
 
 func (e *engine) setup() error {
 	sc := e.sc
 	e.isolates, e.locations = sc.Isolates, sc.Locations
-	e.duration, e.timeout, e.lifetime = int64(sc.Duration), int64(sc.Network.Timeout), int64(sc.Churn.Lifetime)
-	e.policy = sc.FailPolicy[0]
-	if sc.FailPolicy == FailLocalShare {
-		e.policy = 'l'
+	e.duration, e.lifetime = int64(sc.Duration), int64(sc.Churn.Lifetime)
+	st, err := strategyFor(e.strategy)
+	if err != nil {
+		return err
 	}
-	e.lat = newLatency(&sc.Network)
-	e.netRng = rand.New(rand.NewPCG(e.seed, 0x2e7))
+	e.strat = st
+	ed, ok := st.(edge)
+	byLocation := ok && ed.byLocation
+	e.net = newNetwork(sc, e.seed, byLocation)
+	e.retry = syncloop.RetryPolicy{MaxWait: time.Duration(sc.RetryWait)}
 	e.churn = rand.New(rand.NewPCG(e.seed, 0xc4a2))
 	e.res = Result{Scenario: sc.Name, Strategy: e.strategy, Sync: Duration(e.interval), Isolates: sc.Isolates,
 		Duration: sc.Duration, Seed: e.seed}
-	for _, p := range sc.Network.Partitions {
-		q := partition{iso: -1, loc: -1, start: int64(p.Start), end: int64(p.Start + p.Duration)}
-		if p.Isolate != nil {
-			q.iso = *p.Isolate
-		} else {
-			q.loc = *p.Location
-		}
-		e.parts = append(e.parts, q)
-	}
 
 	// The limiters, with the strategy's mode.
 	e.cfg = sc.cfg
 	e.cfg.Limiters = append([]wire.LimiterConfig(nil), sc.cfg.Limiters...)
-	mode := wire.Approximate
-	if e.strategy == Strict {
-		mode = wire.Strict
+	def, err := failpolicy.Parse(sc.FailPolicy)
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
 	}
 	for i := range e.cfg.Limiters {
-		e.cfg.Limiters[i].Mode = mode
+		l := &e.cfg.Limiters[i]
+		l.Mode = st.mode()
 		// Read-through is edgelimit approximate mode's, with a host
-		// that waits for the sync; the other strategies decide at once.
-		e.cfg.Limiters[i].ReadThrough = e.cfg.Limiters[i].ReadThrough && e.strategy == Approximate
+		// that holds the request for the sync; the others decide at once.
+		l.ReadThrough = l.ReadThrough && st.early() && l.Mode == wire.Approximate
+		e.policies = append(e.policies, failpolicy.For(l, def))
 	}
-	e.syncing = e.strategy == Location || e.strategy == Approximate || e.strategy == Strict
-	e.early = e.strategy == Approximate || e.strategy == Strict
 
 	// Keys and traffic sources.
 	ids := map[string]int32{}
@@ -152,7 +139,7 @@ func (e *engine) setup() error {
 		}
 		g := int32(len(e.keys))
 		ki := keyInfo{name: name, lim: lim, cap: capacity, period: l.Period}
-		if e.strategy == Central {
+		if _, ok := st.(central); ok {
 			b := wire.Batch{Version: wire.Version, Isolate: "central-0", Seq: 1 << 20, At: 1 << 50,
 				Entries: []wire.Delta{{Limiter: l.Name, Key: name, Window: 1 << 30, Delta: 1, Demand: 1}}}
 			r := wire.Reply{Version: wire.Version, Seq: 1 << 20, At: 1 << 50,
@@ -214,7 +201,7 @@ func (e *engine) setup() error {
 	}
 
 	// The coordinator, on virtual time.
-	if e.syncing {
+	if st.syncs() {
 		c, err := newMerger(e.cfg)
 		if err != nil {
 			return err
@@ -223,23 +210,17 @@ func (e *engine) setup() error {
 	}
 
 	// The nodes.
-	n := e.isolates
-	switch e.strategy {
-	case Central:
-		n = 1
-	case Location:
-		n = e.locations
-	}
+	n := st.nodes(e.isolates, e.locations)
 	for i := 0; i < n; i++ {
 		nd := &node{index: i, loc: i % e.locations}
-		if e.strategy == Location {
+		if byLocation {
 			nd.loc = i
 		}
 		if err := e.start(nd, 0); err != nil {
 			return err
 		}
 		e.nodes = append(e.nodes, nd)
-		if e.lifetime > 0 && (e.strategy == LocalOnly || e.early) {
+		if _, ok := st.(localOnly); e.lifetime > 0 && (ok || st.early()) {
 			e.scheduleEvict(nd, 0)
 		}
 	}
@@ -255,13 +236,15 @@ func (e *engine) start(nd *node, now int64) error {
 	if err != nil {
 		return fmt.Errorf("sim: isolate: %w", err)
 	}
-	nd.iso, nd.applied, nd.share = iso, 0, nil
+	nd.iso, nd.applied = iso, 0
+	// The fail policy's local shares, for every key this node may see.
+	nd.share = failpolicy.NewShare[int32](max(len(e.keys)*max(e.isolates, 1), 1))
 	nd.attempt++
-	if e.syncing {
+	if e.strat.syncs() {
 		o := syncloop.Options{Interval: time.Duration(e.interval), Jitter: e.sc.SyncJitter,
 			MinSpacing: time.Duration(e.sc.EarlySpacing), BackoffBase: time.Duration(e.interval),
 			BackoffMax: max(time.Duration(e.interval)*32, 30*time.Second)}
-		if !e.early {
+		if !e.strat.early() {
 			o.MinSpacing = -1
 		}
 		if nd.sched == nil {
@@ -299,23 +282,6 @@ func (e *engine) close() {
 	if e.coord != nil {
 		e.coord.Close()
 	}
-}
-
-// partitioned reports whether nd is cut off from the coordinator at now.
-func (e *engine) partitioned(nd *node, now int64) bool {
-	for i := range e.parts {
-		p := &e.parts[i]
-		if now < p.start || now >= p.end {
-			continue
-		}
-		if p.loc >= 0 && p.loc == nd.loc {
-			return true
-		}
-		if p.iso >= 0 && e.strategy != Location && p.iso == nd.index {
-			return true
-		}
-	}
-	return false
 }
 
 // run simulates the scenario and fills e.res.
@@ -361,77 +327,37 @@ func (e *engine) run() error {
 	return nil
 }
 
-// request decides one request at now and records it.
+// request decides one request at now and records it (unless it is held
+// for a sync: then settle or expire records it).
 func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) error {
-	k := &e.keys[gid]
-	tr := &e.truth[gid]
 	e.rollWindow(gid, now)
-	tr.offered += cost
+	e.truth[gid].offered += cost
 	e.res.Requests++
-
-	var allowed bool
-	var added int64
-	switch e.strategy {
-	case Central:
-		var ok bool
-		added, ok = e.roundTrip(isoIdx, gid, now)
-		if ok {
-			d, err := e.nodes[0].iso.Decide(e.ctx, lim, k.name, cost, now)
-			if err != nil {
-				return fmt.Errorf("sim: central decide: %w", err)
-			}
-			allowed = d.Allowed
-			if allowed {
-				e.res.CoordWrites++
-			}
-		} else {
-			allowed = e.failPolicy(e.nodes[0], gid, cost, now, isoIdx)
-		}
-	case LocalOnly:
-		d, err := e.nodes[isoIdx].iso.Decide(e.ctx, lim, k.name, cost, now)
-		if err != nil {
-			return fmt.Errorf("sim: decide: %w", err)
-		}
-		allowed = d.Allowed
-	default:
-		var nd *node
-		if e.strategy == Location {
-			nd = e.nodes[isoIdx%e.locations]
-		} else {
-			nd = e.nodes[isoIdx]
-		}
-		if e.policy != 'o' && nd.sched.Stale(now) {
-			allowed = e.failPolicy(nd, gid, cost, now, -1)
-			if !allowed || e.policy == 'c' {
-				break
-			}
-		}
-		d, err := nd.iso.Decide(e.ctx, lim, k.name, cost, now)
-		if err != nil {
-			return fmt.Errorf("sim: decide: %w", err)
-		}
-		allowed = d.Allowed
-		if d.SyncRetry && (e.strategy == Strict || e.strategy == Approximate) {
-			// Hold the request for a lease: sync now (or with the sync
-			// in flight) and decide again when the reply arrives.
-			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, gid: gid, lim: lim})
-			if !nd.sched.InFlight() {
-				return e.startSync(nd, now)
-			}
-			return nil
-		}
-		if d.SyncWanted && e.early {
-			before := nd.sched.Next()
-			if nd.sched.Want(now) {
-				if err := e.startSync(nd, now); err != nil {
-					return err
-				}
-			} else if nd.sched.Next() < before {
-				e.armTimer(nd)
-			}
-		}
+	allowed, added, held, err := e.strat.decide(e, now, isoIdx, gid, lim, cost)
+	if err != nil || held {
+		return err
 	}
 	e.record(gid, cost, allowed, added)
+	return nil
+}
+
+// quota is the fail policy's view of key gid's limit.
+func (e *engine) quota(gid int32) failpolicy.Quota {
+	k := &e.keys[gid]
+	return failpolicy.Quota{Limit: k.cap, Period: k.period, Isolates: int64(e.isolates)}
+}
+
+// want asks for an early sync of nd at now, as the edge host's loop does
+// when kicked: at once if the scheduler allows it, else at the earliest
+// time it does.
+func (e *engine) want(nd *node, now int64) error {
+	before := nd.sched.Next()
+	if nd.sched.Want(now) {
+		return e.startSync(nd, now)
+	}
+	if nd.sched.Next() < before {
+		e.armTimer(nd)
+	}
 	return nil
 }
 
@@ -457,89 +383,47 @@ func (e *engine) rollWindow(gid int32, now int64) {
 	}
 }
 
-// settle decides the requests nd held for a lease, at now: again from the
-// module when a reply arrived (ok), else denied.
-func (e *engine) settle(nd *node, now int64, ok bool) error {
+// settle decides again, at now, the requests nd holds after an applied
+// reply: each is admitted, denied, or (SyncRetry again, within its
+// syncloop.Retry) held for another reply.
+func (e *engine) settle(nd *node, now int64) error {
 	keep := nd.waiting[:0]
 	for _, w := range nd.waiting {
 		e.rollWindow(w.gid, now)
-		allowed := false
-		if ok {
-			d, err := nd.iso.Decide(e.ctx, w.lim, e.keys[w.gid].name, w.cost, now)
-			if err != nil {
-				return fmt.Errorf("sim: decide: %w", err)
-			}
-			allowed = d.Allowed
-			if w.tries++; d.SyncRetry && w.tries < maxLeaseWaits {
-				keep = append(keep, w)
-				continue
-			}
+		if !w.r.Replied(now) {
+			e.record(w.gid, w.cost, false, now-w.t)
+			continue
 		}
-		e.record(w.gid, w.cost, allowed, now-w.t)
+		d, err := nd.iso.Decide(e.ctx, w.lim, e.keys[w.gid].name, w.cost, now)
+		if err != nil {
+			return fmt.Errorf("sim: decide: %w", err)
+		}
+		if d.SyncRetry && w.r.Again() {
+			keep = append(keep, w)
+			continue
+		}
+		e.record(w.gid, w.cost, d.Allowed, now-w.t)
 	}
 	nd.waiting = keep
-	if len(keep) > 0 && !nd.sched.InFlight() {
-		return e.startSync(nd, now)
+	if len(keep) > 0 {
+		return e.want(nd, now)
 	}
 	return nil
 }
 
-// failPolicy decides a request of an isolate cut off from the coordinator
-// (stale view) by the scenario's fail policy. For local-share it reports
-// whether the request fits the isolate's share; the caller then asks the
-// module too.
-func (e *engine) failPolicy(nd *node, gid int32, cost, now int64, central int) bool {
-	switch e.policy {
-	case 'o':
-		return true // central: admit unchecked; edge: caller decides from the last view
-	case 'c':
-		return false
-	}
-	if nd.share == nil {
-		nd.share = map[int32]shareCount{}
-	}
-	key := gid
-	if central >= 0 {
-		key = gid*int32(e.isolates) + int32(central)
-	}
-	k := &e.keys[gid]
-	sc := nd.share[key]
-	if w := now / k.period; w != sc.win {
-		sc = shareCount{win: w}
-	}
-	share := max(k.cap/int64(e.isolates), 1)
-	if sc.used+cost > share {
-		nd.share[key] = sc
-		return false
-	}
-	sc.used += cost
-	nd.share[key] = sc
-	return true
-}
-
-// roundTrip is the central strategy's network: the added latency of one
-// request, with retries on loss, and whether it reached the counter.
-func (e *engine) roundTrip(isoIdx int, gid int32, now int64) (int64, bool) {
-	probe := node{index: isoIdx, loc: isoIdx % e.locations}
-	k := &e.keys[gid]
-	var added int64
-	for attempt := 0; attempt < 4; attempt++ {
-		e.res.SyncRequests++
-		e.res.SyncBytes += k.batchBytes
-		if e.partitioned(&probe, now+added) {
-			e.res.SyncFailures++
-			return added + e.timeout, false
+// expire denies, at now, the requests nd holds whose deadline has passed
+// (all of them when the isolate is gone).
+func (e *engine) expire(nd *node, now int64, all bool) {
+	keep := nd.waiting[:0]
+	for _, w := range nd.waiting {
+		if all || w.r.Deadline() <= now {
+			e.rollWindow(w.gid, now)
+			e.record(w.gid, w.cost, false, now-w.t)
+			continue
 		}
-		l1, l2 := e.lat.sample(e.netRng), e.lat.sample(e.netRng)
-		lost := e.sc.Network.Loss > 0 && (e.netRng.Float64() < e.sc.Network.Loss || e.netRng.Float64() < e.sc.Network.Loss)
-		if !lost && l1+l2 <= e.timeout {
-			e.res.SyncBytes += k.replyBytes
-			return added + l1 + l2, true
-		}
-		e.res.SyncFailures++
-		added += e.timeout
+		keep = append(keep, w)
 	}
-	return added, false
+	nd.waiting = keep
 }
 
 // startSync begins a sync attempt of nd at now.
@@ -556,17 +440,17 @@ func (e *engine) startSync(nd *node, now int64) error {
 	}
 	nd.sched.Begin(now)
 	nd.attempt++
+	nd.sentAt = now
 	e.res.SyncRequests++
 	e.res.SyncBytes += int64(len(out))
 	ev := event{tok: nd.attempt, node: int32(nd.index), gen: nd.gen}
-	l1 := e.lat.sample(e.netRng)
-	loss := e.sc.Network.Loss
-	if (loss > 0 && e.netRng.Float64() < loss) || e.partitioned(nd, now) || l1 > e.timeout {
-		ev.t, ev.kind = now+e.timeout, evTimeout
+	d, ok := e.net.leg(nd.index, nd.loc, now)
+	if !ok || d > e.net.timeout {
+		ev.t, ev.kind = now+e.net.timeout, evTimeout
 		e.heap.push(ev)
 		return nil
 	}
-	ev.t, ev.kind = now+l1, evArrive
+	ev.t, ev.kind = now+d, evArrive
 	e.heap.push(ev)
 	return nil
 }
@@ -590,10 +474,17 @@ func (e *engine) handle(ev event) error {
 			return fmt.Errorf("sim: batch: %w", err)
 		}
 		reply, err := e.coord.sync(&b, now)
-		l2 := e.lat.sample(e.netRng)
 		back := event{tok: ev.tok, node: ev.node, gen: ev.gen}
+		giveUp := max(nd.sentAt+e.net.timeout, now) // the isolate's timeout
 		if err != nil {
-			back.t, back.kind = now+l2, evTimeout // the error reaches the isolate
+			if errors.Is(err, coordinator.ErrSequence) {
+				// As the edge host does on a 409: a new incarnation
+				// resends the same deltas as its batch 1.
+				if rerr := nd.iso.Reincarnate(e.ctx); rerr != nil {
+					return fmt.Errorf("sim: %w", rerr)
+				}
+			}
+			back.t, back.kind = giveUp, evTimeout // refused: the isolate retries
 			e.heap.push(back)
 			return nil
 		}
@@ -606,16 +497,16 @@ func (e *engine) handle(ev event) error {
 		}
 		e.scratch = reply.AppendMsg(e.scratch[:0])
 		e.res.SyncBytes += int64(len(e.scratch))
-		loss := e.sc.Network.Loss
-		if (loss > 0 && e.netRng.Float64() < loss) || e.partitioned(nd, now+l2) {
-			// Lost on the way back: the isolate times out (the batch was
-			// applied; the retry is answered as a duplicate).
-			back.t, back.kind = now+e.timeout, evTimeout
+		d, ok := e.net.leg(nd.index, nd.loc, now)
+		if !ok || now+d > giveUp {
+			// Lost or late on the way back: the isolate times out (the
+			// batch was applied; the retry is answered as a duplicate).
+			back.t, back.kind = giveUp, evTimeout
 			e.heap.push(back)
 			return nil
 		}
 		nd.reply = append(nd.reply[:0], e.scratch...)
-		back.t, back.kind = now+l2, evReply
+		back.t, back.kind = now+d, evReply
 		e.heap.push(back)
 	case evReply:
 		if ev.gen != nd.gen || ev.tok != nd.attempt || !nd.sched.InFlight() {
@@ -628,28 +519,29 @@ func (e *engine) handle(ev event) error {
 		} else {
 			nd.sched.Success(now)
 		}
-		if serr := e.settle(nd, now, err == nil); serr != nil {
-			return serr
+		if err == nil {
+			if serr := e.settle(nd, now); serr != nil {
+				return serr
+			}
 		}
 		e.armTimer(nd)
+	case evDeadline:
+		if ev.gen == nd.gen {
+			e.expire(nd, now, false)
+		}
 	case evTimeout:
 		if ev.gen != nd.gen || ev.tok != nd.attempt || !nd.sched.InFlight() {
 			return nil
 		}
 		e.res.SyncFailures++
 		nd.sched.Failure(now)
-		if err := e.settle(nd, now, false); err != nil {
-			return err
-		}
 		e.armTimer(nd)
 	case evEvict:
 		if ev.gen != nd.gen {
 			return nil
 		}
 		e.res.Evictions++
-		if err := e.settle(nd, now, false); err != nil {
-			return err
-		}
+		e.expire(nd, now, true) // the isolate and its held requests are gone
 		if err := nd.iso.Close(e.ctx); err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
@@ -688,7 +580,7 @@ func (e *engine) flush(gid int32) {
 
 func (e *engine) finish() {
 	for _, nd := range e.nodes {
-		e.settle(nd, e.duration, false) // still waiting at the end: denied
+		e.expire(nd, e.duration, true) // still held at the end: denied
 	}
 	for g := range e.truth {
 		e.flush(int32(g))

@@ -57,9 +57,9 @@ var AllStrategies = []string{LocalOnly, Central, Location, Approximate, Strict}
 // Fail policies (Scenario.FailPolicy): what an isolate whose view is stale
 // (no successful sync for syncloop's StaleAfter, 3 intervals) does.
 const (
-	FailOpen       = "open"        // decide from the last view (default)
-	FailClosed     = "closed"      // deny every request
-	FailLocalShare = "local-share" // admit up to limit/isolates per window per key
+	FailOpen       = wire.FailOpen       // decide from the last view (default)
+	FailClosed     = wire.FailClosed     // deny every request
+	FailLocalShare = wire.FailLocalShare // admit up to limit/isolates per window per key
 )
 
 // Scenario is a simulation scenario, read from a JSON file. Zero fields
@@ -119,8 +119,14 @@ type Scenario struct {
 	TraceKeys Keys `json:"trace_keys"`
 	// Network models the isolate-coordinator network.
 	Network Network `json:"network"`
-	// FailPolicy is FailOpen (default), FailClosed or FailLocalShare.
+	// FailPolicy is FailOpen (default), FailClosed or FailLocalShare: the
+	// default of limiters that set none (as the edge host's
+	// --fail-policy), applied once an isolate's view is stale.
 	FailPolicy string `json:"fail_policy,omitempty"`
+	// RetryWait bounds how long a request the module answers with
+	// SyncRetry is held for syncs (as the edge host's --retry-wait).
+	// Default 1s; negative: such a request is denied at once.
+	RetryWait Duration `json:"retry_wait,omitempty"`
 	// Churn evicts isolates (see Churn).
 	Churn Churn `json:"churn"`
 	// SyncJitter is syncloop.Options.Jitter (fraction of the interval).

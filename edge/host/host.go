@@ -228,14 +228,8 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 		}
 	}
 	d, wait, err := s.decide(ctx, checks, t)
-	if err == nil && d.SyncRetry && s.loop != nil && h.opts.RetryWait >= 0 && !out.Stale {
-		select {
-		case <-wait:
-			d, _, err = s.decide(ctx, checks, now())
-		case <-time.After(h.opts.RetryWait):
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+	if err == nil && d.SyncRetry && s.loop != nil && !out.Stale {
+		d, err = s.retry(ctx, checks, d, wait, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
 	}
 	if err != nil {
 		return out, err
@@ -244,6 +238,36 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 	out.Policy = h.policies[d.Limiter]
 	h.met.decided(h, out)
 	return out, nil
+}
+
+// retry holds a SyncRetry decision d (made at t) for the slot's syncs
+// within policy p (see syncloop.RetryPolicy, which the simulator runs too):
+// it is decided again after each applied reply while it still answers
+// SyncRetry and may wait; at the deadline it stands denied. wait is closed
+// by the next applied reply.
+func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, p syncloop.RetryPolicy, t int64, now func() int64) (isolate.Decision, error) {
+	r, ok := p.Begin(t)
+	if !ok {
+		return d, nil
+	}
+	timer := time.NewTimer(time.Duration(r.Deadline() - t))
+	defer timer.Stop()
+	for {
+		select {
+		case <-wait:
+		case <-timer.C:
+			return d, nil
+		case <-ctx.Done():
+			return d, ctx.Err()
+		}
+		if !r.Replied(now()) {
+			return d, nil
+		}
+		var err error
+		if d, wait, err = s.decide(ctx, checks, now()); err != nil || !d.SyncRetry || !r.Again() {
+			return d, err
+		}
+	}
 }
 
 // decide runs one decision on the slot's isolate and kicks its loop when
