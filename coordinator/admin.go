@@ -59,9 +59,9 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	ks.Isolates = st.recentIsolates(now)
 	for i := range st.isos {
 		is := &st.isos[i]
-		if lim.Mode == wire.Strict && st.leaseActive(is, w) {
-			ks.Leases[is.id] = is.lease
-			ks.LeaseSum = addSat(ks.LeaseSum, is.lease)
+		if r := st.reservation(is, w); lim.Mode == wire.Strict && r > 0 {
+			ks.Leases[is.id] = r
+			ks.LeaseSum = addSat(ks.LeaseSum, r)
 		}
 	}
 	return ks, nil

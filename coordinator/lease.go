@@ -1,6 +1,10 @@
 package coordinator
 
-import "github.com/edgelimit/edgelimit/wasm/wire"
+import (
+	"math"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
 
 // Strict-mode leases, Doorman-style proportional share.
 //
@@ -31,8 +35,10 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // second, 263% over the limit.) A reported delta consumes the isolate's
 // lease and charges the bucket.
 
-// grantWindow recomputes isolate me's lease on st for window W at time now.
-func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unmet int64) {
+// grantWindow recomputes isolate me's lease on st for window W at time now
+// and returns the budget of W left free after it (neither counted nor
+// reserved), which the reply tells the isolate.
+func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unmet int64) (free int64) {
 	lim := st.lim
 	P := lim.Period
 	limit := lim.LimitFor(key)
@@ -45,37 +51,44 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		}
 		used = addSat(used, mulDivUp(prv, P-elapsed, P))
 	}
-	var sumL, sumD int64
+	var sumL, sumD, sumNext, mine int64
 	horizon := now - 2*P
 	for i := range st.isos {
 		is := &st.isos[i]
-		if is.leaseWin == W && is.lease > 0 {
-			sumL = addSat(sumL, is.lease)
+		r := st.reservation(is, W)
+		sumL = addSat(sumL, r)
+		if is == me {
+			mine = r
+		}
+		if is != me {
+			sumNext = addSat(sumNext, st.reservation(is, W+1))
 		}
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 		}
 	}
 	li := int64(0) // what the isolate may still admit under the lease it was told
-	if me.leaseWin == W {
+	switch {
+	case me.leaseWin == W:
 		li = min(me.granted, me.lease)
+	case me.leaseWin < W && W == me.standUntil:
+		li = me.standRes // its standing lease, not yet reported in W
 	}
-	free := max(0, limit-used-sumL)
+	free = max(0, limit-used-sumL)
 	share := int64(0)
 	if sumD > 0 {
 		share = mulDiv(max(0, limit-used), me.demand, sumD)
 	}
-	// A lease larger than what the isolate will use before its next sync
-	// only locks budget away from the others. An isolate that syncs this
-	// key several times per window (busy: its smoothed gap between batches,
-	// which starts at one period, is at most a quarter period) gets up to
-	// twice its demand per sync; a sparse one (a request now and then)
-	// gets what it was refused in this batch and nothing to hold.
-	busy := me.gap*4 <= P
+	// A lease larger than what the isolate will use only locks budget away
+	// from the others. A busy isolate (it asks for at least busyPerWindow
+	// per window: it will use what it holds) gets what it will ask for
+	// until the window ends at its pace; a sparse one (a request now and
+	// then) gets what it was refused in this batch and nothing to hold.
 	need := unmet
-	if busy {
+	if me.gap*4 <= P {
 		need = max(unmet, (2*me.demand+demandScale-1)/demandScale)
 	}
+	lambda := me.perWindow(P)
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
@@ -88,6 +101,42 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// is left of the grant after the cost it reported.
 	grant := min(share, addSat(li, free))
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
+	stand := int64(0)
+	if lim.Algorithm == wire.FixedWindow && lambda >= busyPerWindow && sumD > 0 {
+		// A standing lease for the next window: what the isolate will
+		// almost surely use there (its demand per window less three
+		// Poisson deviations: a sparse isolate, whose demand is also
+		// the noisiest estimate, gets none, so unused standing budget
+		// stays rare), at
+		// most its demand-proportional share of the limit and what the
+		// others' reservations there leave. It starts the window
+		// without asking, and so without waiting.
+		stand = int64(lambda - 3*math.Sqrt(lambda))
+		stand = max(0, min(stand, mulDiv(limit, me.demand, sumD), limit-sumNext))
+	}
+	// The isolate may still start W+1 on the standing lease it was told
+	// last: reserve the larger until it has seen this one.
+	if me.standUntil == W+1 {
+		me.standRes = max(me.stand, stand)
+	} else {
+		me.standRes = stand
+	}
+	me.stand, me.standUntil = stand, W+1
+	return max(0, limit-used-(sumL-mine+me.lease))
+}
+
+// busyPerWindow is the demand per window (cost units) from which an
+// isolate counts as busy for leases: it gets leases ahead of need and a
+// standing lease (see grantWindow).
+const busyPerWindow = 4
+
+// perWindow returns the isolate's demand per window of length period
+// (cost units): its demand per batch over its gap between batches.
+func (is *isoState) perWindow(period int64) float64 {
+	if is.gap <= 0 {
+		return 0
+	}
+	return float64(is.demand) / demandScale * float64(period) / float64(is.gap)
 }
 
 // grantBucket tops up isolate me's lease on bucket st at time now. Bucket

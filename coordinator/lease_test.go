@@ -34,10 +34,8 @@ func checkLeaseInvariant(t *testing.T, c *Coordinator) {
 			for _, W := range []int64{st.win, st.win + 1} {
 				cnt, _ := st.windowCounts(W)
 				sum := cnt
-				for _, is := range st.isos {
-					if is.leaseWin == W && is.lease > 0 {
-						sum += is.lease
-					}
+				for i := range st.isos {
+					sum += st.reservation(&st.isos[i], W) // leases and standing leases
 				}
 				if sum > limit {
 					t.Errorf("%s/%s window %d: count %d + leases = %d > limit %d", lim.Name, key, W, cnt, sum, limit)
@@ -173,4 +171,58 @@ func TestLeaseProportionalShare(t *testing.T) {
 	if ks := getKey(t, c, "sfw", "k"); ks.LeaseSum != before.LeaseSum {
 		t.Fatalf("leases after reload: %+v, before %+v", ks, before)
 	}
+}
+
+// A busy isolate (it asks for many units per window) gets a standing lease
+// for the next window, reserved there; a sparse one gets none. A reply
+// tells an isolate when the window's budget is all counted or reserved.
+func TestStandingLeaseAndExhausted(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	// busy asks 10 units every 50 ms: about 200 per window (capped by
+	// its share); sparse asks 1 unit once.
+	seq := int64(0)
+	var v wire.View
+	for i := 0; i < 6; i++ {
+		seq++
+		clk.add(50 * sec / 1000)
+		v = viewOf(t, mustSync(t, c, batch("busy", seq, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: clk.now() / sec, Demand: 10})), "sfw", "k")
+	}
+	if v.Stand <= 0 || v.Stand > 100 {
+		t.Fatalf("busy isolate: standing lease %d, want in (0, 100]", v.Stand)
+	}
+	vs := viewOf(t, mustSync(t, c, batch("sparse", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: clk.now() / sec, Demand: 1})), "sfw", "k")
+	if vs.Stand != 0 {
+		t.Fatalf("sparse isolate: standing lease %d, want none", vs.Stand)
+	}
+	// The next window's reservations hold the standing lease.
+	c.withMerger(func(m *Merger) {
+		for _, st := range m.keys {
+			if st.lim.Name != "sfw" {
+				continue
+			}
+			var sum int64
+			for i := range st.isos {
+				sum += st.reservation(&st.isos[i], clk.now()/sec+1)
+			}
+			if sum < v.Stand || sum > 100 {
+				t.Errorf("next window reserves %d, want >= the standing lease %d and <= 100", sum, v.Stand)
+			}
+		}
+	})
+	// Spend the window: once everything is counted or reserved, replies
+	// say so.
+	exhausted := false
+	for i := 0; i < 40 && !exhausted; i++ {
+		seq++
+		w := clk.now() / sec
+		v := viewOf(t, mustSync(t, c, batch("busy", seq, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 10, Demand: 30})), "sfw", "k")
+		exhausted = v.Exhausted
+		if v.Window != w {
+			break
+		}
+	}
+	if !exhausted {
+		t.Fatal("no reply said the window was exhausted")
+	}
+	checkLeaseInvariant(t, c)
 }

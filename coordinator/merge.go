@@ -344,6 +344,13 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		m.stats.DeltasStale++
 		return
 	}
+	if me != nil && me.leaseWin < w && w == me.standUntil {
+		// The isolate's first cost in w: it began w on a standing lease,
+		// the last one told or (if that reply reached it after w began)
+		// the one before; standRes covers both, and until it has seen a
+		// reply for w it may admit up to that.
+		me.leaseWin, me.lease, me.granted = w, me.standRes, me.standRes
+	}
 	if me != nil && me.leaseWin == w {
 		me.lease = max(0, me.lease-d)
 		me.granted = max(0, me.granted-d)
@@ -388,7 +395,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 		v.Count, v.Prev = st.windowCounts(W)
 	}
 	v.Isolates = max(st.recentIsolates(now), 1)
-	v.Lease = -1
+	v.Lease, v.Exhausted, v.Stand = -1, false, 0
 	if lim.Mode != wire.Strict {
 		return
 	}
@@ -404,7 +411,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 			if s.maxWin < W {
 				unmet = 0 // refused in a window that is over: nothing to serve now
 			}
-			m.grantWindow(st, me, s.key, W, now, unmet)
+			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet) == 0
 		}
 	}
 	switch {
@@ -412,6 +419,9 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 		v.Lease = me.lease
 	case me.leaseWin == W:
 		v.Lease = me.granted
+	}
+	if me.standUntil == W+1 {
+		v.Stand = me.stand
 	}
 }
 
@@ -757,9 +767,7 @@ func (m *Merger) LeasesOutstanding(now int64) int64 {
 		}
 		w := max(now/st.lim.Period, st.win)
 		for i := range st.isos {
-			if st.leaseActive(&st.isos[i], w) {
-				sum = addSat(sum, st.isos[i].lease)
-			}
+			sum = addSat(sum, st.reservation(&st.isos[i], w))
 		}
 	}
 	return sum

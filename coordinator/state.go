@@ -59,6 +59,11 @@ type isoState struct {
 	leaseWin int64 // strict windowed: window the lease belongs to
 	demand   int64 // strict: EWMA of demand per sync, scaled by demandScale
 	gap      int64 // strict: EWMA of the time between the isolate's batches with this key, ns
+	// Standing lease (strict fixed windows, see lease.go): the isolate may
+	// admit up to stand in window standUntil without asking; standRes
+	// (>= stand) is what the coordinator reserves for it there until the
+	// isolate has seen its last stand.
+	stand, standRes, standUntil int64
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
@@ -122,6 +127,14 @@ func (s *keyState) encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, is.demand)
 		dst = binary.AppendVarint(dst, is.gap)
 	}
+	// Standing leases, after the list (records written before them end
+	// here and decode with none).
+	for i := range s.isos {
+		is := &s.isos[i]
+		dst = binary.AppendVarint(dst, is.stand)
+		dst = binary.AppendVarint(dst, is.standRes)
+		dst = binary.AppendVarint(dst, is.standUntil)
+	}
 	return dst
 }
 
@@ -174,6 +187,12 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		d.b = d.b[l:]
 		is.seen, is.lease, is.granted, is.leaseWin, is.demand, is.gap = d.varint(), d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
 		s.isos = append(s.isos, is)
+	}
+	if d.err == nil && len(d.b) > 0 { // records written before standing leases end here
+		for i := range s.isos {
+			is := &s.isos[i]
+			is.stand, is.standRes, is.standUntil = d.varint(), d.varint(), d.varint()
+		}
 	}
 	return d.err
 }
@@ -270,13 +289,25 @@ func (s *keyState) recentIsolates(now int64) int64 {
 }
 
 // leaseActive reports whether is holds a lease that still counts against the
-// key's budget: any positive lease for buckets, a positive lease of window
-// activeWin for windowed limiters.
+// key's budget: any positive lease for buckets; for windowed limiters a
+// reservation in window activeWin or (standing leases) the next one.
 func (s *keyState) leaseActive(is *isoState, activeWin int64) bool {
-	if is.lease <= 0 {
-		return false
+	if s.lim.IsBucket() {
+		return is.lease > 0
 	}
-	return s.lim.IsBucket() || is.leaseWin == activeWin
+	return s.reservation(is, activeWin) > 0 || s.reservation(is, activeWin+1) > 0
+}
+
+// reservation returns the budget of window W reserved for is: its lease
+// for W, or, for the window of its standing lease, that.
+func (s *keyState) reservation(is *isoState, W int64) int64 {
+	switch {
+	case s.lim.IsBucket(), is.leaseWin == W:
+		return max(is.lease, 0)
+	case is.leaseWin < W && W == is.standUntil:
+		return max(is.standRes, 0)
+	}
+	return 0
 }
 
 // prune drops isolates not seen within 2 periods that hold no active lease

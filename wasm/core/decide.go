@@ -134,8 +134,13 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 		w = now / l.cfg.Period
 	}
 	lease := int64(0)
-	if e.hasLease && e.leaseWin == w {
+	switch {
+	case e.hasLease && e.leaseWin == w:
 		lease = max64(e.lease, 0)
+	case e.hasLease && !l.bucket && e.leaseWin < w && w == e.standUntil && e.standA > 0:
+		// A new window under the standing lease: no need to ask.
+		e.lease, e.leaseGrant, e.leaseWin = e.standA, e.standA, w
+		lease = e.standA
 	}
 	dry := e.hasLease && e.dryWin == w && now < e.dryUntil && !l.bucket
 	if cost > lease {

@@ -15,8 +15,9 @@ type entry struct {
 	gen   uint32 // bumped on removal; in-flight references compare it
 	lim   uint16
 	inUse bool
-	ref   bool // CLOCK reference bit, set on every use after the first
-	dirty bool // on the dirty list: has something to sync
+	ref   bool  // CLOCK reference bit, set on every use after the first
+	dirty bool  // on the dirty list: has something to sync
+	dryN  uint8 // strict mode: refusals in window dryWin, the dry spell doubles with each
 
 	limit int64 // limit for this key (override applied)
 	last  int64 // latest time seen for this key, ns
@@ -43,6 +44,8 @@ type entry struct {
 	lease       int64   // strict mode: cost still admissible within the lease
 	leaseGrant  int64   // strict mode: size of the last grant
 	leaseWin    int64   // strict mode: window the lease is for
+	standA      int64   // strict mode: standing lease, cost admissible in window standUntil without asking
+	standUntil  int64   // strict mode: the window the standing lease is for
 	asked       int64   // strict mode: cost refused for want of a lease, in the batch in flight
 	dryWin      int64   // strict mode: window the coordinator had no budget left for this isolate (-1: none)
 	dryUntil    int64   // strict mode: ns time until which the isolate denies locally in dryWin

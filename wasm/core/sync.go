@@ -86,26 +86,24 @@ func (c *Core) anyUrgent(now int64) bool {
 }
 
 // urgent reports whether e's unsynced state must be reported at now. Only
-// a strict fixed-window key may wait: the cost it admitted within its lease
-// for the current window is already reserved at the coordinator (count +
-// leases <= limit), so reporting it changes no decision until the window
-// ends. It is urgent once its window is over, when it was refused cost (it
-// asks for a lease) or when a lease of several units is half spent (it
-// asks for more ahead of need). A sparse isolate then syncs about once per
-// lease it needs instead of once per request plus once per report.
+// a strict fixed-window key may wait: the cost it admitted within a lease
+// is already reserved at the coordinator (count + leases <= limit), and
+// once its window is over it changes no decision (fixed windows do not
+// look back), so it rides along with the next batch. Such a key is urgent
+// when it was refused cost (it asks for a lease) or when a lease of
+// several units is half spent in the current window (it asks for more
+// ahead of need, and renews its standing lease). A sparse isolate then
+// syncs about once per lease it needs instead of once per request plus
+// once per report. The price: the coordinator's count of a window can lag
+// what was admitted in it (never what it reserved).
 func (c *Core) urgent(e *entry, now int64) bool {
 	l := &c.lims[e.lim]
-	if !l.strict || l.bucket || l.sliding {
+	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur {
 		return true
 	}
 	w := now / l.cfg.Period
-	switch {
-	case e.win != w || e.pPrev > 0 || e.demand > e.pCur:
-		return true
-	case !e.hasLease || e.leaseWin != w:
-		return true
-	}
-	return e.leaseGrant >= 2 && e.lease*2 < e.leaseGrant
+	dry := e.dryWin == w && now < e.dryUntil // asking for more is useless now
+	return !dry && e.win == w && e.hasLease && e.leaseWin == w && e.leaseGrant >= 2 && e.lease*2 < e.leaseGrant
 }
 
 // Reincarnate starts a new incarnation of this isolate under the id newID:
@@ -311,6 +309,15 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 	e.hasView = true
 	e.setExp(l, now)
 	if l.strict && v.Lease >= 0 {
+		// The standing lease is for the window after the view's.
+		e.standA, e.standUntil = max64(v.Stand, 0), v.Window+1
+		if e.hasLease && !l.bucket && v.Window < e.leaseWin {
+			// A reply made before a window ended, arriving after this
+			// isolate began the next one on its standing lease: keep
+			// that lease (the coordinator reserved it).
+			e.asked = 0
+			return
+		}
 		pending := e.pCur
 		if !l.bucket && v.Window != e.win {
 			pending = 0
@@ -322,14 +329,26 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		// Asked for budget and granted none: the coordinator has none
 		// left for this window (count + others' reservations = limit;
 		// any free budget gives an asking isolate at least 1). Deny
-		// locally for the rest of the window instead of making every
-		// request wait for a sync that can only refuse it.
-		e.dryWin = -1
-		if e.asked > 0 && v.Lease <= 0 && !l.bucket {
-			// Others' reservations may be given back as their demand
-			// falls: ask again after a few sync gaps.
-			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6))
-			e.dryWin, e.dryUntil = v.Window, now+spell
+		// locally for a dry spell instead of making every request wait
+		// for a sync that can only refuse it. Others' reservations may
+		// be given back as their demand falls, so it asks again after
+		// the spell; each refusal in the same window doubles the spell
+		// (a window under sustained overload stays exhausted).
+		// A reply that says the window has nothing free left (every
+		// unit counted or reserved) makes the isolate dry until the
+		// window ends once its own lease is spent.
+		switch {
+		case e.asked > 0 && v.Lease <= 0 && !l.bucket:
+			n := uint8(0)
+			if e.dryWin == v.Window && e.dryN < maxDryDoublings {
+				n = e.dryN + 1
+			}
+			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
+			e.dryWin, e.dryUntil, e.dryN = v.Window, now+spell, n
+		case v.Exhausted && !l.bucket:
+			e.dryWin, e.dryUntil, e.dryN = v.Window, (v.Window+1)*l.cfg.Period, 0
+		case v.Lease > 0 || v.Window != e.dryWin:
+			e.dryWin, e.dryN = -1, 0
 		}
 	}
 	e.asked = 0
@@ -341,6 +360,9 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 // overload, at the price of seeing budget others give back a gap later
 // (figures in the README, from edgelimit sim --corpus).
 const dryGaps = 1
+
+// maxDryDoublings caps the doublings of a dry spell (2^10 gaps).
+const maxDryDoublings = 10
 
 // ewma averages x into avg with weight 1/2; the first estimate (avg 0) is
 // x itself, with nothing to smooth with.

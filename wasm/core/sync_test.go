@@ -15,14 +15,16 @@ import (
 // per (isolate, seq) to a map of global counts and answers with a wire.Reply
 // holding the global view of every key of the batch.
 type fakeCoord struct {
-	t       testing.TB
-	cfg     wire.Config
-	count   map[wkey]int64           // windowed algorithms: global cost per window
-	tat     map[lkey]int64           // bucket algorithms: theoretical arrival time
-	seen    map[lkey]map[string]bool // isolates that reported a key
-	applied map[string]int64         // isolate -> highest seq applied
-	lease   func(iso string, k lkey, window int64) int64
-	batches int
+	t         testing.TB
+	cfg       wire.Config
+	count     map[wkey]int64           // windowed algorithms: global cost per window
+	tat       map[lkey]int64           // bucket algorithms: theoretical arrival time
+	seen      map[lkey]map[string]bool // isolates that reported a key
+	applied   map[string]int64         // isolate -> highest seq applied
+	lease     func(iso string, k lkey, window int64) int64
+	stand     int64 // strict: the standing lease every reply gives for the next window
+	exhausted bool  // strict: every reply says the window's budget is all counted or reserved
+	batches   int
 }
 
 type lkey struct{ lim, key string }
@@ -74,7 +76,7 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 			}
 		}
 		v := wire.View{Limiter: d.Limiter, Key: d.Key, Window: d.Window, Lease: -1,
-			Isolates: int64(len(fc.seen[k]))}
+			Isolates: int64(len(fc.seen[k])), Exhausted: fc.exhausted}
 		if i, ok := done[k]; ok {
 			if rp.Entries[i].Window >= d.Window {
 				continue
@@ -90,6 +92,7 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 		}
 		if fc.lease != nil && l.Mode == wire.Strict {
 			v.Lease = fc.lease(b.Isolate, k, v.Window)
+			v.Stand = fc.stand
 		}
 		done[k] = len(rp.Entries)
 		rp.Entries = append(rp.Entries, v)
@@ -755,5 +758,111 @@ func TestStrictDryDeniesLocally(t *testing.T) {
 	fc.sync(c, now)
 	if err := c.Decide(0, []byte("k"), 1, P+sec, &r); err != nil || r.Allowed || !r.SyncRetry {
 		t.Fatalf("next window without a lease for it: %+v %v, want a sync retry", r, err)
+	}
+}
+
+// A standing lease lets a strict isolate start the next window without
+// asking: it admits up to the standing lease there, then asks. A reply made
+// before that window that arrives after the isolate began it on the
+// standing lease does not give it a second one.
+func TestStrictStandingLease(t *testing.T) {
+	P := 10 * sec
+	cfg := strictCfg(wire.FixedWindow, 100, P)
+	c := mustCore(t, cfg)
+	fc := newFakeCoord(t, cfg)
+	fc.lease = func(string, lkey, int64) int64 { return 2 }
+	fc.stand = 3
+	var r core.Result
+	dec := func(now int64) core.Result {
+		t.Helper()
+		if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	dec(sec) // no lease yet: asks
+	if !fc.sync(c, sec) {
+		t.Fatal("no batch")
+	}
+	// Window 1: three admitted without any sync, the fourth asks.
+	for i := 0; i < 3; i++ {
+		if r := dec(P + sec + int64(i)); !r.Allowed {
+			t.Fatalf("unit %d of the standing lease: %+v", i, r)
+		}
+	}
+	if r := dec(P + 2*sec); r.Allowed || !r.SyncRetry {
+		t.Fatalf("past the standing lease: %+v, want a sync retry", r)
+	}
+	// Window 3 is not covered (the standing lease is for window 1 only).
+	if r := dec(3*P + sec); r.Allowed || !r.SyncRetry {
+		t.Fatalf("two windows on: %+v, want a sync retry", r)
+	}
+	// A reply cut in window 3 arrives in window 4 after the isolate began
+	// window 4 on the standing lease it was told in window 3 (fc.stand 3
+	// from the reply before): it keeps that lease, not a second one.
+	c2 := mustCore(t, cfg)
+	fc2 := newFakeCoord(t, cfg)
+	fc2.lease = func(string, lkey, int64) int64 { return 1 }
+	fc2.stand = 3
+	if err := c2.Decide(0, []byte("k"), 1, 3*P+sec, &r); err != nil {
+		t.Fatal(err)
+	}
+	fc2.sync(c2, 3*P+sec) // lease 1 for window 3, standing 3 for window 4
+	if err := c2.Decide(0, []byte("k"), 1, 3*P+2*sec, &r); err != nil || !r.Allowed {
+		t.Fatalf("within the lease: %+v %v", r, err)
+	}
+	if err := c2.Decide(0, []byte("k"), 1, 3*P+3*sec, &r); err != nil || r.Allowed {
+		t.Fatalf("lease spent: %+v %v", r, err)
+	}
+	out, err := c2.SyncOut(3*P+3*sec, nil) // asks in window 3; the reply is late
+	if err != nil || len(out) == 0 {
+		t.Fatalf("no batch: %v", err)
+	}
+	late := fc2.handle(out, 3*P+3*sec)
+	admitted := 0
+	for i := 0; i < 5; i++ {
+		if err := c2.Decide(0, []byte("k"), 1, 4*P+int64(i), &r); err == nil && r.Allowed {
+			admitted++
+		}
+	}
+	if err := c2.SyncIn(late, 4*P+sec); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := c2.Decide(0, []byte("k"), 1, 4*P+2*sec+int64(i), &r); err == nil && r.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 3 {
+		t.Fatalf("window 4 admitted %d, want the standing lease's 3 (the late reply must not add one)", admitted)
+	}
+}
+
+// A reply that says nothing is free in the window makes the isolate deny
+// locally once its lease is spent, without asking, until the window ends.
+func TestStrictNothingFreeDeniesLocally(t *testing.T) {
+	P := 10 * sec
+	cfg := strictCfg(wire.FixedWindow, 100, P)
+	c := mustCore(t, cfg)
+	fc := newFakeCoord(t, cfg)
+	fc.lease = func(string, lkey, int64) int64 { return 2 }
+	fc.exhausted = true
+	var r core.Result
+	_ = c.Decide(0, []byte("k"), 1, sec, &r)
+	fc.sync(c, sec)
+	for i := 0; i < 2; i++ {
+		if err := c.Decide(0, []byte("k"), 1, sec+int64(i+1), &r); err != nil || !r.Allowed {
+			t.Fatalf("within the lease: %+v %v", r, err)
+		}
+	}
+	if err := c.Decide(0, []byte("k"), 1, 9*sec, &r); err != nil || r.Allowed || r.SyncRetry || r.SyncWanted {
+		t.Fatalf("lease spent, nothing free: %+v %v, want a local denial", r, err)
+	}
+	if out, _ := c.SyncOut(9*sec, nil); len(out) != 0 {
+		t.Errorf("a local denial made a batch: %x", out)
+	}
+	// The next window asks again.
+	if err := c.Decide(0, []byte("k"), 1, P+sec, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("next window: %+v %v, want a sync retry", r, err)
 	}
 }

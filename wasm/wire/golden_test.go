@@ -47,7 +47,7 @@ var (
 	}}
 	fixReply = wire.Reply{Version: wire.Version, Seq: 70000, At: 1_763_700_000_223_456_789, Entries: []wire.View{
 		{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Prev: 127, TAT: 0, Lease: -1, Isolates: 3},
-		{Limiter: "customer", Key: key40, Window: 29_395_000, Count: 32768, Prev: 255, Lease: 40, Isolates: 128},
+		{Limiter: "customer", Key: key40, Window: 29_395_000, Count: 32768, Prev: 255, Lease: 40, Isolates: 128, Stand: 7, Exhausted: true},
 		{Limiter: "bucket", Key: key256, TAT: 1_763_700_099_000_000_000, Lease: -33, Isolates: 65536},
 	}}
 	fixDecideRequest = wire.DecideRequest{Version: wire.Version, Now: 1_763_700_000_123_456_789, Checks: []wire.Check{
@@ -113,7 +113,7 @@ func batchGeneric(b *wire.Batch) map[string]any {
 func replyGeneric(rp *wire.Reply) map[string]any {
 	es := []any{}
 	for _, v := range rp.Entries {
-		es = append(es, []any{v.Limiter, v.Key, v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates})
+		es = append(es, []any{v.Limiter, v.Key, v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates, v.Stand, v.Exhausted})
 	}
 	return map[string]any{"v": rp.Version, "seq": rp.Seq, "at": rp.At, "e": es}
 }
@@ -454,5 +454,33 @@ func TestEncodingSpotChecks(t *testing.T) {
 	}
 	if got := fmt.Sprintf("% x", (&wire.Decision{Allowed: true, Limiter: "x"}).AppendMsg(nil)[:3]); got != "89 a1 76" {
 		t.Errorf("decision starts %s", got)
+	}
+}
+
+// A view of 8 elements (a coordinator without standing leases) still
+// decodes, with no standing lease.
+func TestViewWithoutStand(t *testing.T) {
+	b := wire.AppendMapHeader(nil, 4)
+	b = wire.AppendString(b, "v")
+	b = wire.AppendInt(b, wire.Version)
+	b = wire.AppendString(b, "seq")
+	b = wire.AppendInt(b, 3)
+	b = wire.AppendString(b, "at")
+	b = wire.AppendInt(b, 5)
+	b = wire.AppendString(b, "e")
+	b = wire.AppendArrayHeader(b, 1)
+	b = wire.AppendArrayHeader(b, 8)
+	b = wire.AppendString(b, "l")
+	b = wire.AppendString(b, "k")
+	for _, v := range []int64{9, 4, 2, 0, 3, 2} {
+		b = wire.AppendInt(b, v)
+	}
+	var rr wire.ReplyReader
+	if err := rr.Reset(b); err != nil {
+		t.Fatal(err)
+	}
+	v := wire.View{Stand: 99}
+	if _, _, ok := rr.Next(&v); !ok || v.Lease != 3 || v.Isolates != 2 || v.Stand != 0 || v.Exhausted {
+		t.Fatalf("8-element view: %+v ok=%v err=%v", v, ok, rr.Err())
 	}
 }

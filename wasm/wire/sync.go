@@ -45,6 +45,15 @@ type View struct {
 	TAT      int64 // bucket algorithms: theoretical arrival time, ns
 	Lease    int64 // strict mode: cost this isolate may admit beyond the acknowledged batch; -1 = no lease
 	Isolates int64 // isolates that recently reported this key (>= 1)
+	// Stand (strict fixed windows): the standing lease, the cost this
+	// isolate may admit in window Window+1 without asking (0: none).
+	// Optional on the wire: a view of 8 elements has none.
+	Stand int64
+	// Exhausted (strict windowed): after this reply's grant, every unit
+	// of Window's budget is counted or reserved by some isolate, so
+	// asking for more is (for now) useless. Optional on the wire: a view
+	// of 8 or 9 elements says false.
+	Exhausted bool
 }
 
 // AppendMsg appends b encoded as msgpack.
@@ -180,9 +189,10 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 	return dst
 }
 
-// AppendMsg appends v as the array [limiter, key, window, count, prev, tat, lease, isolates].
+// AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
+// lease, isolates, stand, exhausted].
 func (v *View) AppendMsg(dst []byte) []byte {
-	dst = AppendArrayHeader(dst, 8)
+	dst = AppendArrayHeader(dst, 10)
 	dst = AppendString(dst, v.Limiter)
 	dst = AppendString(dst, v.Key)
 	dst = AppendInt(dst, v.Window)
@@ -190,11 +200,13 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	dst = AppendInt(dst, v.Prev)
 	dst = AppendInt(dst, v.TAT)
 	dst = AppendInt(dst, v.Lease)
-	return AppendInt(dst, v.Isolates)
+	dst = AppendInt(dst, v.Isolates)
+	dst = AppendInt(dst, v.Stand)
+	return AppendBool(dst, v.Exhausted)
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -256,12 +268,20 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	}
 	rr.left--
 	r := &rr.r
-	if r.ReadArrayHeader() != 8 && r.err == nil {
+	n := r.ReadArrayHeader()
+	if (n < 8 || n > 10) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
+	v.Stand, v.Exhausted = 0, false
+	if n >= 9 {
+		v.Stand = r.ReadInt()
+	}
+	if n == 10 {
+		v.Exhausted = r.ReadBool()
+	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)
 	}
