@@ -335,8 +335,10 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		// the spell; each refusal in the same window doubles the spell
 		// (a window under sustained overload stays exhausted).
 		// A reply that says the window has nothing free left (every
-		// unit counted or reserved) makes the isolate dry until the
-		// window ends once its own lease is spent.
+		// unit counted or reserved) starts a dry spell too, which
+		// matters once the isolate's own lease is spent (a spell, not
+		// the rest of the window: reservations others leave unused
+		// come back as they report).
 		switch {
 		case e.asked > 0 && v.Lease <= 0 && !l.bucket:
 			n := uint8(0)
@@ -346,7 +348,12 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
 			e.dryWin, e.dryUntil, e.dryN = v.Window, now+spell, n
 		case v.Exhausted && !l.bucket:
-			e.dryWin, e.dryUntil, e.dryN = v.Window, (v.Window+1)*l.cfg.Period, 0
+			n := uint8(0)
+			if e.dryWin == v.Window {
+				n = e.dryN
+			}
+			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
+			e.dryWin, e.dryUntil, e.dryN = v.Window, now+spell, n
 		case v.Lease > 0 || v.Window != e.dryWin:
 			e.dryWin, e.dryN = -1, 0
 		}

@@ -839,7 +839,8 @@ func TestStrictStandingLease(t *testing.T) {
 }
 
 // A reply that says nothing is free in the window makes the isolate deny
-// locally once its lease is spent, without asking, until the window ends.
+// locally once its lease is spent, without asking, for a dry spell; then
+// it asks again.
 func TestStrictNothingFreeDeniesLocally(t *testing.T) {
 	P := 10 * sec
 	cfg := strictCfg(wire.FixedWindow, 100, P)
@@ -855,11 +856,14 @@ func TestStrictNothingFreeDeniesLocally(t *testing.T) {
 			t.Fatalf("within the lease: %+v %v", r, err)
 		}
 	}
-	if err := c.Decide(0, []byte("k"), 1, 9*sec, &r); err != nil || r.Allowed || r.SyncRetry || r.SyncWanted {
+	if err := c.Decide(0, []byte("k"), 1, sec+5e6, &r); err != nil || r.Allowed || r.SyncRetry || r.SyncWanted {
 		t.Fatalf("lease spent, nothing free: %+v %v, want a local denial", r, err)
 	}
-	if out, _ := c.SyncOut(9*sec, nil); len(out) != 0 {
+	if out, _ := c.SyncOut(sec+5e6, nil); len(out) != 0 {
 		t.Errorf("a local denial made a batch: %x", out)
+	}
+	if err := c.Decide(0, []byte("k"), 1, 9*sec, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("after the dry spell: %+v %v, want a sync retry", r, err)
 	}
 	// The next window asks again.
 	if err := c.Decide(0, []byte("k"), 1, P+sec, &r); err != nil || !r.SyncRetry {
