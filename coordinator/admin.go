@@ -59,7 +59,7 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	ks.Isolates = st.recentIsolates(now)
 	for i := range st.isos {
 		is := &st.isos[i]
-		if r := st.reservation(is, w); lim.Mode == wire.Strict && r > 0 {
+		if r := st.reservation(is, w); lim.Leased() && r > 0 {
 			ks.Leases[is.id] = r
 			ks.LeaseSum = addSat(ks.LeaseSum, r)
 		}

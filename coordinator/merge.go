@@ -310,7 +310,7 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 	m.markKey(st)
 	m.stats.DeltasApplied++
 	lim := st.lim
-	strict := lim.Mode == wire.Strict
+	strict := lim.Leased()
 	var me *isoState
 	if strict {
 		me = m.iso(st, isolate, now)
@@ -368,7 +368,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	}
 	var me *isoState
 	switch {
-	case applied && lim.Mode != wire.Strict:
+	case applied && !lim.Leased():
 		m.markKey(st)
 		st.sk.add(hash, now/P)
 	case applied:
@@ -383,7 +383,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 			st.oldest = min(st.oldest, now) // in case the clock went back
 			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
 		}
-	case lim.Mode == wire.Strict:
+	case lim.Leased():
 		if i := st.findIso(isolate); i >= 0 {
 			me = &st.isos[i]
 		}
@@ -396,7 +396,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	}
 	v.Isolates = max(st.recentIsolates(now), 1)
 	v.Lease, v.Exhausted, v.Stand = -1, false, 0
-	if lim.Mode != wire.Strict {
+	if !lim.Leased() {
 		return
 	}
 	v.Lease = 0
@@ -762,7 +762,7 @@ func (m *Merger) CachedKeys() int { return len(m.keys) }
 func (m *Merger) LeasesOutstanding(now int64) int64 {
 	var sum int64
 	for _, st := range m.keys {
-		if st.lim.Mode != wire.Strict {
+		if !st.lim.Leased() {
 			continue
 		}
 		w := max(now/st.lim.Period, st.win)

@@ -104,7 +104,7 @@ func hwmStorageKey(isolate string) string { return string(prefixHWM) + isolate }
 
 // persistIsos reports whether the isolate list is persisted: only strict
 // limiters need it (leases must survive a restart; recency does not).
-func (s *keyState) persistIsos() bool { return s.lim.Mode == wire.Strict }
+func (s *keyState) persistIsos() bool { return s.lim.Leased() }
 
 func (s *keyState) encode(dst []byte) []byte {
 	dst = append(dst, stateVer)
@@ -272,7 +272,7 @@ func (s *keyState) findIso(id string) int {
 // recentIsolates returns how many isolates were seen within 2 periods
 // (approximate limiters: in this period and the previous one, estimated).
 func (s *keyState) recentIsolates(now int64) int64 {
-	if s.lim.Mode != wire.Strict {
+	if !s.lim.Leased() {
 		return s.sk.count(now / s.lim.Period)
 	}
 	horizon := now - 2*s.lim.Period

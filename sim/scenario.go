@@ -49,10 +49,12 @@ const (
 	Location    = "location"
 	Approximate = "approximate"
 	Strict      = "strict"
+	Auto        = "auto"
 )
 
-// AllStrategies lists every strategy in report order.
-var AllStrategies = []string{LocalOnly, Central, Location, Approximate, Strict}
+// AllStrategies lists every strategy in report order. Auto is edgelimit's
+// default mode (wire.Auto).
+var AllStrategies = []string{LocalOnly, Central, Location, Approximate, Strict, Auto}
 
 // Fail policies (Scenario.FailPolicy): what an isolate whose view is stale
 // (no successful sync for syncloop's StaleAfter, 3 intervals) does.

@@ -37,6 +37,8 @@ func strategyFor(name string) (strategy, error) {
 		return edge{m: wire.Approximate, holds: true}, nil
 	case Strict:
 		return edge{m: wire.Strict, holds: true}, nil
+	case Auto:
+		return edge{m: wire.Auto, holds: true}, nil
 	}
 	return nil, fmt.Errorf("sim: unknown strategy %q", name)
 }

@@ -51,7 +51,7 @@ func TestEdgeFailFlagsRejected(t *testing.T) {
 func TestEdgeCommandFailsClosed(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "limits.json")
-	if err := os.WriteFile(cfg, []byte(`{"limiters": [{"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1h"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(`{"limiters": [{"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1h", "mode": "approximate"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -129,6 +129,10 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Config.Version == 0 {
 		opts.Config.Version = wire.Version
 	}
+	if opts.Coordinator == "" {
+		// Isolates that never sync: auto limiters decide alone.
+		opts.Config = opts.Config.Alone()
+	}
 	opts.Sync.EnsureDefaults()
 	if err := opts.Sync.Validate(); err != nil {
 		return nil, fmt.Errorf("host: %w", err)

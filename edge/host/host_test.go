@@ -102,7 +102,36 @@ func TestHTTPDecisionsAndHeaders(t *testing.T) {
 // in strict mode: requests that miss a lease wait for a sync, and together
 // they admit exactly the limit.
 func TestStrictHostsShareALimitThroughTheCoordinator(t *testing.T) {
-	cfg := config(wire.Strict, 6)
+	for _, mode := range []string{wire.Strict, wire.Auto} {
+		t.Run(mode, func(t *testing.T) { leasedHostsShareALimit(t, mode) })
+	}
+}
+
+// An auto limiter on a host without a coordinator decides alone
+// (approximate): it admits up to the limit, not nothing.
+func TestAutoAloneDecidesLocally(t *testing.T) {
+	h, err := New(context.Background(), Options{Config: config(wire.Auto, 6), Isolates: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	allowed := 0
+	for i := 0; i < 10; i++ {
+		if resp, _ := get(t, srv, url.Values{"limiter": {"api"}, "key": {"k"}}); resp.StatusCode == 200 {
+			allowed++
+		}
+	}
+	if allowed != 6 {
+		t.Fatalf("auto alone admitted %d of 10, want the limit 6", allowed)
+	}
+}
+
+// leasedHostsShareALimit: two hosts with a leased mode share one limit
+// exactly through a real coordinator.
+func leasedHostsShareALimit(t *testing.T, mode string) {
+	cfg := config(mode, 6)
 	c, err := coordinator.Open(coordinator.Options{Dir: t.TempDir(), Config: cfg, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)

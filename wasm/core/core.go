@@ -84,7 +84,7 @@ func New(cfg wire.Config) (*Core, error) {
 	c.tab.max = int(c.cfg.MaxKeys)
 	for _, l := range cfg.Limiters {
 		lm := limiter{cfg: l, bucket: l.IsBucket(), sliding: l.Algorithm == wire.SlidingWindow,
-			strict: l.Mode == wire.Strict, readThru: l.ReadThrough && l.Mode != wire.Strict}
+			strict: l.Leased(), readThru: l.ReadThrough && !l.Leased()}
 		if len(l.Overrides) > 0 {
 			lm.overrides = make(map[string]int64, len(l.Overrides))
 			for _, o := range l.Overrides {

@@ -15,9 +15,36 @@ const (
 
 // Mode names accepted in LimiterConfig.Mode.
 const (
-	Approximate = "approximate" // decide from the cached global view (default)
-	Strict      = "strict"      // admit only within a lease from the coordinator
+	// Auto admits within leases from the coordinator like Strict, sized
+	// per key and isolate by demand: a busy isolate holds leases ahead
+	// (and a standing lease for the next window) and decides locally, a
+	// sparse one asks when it needs budget. It is the default of the
+	// JSON config file (FileConfig: an omitted mode); hosts whose
+	// isolates never sync run it as Approximate (Config.Alone).
+	Auto = "auto"
+	// Approximate decides from the cached global view and an estimate of
+	// the other isolates' traffic; the default of a wire Config whose
+	// Mode is empty.
+	Approximate = "approximate"
+	Strict      = "strict" // admit only within a lease from the coordinator
 )
+
+// Leased reports whether the limiter admits only within leases (Auto or
+// Strict).
+func (l *LimiterConfig) Leased() bool { return l.Mode == Strict || l.Mode == Auto }
+
+// Alone returns c for isolates that never sync with a coordinator: Auto
+// limiters become Approximate (leases would never come); Strict ones stay
+// (they deny, as their guarantee says).
+func (c Config) Alone() Config {
+	c.Limiters = append([]LimiterConfig(nil), c.Limiters...)
+	for i := range c.Limiters {
+		if c.Limiters[i].Mode == Auto {
+			c.Limiters[i].Mode = Approximate
+		}
+	}
+	return c
+}
 
 // Fail policy names accepted in LimiterConfig.FailPolicy: what an isolate
 // does with a limiter's requests once its view of the global counts is
@@ -37,7 +64,7 @@ type LimiterConfig struct {
 	Limit     int64  // admitted cost per Period, >= 1
 	Period    int64  // nanoseconds, MinPeriod..MaxPeriod
 	Burst     int64  // token_bucket/gcra: capacity; 0 means Limit
-	Mode      string // Approximate (default when empty) or Strict
+	Mode      string // Approximate (default when empty), Strict or Auto
 	// ReadThrough (approximate mode): a decision on a cold key (no global
 	// view of its current window, no rate estimate) is denied with
 	// SyncRetry so the host syncs and decides again: one round trip for
@@ -122,9 +149,9 @@ func (c *Config) Validate() error {
 			bad(p+"burst", "must be between 0 (= limit) and 2^50")
 		}
 		switch l.Mode {
-		case "", Approximate, Strict:
+		case "", Auto, Approximate, Strict:
 		default:
-			bad(p+"mode", "unknown mode "+quote(l.Mode)+" (want approximate or strict)")
+			bad(p+"mode", "unknown mode "+quote(l.Mode)+" (want auto, approximate or strict)")
 		}
 		switch l.FailPolicy {
 		case "", FailOpen, FailClosed, FailLocalShare:

@@ -226,3 +226,30 @@ func TestFailPolicyField(t *testing.T) {
 		t.Errorf("JSON bad fail_policy: %v", err)
 	}
 }
+
+// The config file's default mode is auto (leases when synced); a host
+// whose isolates never sync runs auto limiters as approximate, and strict
+// ones as they are.
+func TestFileDefaultModeAuto(t *testing.T) {
+	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [
+		{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"},
+		{"name": "s", "algorithm": "fixed_window", "limit": 5, "period": "1s", "mode": "strict"},
+		{"name": "x", "algorithm": "fixed_window", "limit": 5, "period": "1s", "mode": "approximate"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Limiters[0].Mode; m != wire.Auto || !c.Limiters[0].Leased() {
+		t.Fatalf("omitted mode: %q, want auto (leased)", m)
+	}
+	if c.Limiters[2].Leased() {
+		t.Fatal("approximate is leased")
+	}
+	alone := c.Alone()
+	if alone.Limiters[0].Mode != wire.Approximate || alone.Limiters[1].Mode != wire.Strict || c.Limiters[0].Mode != wire.Auto {
+		t.Fatalf("alone: %+v (original %+v)", alone.Limiters, c.Limiters)
+	}
+	// A wire Config's empty mode stays approximate (the module's zero value).
+	if (&wire.LimiterConfig{}).Leased() {
+		t.Fatal("empty wire mode is leased")
+	}
+}

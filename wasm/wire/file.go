@@ -37,7 +37,9 @@ type FileLimiter struct {
 	Limit     int64  `json:"limit"`
 	Period    string `json:"period"`
 	Burst     int64  `json:"burst,omitempty"`
-	Mode      string `json:"mode,omitempty"`
+	// Mode: "auto" (the default when omitted), "approximate" or
+	// "strict"; see LimiterConfig.Mode and the Auto constant.
+	Mode string `json:"mode,omitempty"`
 	// ReadThrough: see LimiterConfig.ReadThrough.
 	ReadThrough bool             `json:"read_through,omitempty"`
 	Overrides   map[string]int64 `json:"overrides,omitempty"`
@@ -78,8 +80,12 @@ func (fc *FileConfig) Config() (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("wire: config: limiters[%d].period: %w", i, err)
 		}
+		mode := fl.Mode
+		if mode == "" {
+			mode = Auto // the file's default mode
+		}
 		l := LimiterConfig{Name: fl.Name, Algorithm: fl.Algorithm, Limit: fl.Limit,
-			Period: int64(d), Burst: fl.Burst, Mode: fl.Mode, ReadThrough: fl.ReadThrough, FailPolicy: fl.FailPolicy}
+			Period: int64(d), Burst: fl.Burst, Mode: mode, ReadThrough: fl.ReadThrough, FailPolicy: fl.FailPolicy}
 		keys := make([]string, 0, len(fl.Overrides))
 		for k := range fl.Overrides {
 			keys = append(keys, k)
