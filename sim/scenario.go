@@ -641,6 +641,17 @@ func (s *Scenario) Prepare() error {
 	return nil
 }
 
+// SetTrace replaces the scenario's trace with the file at path (format,
+// scale and offset as the trace_* fields; zero values take the defaults);
+// the next Prepare loads it.
+func (s *Scenario) SetTrace(path, format string, scale float64, offset Duration) {
+	s.Trace, s.TraceFormat, s.TraceScale, s.TraceOffset = path, format, scale, offset
+	s.trace, s.counts, s.dir = nil, nil, ""
+	if abs, err := filepath.Abs(path); err == nil {
+		s.Trace = abs
+	}
+}
+
 // WireConfig returns the validated limiter configuration (after Prepare).
 func (s *Scenario) WireConfig() wire.Config { return s.cfg }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -65,5 +66,31 @@ func TestEdgeFlags(t *testing.T) {
 	}
 	if _, _, err := run(t, "edge", "-h"); err != nil {
 		t.Fatalf("edge -h: %v", err)
+	}
+}
+
+// The README's tuning command works: it prints the scanned curve and a
+// pick (or says no interval meets the target), on a user's counts trace.
+func TestSimTuneOnATrace(t *testing.T) {
+	dir := t.TempDir()
+	trace := dir + "/rps.txt"
+	if err := os.WriteFile(trace, []byte("# requests per second\n4000 9000 12000 6000 3000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "sim", "--trace", trace, "--strategies", "approximate", "--sync", "100ms", "--quiet",
+		"--target-overrun", "1%", "--target-points", "3", "--target-max", "1s", "--seeds", "1,2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"tuning approximate: worst key-window overrun <= 1%", "10ms", "1s", "scenario rps.txt: 64 isolates", "5s simulated"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "pick: sync every") && !strings.Contains(out, "no interval in the scan meets the target") {
+		t.Errorf("no answer:\n%s", out)
+	}
+	if _, _, err := run(t, "sim", "--target-overrun", "1%", "--target-metric", "mean"); err == nil {
+		t.Error("unknown target metric accepted")
 	}
 }

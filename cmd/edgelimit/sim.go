@@ -46,6 +46,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	targetMax := fs.Duration("target-max", 0, "largest sync interval --target-overrun scans (default: the smaller of 5s and a quarter of the duration)")
 	targetPoints := fs.Int("target-points", 12, "number of intervals --target-overrun scans (log-spaced)")
 	seedList := fs.String("seeds", "1,2,3", "seeds of every --target-overrun interval and of --corpus runs (comma-separated)")
+	trace := fs.String("trace", "", "replay this trace (instead of the built-in scenario's traffic unless --scenario is given); its span is the duration unless --duration is set")
+	traceFormat := fs.String("trace-format", "", "trace format: requests (CSV), jsonl or counts (requests per second); default: from the content")
+	traceScale := fs.Float64("trace-scale", 0, "multiply a counts trace's counts (default 1)")
+	traceOffset := fs.Duration("trace-offset", 0, "skip the start of a counts trace")
 	parallel := fs.Int("parallel", 1, "runs at once (results do not depend on it)")
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
@@ -81,6 +85,16 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			sc.Traffic = nil // the default traffic follows the first limiter of the config
 		}
 	}
+	if *trace != "" {
+		if *scenario == "" {
+			sc.Traffic = nil // the trace is the traffic
+			sc.Name, sc.Description = filepath.Base(*trace), ""
+		}
+		sc.SetTrace(*trace, *traceFormat, *traceScale, sim.Duration(*traceOffset))
+		if *duration == 0 {
+			sc.Duration = 0 // the trace's span
+		}
+	}
 	if *isolates != 0 {
 		sc.Isolates = *isolates
 		if sc.Locations > sc.Isolates {
@@ -110,6 +124,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var targetPct float64
+	if *targetMetric != sim.MetricWorst && *targetMetric != sim.MetricP99 {
+		return fmt.Errorf("sim: --target-metric: want %s or %s, got %q", sim.MetricWorst, sim.MetricP99, *targetMetric)
+	}
 	if *target != "" {
 		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(*target), "%"), 64)
 		if err != nil || v < 0 {
@@ -138,6 +155,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if err := sim.WriteTable(stdout, results); err != nil {
 		return err
+	}
+	if n := results[0].TraceNotReplayed; n > 0 {
+		fmt.Fprintf(stderr, "sim: warning: %d requests of the trace fall after the simulated %v and were not replayed (set --duration or the scenario's duration)\n",
+			n, time.Duration(sc.Duration))
 	}
 	fmt.Fprint(stdout, "\n"+sim.Legend)
 
