@@ -6,14 +6,17 @@ TINYGO_VER   := 0.41.1
 TINYGOROOT   := $(CURDIR)/.tools/tinygo-$(TINYGO_VER)
 TINYGO       := $(TINYGOROOT)/bin/tinygo
 WASM         := wasm/edgelimit.wasm
-GO_HOST_PKGS := ./wasm/wire/... ./wasm/core/... ./wasm/satmath/... ./edge/... ./coordinator/... ./sim/... ./cmd/... ./benchmarks/...
+STATICCHECK  := $(CURDIR)/.tools/bin/staticcheck
+STATICCHECK_VER := v0.6.1
 
-.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check clean accuracy
+.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy
 
 ## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
-tools: $(TINYGO)
+tools: $(TINYGO) $(STATICCHECK)
 $(TINYGO):
 	@./scripts/install-tinygo.sh
+$(STATICCHECK):
+	@GOBIN=$(CURDIR)/.tools/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
 
 ## wasm: build the guest module (committed, embedded by package wasm)
 wasm: $(TINYGO)
@@ -32,16 +35,24 @@ demo:
 	@go run ./cmd/edgelimit sim --scenario default
 
 ## test: everything CI checks
-test: tools wasm-check vet fmt-check test-go
+test: tools wasm-check vet fmt-check tidy-check lint test-go
 
+## vet: go vet of the host packages and of the guest for wasip1
 vet:
 	@go vet ./...
+	@GOOS=wasip1 GOARCH=wasm go vet ./wasm/guest/
+
+tidy-check:
+	@go mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; exit 1; }
+
+lint: $(STATICCHECK)
+	@$(STATICCHECK) ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
 
 test-go:
-	@go test -race -count=1 -timeout 15m $(GO_HOST_PKGS)
+	@go test -race -count=1 -timeout 15m ./...
 
 ## fuzz: run each fuzz target briefly (FUZZTIME=30s by default)
 FUZZTIME ?= 30s

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"flag"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +57,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("edgelimit: unknown command %q", args[0])
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	// -h on any command prints its flags and succeeds.
+	if err := c.run(ctx, args[1:], stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return nil
 }
 
 func usage(w io.Writer) {

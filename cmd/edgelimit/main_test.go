@@ -94,3 +94,12 @@ func TestSimTuneOnATrace(t *testing.T) {
 		t.Error("unknown target metric accepted")
 	}
 }
+
+// -h on every command prints its flags and succeeds.
+func TestHelpSucceedsEverywhere(t *testing.T) {
+	for name := range commands {
+		if _, stderr, err := run(t, name, "-h"); err != nil || !strings.Contains(stderr, "-") {
+			t.Errorf("%s -h: %v, %q", name, err, stderr)
+		}
+	}
+}
