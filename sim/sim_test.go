@@ -501,3 +501,45 @@ func TestCorpusLoads(t *testing.T) {
 		t.Errorf("central under the limit misses %v, want only the p50 latency (a round trip per request)", m)
 	}
 }
+
+// The default mode (auto) on the whole corpus, shortened: no key-window
+// over its limit, at most one sync per decision, and no wait for the
+// median request where isolates are busy. Approximate mode (the default
+// before auto) fails the first on every overloaded row.
+func TestCorpusDefaultModeTargets(t *testing.T) {
+	var scs []*Scenario
+	for _, n := range CorpusScenarios() {
+		sc, err := Builtin("corpus/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != "llm-6rps" && n != "quota" && sc.Duration > Duration(20*time.Second) {
+			sc.Duration = Duration(20 * time.Second) // the sparse rows need their whole span for steady figures
+		}
+		scs = append(scs, sc)
+	}
+	rows, err := testSim(t).RunCorpus(context.Background(), scs, CorpusOptions{
+		Strategies: []string{Auto, Approximate}, Seeds: []uint64{5}, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approxOver := 0
+	for _, r := range rows {
+		switch r.Strategy {
+		case Auto:
+			if r.WorstOverrunPct > 0 || r.SyncPerDecision > 100 {
+				t.Errorf("%s auto: worst window %.2f%% over, %.1f%% sync per decision", r.Scenario, r.WorstOverrunPct, r.SyncPerDecision)
+			}
+			if r.DecisionsPerIsolate >= 100 && r.LatencyP50 != 0 {
+				t.Errorf("%s auto: busy isolates, yet the median request waited %v", r.Scenario, time.Duration(r.LatencyP50))
+			}
+		case Approximate:
+			if r.WorstOverrunPct > TargetWorstPct {
+				approxOver++
+			}
+		}
+	}
+	if approxOver < len(scs)/2 {
+		t.Errorf("approximate overran on %d of %d scenarios: the corpus no longer tells the modes apart", approxOver, len(scs))
+	}
+}
