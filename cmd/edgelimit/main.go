@@ -9,9 +9,9 @@
 package main
 
 import (
-	"flag"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
