@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -105,6 +106,20 @@ func TestCoordinatorDownFailPolicies(t *testing.T) {
 		if !hasMetric(m, want[:i], want[i+1:]) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	// Everything admitted (4 warm-ups, 24 open, 4 local share) is
+	// buffered, unacknowledged.
+	var unsynced float64
+	for _, line := range strings.Split(m, "\n") {
+		if strings.HasPrefix(line, "edgelimit_edge_unsynced_cost{") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v); err == nil {
+				unsynced += v
+			}
+		}
+	}
+	if unsynced != 32 {
+		t.Errorf("unsynced cost %v over the isolates, want the 32 admitted while the coordinator was down", unsynced)
 	}
 	if !strings.Contains(m, `edgelimit_edge_sync_seconds_count{result="error"}`) || strings.Contains(m, "edgelimit_edge_sync_errors_total 0\n") {
 		t.Errorf("metrics do not show the failed syncs:\n%s", m)

@@ -23,6 +23,7 @@ import (
 //	edgelimit_edge_view_age_seconds{isolate}                    time since the isolate's last good sync
 //	edgelimit_edge_view_stale{isolate}                          1 while the fail policy applies
 //	edgelimit_edge_unacked_cost{isolate}                        cost in the batch sent and not acknowledged
+//	edgelimit_edge_unsynced_cost{isolate}                       cost admitted and not acknowledged (module stats)
 //	edgelimit_edge_isolate_restarts_total{isolate}              restarts after a trap
 //	edgelimit_edge_module_keys{isolate}                         keys the module tracks (module stats)
 //	edgelimit_edge_module_evicted_unsynced_total{isolate}       cost lost to evictions before a sync (module stats)
@@ -108,6 +109,7 @@ var (
 	descViewAge   = prometheus.NewDesc(metricNS+"view_age_seconds", "Time since the isolate's last good sync (or since it had nothing to sync), seconds.", []string{"isolate"}, nil)
 	descStale     = prometheus.NewDesc(metricNS+"view_stale", "1 while the isolate's view is stale and the fail policies apply.", []string{"isolate"}, nil)
 	descUnacked   = prometheus.NewDesc(metricNS+"unacked_cost", "Cost in the batch the isolate sent and the coordinator has not acknowledged.", []string{"isolate"}, nil)
+	descUnsynced  = prometheus.NewDesc(metricNS+"unsynced_cost", "Cost the isolate admitted that the coordinator has not acknowledged (buffered while it is away).", []string{"isolate"}, nil)
 	descRestarts  = prometheus.NewDesc(metricNS+"isolate_restarts_total", "Restarts of the isolate after a trap.", []string{"isolate"}, nil)
 	descKeys      = prometheus.NewDesc(metricNS+"module_keys", "Keys the isolate's module tracks.", []string{"isolate"}, nil)
 	descEvicted   = prometheus.NewDesc(metricNS+"module_evicted_unsynced_total", "Cost the module lost by evicting keys before they synced.", []string{"isolate"}, nil)
@@ -116,7 +118,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (c slotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descViewAge, descStale, descUnacked, descRestarts, descKeys, descEvicted, descModuleErr} {
+	for _, d := range []*prometheus.Desc{descViewAge, descStale, descUnacked, descUnsynced, descRestarts, descKeys, descEvicted, descModuleErr} {
 		ch <- d
 	}
 }
@@ -142,6 +144,7 @@ func (c slotCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.CounterValue, float64(restarts), id)
 		if err == nil {
 			ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(st.Keys), id)
+			ch <- prometheus.MustNewConstMetric(descUnsynced, prometheus.GaugeValue, float64(st.UnsyncedCost), id)
 			ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(st.EvictedUnsynced), id)
 			ch <- prometheus.MustNewConstMetric(descModuleErr, prometheus.CounterValue, float64(st.Errors), id)
 		}

@@ -133,6 +133,11 @@ func (c *Core) override(lim int, key []byte) (int64, bool) {
 func (c *Core) Stats() wire.Stats {
 	s := c.stats
 	s.Keys = int64(c.tab.live)
+	for i := 0; i < c.tab.n; i++ {
+		if e := c.tab.at(int32(i)); e.inUse {
+			s.UnsyncedCost = addSat(s.UnsyncedCost, e.unsynced())
+		}
+	}
 	s.StateBytes = int64(c.tab.n)*entrySize + c.tab.keyB + int64(len(c.tab.slots))*4 +
 		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf)) + int64(cap(c.entBuf))
 	return s

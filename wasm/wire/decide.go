@@ -157,14 +157,15 @@ type Stats struct {
 	Replies         int64 // replies applied by sync_in
 	ClockBackwards  int64 // decisions whose time was earlier than the key's last time
 	Errors          int64 // calls that returned an error
+	UnsyncedCost    int64 // cost admitted here that the coordinator has not acknowledged (buffered while it is away)
 }
 
 var statNames = [...]string{"keys", "decisions", "denials", "evictions", "evicted_unsynced",
-	"state_bytes", "batches", "replies", "clock_backwards", "errors"}
+	"state_bytes", "batches", "replies", "clock_backwards", "errors", "unsynced_cost"}
 
-func (s *Stats) fields() [10]*int64 {
-	return [10]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
-		&s.StateBytes, &s.Batches, &s.Replies, &s.ClockBackwards, &s.Errors}
+func (s *Stats) fields() [11]*int64 {
+	return [11]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
+		&s.StateBytes, &s.Batches, &s.Replies, &s.ClockBackwards, &s.Errors, &s.UnsyncedCost}
 }
 
 // AppendMsg appends s as a msgpack map of named counters.

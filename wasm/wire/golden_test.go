@@ -58,7 +58,7 @@ var (
 	fixDecision = wire.Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: 1_763_700_060_000_000_000,
 		RetryAfter: -1, SyncWanted: true, SyncRetry: true, Limiter: "customer"}
 	fixStats = wire.Stats{Keys: 100000, Decisions: 1 << 33, Denials: 65535, Evictions: 65536, EvictedUnsynced: 255,
-		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31}
+		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31, UnsyncedCost: 42}
 )
 
 // message is what every wire type implements.
@@ -134,7 +134,7 @@ func decisionGeneric(d *wire.Decision) map[string]any {
 func statsGeneric(s *wire.Stats) map[string]any {
 	return map[string]any{"keys": s.Keys, "decisions": s.Decisions, "denials": s.Denials, "evictions": s.Evictions,
 		"evicted_unsynced": s.EvictedUnsynced, "state_bytes": s.StateBytes, "batches": s.Batches,
-		"replies": s.Replies, "clock_backwards": s.ClockBackwards, "errors": s.Errors}
+		"replies": s.Replies, "clock_backwards": s.ClockBackwards, "errors": s.Errors, "unsynced_cost": s.UnsyncedCost}
 }
 
 // normalize turns what msgpack/v5 decodes into interface{} into the generic
