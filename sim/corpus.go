@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,17 +19,7 @@ import (
 
 // CorpusScenarios returns the names of the corpus scenarios, sorted; each
 // loads with Builtin("corpus/" + name).
-func CorpusScenarios() []string {
-	ents, _ := builtin.ReadDir("scenarios/corpus")
-	var names []string
-	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
+func CorpusScenarios() []string { return embeddedScenarios("scenarios/corpus") }
 
 // CorpusRow is one scenario and strategy of a corpus run, over several
 // seeds: the worst-window figures are the worst over the seeds, the

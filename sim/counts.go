@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -30,25 +28,18 @@ import (
 // parseCounts reads a counts trace. Errors name the line.
 func parseCounts(data []byte) ([]float64, error) {
 	var out []float64
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || text[0] == '#' {
-			continue
-		}
+	err := eachDataLine(data, func(line int, text string) (bool, error) {
 		for _, f := range strings.Fields(text) {
 			v, err := strconv.ParseFloat(f, 64)
 			if err != nil || !(v >= 0) || v > 1e9 {
-				return nil, fmt.Errorf("sim: trace line %d: want request counts (numbers in [0, 1e9]), got %q", line, f)
+				return false, fmt.Errorf("sim: trace line %d: want request counts (numbers in [0, 1e9]), got %q", line, f)
 			}
 			out = append(out, v)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("sim: trace: %w", err)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("sim: trace: no counts")
@@ -68,24 +59,21 @@ const (
 // neither blank nor a comment: '{' starts JSON lines, a line of numbers
 // separated by whitespace is a counts trace, anything else is CSV.
 func detectTraceFormat(data []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || t[0] == '#' {
-			continue
-		}
+	format := TraceRequests
+	eachDataLine(data, func(_ int, t string) (bool, error) {
 		if t[0] == '{' {
-			return TraceJSONLines
+			format = TraceJSONLines
+			return false, nil
 		}
 		for _, f := range strings.Fields(t) {
 			if _, err := strconv.ParseFloat(f, 64); err != nil {
-				return TraceRequests
+				return false, nil
 			}
 		}
-		return TraceCounts
-	}
-	return TraceRequests
+		format = TraceCounts
+		return false, nil
+	})
+	return format
 }
 
 // countsSource generates the requests of a counts trace, bin by bin.

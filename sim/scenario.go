@@ -676,8 +676,12 @@ var builtin embed.FS
 const DefaultScenario = "default"
 
 // BuiltinScenarios returns the names of the shipped scenarios, sorted.
-func BuiltinScenarios() []string {
-	ents, _ := builtin.ReadDir("scenarios")
+func BuiltinScenarios() []string { return embeddedScenarios("scenarios") }
+
+// embeddedScenarios returns the names of the scenario files in dir of the
+// embedded files, sorted.
+func embeddedScenarios(dir string) []string {
+	ents, _ := builtin.ReadDir(dir)
 	var names []string
 	for _, e := range ents {
 		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok {

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -58,15 +56,10 @@ type traceJSON struct {
 // lines rather than CSV.
 func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 	var out []traceEvent
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || text[0] == '#' {
-			continue
-		}
+	first := true
+	err := eachDataLine(data, func(line int, text string) (bool, error) {
+		isFirst := first
+		first = false
 		ev := traceEvent{isolate: -1, location: -1, cost: 1}
 		var secs float64
 		if jsonLines {
@@ -74,7 +67,7 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 			dec := json.NewDecoder(strings.NewReader(text))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&j); err != nil {
-				return nil, fmt.Errorf("sim: trace line %d: %w", line, err)
+				return false, fmt.Errorf("sim: trace line %d: %w", line, err)
 			}
 			secs, ev.limiter, ev.key = j.T, j.Limiter, j.Key
 			if j.Isolate != nil {
@@ -89,21 +82,21 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 		} else {
 			f := strings.Split(text, ",")
 			if len(f) < 4 || len(f) > 5 {
-				return nil, fmt.Errorf("sim: trace line %d: want timestamp,target,limiter,key[,cost], got %d fields", line, len(f))
+				return false, fmt.Errorf("sim: trace line %d: want timestamp,target,limiter,key[,cost], got %d fields", line, len(f))
 			}
 			var err error
 			secs, err = strconv.ParseFloat(strings.TrimSpace(f[0]), 64)
 			if err != nil {
-				if len(out) == 0 && line == firstDataLine(data) {
-					continue // header
+				if isFirst {
+					return true, nil // a header
 				}
-				return nil, fmt.Errorf("sim: trace line %d: timestamp: %w", line, err)
+				return false, fmt.Errorf("sim: trace line %d: timestamp: %w", line, err)
 			}
 			if tg := strings.TrimSpace(f[1]); tg != "" {
 				kind, num, ok := strings.Cut(tg, ":")
 				n, err := strconv.Atoi(num)
 				if !ok || err != nil || n < 0 || (kind != "iso" && kind != "loc") {
-					return nil, fmt.Errorf("sim: trace line %d: target %q: want iso:N, loc:N or empty", line, tg)
+					return false, fmt.Errorf("sim: trace line %d: target %q: want iso:N, loc:N or empty", line, tg)
 				}
 				if kind == "iso" {
 					ev.isolate = n
@@ -114,47 +107,33 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 			ev.limiter, ev.key = strings.TrimSpace(f[2]), strings.TrimSpace(f[3])
 			if len(f) == 5 && strings.TrimSpace(f[4]) != "" {
 				if ev.cost, err = strconv.ParseInt(strings.TrimSpace(f[4]), 10, 64); err != nil {
-					return nil, fmt.Errorf("sim: trace line %d: cost: %w", line, err)
+					return false, fmt.Errorf("sim: trace line %d: cost: %w", line, err)
 				}
 			}
 		}
 		if !(secs >= 0) || secs > 1e7 {
-			return nil, fmt.Errorf("sim: trace line %d: timestamp must be between 0 and 1e7 seconds", line)
+			return false, fmt.Errorf("sim: trace line %d: timestamp must be between 0 and 1e7 seconds", line)
 		}
 		ev.t = int64(math.Round(secs * 1e9))
 		switch {
 		case ev.key == "" || len(ev.key) > wire.MaxKeyLen:
-			return nil, fmt.Errorf("sim: trace line %d: key must be 1 to %d bytes", line, wire.MaxKeyLen)
+			return false, fmt.Errorf("sim: trace line %d: key must be 1 to %d bytes", line, wire.MaxKeyLen)
 		case ev.limiter == "":
-			return nil, fmt.Errorf("sim: trace line %d: limiter missing", line)
+			return false, fmt.Errorf("sim: trace line %d: limiter missing", line)
 		case ev.cost < 1 || ev.cost > wire.MaxCost:
-			return nil, fmt.Errorf("sim: trace line %d: cost must be between 1 and 2^40", line)
+			return false, fmt.Errorf("sim: trace line %d: cost must be between 1 and 2^40", line)
 		case ev.isolate < -1 || ev.location < -1 || (ev.isolate >= 0 && ev.location >= 0):
-			return nil, fmt.Errorf("sim: trace line %d: give an isolate or a location, not both", line)
+			return false, fmt.Errorf("sim: trace line %d: give an isolate or a location, not both", line)
 		}
 		out = append(out, ev)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("sim: trace: %w", err)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("sim: trace: no requests")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].t < out[j].t })
 	return out, nil
-}
-
-// firstDataLine returns the number of the first line that is neither blank
-// nor a comment.
-func firstDataLine(data []byte) int {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	n := 0
-	for sc.Scan() {
-		n++
-		t := strings.TrimSpace(sc.Text())
-		if t != "" && t[0] != '#' {
-			return n
-		}
-	}
-	return 0
 }
