@@ -232,7 +232,9 @@ func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Tuning)
 	})
 }
 
-// progressBar draws a bar on stderr once a run has lasted a second.
+// progressBar draws a bar on stderr once a run has lasted a second, when
+// stderr is a terminal. Kept by hand (40 lines) rather than a progress-bar
+// library: it needs one bar, a fraction and the elapsed time.
 type progressBar struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -243,7 +245,18 @@ type progressBar struct {
 }
 
 func newProgressBar(w io.Writer, quiet bool) *progressBar {
+	// A bar redraws itself with carriage returns: only on a terminal (in
+	// a log file the frames would pile up).
+	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
+		quiet = true
+	}
 	return &progressBar{w: w, quiet: quiet, start: time.Now()}
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progressBar) set(f float64) {
