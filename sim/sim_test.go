@@ -543,3 +543,18 @@ func TestCorpusDefaultModeTargets(t *testing.T) {
 		t.Errorf("approximate overran on %d of %d scenarios: the corpus no longer tells the modes apart", approxOver, len(scs))
 	}
 }
+
+// A request trace with Unix timestamps starts at 0.
+func TestTraceUnixTimes(t *testing.T) {
+	tr, err := ParseTrace([]byte("t,target,limiter,key\n1763700000.5,,a,k\n1763700002.25,iso:1,a,k\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// float64 seconds hold Unix times to about a microsecond
+	if d := tr[1].t - 1_750_000_000; len(tr) != 2 || tr[0].t != 0 || d < -1000 || d > 1000 {
+		t.Fatalf("times %d, %d; want 0 and 1.75 s", tr[0].t, tr[1].t)
+	}
+	if _, err := ParseTrace([]byte("2e10,,a,k\n"), false); err == nil {
+		t.Fatal("a timestamp past 1e10 s was accepted")
+	}
+}

@@ -26,7 +26,9 @@ import (
 //	{"t": 0.25, "isolate": 3, "limiter": "llm", "key": "org-1"}
 //
 // timestamp (t) is seconds since the start of the simulation (a decimal
-// number, >= 0). target is "iso:N" (isolate N, modulo the scenario's
+// number, >= 0), or Unix time in seconds as logs record it (a trace whose
+// first request is after 1e7 s is shifted so that it starts at 0; up to
+// 1e10, to about a microsecond). target is "iso:N" (isolate N, modulo the scenario's
 // isolates), "loc:N" (a random isolate of location N, modulo the
 // locations) or empty (a random isolate); in JSON, "isolate" or "location".
 // cost defaults to 1. Blank lines and lines starting with '#' are skipped,
@@ -111,8 +113,8 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 				}
 			}
 		}
-		if !(secs >= 0) || secs > 1e7 {
-			return false, fmt.Errorf("sim: trace line %d: timestamp must be between 0 and 1e7 seconds", line)
+		if !(secs >= 0) || secs > 1e10 {
+			return false, fmt.Errorf("sim: trace line %d: timestamp must be between 0 and 1e10 seconds", line)
 		}
 		ev.t = int64(math.Round(secs * 1e9))
 		switch {
@@ -135,5 +137,14 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 		return nil, fmt.Errorf("sim: trace: no requests")
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].t < out[j].t })
+	if first := out[0].t; first > epochAfter {
+		for i := range out { // Unix times: the trace starts at 0
+			out[i].t -= first
+		}
+	}
 	return out, nil
 }
+
+// epochAfter is the time (ns) after which a trace's first request marks
+// its timestamps as Unix times (1e7 s: 116 days).
+const epochAfter = int64(1e7 * 1e9)
