@@ -1,7 +1,8 @@
 // Package benchmarks measures the edge module side by side with its peers:
 // the scalar fast path under wazero, the same decision through the Extism
-// Go SDK, the native core, and golang.org/x/time/rate (the bar for a local
-// decision). Run with `go test -bench . ./benchmarks/` or `edgelimit bench`,
+// Go SDK, the native core, golang.org/x/time/rate (the bar for a local
+// decision), and a central limiter asking Redis on every decision (see
+// redis.go). Run with `go test -bench . ./benchmarks/` or `edgelimit bench`,
 // which prints medians and ratios.
 package benchmarks
 
@@ -51,6 +52,8 @@ func All() []Benchmark {
 		{"native core, 100k keys", func(b *testing.B) { decideNative(b, 100_000) }},
 		{"x/time/rate AllowN", xrate},
 		{"Extism Go SDK Plugin.Call decide", decideExtismSDK},
+		{"Redis per decision: INCR+EXPIRE fixed window", redisFixedWindowBench},
+		{"Redis per decision: GCRA Lua script", redisGCRABench},
 		{"instantiate isolate", instantiate},
 		{"compile module", compile},
 	}
