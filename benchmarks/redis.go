@@ -162,4 +162,3 @@ func redisGCRABench(b *testing.B) {
 		return RedisGCRA(ctx, c, "customer-0", 1<<30, 1<<30, time.Second, time.Unix(0, int64(i)))
 	})
 }
-
