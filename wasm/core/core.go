@@ -316,15 +316,14 @@ func (c *Core) clamp(e *entry, now int64) int64 {
 }
 
 // record updates counters after a decision: consumption when allowed,
-// demand otherwise unless quiet is false. Decide passes quiet for a denial
-// by an approximate windowed limiter that the global view alone justifies
-// (c.sure): it changes no count, only strict leases use demand, and the
-// window cannot open up again before it ends, so isolates that only deny
-// have nothing to sync until the next window (default scenario:
-// worst-window overrun 3.4% -> 1.1%, syncs -20%). Denials that rest on the
-// estimate of the others' traffic still sync (the estimate may be wrong,
-// and only a fresh view tells), as do buckets (they refill), strict mode
-// and denials that ask for a sync (SyncRetry).
+// demand otherwise unless quiet. Decide passes quiet for a windowed denial
+// that needs no sync (c.sure): one the global view alone justifies (the
+// window cannot open up again before it ends), or a leased limiter's
+// denial in a dry spell (the coordinator just said it has nothing to
+// give); it changes no count, so isolates that only deny have nothing to
+// sync. Denials that rest on the estimate of the others' traffic still
+// sync (the estimate may be wrong, and only a fresh view tells), as do
+// buckets (they refill) and denials that ask for a sync (SyncRetry).
 func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) {
 	e := c.tab.at(idx)
 	c.stats.Decisions++

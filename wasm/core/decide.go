@@ -2,7 +2,10 @@ package core
 
 import "math"
 
-// evaluate computes the decision for cost at now without changing state.
+// evaluate computes the decision for cost at now. It changes no count; it
+// moves e's local window forward to now's (roll) and, in a leased mode,
+// starts the window's standing lease (evalLease), as any decision at now
+// would.
 func (c *Core) evaluate(lim int, e *entry, cost, now int64, r *Result) {
 	l := &c.lims[lim]
 	*r = Result{Limiter: lim, Limit: e.limit}
@@ -44,10 +47,7 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 		// the view; only in this window.
 		lag := (c.gap + c.rtt) / 2
 		// Arrivals are noisy: the estimate x of a count is padded by two
-		// standard deviations of a Poisson count (2*sqrt(x)). In the
-		// default scenario at 100 ms (with the pace rule of apply) it
-		// takes the worst window from 1.1% over (no padding) or 0.4% (one
-		// deviation) to none, at 98.1% utilisation (99.2%, 98.7%).
+		// standard deviations of a Poisson count (2*sqrt(x)).
 		x := e.others * float64(now-max64(e.vAt-lag, start))
 		if x > 0 {
 			x += 2 * math.Sqrt(x)

@@ -282,9 +282,9 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		// update the rate. Past 3/4 of the limit the others start to deny
 		// and their growth understates their pace: that rate is right for
 		// the rest of the window but not for the start of the next one,
-		// so a new window starts from the pace measured under 3/4 (the
-		// default scenario's worst windows had the estimate 800 short
-		// mid-window, from a rate carried over: 2.7% over; now none).
+		// so a new window starts from the pace measured under 3/4 (a rate
+		// carried over from the denying part of a window left the
+		// estimate far short mid-window).
 		span := at - e.bAt
 		switch {
 		case !e.hasView || v.Window != e.bWin || v.Count >= e.limit:
