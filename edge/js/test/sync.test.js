@@ -1,0 +1,121 @@
+// Sync from JavaScript against the real Go coordinator on loopback.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { EdgeLimit } from '../src/index.js';
+import { decode } from '../src/msgpack.js';
+import { wasmModule, fakeClock } from './helpers.js';
+import { startCoordinator, globalView, freePort } from './coordinator.js';
+
+const coords = [];
+after(async () => { for (const c of coords) await c.stop(); });
+async function coordinator(cfg) { const c = await startCoordinator(cfg); coords.push(c); return c; }
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+test('strict mode: a SyncRetry decision waits for a lease and is decided again', async () => {
+  const config = { limiters: [{ name: 's', algorithm: 'fixed_window', limit: 10, period: '10s', mode: 'strict' }] };
+  const c = await coordinator(config);
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 50 });
+  try {
+    const first = rl.decide({ limiter: 's', key: 'k' });
+    assert.equal(first.success, false, 'no lease before the first sync');
+    assert.equal(first.syncRetry, true);
+    const d = await rl.limit({ limiter: 's', key: 'k' });
+    assert.equal(d.success, true, `limit() waited for the lease: ${JSON.stringify(d)}, ${rl.lastError}`);
+    assert.ok(rl.counters.syncs >= 1);
+  } finally { rl.close(); }
+});
+
+test('several isolates at 3x a strict limit never admit more than the limit per window', async () => {
+  const limit = 30;
+  const config = { limiters: [{ name: 's', algorithm: 'fixed_window', limit, period: '1s', mode: 'strict' }] };
+  const c = await coordinator(config);
+  const isolates = await Promise.all([0, 1, 2, 3].map(() => EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 50 })));
+  const perWindow = new Map();
+  // 90 requests/s for 3.5 s, round robin over the isolates, one every ~11 ms.
+  const end = Date.now() + 3500;
+  let n = 0;
+  while (Date.now() < end) {
+    const rl = isolates[n++ % isolates.length];
+    const d = await rl.limit({ limiter: 's', key: 'shared' });
+    if (d.success) { const w = Math.floor(Date.now() / 1000); perWindow.set(w, (perWindow.get(w) ?? 0) + 1); }
+    await sleep(11);
+  }
+  for (const rl of isolates) { await rl.sync(); rl.close(); }
+  const over = [...perWindow].filter(([, v]) => v > limit);
+  assert.deepEqual(over, [], `windows over the limit: ${JSON.stringify([...perWindow])}`);
+  const total = [...perWindow.values()].reduce((a, b) => a + b, 0);
+  assert.ok(total >= limit, `strict mode admitted something in several windows: ${JSON.stringify([...perWindow])}`);
+});
+
+test('a retried batch keeps its sequence number and is counted once', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m' }] };
+  const c = await coordinator(config);
+  const sent = [];
+  let dropNextReply = true;
+  const flaky = async (url, init) => {
+    sent.push(decode(init.body));
+    const r = await fetch(url, init);
+    if (dropNextReply) { dropNextReply = false; await r.arrayBuffer(); throw new Error('connection reset (test)'); }
+    return r;
+  };
+  const clock = () => Date.now();
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, fetch: flaky, clock, background: 'requests' });
+  for (let i = 0; i < 7; i++) rl.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await rl.sync(), false, 'the first attempt lost its reply');
+  assert.match(String(rl.lastError), /connection reset/);
+  rl._sched.next = 0; // retry now rather than after the backoff
+  assert.equal(await rl.sync(), true, String(rl.lastError));
+  assert.equal(sent.length, 2);
+  assert.equal(sent[0].seq, sent[1].seq, 'the retry reuses the sequence number');
+  assert.deepEqual(sent[0].e, sent[1].e);
+  const v = await globalView(c.url, 'a', 'k');
+  assert.equal(v.body.count, 7, 'applied once');
+});
+
+test('a coordinator that lost the isolate (409 seq problem) gets the deltas under a new incarnation', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m' }] };
+  const c1 = await coordinator(config);
+  let target = c1.url;
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: 'http://unused', fetch: (u, i) => fetch(u.replace('http://unused', target), i), background: 'requests' });
+  for (let i = 0; i < 3; i++) rl.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await rl.sync(), true, String(rl.lastError));
+  assert.equal(await rl.sync(), true); // nothing to send: idle
+  for (let i = 0; i < 3; i++) rl.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await rl.sync(), true);
+  const id = rl.isolateId;
+  // A new coordinator knows nothing of this isolate: its batch 3 is a seq_gap.
+  const c2 = await coordinator(config);
+  target = c2.url;
+  for (let i = 0; i < 4; i++) rl.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await rl.sync(), true, String(rl.lastError));
+  assert.equal(rl.counters.reincarnations, 1);
+  assert.notEqual(rl.isolateId, id);
+  assert.ok(rl.isolateId.startsWith(`${id}~`), rl.isolateId);
+  assert.equal((await globalView(c2.url, 'a', 'k')).body.count, 4, 'the refused batch counted once at the new coordinator');
+});
+
+test('fail policies on a stale view: closed denies, local-share admits its share, open asks the module', async () => {
+  const port = await freePort(); // nothing listens there
+  const config = { limiters: [
+    { name: 'c', algorithm: 'fixed_window', limit: 100, period: '1s', fail_policy: 'closed' },
+    { name: 'l', algorithm: 'fixed_window', limit: 100, period: '1s', fail_policy: 'local-share' },
+    { name: 'o', algorithm: 'fixed_window', limit: 100, period: '1s' },
+  ] };
+  const clock = fakeClock(1_800_000_000_000);
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: `http://127.0.0.1:${port}`, clock,
+    background: 'requests', syncInterval: 100, shareIsolates: 10 });
+  rl.ready();
+  assert.equal(rl.decide({ limiter: 'c', key: 'k' }).success, true, 'fresh: closed does not apply');
+  assert.equal(await rl.sync(), false, 'the coordinator is down');
+  clock.now += 301; // past 3 sync intervals
+  const d = rl.decide({ limiter: 'c', key: 'k' });
+  assert.deepEqual([d.success, d.stale, d.policy, d.retryAfterMs], [false, true, 'closed', 100]);
+  let admitted = 0;
+  for (let i = 0; i < 30; i++) admitted += rl.decide({ limiter: 'l', key: 'k' }).success ? 1 : 0;
+  assert.equal(admitted, 10, 'local-share: limit 100 / 10 isolates');
+  admitted = 0;
+  for (let i = 0; i < 30; i++) admitted += rl.decide({ limiter: 'o', key: 'k' }).success ? 1 : 0;
+  assert.equal(admitted, 30, 'open decides from the last view');
+  assert.equal(rl.stats().stale, true);
+});
