@@ -236,9 +236,11 @@ export class EdgeLimit {
   /**
    * Waits for a slot instead of failing: decides, and while denied sleeps
    * for retryAfterMs (at least minSleepMs) and decides again, until
-   * allowed, until maxWaitMs passed (default 10 s), or until signal
-   * aborts (rejects with its reason). A cost that can never pass
-   * (retryAfterMs -1) returns at once. The result has waitedMs.
+   * allowed, until the next try would come after maxWaitMs (default 10 s;
+   * it returns the denial at once then, as POST /v1/wait of the Go edge
+   * host does), or until signal aborts (rejects with its reason). A cost
+   * that can never pass (retryAfterMs -1) returns at once. The result has
+   * waitedMs.
    */
   async wait(opts, ctx) {
     const maxWait = opts.maxWaitMs ?? 10000;
@@ -247,9 +249,10 @@ export class EdgeLimit {
       const d = await this.limit(opts, ctx);
       const waited = this._clock() - start;
       if (d.success || d.retryAfterMs < 0) return { ...d, waitedMs: waited };
-      const left = maxWait - waited;
-      if (left <= 0) return { ...d, waitedMs: waited };
-      await sleep(Math.min(Math.max(d.retryAfterMs, opts.minSleepMs ?? 1), left), opts.signal);
+      const pause = Math.max(d.retryAfterMs, opts.minSleepMs ?? 1);
+      // No slot before the deadline: answer now rather than at the deadline.
+      if (pause > maxWait - waited) return { ...d, waitedMs: waited };
+      await sleep(pause, opts.signal);
     }
   }
 
