@@ -35,18 +35,25 @@ export async function startWorkerd({ n, workerFile, bindings = {}, extraServices
   const rel = (f) => path.relative(dir, f); // embed paths are relative to the config file
   const srcMods = readdirSync(src).filter((f) => f.endsWith('.js'))
     .map((f) => `(name = ${q(`src/${f}`)}, esModule = embed ${q(rel(path.join(src, f)))})`).join(',\n      ');
-  const worker = (name, file, extra) => `
+  // Module names are paths from edge/js, so a worker's relative imports
+  // resolve as they do on disk; the module is also served as
+  // edgelimit.wasm (and its bytes as edgelimit.bin) beside the worker.
+  const worker = (name, file, extra) => {
+    const modName = path.relative(path.join(root, 'edge/js'), file);
+    const dir = path.dirname(modName) === '.' ? '' : `${path.dirname(modName)}/`;
+    return `
 const ${name} :Workerd.Worker = (
   modules = [
-    (name = "worker.js", esModule = embed ${q(rel(file))}),
+    (name = ${q(modName)}, esModule = embed ${q(rel(file))}),
     ${extra ? `${srcMods},
-      (name = "edgelimit.wasm", wasm = embed ${q(rel(path.join(root, 'wasm/edgelimit.wasm')))}),
-      (name = "edgelimit.bin", data = embed ${q(rel(path.join(root, 'wasm/edgelimit.wasm')))}),` : ''}
+      (name = ${q(`${dir}edgelimit.wasm`)}, wasm = embed ${q(rel(path.join(root, 'wasm/edgelimit.wasm')))}),
+      (name = ${q(`${dir}edgelimit.bin`)}, data = embed ${q(rel(path.join(root, 'wasm/edgelimit.wasm')))}),` : ''}
   ],
   compatibilityDate = "2024-09-23",
   bindings = [${Object.entries({ ...bindings, NAME: name }).map(([k, v]) => `(name = ${q(k)}, text = ${q(String(v))})`).join(', ')}],
   globalOutbound = "loopback",
 );`;
+  };
   const services = [];
   const sockets = [];
   let defs = '';

@@ -1,6 +1,6 @@
 // The Worker the workerd tests run: the package as a Worker uses it, plus
 // routes to look inside (module digest, stats, a bounded decision loop).
-import { EdgeLimit } from './src/index.js';
+import { EdgeLimit } from '../../src/index.js';
 import wasm from './edgelimit.wasm';
 import wasmBytes from './edgelimit.bin';
 
