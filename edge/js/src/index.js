@@ -222,15 +222,23 @@ export class EdgeLimit {
   /**
    * Decides (see decide); a request denied with syncRetry (a strict lease
    * miss, a read-through cold key) on a fresh view triggers a sync, waits
-   * for its reply (at most retryWait) and is decided once more.
+   * for its reply and is decided again, up to three syncs within
+   * retryWait (a sync already in flight may not carry its demand).
    *
    * @returns {Promise<import('./index.d.ts').LimitResult>}
    */
   async limit(opts, ctx) {
-    const d = this.decide(opts, ctx);
+    let d = this.decide(opts, ctx);
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
-    const applied = await this._waitSync(this._retryWait, ctx);
-    return applied ? this.decide(opts, ctx) : d;
+    // A sync already in flight may have left before this request's demand:
+    // wait for the next ones too, within retryWait in all (three at most).
+    const end = this._clock() + this._retryWait;
+    for (let round = 0; round < 3 && d.syncRetry; round++) {
+      const left = end - this._clock();
+      if (left <= 0 || !(await this._waitSync(left, ctx))) break;
+      d = this.decide(opts, ctx);
+    }
+    return d;
   }
 
   /**

@@ -119,3 +119,35 @@ test('fail policies on a stale view: closed denies, local-share admits its share
   assert.equal(admitted, 30, 'open decides from the last view');
   assert.equal(rl.stats().stale, true);
 });
+
+test('read-through: a cold key waits for one sync and is decided from the global view', async () => {
+  const config = { limiters: [{ name: 'r', algorithm: 'fixed_window', limit: 5, period: '1m', read_through: true }] };
+  const c = await coordinator(config);
+  // Another isolate used up the key; this one has never seen it.
+  const other = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests' });
+  const admitted = [];
+  for (let i = 0; i < 5; i++) admitted.push((await other.limit({ limiter: 'r', key: 'cold' })).success);
+  assert.deepEqual(admitted, [true, true, true, true, true], 'each cold decision waited for its sync');
+  assert.equal(await other.sync(), true);
+  assert.equal((await globalView(c.url, 'r', 'cold')).body.count, 5);
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests' });
+  assert.equal(rl.decide({ limiter: 'r', key: 'cold' }).syncRetry, true, 'a cold key asks for a sync');
+  const d = await rl.limit({ limiter: 'r', key: 'cold' });
+  assert.equal(d.success, false, `decided from the global view after the sync: ${JSON.stringify(d)}`);
+  assert.equal(d.syncRetry, false);
+});
+
+test('a coordinator with tokens: a wrong token is refused and reported, the right one syncs', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 10, period: '1m' }] };
+  const c = await startCoordinator(config, ['--token', 'sesame']);
+  coords.push(c);
+  const errors = [];
+  const bad = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, token: 'wrong', background: 'requests', onError: (e) => errors.push(e) });
+  bad.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await bad.sync(), false);
+  assert.match(errors[0]?.message ?? '', /coordinator refused the batch: 401/);
+  assert.equal(errors[0].code, 'sync_refused');
+  const good = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, token: 'sesame', background: 'requests' });
+  good.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await good.sync(), true, String(good.lastError));
+});
