@@ -23,10 +23,12 @@ test('wait() answers at once when no slot comes within maxWaitMs, or the cost ca
   const rl = await EdgeLimit.create({ wasm: wasmModule, config: { limiters: [{ name: 'h', algorithm: 'fixed_window', limit: 1, period: '720h' }] } });
   await rl.limit({ limiter: 'h', key: 'k' });
   const d = await rl.wait({ limiter: 'h', key: 'k', maxWaitMs: 5000 });
-  assert.deepEqual([d.success, d.waitedMs], [false, 0]);
+  assert.equal(d.success, false);
+  assert.ok(d.waitedMs < 1000, `answered without sleeping towards maxWaitMs (waited ${d.waitedMs} ms)`);
   assert.ok(d.retryAfterMs > 5000);
   const never = await rl.wait({ limiter: 'h', key: 'k', cost: 2, maxWaitMs: 5000 });
-  assert.deepEqual([never.success, never.retryAfterMs, never.waitedMs], [false, -1, 0]);
+  assert.deepEqual([never.success, never.retryAfterMs], [false, -1]);
+  assert.ok(never.waitedMs < 1000, `waited ${never.waitedMs} ms`);
 });
 
 test('schedule() runs fn once a slot is free, or rejects with rate_limited', async () => {
