@@ -105,3 +105,14 @@ test('msgpack: int64 as BigInt, every width, round trip', () => {
   assert.throws(() => encode(2 ** 53), /not a safe integer \(use a BigInt\)/);
   assert.throws(() => decode(Uint8Array.of(0x92, 1)), /too short/);
 });
+
+test('the Extism-style exports keep working past 16,374 calls (the kernel store is per call)', () => {
+  const m = new Module(wasmModule);
+  m.configure({ v: 1, iso: 'x', max_keys: 0, limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1_000_000, period_ns: 60_000_000_000, burst: 0, mode: '', read_through: false, overrides: [] }] });
+  const req = encode({ v: 1, now: 1_800_000_000_000_000_000n, c: [['a', 'k', 1]] });
+  for (let i = 1; i <= 20_000; i++) {
+    const { output, error } = m.callExtism('decide', req);
+    if (error !== null) assert.fail(`call ${i}: ${error}`);
+    if (i === 20_000) assert.equal(decode(output).remaining, 1_000_000 - 20_000);
+  }
+});
