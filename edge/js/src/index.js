@@ -83,7 +83,6 @@ export class EdgeLimit {
     this._waiters = [];
     this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0 };
     this.lastError = null;
-    this._ctx = null;
   }
 
   /** Instantiates and configures the module now (it is otherwise done at the first decision). */

@@ -75,12 +75,16 @@ test('workerd: Workers at 3x one key\'s limit; strict never over the limit, appr
   // Both used the limit: at least half of it over the full windows.
   assert.ok(total(admitted.strict) >= 1.5 * LIMIT, `strict admitted ${windows(admitted.strict)}`);
   assert.ok(total(admitted.approx) >= 1.5 * LIMIT, `approx admitted ${windows(admitted.approx)}`);
-  // Every isolate synced with the coordinator.
+  // Every Worker is its own isolate with its own instance of the module
+  // and id, and synced with the coordinator.
+  const ids = new Set();
   for (const url of wd.urls) {
     const s = await (await fetch(`${url}/stats`)).json();
     assert.ok(s.syncs >= 1 && s.replies >= 1, JSON.stringify(s));
     assert.match(s.isolateId, /^js-[0-9a-f]{12}$/);
+    ids.add(s.isolateId);
   }
+  assert.equal(ids.size, ISOLATES, `isolate ids ${[...ids]}`);
   // What the coordinator counted in the current window matches the Workers'
   // admissions there (nothing lost, nothing counted twice).
   const v = await globalView(coord.url, 'approx', 'shared');
