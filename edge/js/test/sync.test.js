@@ -151,3 +151,21 @@ test('a coordinator with tokens: a wrong token is refused and reported, the righ
   good.decide({ limiter: 'a', key: 'k' });
   assert.equal(await good.sync(), true, String(good.lastError));
 });
+
+test('the module asks for an early sync and gets it, long before the interval (timers and requests)', async () => {
+  const config = { limiters: [{ name: 'e', algorithm: 'fixed_window', limit: 100, period: '1m' }] };
+  const c = await coordinator(config);
+  for (const background of ['timers', 'requests']) {
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000, background });
+    let wanted = 0;
+    for (let i = 0; i < 60; i++) {
+      rl.decide({ limiter: 'e', key: background });
+      wanted += rl.module.resultInt(5) & 1;
+    }
+    assert.ok(wanted > 0, 'the module asked for a sync');
+    for (let i = 0; i < 100 && rl.counters.syncs === 0; i++) await sleep(20);
+    assert.ok(rl.counters.syncs >= 1, `${background}: no early sync (${rl.lastError})`);
+    assert.ok((await globalView(c.url, 'e', background)).body.count > 0, `${background}: the coordinator has the early batch`);
+    rl.close();
+  }
+});
