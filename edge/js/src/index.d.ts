@@ -150,7 +150,7 @@ export class EdgeLimit {
   wait(opts: WaitOptions, ctx?: WaitUntil): Promise<WaitResult>;
   /** Runs fn once a slot is free; rejects with code "rate_limited" when none came within maxWaitMs. */
   schedule<T>(opts: WaitOptions, fn: () => T | Promise<T>, ctx?: WaitUntil): Promise<Awaited<T>>;
-  /** Runs one sync now (or joins the one in flight); true when a reply was applied or there was nothing to send. */
+  /** Sends everything decided so far (after any sync in flight); true when the reply was applied or there was nothing to send. */
   sync(): Promise<boolean>;
   /** Forgets this isolate's local state of a key. */
   reset(opts: { limiter?: string | number; key: string | Uint8Array }): void;

@@ -337,14 +337,20 @@ export class EdgeLimit {
   }
 
   /**
-   * Runs one sync now (or joins the one in flight) and resolves to true
-   * when a reply was applied (or there was nothing to sync), false when it
-   * failed (the error is in lastError and counters.syncErrors).
+   * Sends everything decided so far: waits for a sync in flight (its
+   * batch may predate the latest decisions), then runs one more. Resolves
+   * to true when the reply was applied (or there was nothing to sync),
+   * false when it failed (the error is in lastError and counters.syncErrors).
    */
-  sync() {
-    if (!this._coordinator) return Promise.resolve(true);
+  async sync() {
+    if (!this._coordinator) return true;
     this.ready();
-    return this._background === 'timers' && !this._inflight ? (this._syncAndArm(), this._inflight) : this._sync();
+    if (this._inflight) await this._inflight;
+    if (this._background === 'timers') {
+      this._syncAndArm();
+      return this._inflight;
+    }
+    return this._sync();
   }
 
   _sync() {
