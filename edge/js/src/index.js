@@ -81,7 +81,7 @@ export class EdgeLimit {
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0 };
     this.lastError = null;
   }
 
@@ -89,13 +89,13 @@ export class EdgeLimit {
   ready() {
     if (this._mod) return this;
     const mod = new Module(this._wasm);
-    const id = this._idPrefix ?? `js-${randomHex(12)}`;
+    const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
     if (new TextEncoder().encode(id).length > MAX_ISOLATE_ID) throw new EdgeLimitError(`isolate id longer than ${MAX_ISOLATE_ID} bytes`, 'bad_options');
     mod.configure(toWire(this._norm, id));
     this._mod = mod;
-    this._baseId = id;
+    this._firstId ??= id; // restarts and incarnations derive their ids from it
     this.isolateId = id;
-    if (this._coordinator) {
+    if (this._coordinator && !this._sched) {
       this._sched = new Scheduler(this._schedOpts, this._clock());
       if (this._background === 'timers') this._arm();
     }
@@ -139,7 +139,9 @@ export class EdgeLimit {
         const d = this._policyDeny(li, opts.key, cost, now);
         if (d) return d;
       }
-      st = this._mod.decide(li, opts.key, cost, this._ns(now));
+      try {
+        st = this._mod.decide(li, opts.key, cost, this._ns(now));
+      } catch (e) { this._trapped('decide', e); }
       if (st < 0) this._throwCode('decide', st, opts.key);
     } else {
       const cs = checks.map((c) => ({ limiter: this._limiterIndex(c.limiter ?? 0), key: c.key, cost: c.cost ?? 1 }));
@@ -147,7 +149,9 @@ export class EdgeLimit {
         const d = this._policyDenyMulti(cs, now);
         if (d) return d;
       }
-      st = this._mod.decideMulti(cs, this._ns(now));
+      try {
+        st = this._mod.decideMulti(cs, this._ns(now));
+      } catch (e) { this._trapped('decide', e); }
       if (st < 0) this._throwCode('decide', st);
     }
     if (this._sched) this._background === 'requests' ? this._pump(now, (st & 2) !== 0, ctx) : (st & 2) && this._kick(now);
@@ -165,6 +169,22 @@ export class EdgeLimit {
       stale,
       policy: stale ? this._policies[li] : null,
     };
+  }
+
+  // A trap inside the module (a WebAssembly.RuntimeError) leaves its state
+  // unusable: the instance is dropped, the next decision instantiates a new
+  // one under the base id + "/r" + the restart count (as the Go edge host
+  // does), and the caller gets an EdgeLimitError with code "trap". What the
+  // old instance had not synced is lost. Other errors are rethrown.
+  _trapped(op, e, rethrow = true) {
+    if (!(e instanceof WebAssembly.RuntimeError)) throw e;
+    this.counters.restarts++;
+    this._restartId = `${this._firstId.slice(0, MAX_ISOLATE_ID - 12)}/r${this.counters.restarts}`;
+    this._mod = null;
+    const err = new EdgeLimitError(`${op}: the module trapped (restarting as ${JSON.stringify(this._restartId)}): ${e.message}`, 'trap', { cause: e });
+    this.lastError = err;
+    if (rethrow) throw err;
+    return err;
   }
 
   _throwCode(op, st, key) {
@@ -381,13 +401,15 @@ export class EdgeLimit {
 
   async _syncAttempt() {
     const s = this._sched;
+    const mod = this._mod;
     let now = this._clock();
     let batch;
+    if (!mod) { s.idle(now); return true; } // restarting after a trap: nothing to send yet
     try {
-      batch = this._mod.syncOut(this._ns(now));
+      batch = mod.syncOut(this._ns(now));
     } catch (e) {
       s.failure(now);
-      this._fail(e);
+      this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync out', e, false) : e);
       return false;
     }
     if (batch === null) {
@@ -401,23 +423,26 @@ export class EdgeLimit {
         // The coordinator refused the sequence number and applied nothing
         // (it lost this isolate's state, or another client used its id):
         // a new incarnation resends the same deltas as its batch 1.
-        const id = `${this._baseId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
-        this._mod.reincarnate(id);
+        const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
+        if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
+        mod.reincarnate(id);
         this.isolateId = id;
         this.counters.reincarnations++;
-        batch = this._mod.syncOut(this._ns(this._clock()));
+        batch = mod.syncOut(this._ns(this._clock()));
         if (batch === null) throw new EdgeLimitError(`no batch to resend after reincarnating (${r.detail})`, 'sync');
         r = await this._post(batch);
         if (r.seqProblem) throw new EdgeLimitError(`coordinator refused the new incarnation's batch: ${r.detail}`, 'sync_refused');
       }
       now = this._clock();
-      this._mod.syncIn(r.body, this._ns(now));
+      // A reply for an instance that trapped since does not fit the new one.
+      if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
+      mod.syncIn(r.body, this._ns(now));
       s.success(now);
       this.counters.syncs++;
       return true;
     } catch (e) {
       s.failure(this._clock());
-      this._fail(e);
+      this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync', e, false) : e);
       return false;
     }
   }

@@ -116,3 +116,18 @@ test('the Extism-style exports keep working past 16,374 calls (the kernel store 
     if (i === 20_000) assert.equal(decode(output).remaining, 1_000_000 - 20_000);
   }
 });
+
+test('a trap in the module is an EdgeLimitError and the isolate restarts under a new id', async () => {
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config: fixed(3), clock: fakeClock(), isolateId: 'edge-a' });
+  rl.decide({ limiter: 'llm', key: 'k' });
+  // Corrupt the instance's memory: its next call traps.
+  const m = rl.module;
+  new Uint8Array(m.memory.buffer).fill(0xff, 1024);
+  assert.throws(() => rl.decide({ limiter: 'llm', key: 'k' }),
+    (e) => e instanceof EdgeLimitError && e.code === 'trap' && /restarting as "edge-a\/r1"/.test(e.message));
+  const d = rl.decide({ limiter: 'llm', key: 'k' });
+  assert.deepEqual([d.success, d.remaining], [true, 2], 'a fresh instance, its state lost');
+  assert.equal(rl.isolateId, 'edge-a/r1');
+  assert.equal(rl.stats().restarts, 1);
+  assert.notEqual(rl.module, m);
+});

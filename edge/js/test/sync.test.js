@@ -38,7 +38,8 @@ test('several isolates at 3x a strict limit never admit more than the limit per 
   while (Date.now() < end) {
     const rl = isolates[n++ % isolates.length];
     const d = await rl.limit({ limiter: 's', key: 'shared' });
-    if (d.success) { const w = Math.floor(Date.now() / 1000); perWindow.set(w, (perWindow.get(w) ?? 0) + 1); }
+    // The decision's own window (period 1 s), not the clock after the await.
+    if (d.success) { const w = Math.round(d.reset / 1000) - 1; perWindow.set(w, (perWindow.get(w) ?? 0) + 1); }
     await sleep(11);
   }
   for (const rl of isolates) { await rl.sync(); rl.close(); }
