@@ -120,12 +120,12 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
 export class EdgeLimitError extends Error {
-  /** "bad_key", "bad_config", "unknown_limiter", "rate_limited", "sync", "sync_refused", "sync_timeout", ... */
+  /** "bad_key", "bad_config", "unknown_limiter", "trap", "rate_limited", "sync", "sync_refused", "sync_timeout", ... */
   code: string;
   /** schedule()'s last decision when code is "rate_limited". */
   result?: WaitResult;
@@ -137,7 +137,7 @@ export class EdgeLimit {
   constructor(opts: EdgeLimitOptions);
   /** The isolate id in sync batches (changes when the coordinator asks for a new incarnation). */
   readonly isolateId: string | undefined;
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number };
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */
