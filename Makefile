@@ -9,7 +9,7 @@ WASM         := wasm/edgelimit.wasm
 STATICCHECK  := $(CURDIR)/.tools/bin/staticcheck
 STATICCHECK_VER := v0.6.1
 
-.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy
+.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js
 
 ## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
 tools: $(TINYGO) $(STATICCHECK) redis
@@ -38,7 +38,7 @@ demo:
 	@go run ./cmd/edgelimit sim --scenario default
 
 ## test: everything CI checks
-test: tools wasm-check vet fmt-check tidy-check lint test-go
+test: tools wasm-check vet fmt-check tidy-check lint test-go test-js
 
 ## vet: go vet of the host packages and of the guest for wasip1
 vet:
@@ -56,6 +56,24 @@ fmt-check:
 
 test-go:
 	@go test -race -count=1 -timeout 15m ./...
+
+## tools-js: install the JavaScript package's dev dependencies (workerd) from
+## the npm registry, exactly as edge/js/package-lock.json pins them
+tools-js:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "tools-js: SKIPPED: node or npm is not installed" >&2; exit 0; fi; \
+	cd edge/js && npm ci --no-audit --no-fund --loglevel=error
+
+## test-js: the JavaScript package (edge/js): node --test, with the real
+## coordinator and real workerd on loopback (bounded: 3 minutes)
+test-js:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "test-js: SKIPPED: node or npm is not installed; the JavaScript package (edge/js) was not tested" >&2; exit 0; fi; \
+	$(MAKE) --no-print-directory tools-js && go build -o bin/edgelimit ./cmd/edgelimit && \
+	cd edge/js && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit timeout 180 node --test --test-timeout=120000 test/*.test.js
+
+## bench-js: decisions per second of the JavaScript package in Node and workerd,
+## and the example Worker's requests/s with and without the limiter (README "JavaScript")
+bench-js: tools-js
+	@go build -o bin/edgelimit ./cmd/edgelimit && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit node edge/js/bench/bench.js
 
 ## fuzz: run each fuzz target briefly (FUZZTIME=30s by default)
 FUZZTIME ?= 30s

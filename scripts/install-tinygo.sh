@@ -2,9 +2,10 @@
 # Installs TinyGo (built from its Go module against Debian's LLVM 19) into a
 # project-local directory, using only Debian packages and the Go module proxy.
 # Idempotent: prints one line and exits when TinyGo is already installed.
-# Recipe: Debian's llvm-19/clang-19/lld-19/wasi-libc packages; TinyGo's module
-# (exact version) built with -tags=llvm19; its missing submodules (wasi-libc,
-# compiler-rt) replaced by seeding its cache with Debian's prebuilt libraries.
+# Recipe (the numbered steps below): Debian's LLVM 19, wasi-libc and binaryen
+# packages; TinyGo's source from the Go module proxy, built with
+# -tags=llvm19 against that LLVM; TinyGo's cache seeded with Debian's
+# prebuilt wasi-libc and compiler-rt, whose sources the module zip lacks.
 set -euo pipefail
 
 TINYGO_VERSION="${TINYGO_VERSION:-0.41.1}"

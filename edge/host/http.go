@@ -31,6 +31,7 @@ import (
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/decide", h.handleDecide)
+	mux.HandleFunc("/v1/wait", h.handleWait) // see wait.go
 	mux.HandleFunc("GET /healthz", h.handleHealth)
 	mux.Handle("GET /metrics", h.met.handler())
 	return mux

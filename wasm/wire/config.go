@@ -58,38 +58,43 @@ const (
 )
 
 // LimiterConfig is one named limiter.
+//
+// The msgpack tags give the field names of the encoding (AppendMsg), so a Go
+// host may encode it with msgpack/v5 too (SCHEMA.md).
 type LimiterConfig struct {
-	Name      string // unique name, 1..MaxNameLen bytes
-	Algorithm string // FixedWindow, SlidingWindow, TokenBucket or GCRA
-	Limit     int64  // admitted cost per Period, >= 1
-	Period    int64  // nanoseconds, MinPeriod..MaxPeriod
-	Burst     int64  // token_bucket/gcra: capacity; 0 means Limit
-	Mode      string // Approximate (default when empty), Strict or Auto
+	Name      string `msgpack:"name"`      // unique name, 1..MaxNameLen bytes
+	Algorithm string `msgpack:"algorithm"` // FixedWindow, SlidingWindow, TokenBucket or GCRA
+	Limit     int64  `msgpack:"limit"`     // admitted cost per Period, >= 1
+	Period    int64  `msgpack:"period_ns"` // nanoseconds, MinPeriod..MaxPeriod
+	Burst     int64  `msgpack:"burst"`     // token_bucket/gcra: capacity; 0 means Limit
+	Mode      string `msgpack:"mode"`      // Approximate (default when empty), Strict or Auto
 	// ReadThrough (approximate mode): a decision on a cold key (no global
 	// view of its current window, no rate estimate) is denied with
 	// SyncRetry so the host syncs and decides again: one round trip for
 	// sparse keys, none for busy ones. Default false.
-	ReadThrough bool
-	Overrides   []Override // per-key limits replacing Limit; a key with an override has capacity = its limit (Burst applies to Limit only); at most MaxOverrides
+	ReadThrough bool       `msgpack:"read_through"`
+	Overrides   []Override `msgpack:"overrides,omitempty"` // per-key limits replacing Limit; a key with an override has capacity = its limit (Burst applies to Limit only); at most MaxOverrides
 	// FailPolicy is FailOpen, FailClosed or FailLocalShare; empty (the
 	// default) leaves the choice to the host (`edgelimit edge
 	// --fail-policy`, default open). Encoded only when set.
-	FailPolicy string
+	FailPolicy string `msgpack:"fail_policy,omitempty"`
 }
 
-// Override replaces a limiter's limit for one key.
+// Override replaces a limiter's limit for one key; encoded as the array
+// [key, limit].
 type Override struct {
-	Key   string
-	Limit int64 // >= 1
+	_msgpack struct{} `msgpack:",as_array"`
+	Key      string
+	Limit    int64 // >= 1
 }
 
 // Config is the configuration of an isolate (and of the coordinator and the
 // simulator, which read the same limiters).
 type Config struct {
-	Version   int64
-	IsolateID string // names the isolate in sync batches; unique per instance
-	MaxKeys   int64  // cap on keys tracked; 0 means DefaultMaxKeys
-	Limiters  []LimiterConfig
+	Version   int64           `msgpack:"v"`
+	IsolateID string          `msgpack:"iso"`      // names the isolate in sync batches; unique per instance
+	MaxKeys   int64           `msgpack:"max_keys"` // cap on keys tracked; 0 means DefaultMaxKeys
+	Limiters  []LimiterConfig `msgpack:"limiters,omitempty"`
 }
 
 // EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.

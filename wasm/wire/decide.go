@@ -8,30 +8,33 @@ import (
 // DecideRequest is the input of the Extism-style "decide" export: several
 // limiters checked together, all or nothing, at time Now.
 type DecideRequest struct {
-	Version int64
-	Now     int64   // ns
-	Checks  []Check // 1..MaxChecks
+	Version int64   `msgpack:"v"`
+	Now     int64   `msgpack:"now"`         // ns
+	Checks  []Check `msgpack:"c,omitempty"` // 1..MaxChecks
 }
 
-// Check is one (limiter, key, cost) of a decision. Cost 0 peeks without consuming.
+// Check is one (limiter, key, cost) of a decision, encoded as the array
+// [limiter, key, cost]. Cost 0 peeks without consuming.
 type Check struct {
-	Limiter string
-	Key     string
-	Cost    int64
+	_msgpack struct{} `msgpack:",as_array"`
+	Limiter  string
+	Key      string
+	Cost     int64
 }
 
 // Decision is the result of a decision. When several limiters are checked,
 // the fields describe the binding one: the first that denied, or else the
 // one with the least remaining.
+// AppendMsg also writes "v" (Version); decoding ignores it.
 type Decision struct {
-	Allowed    bool
-	Limit      int64  // the limit of the binding limiter for this key
-	Remaining  int64  // cost still admissible now, >= 0
-	Reset      int64  // ns time when the window ends or the bucket is full again
-	RetryAfter int64  // ns to wait before the same request could pass; 0 when allowed
-	SyncWanted bool   // the isolate asks the host for an early sync
-	SyncRetry  bool   // strict mode denied only for want of a lease: sync and decide again
-	Limiter    string // name of the binding limiter
+	Allowed    bool   `msgpack:"allowed"`
+	Limit      int64  `msgpack:"limit"`          // the limit of the binding limiter for this key
+	Remaining  int64  `msgpack:"remaining"`      // cost still admissible now, >= 0
+	Reset      int64  `msgpack:"reset_ns"`       // ns time when the window ends or the bucket is full again
+	RetryAfter int64  `msgpack:"retry_after_ns"` // ns to wait before the same request could pass; 0 when allowed
+	SyncWanted bool   `msgpack:"sync"`           // the isolate asks the host for an early sync
+	SyncRetry  bool   `msgpack:"sync_retry"`     // strict mode denied only for want of a lease: sync and decide again
+	Limiter    string `msgpack:"limiter"`        // name of the binding limiter
 }
 
 // AppendMsg appends q encoded as msgpack.
@@ -147,17 +150,17 @@ func (d *Decision) UnmarshalMsg(src []byte) error {
 
 // Stats are an isolate's counters since it started.
 type Stats struct {
-	Keys            int64 // keys tracked now
-	Decisions       int64 // decisions made (each check of a multi-limiter call counts once)
-	Denials         int64 // decisions that denied
-	Evictions       int64 // keys evicted to respect the key cap
-	EvictedUnsynced int64 // cost lost because a key was evicted before it synced
-	StateBytes      int64 // approximate bytes held by the key table
-	Batches         int64 // batches cut by sync_out (retries not counted)
-	Replies         int64 // replies applied by sync_in
-	ClockBackwards  int64 // decisions whose time was earlier than the key's last time
-	Errors          int64 // calls that returned an error
-	UnsyncedCost    int64 // cost admitted here that the coordinator has not acknowledged (buffered while it is away)
+	Keys            int64 `msgpack:"keys"`             // keys tracked now
+	Decisions       int64 `msgpack:"decisions"`        // decisions made (each check of a multi-limiter call counts once)
+	Denials         int64 `msgpack:"denials"`          // decisions that denied
+	Evictions       int64 `msgpack:"evictions"`        // keys evicted to respect the key cap
+	EvictedUnsynced int64 `msgpack:"evicted_unsynced"` // cost lost because a key was evicted before it synced
+	StateBytes      int64 `msgpack:"state_bytes"`      // approximate bytes held by the key table
+	Batches         int64 `msgpack:"batches"`          // batches cut by sync_out (retries not counted)
+	Replies         int64 `msgpack:"replies"`          // replies applied by sync_in
+	ClockBackwards  int64 `msgpack:"clock_backwards"`  // decisions whose time was earlier than the key's last time
+	Errors          int64 `msgpack:"errors"`           // calls that returned an error
+	UnsyncedCost    int64 `msgpack:"unsynced_cost"`    // cost admitted here that the coordinator has not acknowledged (buffered while it is away)
 }
 
 var statNames = [...]string{"keys", "decisions", "denials", "evictions", "evicted_unsynced",

@@ -10,8 +10,8 @@ import (
 // (maps, arrays, strings, integers, booleans, float64, nil). It has no
 // reflection and no package-level tables, so it compiles under TinyGo with
 // -scheduler=none and keeps the guest module small: msgpack/v5's
-// Encoder/Decoder add about 130 KB to the module (a module with them
-// measured 162 KB against the 150 KB size budget). The host tests check every type against
+// Encoder/Decoder add about 130 KB to the module (a build with them measured
+// 162 KB, against the 150 KB budget). The host tests check every type against
 // msgpack/v5 in both directions (golden_test.go).
 
 // ErrShort is returned when the input ends inside a value.

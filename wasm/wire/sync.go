@@ -10,33 +10,37 @@ import (
 // identifies it; the coordinator applies a batch at most once, so a retry
 // resends the same Seq.
 type Batch struct {
-	Version int64
-	Isolate string  // isolate id, 1..MaxIsolateIDLen bytes
-	Seq     int64   // 1, 2, 3... per isolate; a retry reuses the number
-	At      int64   // isolate time when the batch was cut, ns
-	Entries []Delta // at most MaxBatchEntries
+	Version int64   `msgpack:"v"`
+	Isolate string  `msgpack:"iso"`         // isolate id, 1..MaxIsolateIDLen bytes
+	Seq     int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
+	At      int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
+	Entries []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
 }
 
-// Delta is the consumption of one key in one window.
+// Delta is the consumption of one key in one window, encoded as the array
+// [limiter, key, window, delta, demand].
 type Delta struct {
-	Limiter string
-	Key     string
-	Window  int64 // window index (time / period); 0 for bucket algorithms
-	Delta   int64 // cost admitted, >= 0
-	Demand  int64 // cost asked for, admitted or not, >= 0 (sizes strict leases)
+	_msgpack struct{} `msgpack:",as_array"`
+	Limiter  string
+	Key      string
+	Window   int64 // window index (time / period); 0 for bucket algorithms
+	Delta    int64 // cost admitted, >= 0
+	Demand   int64 // cost asked for, admitted or not, >= 0 (sizes strict leases)
 }
 
 // Reply is the coordinator's answer to a Batch: the global view of every key
 // in the batch after it was applied.
 type Reply struct {
-	Version int64
-	Seq     int64  // the Seq of the batch this answers
-	At      int64  // coordinator time of the view, ns
-	Entries []View // at most MaxBatchEntries
+	Version int64  `msgpack:"v"`
+	Seq     int64  `msgpack:"seq"`         // the Seq of the batch this answers
+	At      int64  `msgpack:"at"`          // coordinator time of the view, ns
+	Entries []View `msgpack:"e,omitempty"` // at most MaxBatchEntries
 }
 
-// View is the global state of one key.
+// View is the global state of one key, encoded as the array [limiter, key,
+// window, count, prev, tat, lease, isolates].
 type View struct {
+	_msgpack struct{} `msgpack:",as_array"`
 	Limiter  string
 	Key      string
 	Window   int64 // window index of Count; Prev is window-1

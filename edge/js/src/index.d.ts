@@ -1,0 +1,165 @@
+// Type declarations of the edgelimit JavaScript package (src/index.js).
+
+/** One limiter, as in the coordinator's JSON config file. */
+export interface LimiterConfig {
+  name: string;
+  algorithm: 'fixed_window' | 'sliding_window' | 'token_bucket' | 'gcra';
+  /** Admitted cost per period, >= 1. */
+  limit: number;
+  /** A Go duration: "1s", "15m", "720h" (no "d"). Or give period_ns. */
+  period?: string;
+  /** The period in ns, instead of period. */
+  period_ns?: number | bigint;
+  /** token_bucket / gcra capacity; 0 or absent means the limit. */
+  burst?: number;
+  mode?: '' | 'approximate' | 'strict';
+  /** Approximate mode: a cold key is denied with syncRetry, so limit() syncs and decides again. */
+  read_through?: boolean;
+  /** Per-key limits. */
+  overrides?: Record<string, number> | Array<[string, number]>;
+  /** What a stale isolate does (default: the create() option failPolicy). */
+  fail_policy?: FailPolicy;
+}
+
+export interface Config {
+  limiters: LimiterConfig[];
+  /** Cap on the keys one isolate tracks; 0 or absent means 100,000. */
+  max_keys?: number;
+}
+
+export type FailPolicy = 'open' | 'closed' | 'local-share';
+
+/** Workers' ExecutionContext, or anything with waitUntil. */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export interface EdgeLimitOptions {
+  /** The module: a WebAssembly.Module (Workers: `import wasm from './edgelimit.wasm'`) or its bytes (Node). */
+  wasm: WebAssembly.Module | BufferSource;
+  /** The limiters: the coordinator's config file as an object or JSON text. */
+  config: Config | string;
+  /** The coordinator's base URL ("https://limits.example.com"); absent: this isolate decides alone. */
+  coordinator?: string;
+  /** Bearer token for the coordinator. */
+  token?: string;
+  /** Time between regular syncs, ms. Default 100. */
+  syncInterval?: number;
+  /** A sync attempt's timeout, ms. Default 5000. */
+  syncTimeout?: number;
+  /** How long limit() waits for a sync after a syncRetry denial, ms. Default 1000; negative: never. */
+  retryWait?: number;
+  /** The view is stale after this long without a good sync, ms. Default 3 sync intervals. */
+  staleAfter?: number;
+  /** Cap of the backoff after failed syncs, ms. Default 30000. */
+  backoffMax?: number;
+  /** Jitter of the sync interval, a fraction in [0, 1). Default 0.1. */
+  jitter?: number;
+  /** Fail policy of limiters whose config names none. Default "open". */
+  failPolicy?: FailPolicy;
+  /** Isolates in the fleet sharing the limits: local-share admits limit/shareIsolates per window per key. Default 1. */
+  shareIsolates?: number;
+  /** This isolate's id in sync batches. Default "js-" and 12 random hex digits (must be unique per instance). */
+  isolateId?: string;
+  /** fetch used for syncs (e.g. a service binding's fetch). Default the global fetch. */
+  fetch?: typeof fetch;
+  /** Clock in ms since the epoch. Default Date.now. */
+  clock?: () => number;
+  /** How background syncs run: "timers" (Node; default outside Workers) or "requests" (on decisions, through ctx.waitUntil; default in Workers). */
+  background?: 'timers' | 'requests';
+  /** Called with every failed sync's error. */
+  onError?: (err: EdgeLimitError) => void;
+}
+
+export interface Check {
+  /** Limiter name (or index). Default the first limiter. */
+  limiter?: string | number;
+  /** 1-256 bytes. */
+  key: string | Uint8Array;
+  /** 0 (peek) to 2^40. Default 1. */
+  cost?: number;
+}
+
+export interface LimitOptions extends Check {
+  /** Several limiters checked together, all or nothing (up to 8), instead of limiter/key/cost. */
+  checks?: Check[];
+}
+
+export interface LimitResult {
+  success: boolean;
+  /** The binding limiter's limit for the key. */
+  limit: number;
+  /** Cost still admissible now. */
+  remaining: number;
+  /** When the window ends or the bucket is full, ms since the epoch. */
+  reset: number;
+  /** ms until the same request could pass; 0 when allowed; -1 never (cost above the limit). */
+  retryAfterMs: number;
+  /** The binding limiter's name. */
+  limiter: string;
+  /** Denied only for want of a lease or a fresh view; limit() already waited for one sync. */
+  syncRetry: boolean;
+  /** Decided on a stale view (the fail policy applied). */
+  stale: boolean;
+  /** The binding limiter's fail policy when stale, else null. */
+  policy: FailPolicy | null;
+}
+
+export interface WaitOptions extends LimitOptions {
+  /** Give up when no slot comes within this many ms. Default 10000. */
+  maxWaitMs?: number;
+  /** Least sleep between tries, ms. Default 1. */
+  minSleepMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface WaitResult extends LimitResult {
+  waitedMs: number;
+}
+
+export interface Stats {
+  keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
+  state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number;
+  isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
+}
+
+export class EdgeLimitError extends Error {
+  /** "bad_key", "bad_config", "unknown_limiter", "trap", "rate_limited", "sync", "sync_refused", "sync_timeout", ... */
+  code: string;
+  /** schedule()'s last decision when code is "rate_limited". */
+  result?: WaitResult;
+}
+
+export class EdgeLimit {
+  /** Creates a limiter; the module is instantiated at the first decision (or ready()). */
+  static create(opts: EdgeLimitOptions): Promise<EdgeLimit>;
+  constructor(opts: EdgeLimitOptions);
+  /** The isolate id in sync batches (changes when the coordinator asks for a new incarnation). */
+  readonly isolateId: string | undefined;
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number };
+  /** The last failed sync's error. */
+  readonly lastError: EdgeLimitError | null;
+  /** Instantiates and configures the module now. */
+  ready(): this;
+  /** Decides now, without waiting for a sync. */
+  decide(opts: LimitOptions, ctx?: WaitUntil): LimitResult;
+  /** Decides; after a syncRetry denial waits (up to retryWait) for one sync and decides again. */
+  limit(opts: LimitOptions, ctx?: WaitUntil): Promise<LimitResult>;
+  /** Waits for a slot instead of failing. */
+  wait(opts: WaitOptions, ctx?: WaitUntil): Promise<WaitResult>;
+  /** Runs fn once a slot is free; rejects with code "rate_limited" when none came within maxWaitMs. */
+  schedule<T>(opts: WaitOptions, fn: () => T | Promise<T>, ctx?: WaitUntil): Promise<Awaited<T>>;
+  /** Sends everything decided so far (after any sync in flight); true when the reply was applied or there was nothing to send. */
+  sync(): Promise<boolean>;
+  /** Forgets this isolate's local state of a key. */
+  reset(opts: { limiter?: string | number; key: string | Uint8Array }): void;
+  stats(): Stats;
+  /** Stops the background timers (Node). */
+  close(): void;
+}
+
+/** Parses a Go duration ("1s", "1m30s", "250ms") into ns. */
+export function parseDuration(s: string): bigint;
+
+export default EdgeLimit;

@@ -1,0 +1,493 @@
+// edgelimit for JavaScript: a global rate limiter for Cloudflare Workers
+// and Node. Decisions are taken locally by the edgelimit Wasm module
+// through its scalar exports (well under a microsecond); the module's
+// deltas are synced in msgpack batches to the edgelimit coordinator
+// (POST /v1/sync) in the background.
+
+import { Module, EdgeLimitError, codeError, CODES, MAX_KEY_LEN } from './module.js';
+import { normalizeConfig, toWire, parseDuration } from './config.js';
+import { Scheduler } from './scheduler.js';
+import { Share, OPEN, CLOSED, LOCAL_SHARE } from './failpolicy.js';
+
+export { Module, EdgeLimitError, CODES, parseDuration, Scheduler, Share };
+
+const MAX_ISOLATE_ID = 128;
+const SEQ_PROBLEM = 'urn:edgelimit:problem:seq_';
+
+function randomHex(n) {
+  const b = new Uint8Array(Math.ceil(n / 2));
+  crypto.getRandomValues(b);
+  let s = '';
+  for (const x of b) s += x.toString(16).padStart(2, '0');
+  return s.slice(0, n);
+}
+
+function inWorkers() {
+  return typeof navigator !== 'undefined' && navigator.userAgent === 'Cloudflare-Workers';
+}
+
+const sleep = (ms, signal) => new Promise((resolve, reject) => {
+  if (signal?.aborted) { reject(signal.reason ?? new EdgeLimitError('aborted', 'aborted')); return; }
+  const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, Math.max(0, ms));
+  const onAbort = () => { clearTimeout(t); reject(signal.reason ?? new EdgeLimitError('aborted', 'aborted')); };
+  signal?.addEventListener('abort', onAbort, { once: true });
+});
+
+/**
+ * A rate limiter backed by one instance of the edgelimit module (one
+ * isolate). Create it with EdgeLimit.create.
+ */
+export class EdgeLimit {
+  /**
+   * Creates a limiter. The module is instantiated lazily, at the first
+   * decision (workerd refuses random numbers at global scope), or by ready().
+   *
+   * @param {import('./index.d.ts').EdgeLimitOptions} opts
+   * @returns {Promise<EdgeLimit>}
+   */
+  static async create(opts) {
+    return new EdgeLimit(opts);
+  }
+
+  constructor(opts) {
+    if (!opts || opts.wasm == null) throw new EdgeLimitError('create: "wasm" (the module, or its bytes) is required', 'bad_options');
+    this._wasm = opts.wasm instanceof WebAssembly.Module ? opts.wasm : new WebAssembly.Module(opts.wasm);
+    this._norm = normalizeConfig(opts.config);
+    this._index = new Map(this._norm.limiters.map((l, i) => [l.name, i]));
+    this._coordinator = opts.coordinator ? String(opts.coordinator).replace(/\/+$/, '') : '';
+    this._token = opts.token ?? '';
+    this._fetch = opts.fetch ?? ((...a) => fetch(...a));
+    this._interval = opts.syncInterval ?? 100;
+    this._syncTimeout = opts.syncTimeout ?? 5000;
+    this._retryWait = opts.retryWait ?? 1000;
+    this._defaultPolicy = opts.failPolicy ?? OPEN;
+    if (![OPEN, CLOSED, LOCAL_SHARE].includes(this._defaultPolicy)) {
+      throw new EdgeLimitError(`create: unknown failPolicy ${JSON.stringify(opts.failPolicy)} (want open, closed or local-share)`, 'bad_options');
+    }
+    this._policies = this._norm.limiters.map((l) => l.failPolicy || this._defaultPolicy);
+    this._periodMs = this._norm.limiters.map((l) => Math.max(Number(l.periodNs) / 1e6, 1e-6));
+    this._shareIsolates = Math.max(opts.shareIsolates ?? 1, 1);
+    this._share = new Share(this._norm.maxKeys);
+    this._idPrefix = opts.isolateId ?? null;
+    this._clock = opts.clock ?? Date.now;
+    this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
+    this._onError = opts.onError ?? null;
+    this._schedOpts = { interval: this._interval, staleAfter: opts.staleAfter, backoffMax: opts.backoffMax, jitter: opts.jitter };
+    this._mod = null;
+    this._lastMs = -1;
+    this._lastNs = 0n;
+    this._inflight = null;
+    this._kicked = false;
+    this._timer = null;
+    this._closed = false;
+    this._waiters = [];
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0 };
+    this.lastError = null;
+  }
+
+  /** Instantiates and configures the module now (it is otherwise done at the first decision). */
+  ready() {
+    if (this._mod) return this;
+    const mod = new Module(this._wasm);
+    const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
+    if (new TextEncoder().encode(id).length > MAX_ISOLATE_ID) throw new EdgeLimitError(`isolate id longer than ${MAX_ISOLATE_ID} bytes`, 'bad_options');
+    mod.configure(toWire(this._norm, id));
+    this._mod = mod;
+    this._firstId ??= id; // restarts and incarnations derive their ids from it
+    this.isolateId = id;
+    if (this._coordinator && !this._sched) {
+      this._sched = new Scheduler(this._schedOpts, this._clock());
+      if (this._background === 'timers') this._arm();
+    }
+    return this;
+  }
+
+  /** The module instance (instantiated on first use). */
+  get module() { return this.ready()._mod; }
+
+  _ns(ms) {
+    if (ms !== this._lastMs) { this._lastMs = ms; const whole = Math.floor(ms); this._lastNs = BigInt(whole) * 1000000n + BigInt(Math.round((ms - whole) * 1e6)); }
+    return this._lastNs;
+  }
+
+  _limiterIndex(name) {
+    const i = typeof name === 'number' ? name : this._index.get(name);
+    if (i === undefined || !(i >= 0 && i < this._norm.limiters.length)) {
+      throw new EdgeLimitError(`unknown limiter ${JSON.stringify(name)}`, 'unknown_limiter');
+    }
+    return i;
+  }
+
+  /**
+   * Decides at once, without waiting for a sync: {success, limit,
+   * remaining, reset (ms since the epoch), retryAfterMs (-1: the cost
+   * can never pass), limiter, syncRetry, stale, policy}. With
+   * opts.checks ([{limiter, key, cost}], up to 8) the limiters are checked
+   * together, all or nothing. ctx (Workers' ExecutionContext) receives the
+   * background sync through waitUntil.
+   */
+  decide(opts, ctx) {
+    if (!this._mod) this.ready();
+    const now = this._clock();
+    const checks = opts.checks;
+    const stale = this._sched ? this._sched.stale(now) : false;
+    let st;
+    if (checks === undefined) {
+      const li = this._limiterIndex(opts.limiter ?? 0);
+      const cost = opts.cost ?? 1;
+      if (stale) {
+        const d = this._policyDeny(li, opts.key, cost, now);
+        if (d) return d;
+      }
+      try {
+        st = this._mod.decide(li, opts.key, cost, this._ns(now));
+      } catch (e) { this._trapped('decide', e); }
+      if (st < 0) this._throwCode('decide', st, opts.key);
+    } else {
+      const cs = checks.map((c) => ({ limiter: this._limiterIndex(c.limiter ?? 0), key: c.key, cost: c.cost ?? 1 }));
+      if (stale) {
+        const d = this._policyDenyMulti(cs, now);
+        if (d) return d;
+      }
+      try {
+        st = this._mod.decideMulti(cs, this._ns(now));
+      } catch (e) { this._trapped('decide', e); }
+      if (st < 0) this._throwCode('decide', st);
+    }
+    if (this._sched) this._background === 'requests' ? this._pump(now, (st & 2) !== 0, ctx) : (st & 2) && this._kick(now);
+    const m = this._mod;
+    const li = m.resultInt(6);
+    const ra = m.resultInt(4);
+    return {
+      success: (st & 1) === 1,
+      limit: m.resultInt(1),
+      remaining: m.resultInt(2),
+      reset: m.resultInt(3) / 1e6,
+      retryAfterMs: ra < 0 ? -1 : ra / 1e6,
+      limiter: this._norm.limiters[li].name,
+      syncRetry: (st & 4) !== 0,
+      stale,
+      policy: stale ? this._policies[li] : null,
+    };
+  }
+
+  // A trap inside the module (a WebAssembly.RuntimeError) leaves its state
+  // unusable: the instance is dropped, the next decision instantiates a new
+  // one under the base id + "/r" + the restart count (as the Go edge host
+  // does), and the caller gets an EdgeLimitError with code "trap". What the
+  // old instance had not synced is lost. Other errors are rethrown.
+  _trapped(op, e, rethrow = true) {
+    if (!(e instanceof WebAssembly.RuntimeError)) throw e;
+    this.counters.restarts++;
+    this._restartId = `${this._firstId.slice(0, MAX_ISOLATE_ID - 12)}/r${this.counters.restarts}`;
+    this._mod = null;
+    const err = new EdgeLimitError(`${op}: the module trapped (restarting as ${JSON.stringify(this._restartId)}): ${e.message}`, 'trap', { cause: e });
+    this.lastError = err;
+    if (rethrow) throw err;
+    return err;
+  }
+
+  _throwCode(op, st, key) {
+    if (st === -4 || st === -3) {
+      const n = typeof key === 'string' ? new TextEncoder().encode(key).length : key?.length;
+      throw new EdgeLimitError(`${op}: key must be 1 to ${MAX_KEY_LEN} bytes, got ${n}`, 'bad_key');
+    }
+    throw codeError(op, st);
+  }
+
+  _limitFor(li, key) {
+    const l = this._norm.limiters[li];
+    return typeof key === 'string' && l.overrides.has(key) ? l.overrides.get(key) : l.limit;
+  }
+
+  _shareKey(li, key) { return `${li}\u0000${typeof key === 'string' ? key : Array.from(key).join(',')}`; }
+
+  // The fail policy of a stale view for one check: a denial, or null (ask the module).
+  _policyDeny(li, key, cost, now) {
+    const p = this._policies[li];
+    if (p === OPEN) return null;
+    const limit = this._limitFor(li, key);
+    const period = this._periodMs[li];
+    if (p === LOCAL_SHARE) {
+      const share = Math.max(Math.floor(limit / this._shareIsolates), 1);
+      if (this._share.take(this._shareKey(li, key), cost, share, period, now)) return null;
+    }
+    return this._policyDenial(li, limit, now);
+  }
+
+  _policyDenyMulti(cs, now) {
+    const taken = [];
+    for (const c of cs) {
+      const d = this._policyDeny(c.limiter, c.key, c.cost, now);
+      if (d) {
+        for (const t of taken) this._share.give(this._shareKey(t.limiter, t.key), t.cost, this._periodMs[t.limiter], now);
+        return d;
+      }
+      if (this._policies[c.limiter] === LOCAL_SHARE) taken.push(c);
+    }
+    return null;
+  }
+
+  _policyDenial(li, limit, now) {
+    this.counters.policyDenials++;
+    const period = this._periodMs[li];
+    return {
+      success: false, limit, remaining: 0, reset: (Math.floor(now / period) + 1) * period,
+      retryAfterMs: this._policies[li] === CLOSED ? this._interval : (Math.floor(now / period) + 1) * period - now,
+      limiter: this._norm.limiters[li].name, syncRetry: false, stale: true, policy: this._policies[li],
+    };
+  }
+
+  /**
+   * Decides (see decide); a request denied with syncRetry (a strict lease
+   * miss, a read-through cold key) on a fresh view triggers a sync, waits
+   * for its reply and is decided again, up to three syncs within
+   * retryWait (a sync already in flight may not carry its demand).
+   *
+   * @returns {Promise<import('./index.d.ts').LimitResult>}
+   */
+  async limit(opts, ctx) {
+    let d = this.decide(opts, ctx);
+    if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
+    // A sync already in flight may have left before this request's demand:
+    // wait for the next ones too, within retryWait in all (three at most).
+    const end = this._clock() + this._retryWait;
+    for (let round = 0; round < 3 && d.syncRetry; round++) {
+      const left = end - this._clock();
+      if (left <= 0 || !(await this._waitSync(left, ctx))) break;
+      d = this.decide(opts, ctx);
+    }
+    return d;
+  }
+
+  /**
+   * Waits for a slot instead of failing: decides, and while denied sleeps
+   * for retryAfterMs (at least minSleepMs) and decides again, until
+   * allowed, until the next try would come after maxWaitMs (default 10 s;
+   * it returns the denial at once then, as POST /v1/wait of the Go edge
+   * host does), or until signal aborts (rejects with its reason). A cost
+   * that can never pass (retryAfterMs -1) returns at once. The result has
+   * waitedMs.
+   */
+  async wait(opts, ctx) {
+    const maxWait = opts.maxWaitMs ?? 10000;
+    const start = this._clock();
+    for (;;) {
+      const d = await this.limit(opts, ctx);
+      const waited = this._clock() - start;
+      if (d.success || d.retryAfterMs < 0) return { ...d, waitedMs: waited };
+      const pause = Math.max(d.retryAfterMs, opts.minSleepMs ?? 1);
+      // No slot before the deadline: answer now rather than at the deadline.
+      if (pause > maxWait - waited) return { ...d, waitedMs: waited };
+      await sleep(pause, opts.signal);
+    }
+  }
+
+  /**
+   * Runs fn once a slot is free (see wait) and returns its result;
+   * rejects with an EdgeLimitError (code "rate_limited", .result the
+   * last decision) when none was free within maxWaitMs.
+   */
+  async schedule(opts, fn, ctx) {
+    if (typeof opts === 'function') [opts, fn] = [fn, opts];
+    const d = await this.wait(opts, ctx);
+    if (!d.success) {
+      const e = new EdgeLimitError(`rate limited on ${JSON.stringify(d.limiter)}: no slot within ${opts.maxWaitMs ?? 10000} ms`, 'rate_limited');
+      e.result = d;
+      throw e;
+    }
+    return fn();
+  }
+
+  /** Forgets this isolate's local state of (limiter, key). */
+  reset({ limiter, key }) {
+    const st = this.module.reset(this._limiterIndex(limiter ?? 0), key);
+    if (st < 0) this._throwCode('reset', st, key);
+  }
+
+  /** The module's counters with the sync counters, the isolate id and the memory size. */
+  stats() {
+    const s = this.module.stats();
+    const now = this._clock();
+    return {
+      ...s, ...this.counters, isolateId: this.isolateId, memoryBytes: this._mod.memoryBytes(),
+      lastSyncAgeMs: this._sched ? now - this._sched.lastOK : null, stale: this._sched ? this._sched.stale(now) : false,
+      failures: this._sched ? this._sched.failures : 0,
+    };
+  }
+
+  // --- sync ---------------------------------------------------------------
+
+  // requests mode (Workers): each decision checks whether a sync is due or
+  // was asked for, and hands it to ctx.waitUntil.
+  _pump(now, wanted, ctx) {
+    if (this._inflight) return;
+    if (wanted) this._kicked = true;
+    let go = this._sched.due(now);
+    if (!go && this._kicked) go = this._sched.want(now);
+    if (go) {
+      this._kicked = false;
+      const p = this._sync();
+      ctx?.waitUntil?.(p);
+    }
+  }
+
+  // timers mode (Node): the module asked for an early sync.
+  _kick(now) {
+    if (this._inflight || this._closed) return;
+    if (this._sched.want(now)) this._syncAndArm();
+    else this._arm();
+  }
+
+  _arm() {
+    if (this._closed || this._inflight) return;
+    if (this._timer) clearTimeout(this._timer);
+    const delay = Math.max(this._sched.next - this._clock(), 0);
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      if (this._sched.due(this._clock())) this._syncAndArm();
+      else this._arm();
+    }, delay);
+    this._timer.unref?.();
+  }
+
+  _syncAndArm() {
+    if (this._timer) { clearTimeout(this._timer); this._timer = null; }
+    this._sync().finally(() => this._arm());
+  }
+
+  /**
+   * Sends everything decided so far: waits for a sync in flight (its
+   * batch may predate the latest decisions), then runs one more. Resolves
+   * to true when the reply was applied (or there was nothing to sync),
+   * false when it failed (the error is in lastError and counters.syncErrors).
+   */
+  async sync() {
+    if (!this._coordinator) return true;
+    this.ready();
+    if (this._inflight) await this._inflight;
+    if (this._background === 'timers') {
+      this._syncAndArm();
+      return this._inflight;
+    }
+    return this._sync();
+  }
+
+  _sync() {
+    if (this._inflight) return this._inflight;
+    const p = this._syncAttempt().then((ok) => {
+      this._inflight = null;
+      const ws = this._waiters;
+      this._waiters = [];
+      for (const w of ws) w(ok);
+      return ok;
+    });
+    this._inflight = p;
+    return p;
+  }
+
+  // Waits for the end of the next sync (starting one if none is in
+  // flight) for at most ms; true when a reply was applied.
+  _waitSync(ms, ctx) {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), ms);
+      this._waiters.push((ok) => { clearTimeout(t); resolve(ok); });
+      if (!this._inflight) {
+        const p = this._background === 'timers' ? (this._syncAndArm(), this._inflight) : this._sync();
+        ctx?.waitUntil?.(p);
+      }
+    });
+  }
+
+  async _syncAttempt() {
+    const s = this._sched;
+    const mod = this._mod;
+    let now = this._clock();
+    let batch;
+    if (!mod) { s.idle(now); return true; } // restarting after a trap: nothing to send yet
+    try {
+      batch = mod.syncOut(this._ns(now));
+    } catch (e) {
+      s.failure(now);
+      this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync out', e, false) : e);
+      return false;
+    }
+    if (batch === null) {
+      s.idle(now);
+      return true;
+    }
+    s.begin(now);
+    try {
+      let r = await this._post(batch);
+      if (r.seqProblem) {
+        // The coordinator refused the sequence number and applied nothing
+        // (it lost this isolate's state, or another client used its id):
+        // a new incarnation resends the same deltas as its batch 1.
+        const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
+        if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
+        mod.reincarnate(id);
+        this.isolateId = id;
+        this.counters.reincarnations++;
+        batch = mod.syncOut(this._ns(this._clock()));
+        if (batch === null) throw new EdgeLimitError(`no batch to resend after reincarnating (${r.detail})`, 'sync');
+        r = await this._post(batch);
+        if (r.seqProblem) throw new EdgeLimitError(`coordinator refused the new incarnation's batch: ${r.detail}`, 'sync_refused');
+      }
+      now = this._clock();
+      // A reply for an instance that trapped since does not fit the new one.
+      if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
+      mod.syncIn(r.body, this._ns(now));
+      s.success(now);
+      this.counters.syncs++;
+      return true;
+    } catch (e) {
+      s.failure(this._clock());
+      this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync', e, false) : e);
+      return false;
+    }
+  }
+
+  _fail(e) {
+    this.counters.syncErrors++;
+    this.lastError = e;
+    if (this._onError) {
+      try { this._onError(e); } catch { /* the callback's own errors are not ours */ }
+    }
+  }
+
+  // POSTs a batch; {body} on 200, {seqProblem, detail} on a 409 sequence
+  // problem; throws otherwise (the same batch is retried later).
+  async _post(batch) {
+    const ac = new AbortController();
+    const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
+    try {
+      const headers = { 'Content-Type': 'application/msgpack' };
+      if (this._token) headers.Authorization = `Bearer ${this._token}`;
+      const resp = await this._fetch(`${this._coordinator}/v1/sync`, { method: 'POST', body: batch, headers, signal: ac.signal });
+      const body = new Uint8Array(await resp.arrayBuffer());
+      if (resp.status === 200) return { body };
+      let detail = new TextDecoder().decode(body.subarray(0, 300));
+      if (resp.status === 409) {
+        try {
+          const p = JSON.parse(new TextDecoder().decode(body));
+          if (typeof p.type === 'string' && p.type.startsWith(SEQ_PROBLEM)) return { seqProblem: true, detail: `${p.type}: ${p.detail ?? ''}` };
+        } catch { /* not problem+json: an ordinary refusal */ }
+      }
+      if (body.length > 300) detail += '...';
+      throw new EdgeLimitError(`coordinator refused the batch: ${resp.status}: ${detail}`, 'sync_refused');
+    } catch (e) {
+      if (e instanceof EdgeLimitError) throw e;
+      throw new EdgeLimitError(`sync: ${e?.message ?? e}`, 'sync', { cause: e });
+    } finally {
+      clearTimeout(t);
+    }
+  }
+
+  /** Stops the background timers (Node); pending syncs finish. */
+  close() {
+    this._closed = true;
+    if (this._timer) { clearTimeout(this._timer); this._timer = null; }
+  }
+}
+
+export default EdgeLimit;

@@ -1,0 +1,240 @@
+// Module is one instance of the edgelimit Wasm module (one isolate's
+// state) driven through its scalar el_* exports: the key is copied into
+// the module's key buffer, el_decide returns a status word, and the
+// result is read from the result buffer (layouts: wasm/guest/abi.go).
+// No msgpack and no Extism SDK on the decision path.
+
+import { makeImports } from './imports.js';
+import { encode, decode } from './msgpack.js';
+
+/** Error messages of the module's negative status codes (wasm/core/errors.go). */
+export const CODES = [
+  null,
+  'module is not configured',
+  'unknown limiter',
+  'key longer than 256 bytes',
+  'empty key',
+  'cost must be between 0 and 2^40',
+  'time must be >= 0 ns',
+  'a decision checks 1 to 8 limiters',
+  'reply does not answer the outstanding batch',
+  'sync needs an isolate id in the config',
+  'malformed input',
+];
+
+/** An error of the edgelimit package; code is a short machine-readable name. */
+export class EdgeLimitError extends Error {
+  constructor(message, code, options) {
+    super(`edgelimit: ${message}`, options);
+    this.name = 'EdgeLimitError';
+    this.code = code;
+  }
+}
+
+/** Returns the EdgeLimitError for a negative status code c of operation op. */
+export function codeError(op, c) {
+  const msg = CODES[-c] ?? CODES[10];
+  return new EdgeLimitError(`${op}: ${msg}`, `module_${-c}`);
+}
+
+export const MAX_KEY_LEN = 256;
+const KEY_CACHE = 8192; // encoded keys kept (cleared when full)
+const SMALL_COSTS = Array.from({ length: 257 }, (_, i) => BigInt(i));
+const te = new TextEncoder();
+
+export class Module {
+  /**
+   * @param {WebAssembly.Module} wasmModule the compiled edgelimit module
+   * @param {{random?: (b: Uint8Array) => void}} [opts]
+   */
+  constructor(wasmModule, opts = {}) {
+    let memory = null;
+    this._kernel = makeImports(() => memory, opts);
+    const inst = new WebAssembly.Instance(wasmModule, this._kernel.imports);
+    const x = inst.exports;
+    for (const name of ['el_key_buf', 'el_result_buf', 'el_io_buf', 'el_io_ptr', 'el_decide', 'el_decide_multi',
+      'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', '_initialize']) {
+      if (typeof x[name] !== 'function') throw new EdgeLimitError(`the module does not export ${name}`, 'bad_module');
+    }
+    this.exports = x;
+    this.memory = x.memory;
+    memory = x.memory;
+    x._initialize();
+    this._decide = x.el_decide;
+    this.keyBuf = x.el_key_buf();
+    this.resBuf = x.el_result_buf();
+    this._res32 = this.resBuf >> 2;
+    this._keys = new Map();
+    this._refresh();
+  }
+
+  _refresh() {
+    this._buf = this.memory.buffer;
+    this.u8 = new Uint8Array(this._buf);
+    this.u32 = new Uint32Array(this._buf);
+    this.i32 = new Int32Array(this._buf);
+  }
+
+  /** Encoded bytes of key (a string or Uint8Array), cached for strings. */
+  keyBytes(key) {
+    if (typeof key !== 'string') {
+      if (!(key instanceof Uint8Array)) throw new EdgeLimitError('key must be a string or a Uint8Array', 'bad_key');
+      return key;
+    }
+    let b = this._keys.get(key);
+    if (b === undefined) {
+      b = te.encode(key);
+      if (this._keys.size >= KEY_CACHE) this._keys.clear();
+      this._keys.set(key, b);
+    }
+    return b;
+  }
+
+  /**
+   * Decides (limiter index, key, cost) at nowNs (a BigInt). Returns the
+   * status word: >= 0 is bit 0 allowed, bit 1 sync wanted, bit 2 sync
+   * retry; < 0 an error code (see codeError). Read the rest with
+   * resultInt.
+   */
+  decide(limiter, key, cost, nowNs) {
+    const kb = this.keyBytes(key);
+    if (kb.length > MAX_KEY_LEN) return -3;
+    this.u8.set(kb, this.keyBuf);
+    const st = this._decide(limiter, kb.length, cost <= 256 && cost >= 0 && Number.isInteger(cost) ? SMALL_COSTS[cost] : BigInt(cost), nowNs);
+    if (this.memory.buffer !== this._buf) this._refresh();
+    return st;
+  }
+
+  /**
+   * Checks several {limiter (index), key, cost} together, all or nothing.
+   * Returns a status word as decide does.
+   */
+  decideMulti(checks, nowNs) {
+    if (checks.length < 1 || checks.length > 8) return -7;
+    let off = this.keyBuf;
+    const dv = new DataView(this._buf);
+    for (const c of checks) {
+      const kb = this.keyBytes(c.key);
+      if (kb.length > MAX_KEY_LEN) return -3;
+      dv.setUint32(off, c.limiter, true);
+      dv.setUint32(off + 4, kb.length, true);
+      dv.setBigInt64(off + 8, BigInt(c.cost), true);
+      this.u8.set(kb, off + 16);
+      off += 16 + kb.length;
+    }
+    const st = this.exports.el_decide_multi(checks.length, nowNs);
+    if (this.memory.buffer !== this._buf) this._refresh();
+    return st;
+  }
+
+  /**
+   * Field i of the last decision's result buffer as a Number:
+   * 0 allowed, 1 limit, 2 remaining, 3 reset ns (Number: ~256 ns precision
+   * at today's epoch), 4 retry-after ns (-1 never), 5 flags, 6 limiter index.
+   */
+  resultInt(i) {
+    const j = this._res32 + 2 * i;
+    return this.i32[j + 1] * 4294967296 + this.u32[j];
+  }
+
+  /** Forgets the local state of (limiter index, key); returns 0 or an error code. */
+  reset(limiter, key) {
+    const kb = this.keyBytes(key);
+    if (kb.length > MAX_KEY_LEN) return -3;
+    this.u8.set(kb, this.keyBuf);
+    const st = this.exports.el_reset(limiter, kb.length);
+    if (this.memory.buffer !== this._buf) this._refresh();
+    return st;
+  }
+
+  _writeIO(bytes) {
+    const p = this.exports.el_io_buf(bytes.length);
+    this._refresh();
+    if (p === 0) throw new EdgeLimitError(`io buffer: ${bytes.length} bytes is too large`, 'too_large');
+    this.u8.set(bytes, p);
+  }
+
+  _readIO(n) {
+    const p = this.exports.el_io_ptr();
+    this._refresh();
+    return this.u8.slice(p, p + n);
+  }
+
+  /**
+   * Configures the module with a wire configuration object (see
+   * config.js toWire). Throws an EdgeLimitError with the module's own
+   * message when it refuses it.
+   */
+  configure(wireConfig) {
+    const b = encode(wireConfig);
+    this._writeIO(b);
+    const c = this.exports.el_configure(b.length);
+    this._refresh();
+    if (c < 0) {
+      // The scalar export only returns a code; the Extism-style export
+      // says what is wrong.
+      const detail = this.callExtism('configure', b).error;
+      throw new EdgeLimitError(`configure: ${detail ?? CODES[-c]}`, 'bad_config');
+    }
+  }
+
+  /**
+   * Calls an Extism-style export (configure, decide, sync_out, sync_in,
+   * stats, reset) with msgpack input; returns {output, error}.
+   */
+  callExtism(name, input) {
+    const f = this.exports[name];
+    if (typeof f !== 'function') throw new EdgeLimitError(`the module does not export ${name}`, 'bad_module');
+    this._kernel.begin(input);
+    let rc;
+    try {
+      rc = f();
+    } finally {
+      this._refresh();
+    }
+    const r = this._kernel.end();
+    if (rc !== 0 && r.error == null) r.error = `${name} returned ${rc}`;
+    return r;
+  }
+
+  /**
+   * Returns the batch to send (msgpack bytes, a copy), null when there is
+   * nothing to sync; while a batch is unanswered, the same batch again.
+   */
+  syncOut(nowNs) {
+    const n = this.exports.el_sync_out(nowNs);
+    if (n < 0) { this._refresh(); throw codeError('sync out', n); }
+    if (n === 0) { this._refresh(); return null; }
+    return this._readIO(n);
+  }
+
+  /** Applies a coordinator reply (msgpack bytes) at nowNs. */
+  syncIn(reply, nowNs) {
+    this._writeIO(reply);
+    const c = this.exports.el_sync_in(reply.length, nowNs);
+    this._refresh();
+    if (c < 0) throw codeError('sync in', c);
+  }
+
+  /**
+   * Starts a new incarnation under id: sequence numbers restart at 1 and
+   * the outstanding batch becomes batch 1 of the new id.
+   */
+  reincarnate(id) {
+    const b = te.encode(id);
+    this._writeIO(b);
+    const c = this.exports.el_reincarnate(b.length);
+    this._refresh();
+    if (c < 0) throw codeError('reincarnate', c);
+  }
+
+  /** The module's counters (wire.Stats: keys, decisions, denials, ...). */
+  stats() {
+    const n = this.exports.el_stats();
+    if (n < 0) { this._refresh(); throw codeError('stats', n); }
+    return decode(this._readIO(n));
+  }
+
+  /** Size of the module's linear memory, in bytes. */
+  memoryBytes() { return this.memory.buffer.byteLength; }
+}

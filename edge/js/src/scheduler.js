@@ -1,0 +1,78 @@
+// When an isolate syncs: the same rules as the Go edge host's scheduler
+// (edge/syncloop/scheduler.go), in milliseconds: a jittered interval, early
+// syncs when the module asks (no closer than minSpacing), exponential
+// backoff after failures, at most one attempt in flight, and a stale bound
+// for the fail policies.
+
+export class Scheduler {
+  /**
+   * @param {{interval: number, jitter?: number, minSpacing?: number,
+   *   backoffBase?: number, backoffMax?: number, staleAfter?: number}} o ms
+   * @param {number} now ms
+   * @param {() => number} [rand] uniform in [0, 1)
+   */
+  constructor(o, now, rand = Math.random) {
+    if (!(o.interval > 0)) throw new RangeError('edgelimit: syncInterval must be a positive number of ms');
+    this.interval = o.interval;
+    this.jitterFrac = o.jitter ?? 0.1;
+    this.minSpacing = o.minSpacing ?? o.interval / 10;
+    this.backoffBase = o.backoffBase ?? o.interval;
+    this.backoffMax = o.backoffMax ?? 30000;
+    this.staleAfter = o.staleAfter ?? 3 * o.interval;
+    this.rand = rand;
+    this.lastOK = now;
+    this.lastStart = 0;
+    this.started = false;
+    this.inflight = false;
+    this.failures = 0;
+    this.next = now + 1 + Math.floor(rand() * this.interval);
+  }
+
+  /** Whether a regular sync should start at now. */
+  due(now) { return !this.inflight && now >= this.next; }
+
+  /** Whether the view is stale at now (the fail policies apply). */
+  stale(now) { return now - this.lastOK > this.staleAfter; }
+
+  /**
+   * The module asked for an early sync at now: true when it should start
+   * now; otherwise the next sync moves to the earliest time minSpacing
+   * allows. Not while in flight or backing off.
+   */
+  want(now) {
+    if (this.minSpacing < 0 || this.inflight || this.failures > 0) return false;
+    const at = this.started ? Math.max(now, this.lastStart + this.minSpacing) : now;
+    if (at <= now) return true;
+    this.next = Math.min(this.next, at);
+    return false;
+  }
+
+  begin(now) { this.inflight = true; this.started = true; this.lastStart = now; }
+
+  success(now) {
+    this.inflight = false; this.failures = 0; this.lastOK = now;
+    this.next = now + this.jitter(this.interval);
+  }
+
+  /** Nothing to sync at now: as fresh as it needs to be (unless failing). */
+  idle(now) {
+    this.inflight = false;
+    if (this.failures === 0) this.lastOK = now;
+    this.next = now + this.jitter(this.interval);
+  }
+
+  failure(now) {
+    this.inflight = false;
+    this.failures++;
+    let d = this.backoffBase;
+    for (let i = 1; i < this.failures && d < this.backoffMax; i++) d *= 2;
+    d = Math.min(d, this.backoffMax);
+    this.next = now + Math.max(this.jitter(d), 1);
+  }
+
+  jitter(d) {
+    if (this.jitterFrac <= 0 || d <= 0) return d;
+    const span = d * this.jitterFrac;
+    return d - span + this.rand() * 2 * span;
+  }
+}

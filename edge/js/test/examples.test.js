@@ -1,0 +1,49 @@
+// The examples run as shipped: the example Worker in real workerd and the
+// Node server, both against the real coordinator.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startCoordinator, freePort, waitUp } from './coordinator.js';
+import { startWorkerd, workerdBin } from './workerd/run.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const config = { limiters: [{ name: 'api', algorithm: 'sliding_window', limit: 3, period: '1m' }] };
+const stops = [];
+after(async () => { for (const s of stops.reverse()) await s(); });
+
+async function expectLimited(url) {
+  const got = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await fetch(`${url}/?key=alice`);
+    got.push(r.status === 200 || r.status === 429 ? r.status : `${r.status} ${await r.clone().text()}`);
+    if (r.status === 429) assert.ok(Number(r.headers.get('retry-after')) >= 1, 'Retry-After on a 429');
+    assert.match(r.headers.get('ratelimit') ?? '', /^"api";r=\d+;t=\d+$/);
+    await r.arrayBuffer();
+  }
+  assert.deepEqual(got, [200, 200, 200, 429, 429], `statuses ${got}`);
+  assert.equal((await fetch(`${url}/?key=bob`)).status, 200, 'another key has its own limit');
+}
+
+test('the example Worker in workerd', { skip: workerdBin() ? false : 'workerd is not installed', timeout: 60000 }, async () => {
+  const coord = await startCoordinator(config);
+  stops.push(() => coord.stop());
+  const wd = await startWorkerd({ n: 1, workerFile: path.join(here, '../examples/worker/worker.js'),
+    bindings: { LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord.url, EDGELIMIT_SYNC_MS: 50 } });
+  stops.push(() => wd.stop());
+  await expectLimited(wd.urls[0]);
+});
+
+test('the example Node server', { timeout: 60000 }, async () => {
+  const coord = await startCoordinator(config);
+  stops.push(() => coord.stop());
+  const port = await freePort();
+  const p = spawn(process.execPath, [path.join(here, '../examples/node/server.js')], {
+    env: { ...process.env, PORT: String(port), LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord.url }, stdio: 'ignore',
+  });
+  const exited = new Promise((r) => p.once('exit', r));
+  stops.push(async () => { if (p.exitCode === null) { p.kill('SIGTERM'); await exited; } });
+  await waitUp(`http://127.0.0.1:${port}/?key=probe`);
+  await expectLimited(`http://127.0.0.1:${port}`);
+});

@@ -1,0 +1,49 @@
+// The Worker the workerd tests run: the package as a Worker uses it, plus
+// routes to look inside (module digest, stats, a bounded decision loop).
+import { EdgeLimit } from '../../src/index.js';
+import wasm from './edgelimit.wasm';
+import wasmBytes from './edgelimit.bin';
+
+let rl;
+
+function limiter(env) {
+  rl ??= new EdgeLimit({
+    wasm, config: JSON.parse(env.LIMITS), coordinator: env.COORDINATOR, syncInterval: Number(env.SYNC_MS),
+  });
+  return rl;
+}
+
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    const rl = limiter(env);
+    switch (url.pathname) {
+      case '/limit': {
+        const d = await rl.limit({ limiter: url.searchParams.get('limiter'), key: url.searchParams.get('key') }, ctx);
+        return Response.json(d, { status: d.success ? 200 : 429 });
+      }
+      case '/sync':
+        return Response.json({ ok: await rl.sync(), error: String(rl.lastError ?? '') });
+      case '/stats':
+        return Response.json(rl.stats());
+      case '/digest': {
+        const h = new Uint8Array(await crypto.subtle.digest('SHA-256', wasmBytes));
+        return Response.json({
+          sha256: [...h].map((b) => b.toString(16).padStart(2, '0')).join(''),
+          exports: WebAssembly.Module.exports(wasm).map((e) => e.name),
+        });
+      }
+      case '/bench': {
+        // n decisions of one key (key copy included); the caller times the
+        // request against one with n=0 (Date.now does not advance while a
+        // Worker computes).
+        const n = Number(url.searchParams.get('n'));
+        const key = url.searchParams.get('key') ?? 'bench-key-0123456789abcdefghijkl';
+        let ok = 0;
+        for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
+        return Response.json({ n, ok });
+      }
+    }
+    return new Response('not found', { status: 404 });
+  },
+};
