@@ -33,10 +33,13 @@ const POLICIES = ['open', 'closed', 'local-share'];
 /**
  * Normalizes a user configuration into {maxKeys, limiters: [{name,
  * algorithm, limit, periodNs (BigInt), burst, mode, readThrough,
- * overrides: Map, failPolicy}]}. Throws an EdgeLimitError naming the
- * field; the module validates the rest when configured.
+ * overrides: Map, failPolicy}]}. A limiter without a mode (or "auto")
+ * runs "auto" (leases, as the Go coordinator reads the same file) when
+ * synced is true, and "approximate" when the isolates never sync (no
+ * coordinator: leases would never come). Throws an EdgeLimitError naming
+ * the field; the module validates the rest when configured.
  */
-export function normalizeConfig(cfg) {
+export function normalizeConfig(cfg, synced = false) {
   if (typeof cfg === 'string') cfg = JSON.parse(cfg);
   if (!cfg || !Array.isArray(cfg.limiters) || cfg.limiters.length === 0) {
     throw new EdgeLimitError('config: "limiters" must be a non-empty array', 'bad_config');
@@ -66,7 +69,7 @@ export function normalizeConfig(cfg) {
     }
     return {
       name: l.name, algorithm: l.algorithm, limit: l.limit, periodNs, burst: l.burst ?? 0,
-      mode: l.mode ?? '', readThrough: !!l.read_through, overrides, failPolicy: l.fail_policy ?? '',
+      mode: (l.mode ?? '') === '' || l.mode === 'auto' ? (synced ? 'auto' : 'approximate') : l.mode, readThrough: !!l.read_through, overrides, failPolicy: l.fail_policy ?? '',
     };
   });
   return { maxKeys: cfg.max_keys ?? 0, limiters };

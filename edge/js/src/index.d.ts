@@ -12,7 +12,13 @@ export interface LimiterConfig {
   period_ns?: number | bigint;
   /** token_bucket / gcra capacity; 0 or absent means the limit. */
   burst?: number;
-  mode?: '' | 'approximate' | 'strict';
+  /**
+   * "auto" (the default when absent or empty): leases from the coordinator,
+   * as "strict", when a coordinator is set; "approximate" when the isolate
+   * never syncs. "strict": only within leases, never over. "approximate":
+   * decide from the cached view and an estimate of the others' traffic.
+   */
+  mode?: '' | 'auto' | 'approximate' | 'strict';
   /** Approximate mode: a cold key is denied with syncRetry, so limit() syncs and decides again. */
   read_through?: boolean;
   /** Per-key limits. */

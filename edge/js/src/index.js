@@ -52,7 +52,7 @@ export class EdgeLimit {
   constructor(opts) {
     if (!opts || opts.wasm == null) throw new EdgeLimitError('create: "wasm" (the module, or its bytes) is required', 'bad_options');
     this._wasm = opts.wasm instanceof WebAssembly.Module ? opts.wasm : new WebAssembly.Module(opts.wasm);
-    this._norm = normalizeConfig(opts.config);
+    this._norm = normalizeConfig(opts.config, !!opts.coordinator);
     this._index = new Map(this._norm.limiters.map((l, i) => [l.name, i]));
     this._coordinator = opts.coordinator ? String(opts.coordinator).replace(/\/+$/, '') : '';
     this._token = opts.token ?? '';

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { EdgeLimit, EdgeLimitError, Module } from '../src/index.js';
 import { encode, decode } from '../src/msgpack.js';
 import { wasmBytes, wasmModule, fakeClock } from './helpers.js';
+import { normalizeConfig } from '../src/config.js';
 
 const fixed = (limit, extra = {}) => ({ limiters: [{ name: 'llm', algorithm: 'fixed_window', limit, period: '1s', ...extra }] });
 
@@ -130,4 +131,14 @@ test('a trap in the module is an EdgeLimitError and the isolate restarts under a
   assert.equal(rl.isolateId, 'edge-a/r1');
   assert.equal(rl.stats().restarts, 1);
   assert.notEqual(rl.module, m);
+});
+
+test('a limiter without a mode runs auto when synced (as the Go coordinator reads the file), approximate alone', () => {
+  const cfg = { limiters: [
+    { name: 'a', algorithm: 'fixed_window', limit: 5, period: '1s' },
+    { name: 's', algorithm: 'fixed_window', limit: 5, period: '1s', mode: 'strict' },
+    { name: 'x', algorithm: 'fixed_window', limit: 5, period: '1s', mode: 'auto' },
+  ] };
+  assert.deepEqual(normalizeConfig(cfg, true).limiters.map((l) => l.mode), ['auto', 'strict', 'auto']);
+  assert.deepEqual(normalizeConfig(cfg, false).limiters.map((l) => l.mode), ['approximate', 'strict', 'approximate']);
 });

@@ -50,7 +50,7 @@ test('several isolates at 3x a strict limit never admit more than the limit per 
 });
 
 test('a retried batch keeps its sequence number and is counted once', async () => {
-  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m' }] };
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m', mode: 'approximate' }] };
   const c = await coordinator(config);
   const sent = [];
   let dropNextReply = true;
@@ -75,7 +75,7 @@ test('a retried batch keeps its sequence number and is counted once', async () =
 });
 
 test('a coordinator that lost the isolate (409 seq problem) gets the deltas under a new incarnation', async () => {
-  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m' }] };
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m', mode: 'approximate' }] };
   const c1 = await coordinator(config);
   let target = c1.url;
   const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: 'http://unused', fetch: (u, i) => fetch(u.replace('http://unused', target), i), background: 'requests' });
@@ -99,9 +99,9 @@ test('a coordinator that lost the isolate (409 seq problem) gets the deltas unde
 test('fail policies on a stale view: closed denies, local-share admits its share, open asks the module', async () => {
   const port = await freePort(); // nothing listens there
   const config = { limiters: [
-    { name: 'c', algorithm: 'fixed_window', limit: 100, period: '1s', fail_policy: 'closed' },
-    { name: 'l', algorithm: 'fixed_window', limit: 100, period: '1s', fail_policy: 'local-share' },
-    { name: 'o', algorithm: 'fixed_window', limit: 100, period: '1s' },
+    { name: 'c', algorithm: 'fixed_window', limit: 100, period: '1s', fail_policy: 'closed', mode: 'approximate' },
+    { name: 'l', algorithm: 'fixed_window', limit: 100, period: '1s', fail_policy: 'local-share', mode: 'approximate' },
+    { name: 'o', algorithm: 'fixed_window', limit: 100, period: '1s', mode: 'approximate' },
   ] };
   const clock = fakeClock(1_800_000_000_000);
   const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: `http://127.0.0.1:${port}`, clock,
@@ -122,7 +122,7 @@ test('fail policies on a stale view: closed denies, local-share admits its share
 });
 
 test('read-through: a cold key waits for one sync and is decided from the global view', async () => {
-  const config = { limiters: [{ name: 'r', algorithm: 'fixed_window', limit: 5, period: '1m', read_through: true }] };
+  const config = { limiters: [{ name: 'r', algorithm: 'fixed_window', limit: 5, period: '1m', read_through: true, mode: 'approximate' }] };
   const c = await coordinator(config);
   // Another isolate used up the key; this one has never seen it.
   const other = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests' });
@@ -139,7 +139,7 @@ test('read-through: a cold key waits for one sync and is decided from the global
 });
 
 test('a coordinator with tokens: a wrong token is refused and reported, the right one syncs', async () => {
-  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 10, period: '1m' }] };
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 10, period: '1m', mode: 'approximate' }] };
   const c = await startCoordinator(config, ['--token', 'sesame']);
   coords.push(c);
   const errors = [];
@@ -154,7 +154,7 @@ test('a coordinator with tokens: a wrong token is refused and reported, the righ
 });
 
 test('the module asks for an early sync and gets it, long before the interval (timers and requests)', async () => {
-  const config = { limiters: [{ name: 'e', algorithm: 'fixed_window', limit: 100, period: '1m' }] };
+  const config = { limiters: [{ name: 'e', algorithm: 'fixed_window', limit: 100, period: '1m', mode: 'approximate' }] };
   const c = await coordinator(config);
   for (const background of ['timers', 'requests']) {
     const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000, background });
