@@ -83,6 +83,7 @@ type LimiterConfig struct {
 // Override replaces a limiter's limit for one key; encoded as the array
 // [key, limit].
 type Override struct {
+	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Key      string
 	Limit    int64 // >= 1

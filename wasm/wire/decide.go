@@ -16,6 +16,7 @@ type DecideRequest struct {
 // Check is one (limiter, key, cost) of a decision, encoded as the array
 // [limiter, key, cost]. Cost 0 peeks without consuming.
 type Check struct {
+	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Limiter  string
 	Key      string

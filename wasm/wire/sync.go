@@ -20,6 +20,7 @@ type Batch struct {
 // Delta is the consumption of one key in one window, encoded as the array
 // [limiter, key, window, delta, demand].
 type Delta struct {
+	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Limiter  string
 	Key      string
@@ -40,6 +41,7 @@ type Reply struct {
 // View is the global state of one key, encoded as the array [limiter, key,
 // window, count, prev, tat, lease, isolates].
 type View struct {
+	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Limiter  string
 	Key      string
