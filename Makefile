@@ -12,12 +12,14 @@ STATICCHECK_VER := v0.6.1
 .PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js
 
 ## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
-tools: $(TINYGO) $(STATICCHECK) redis
+tools: $(TINYGO) $(STATICCHECK) redis chromium
 $(TINYGO):
 	@./scripts/install-tinygo.sh
-.PHONY: redis
+.PHONY: redis chromium
 redis:
 	@./scripts/install-redis.sh
+chromium:
+	@./scripts/install-chromium.sh
 $(STATICCHECK):
 	@GOBIN=$(CURDIR)/.tools/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
 
