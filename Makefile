@@ -12,14 +12,12 @@ STATICCHECK_VER := v0.6.1
 .PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js
 
 ## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
-tools: $(TINYGO) $(STATICCHECK) redis chromium
+tools: $(TINYGO) $(STATICCHECK) redis
 $(TINYGO):
 	@./scripts/install-tinygo.sh
-.PHONY: redis chromium
+.PHONY: redis
 redis:
 	@./scripts/install-redis.sh
-chromium:
-	@./scripts/install-chromium.sh
 $(STATICCHECK):
 	@GOBIN=$(CURDIR)/.tools/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
 

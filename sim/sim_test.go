@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,10 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
-
-	"github.com/edgelimit/edgelimit/internal/browser"
 )
 
 var (
@@ -590,49 +585,5 @@ func TestWriteHTML(t *testing.T) {
 	}
 	if strings.Count(page, "<td>central</td>") != 1 {
 		t.Error("central is listed once (it does not depend on the interval)")
-	}
-}
-
-// report.html renders in a real browser from a file: the table's rows and
-// the charts are there. A screenshot goes to out/report.png.
-func TestReportInBrowser(t *testing.T) {
-	if _, err := browser.Find(); errors.Is(err, browser.ErrNoChromium) {
-		t.Skip(err.Error())
-	}
-	sc, err := Builtin("llm-6rps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Duration = Duration(5 * time.Second)
-	rs, err := testSim(t).Sweep(context.Background(), sc, SweepOptions{Strategies: []string{Central, Approximate, Auto},
-		Intervals: []time.Duration{100 * time.Millisecond, time.Second}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "report.html")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteHTML(f, Report{Scenario: sc, Results: rs}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	ctx, stop, err := browser.New(context.Background(), 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	var rows, polylines int
-	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+path), chromedp.WaitVisible("#results"),
-		chromedp.Evaluate(`document.querySelectorAll("#results tbody tr").length`, &rows),
-		chromedp.Evaluate(`document.querySelectorAll("svg polyline").length`, &polylines)); err != nil {
-		t.Fatal(err)
-	}
-	if rows != 5 || polylines != 9 { // central once, approximate and auto at 2 intervals; 3 panels x 3 strategies
-		t.Fatalf("rendered %d rows and %d chart lines, want 5 and 9", rows, polylines)
-	}
-	if err := browser.Screenshot(ctx, filepath.Join("..", "out", "report.png")); err != nil {
-		t.Fatal(err)
 	}
 }
