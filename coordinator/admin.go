@@ -86,6 +86,5 @@ func (m *Merger) Reset(limiter, key string) error {
 	st.win, st.count, st.prev, st.tat, st.isos, st.oldest = 0, 0, 0, 0, nil, math.MinInt64
 	st.sk = isoSketch{}
 	m.markKey(st)
-	m.dash.top(limiter).forget(key)
 	return nil
 }

@@ -44,10 +44,6 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
 	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
 	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
-	mux.Handle("GET /v1/limiters", c.auth(http.HandlerFunc(c.handleLimiters)))
-	mux.Handle("GET /v1/limiters/{name}/keys", c.auth(http.HandlerFunc(c.handleTopKeys)))
-	mux.Handle("GET /v1/isolates", c.auth(http.HandlerFunc(c.handleIsolates)))
-	mux.HandleFunc("GET /ui", serveUI)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
 			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)

@@ -109,7 +109,6 @@ type Merger struct {
 	store      Store
 	keys       map[string]*keyState
 	hwms       map[string]*hwmState
-	dash       dashboard // what the dashboard reads: busiest keys and totals per limiter
 	isoEntries int
 	dirtyKeys  []*keyState
 	dirtyHWMs  []*hwmState
@@ -317,7 +316,6 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		me = m.iso(st, isolate, now)
 	}
 	d := e.Delta
-	m.dash.applied(lim.Name, d, max(e.Demand-e.Delta, 0))
 	if lim.IsBucket() {
 		if me != nil {
 			me.lease -= min(d, max(me.lease, 0)) // the reservation is spent
@@ -325,7 +323,6 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		if d > 0 {
 			t = max(t, now-lim.Period)
 			st.tat = addSat(max(st.tat, t), mulDiv(d, lim.Period, lim.LimitFor(e.Key)))
-			m.dash.top(lim.Name).observe(e.Key, 0, mulDiv(max(0, st.tat-now), lim.LimitFor(e.Key), lim.Period))
 		}
 		return
 	}
@@ -341,7 +338,6 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 	switch w {
 	case st.win:
 		st.count = addSat(st.count, d)
-		m.dash.top(lim.Name).observe(e.Key, w, st.count)
 	case st.win - 1:
 		st.prev = addSat(st.prev, d)
 	default:

@@ -109,28 +109,12 @@ func WriteJSON(w io.Writer, rep Report) error {
 }
 
 var strategyColors = map[string]string{LocalOnly: "#d62728", Central: "#7f7f7f", Location: "#ff7f0e",
-	Approximate: "#1f77b4", Strict: "#2ca02c", Auto: "#9467bd"}
+	Approximate: "#1f77b4", Strict: "#2ca02c"}
 
 // WriteSVG draws two panels against the sync interval (log scale), one
 // line per strategy: worst-window overrun (% of the limit) and sync
 // requests per second (log scale).
 func WriteSVG(w io.Writer, title string, rs []Result) error {
-	return writeChart(w, title, rs, []chartPanel{
-		{"worst-window overrun, % of limit", func(r Result) float64 { return r.WorstOverrunPct }, false},
-		{"sync requests / s (log)", func(r Result) float64 { return r.SyncPerSec }, true},
-	})
-}
-
-// chartPanel is one panel of a chart: a figure of each result against
-// the sync interval.
-type chartPanel struct {
-	label string
-	val   func(Result) float64
-	logY  bool
-}
-
-// writeChart draws panels side by side, one line per strategy.
-func writeChart(w io.Writer, title string, rs []Result, panels []chartPanel) error {
 	var ivs []float64
 	seen := map[Duration]bool{}
 	var order []string
@@ -155,8 +139,7 @@ func writeChart(w io.Writer, title string, rs []Result, panels []chartPanel) err
 	if maxX <= minX {
 		minX, maxX = minX/2, maxX*2
 	}
-	const H, pw, ph, left, top = 420, 360, 280, 70, 50
-	W := left + len(panels)*(pw+110)
+	const W, H, pw, ph, left, top = 960, 420, 360, 280, 70, 50
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="%d" y="22" font-size="15">%s</text>`+"\n", left, xmlEscape(title))
@@ -217,9 +200,8 @@ func writeChart(w io.Writer, title string, rs []Result, panels []chartPanel) err
 			}
 		}
 	}
-	for i, p := range panels {
-		panel(left+i*(pw+110), p.label, p.val, p.logY)
-	}
+	panel(left, "worst-window overrun, % of limit", func(r Result) float64 { return r.WorstOverrunPct }, false)
+	panel(left+pw+110, "sync requests / s (log)", func(r Result) float64 { return r.SyncPerSec }, true)
 	for i, st := range order {
 		x := left + i*150
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="4" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n",

@@ -558,32 +558,3 @@ func TestTraceUnixTimes(t *testing.T) {
 		t.Fatal("a timestamp past 1e10 s was accepted")
 	}
 }
-
-// report.html holds the scenario, a row per strategy and interval, and the
-// three charts, and is well-formed enough to parse as XML-free HTML.
-func TestWriteHTML(t *testing.T) {
-	sc, err := Builtin("llm-6rps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Duration = Duration(5 * time.Second)
-	rs, err := testSim(t).Sweep(context.Background(), sc, SweepOptions{Strategies: []string{Central, Auto},
-		Intervals: []time.Duration{100 * time.Millisecond, time.Second}, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := WriteHTML(&b, Report{Scenario: sc, Results: rs}); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
-	for _, want := range []string{"edgelimit sim: llm-6rps", "<svg", "worst key-window overrun", "utilisation, %",
-		"sync requests per decision", `<td>auto</td><td>100ms</td>`, `<td>auto</td><td>1s</td>`, `<td>central</td><td>per req</td>`} {
-		if !strings.Contains(page, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
-	if strings.Count(page, "<td>central</td>") != 1 {
-		t.Error("central is listed once (it does not depend on the interval)")
-	}
-}

@@ -186,7 +186,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join([]string{filepath.Join(*out, "results.csv"),
-			filepath.Join(*out, "results.json"), filepath.Join(*out, "chart.svg"), filepath.Join(*out, "report.html")}, ", "))
+			filepath.Join(*out, "results.json"), filepath.Join(*out, "chart.svg")}, ", "))
 	}
 	return nil
 }
@@ -224,11 +224,6 @@ func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Tuning)
 	}
 	if err := write("results.json", func(w io.Writer) error {
 		return sim.WriteJSON(w, sim.Report{Scenario: sc, Results: rs, Tuning: tgt})
-	}); err != nil {
-		return err
-	}
-	if err := write("report.html", func(w io.Writer) error {
-		return sim.WriteHTML(w, sim.Report{Scenario: sc, Results: rs, Tuning: tgt})
 	}); err != nil {
 		return err
 	}
