@@ -1,5 +1,5 @@
 # edgelimit: the two commands of the README are `make demo` and `make test`.
-# Everything they need (Debian packages, TinyGo) is installed by `make tools`.
+# Everything they need (Debian packages, TinyGo, Chromium for the browser tests) is installed by `make tools`.
 
 SHELL        := /bin/bash
 TINYGO_VER   := 0.41.1
@@ -8,10 +8,15 @@ TINYGO       := $(TINYGOROOT)/bin/tinygo
 WASM         := wasm/edgelimit.wasm
 GO_HOST_PKGS := ./wasm/wire/... ./wasm/core/... ./wasm/satmath/... ./edge/... ./coordinator/... ./sim/... ./cmd/... ./benchmarks/...
 
-.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check clean accuracy
+.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check clean accuracy
 
-## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
-tools: $(TINYGO)
+## tools: install TinyGo (and its Debian packages) into .tools/, and Chromium (idempotent)
+tools: $(TINYGO) chromium
+
+## chromium: headless Chromium for the browser tests (Debian package chromium)
+chromium:
+	@./scripts/install-chromium.sh
+
 $(TINYGO):
 	@./scripts/install-tinygo.sh
 
