@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -223,5 +224,66 @@ func TestKeyViewAlgorithms(t *testing.T) {
 	kv = keyView(&cfg.Limiters[2], &topEntry{key: "k", tat: now + 3*sec/2}, now)
 	if kv.Count != 15 || kv.Limit != 20 || kv.Remaining != 5 || kv.NearLimit || kv.ResetMS != 1500 {
 		t.Fatalf("bucket: %+v", kv)
+	}
+}
+
+// TestDashboardBoundedManyKeys syncs 5,000 distinct keys (one busier than
+// the rest) through the coordinator: the busiest-keys set stays at
+// DashboardTopKeys, and the busy key ranks first.
+func TestDashboardBoundedManyKeys(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	w := clk.now() / sec
+	seq := int64(0)
+	for chunk := 0; chunk < 5; chunk++ {
+		es := make([]wire.Delta, 0, 1001)
+		for i := range 1000 {
+			es = append(es, wire.Delta{Limiter: "fw", Key: fmt.Sprint("k", chunk*1000+i), Window: w, Delta: int64(1 + i%3)})
+		}
+		es = append(es, wire.Delta{Limiter: "fw", Key: "busy", Window: w, Delta: 10, Demand: 12})
+		seq++
+		mustSync(t, c, batch("iso", seq, clk.now(), es...))
+	}
+	srv := newServerFor(t, c)
+	var tk TopKeysView
+	apiGet(t, srv+"/v1/limiters/fw/keys?top=100", "", &tk)
+	if len(tk.Keys) != DashboardTopKeys || tk.Keys[0].Key != "busy" || tk.Keys[0].Count != 50 {
+		t.Fatalf("%d keys, first %+v", len(tk.Keys), tk.Keys[0])
+	}
+	for _, k := range tk.Keys[1:] {
+		if k.Count != 3 {
+			t.Fatalf("a key of count %d kept among the busiest (all kept should have 3): %+v", k.Count, k)
+		}
+	}
+	var ls LimitersView
+	apiGet(t, srv+"/v1/limiters", "", &ls)
+	if ls.Limiters[0].TrackedKeys != DashboardTopKeys || ls.Limiters[0].Denied != 10 {
+		t.Fatalf("fw: %+v", ls.Limiters[0])
+	}
+}
+
+func newServerFor(t *testing.T, c *Coordinator) string {
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// BenchmarkDashboardApplied measures what the dashboard adds to the merge
+// of a batch of 1,000 entries over 100,000 keys.
+func BenchmarkDashboardApplied(b *testing.B) {
+	d := newDashboard(testConfig(), t0)
+	const batches = 100
+	bts, rps := make([]*wire.Batch, batches), make([]*wire.Reply, batches)
+	for n := range batches {
+		bts[n], rps[n] = &wire.Batch{Entries: make([]wire.Delta, 1000)}, &wire.Reply{Entries: make([]wire.View, 1000)}
+		for i := range 1000 {
+			k := fmt.Sprint("k", n*1000+i)
+			bts[n].Entries[i] = wire.Delta{Limiter: "fw", Key: k, Window: 1000, Delta: 1, Demand: 2}
+			rps[n].Entries[i] = wire.View{Limiter: "fw", Key: k, Window: 1000, Count: int64((n*31 + i*7) % 997)}
+		}
+	}
+	n := 0
+	for b.Loop() {
+		d.applied(bts[n%batches], rps[n%batches], t0)
+		n++
 	}
 }
