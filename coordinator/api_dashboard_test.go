@@ -105,6 +105,12 @@ func TestDashboardAPI(t *testing.T) {
 	if st := post("edge-2", batch("iso-b", 5, clk.now(), wire.Delta{Limiter: "fw", Key: "hot", Window: w, Delta: 1})); st != 409 {
 		t.Fatalf("seq gap answered %d", st)
 	}
+	// A batch refused as invalid counts as an error of its isolate.
+	if st, out := httpPost(t, srv, MsgpackContentType, batch("iso-c", 1, clk.now(),
+		wire.Delta{Limiter: "nope", Key: "k", Window: w, Delta: 1}).AppendMsg(nil),
+		map[string]string{"Authorization": "Bearer edge-1"}); st != 400 {
+		t.Fatalf("unknown limiter: %d %s", st, out)
+	}
 	clk.add(sec)
 
 	var ls LimitersView
@@ -164,8 +170,13 @@ func TestDashboardAPI(t *testing.T) {
 	// Each token sees its own isolates.
 	var is IsolatesView
 	apiGet(t, srv.URL+"/v1/isolates", "edge-1", &is)
-	if len(is.Isolates) != 1 || is.Isolates[0].ID != "iso-a" || is.Isolates[0].Syncs != 1 || is.Isolates[0].Errors != 0 {
+	if len(is.Isolates) != 2 || is.Isolates[0].ID != "iso-a" || is.Isolates[0].Syncs != 1 || is.Isolates[0].Errors != 0 ||
+		is.Isolates[0].LastSyncAgeMS != 0 {
 		t.Fatalf("edge-1 isolates: %+v", is.Isolates)
+	}
+	if c := is.Isolates[1]; c.ID != "iso-c" || c.Syncs != 0 || c.Errors != 1 || c.LastSyncAgeMS != -1 ||
+		!strings.Contains(c.LastError, "unknown limiter") {
+		t.Fatalf("edge-1 refused isolate: %+v", c)
 	}
 	apiGet(t, srv.URL+"/v1/isolates", "edge-2", &is)
 	if len(is.Isolates) != 1 || is.Isolates[0].ID != "iso-b" || is.Isolates[0].Syncs != 2 || is.Isolates[0].Errors != 1 ||

@@ -244,7 +244,8 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 	return r.reply, nil
 }
 
-func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (*request, error) {
+func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
+	defer func() { c.dash.synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock()) }()
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -257,7 +258,6 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (*request, error)
 	if err := c.submit(ctx, r); err != nil {
 		return nil, err
 	}
-	c.dash.synced(r.scope, b.Isolate, r.err, c.opts.Clock())
 	if r.err != nil {
 		return nil, r.err
 	}
