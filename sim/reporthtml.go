@@ -41,7 +41,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 			func(r Result) float64 { return r.WorstOverrunPct }),
 		chartOf("utilisation (% of what the limit allows)", "utilisation", rep.Results,
 			func(r Result) float64 { return r.Utilisation }),
-		chartOf("sync requests per second", "sync", rep.Results,
+		chartOf("sync requests per second (log scale)", "sync", rep.Results,
 			func(r Result) float64 { return r.SyncPerSec }),
 	}
 	if err := htmlTmpl.Execute(w, page); err != nil {
@@ -97,12 +97,14 @@ const (
 )
 
 // chartOf lays out one panel: x is the sync interval (log scale), y linear
-// from 0 to the largest value.
+// from 0 to the largest value, or for the sync panel (id "sync") log scale
+// over the decades the positive values span, zeros on the axis.
 func chartOf(title, id string, rs []Result, y func(Result) float64) htmlChart {
+	logY := id == "sync"
 	ch := htmlChart{Title: title, ID: id, W: chartW, H: chartH}
 	byStrategy := map[string][]Result{}
 	var order []string
-	xmin, xmax, ymax := math.Inf(1), math.Inf(-1), 0.0
+	xmin, xmax, ymax, ypos := math.Inf(1), math.Inf(-1), 0.0, math.Inf(1)
 	for _, r := range rs {
 		if _, ok := byStrategy[r.Strategy]; !ok {
 			order = append(order, r.Strategy)
@@ -113,6 +115,9 @@ func chartOf(title, id string, rs []Result, y func(Result) float64) htmlChart {
 		}
 		if v := y(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
 			ymax = math.Max(ymax, v)
+			if v > 0 {
+				ypos = math.Min(ypos, v)
+			}
 		}
 	}
 	if len(rs) == 0 {
@@ -134,14 +139,31 @@ func chartOf(title, id string, rs []Result, y func(Result) float64) htmlChart {
 		return chartL + (math.Log(x)-lx0)/(lx1-lx0)*float64(chartW-chartL-chartR)
 	}
 	py := func(v float64) float64 { return float64(chartH-chartB) - v/ymax*float64(chartH-chartT-chartB) }
+	logY = logY && !math.IsInf(ypos, 1) // all zero: linear
+	if logY {
+		d0, d1 := math.Floor(math.Log10(ypos)), math.Ceil(math.Log10(ymax/1.1))
+		if d1 <= d0 {
+			d1 = d0 + 1
+		}
+		py = func(v float64) float64 {
+			if v <= 0 {
+				return float64(chartH - chartB)
+			}
+			f := (math.Log10(v) - d0) / (d1 - d0)
+			return float64(chartH-chartB) - math.Max(f, 0)*float64(chartH-chartT-chartB)
+		}
+		for d := d0; d <= d1; d++ {
+			ch.YTicks = append(ch.YTicks, htmlTick{Pos: py(math.Pow(10, d)), Label: tickLabel(math.Pow(10, d))})
+		}
+	}
 	for _, r := range rs {
 		if swept(r) && !hasTick(ch.XTicks, px(float64(r.Sync))) {
 			ch.XTicks = append(ch.XTicks, htmlTick{Pos: px(float64(r.Sync)), Label: time.Duration(r.Sync).String()})
 		}
 	}
-	for i := 0; i <= 4; i++ {
+	for i := 0; i <= 4 && !logY; i++ {
 		v := ymax / 1.1 * float64(i) / 4
-		ch.YTicks = append(ch.YTicks, htmlTick{Pos: py(v), Label: strconv.FormatFloat(v, 'g', 3, 64)})
+		ch.YTicks = append(ch.YTicks, htmlTick{Pos: py(v), Label: tickLabel(v)})
 	}
 	for _, s := range order {
 		rr := byStrategy[s]
@@ -169,6 +191,15 @@ func chartOf(title, id string, rs []Result, y func(Result) float64) htmlChart {
 		ch.Lines = append(ch.Lines, ln)
 	}
 	return ch
+}
+
+// tickLabel formats an axis value: whole numbers without exponent, three
+// significant digits below 100.
+func tickLabel(v float64) string {
+	if v >= 100 {
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // swept reports whether r's strategy has a sync interval to plot against.

@@ -79,6 +79,14 @@ func TestWriteHTML(t *testing.T) {
 			}
 		}
 	}
+	// The sync panel is log scale: decade ticks from 100 (strict's 233/s) to 10,000 (central).
+	syncPanel := page[strings.Index(page, `id="chart-sync"`):]
+	for _, tick := range []string{">100<", ">1000<", ">10000<"} {
+		if !strings.Contains(syncPanel, tick) {
+			t.Fatalf("sync panel lacks the decade tick %s", tick)
+		}
+	}
+	buf.Reset()
 	if err := WriteHTML(&buf, Report{}); err != nil {
 		t.Fatalf("empty report: %v", err)
 	}
