@@ -13,7 +13,7 @@ import (
 // whatever the number of keys stored.
 const (
 	// DashboardTopKeys is the most keys kept per limiter for GET
-	// /v1/limiters/{name}/keys?top=N (N is capped to it): 100.
+	// /v1/limiters/{name}/keys?top=N (a larger N is refused with 400): 100.
 	DashboardTopKeys = 100
 	// dashIsolates is the most isolates remembered; the one that synced
 	// least recently is forgotten first.
