@@ -1,5 +1,5 @@
 # edgelimit: the two commands of the README are `make demo` and `make test`.
-# Everything they need (Debian packages, TinyGo) is installed by `make tools`.
+# Everything they need (Debian packages, TinyGo, Chromium for the browser tests) is installed by `make tools`.
 
 SHELL        := /bin/bash
 TINYGO_VER   := 0.41.1
@@ -9,10 +9,15 @@ WASM         := wasm/edgelimit.wasm
 STATICCHECK  := $(CURDIR)/.tools/bin/staticcheck
 STATICCHECK_VER := v0.6.1
 
-.PHONY: tools wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js
+.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js
 
-## tools: install TinyGo (and its Debian packages) into .tools/ (idempotent)
-tools: $(TINYGO) $(STATICCHECK) redis
+## tools: install TinyGo (and its Debian packages) into .tools/, staticcheck, redis-server and Chromium (idempotent)
+tools: $(TINYGO) $(STATICCHECK) redis chromium
+
+## chromium: headless Chromium for the browser tests (Debian package chromium)
+chromium:
+	@./scripts/install-chromium.sh
+
 $(TINYGO):
 	@./scripts/install-tinygo.sh
 .PHONY: redis

@@ -100,6 +100,7 @@ type Coordinator struct {
 	ckpt      *ckptJob    // the checkpoint being committed, or nil (c.mu)
 	ckptLate  atomic.Bool // another checkpoint is due: the one in flight stops resting
 	lastJob   *commitJob  // the commit job of the last stage (c.mu)
+	dash      *dashboard  // what GET /ui shows (dashboard.go)
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -214,6 +215,8 @@ func Open(opts Options) (*Coordinator, error) {
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	c.met = newMetrics(c)
+	c.dash = newDashboard(opts.Config, opts.Clock())
+	m.dash = c.dash
 	go c.loop()
 	if opts.GCInterval > 0 {
 		go c.gcLoop()
@@ -241,7 +244,8 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 	return r.reply, nil
 }
 
-func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (*request, error) {
+func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
+	defer func() { c.dash.synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock()) }()
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -272,7 +276,11 @@ func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeySt
 
 // ResetKey clears (limiter, key) durably.
 func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
-	return c.do(ctx, func(m *Merger, _ int64) error { return m.Reset(limiter, key) })
+	err := c.do(ctx, func(m *Merger, _ int64) error { return m.Reset(limiter, key) })
+	if err == nil {
+		c.dash.forget(limiter, key)
+	}
+	return err
 }
 
 // GC runs one GC step now (see Merger.GC) and commits it.
@@ -400,6 +408,7 @@ func (c *Coordinator) commit(j *commitJob) {
 		start := time.Now()
 		j.err = c.store.Commit(j.ops)
 		c.met.observeCommit(time.Since(start), len(j.group))
+		c.dash.committed(time.Since(start))
 	}
 	c.mu.Lock()
 	c.m.Committed(j.gen, j.err)

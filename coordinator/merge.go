@@ -110,6 +110,7 @@ type Merger struct {
 	keys       map[string]*keyState
 	hwms       map[string]*hwmState
 	isoEntries int
+	dash       *dashboard // fed the views of each applied batch; nil outside a Coordinator
 	dirtyKeys  []*keyState
 	dirtyHWMs  []*hwmState
 	deletes    [][]byte
@@ -301,6 +302,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
 		m.view(s, isolate, h.hash, now, !dup, v)
+	}
+	if !dup {
+		m.dash.applied(b, rp, now)
 	}
 	return rp, nil
 }

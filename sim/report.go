@@ -109,7 +109,7 @@ func WriteJSON(w io.Writer, rep Report) error {
 }
 
 var strategyColors = map[string]string{LocalOnly: "#d62728", Central: "#7f7f7f", Location: "#ff7f0e",
-	Approximate: "#1f77b4", Strict: "#2ca02c"}
+	Approximate: "#1f77b4", Strict: "#2ca02c", Auto: "#9467bd"}
 
 // WriteSVG draws two panels against the sync interval (log scale), one
 // line per strategy: worst-window overrun (% of the limit) and sync

@@ -227,6 +227,9 @@ func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Tuning)
 	}); err != nil {
 		return err
 	}
+	if err := write("report.html", func(w io.Writer) error { return sim.WriteHTML(w, sim.Report{Scenario: sc, Results: rs, Tuning: tgt}) }); err != nil {
+		return err
+	}
 	return write("chart.svg", func(w io.Writer) error {
 		return sim.WriteSVG(w, "edgelimit sim: "+sc.Name, rs)
 	})
