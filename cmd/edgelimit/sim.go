@@ -186,7 +186,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join([]string{filepath.Join(*out, "results.csv"),
-			filepath.Join(*out, "results.json"), filepath.Join(*out, "chart.svg")}, ", "))
+			filepath.Join(*out, "results.json"), filepath.Join(*out, "chart.svg"), filepath.Join(*out, "report.html")}, ", "))
 	}
 	return nil
 }
