@@ -46,11 +46,13 @@ type decisionJSON struct {
 	Limiter    string `json:"limiter"`
 }
 
-func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
+// readChecks reads the checks of a GET or POST decision request (body
+// capped), or answers the problem and returns ok false.
+func (h *Host) readChecks(w http.ResponseWriter, r *http.Request) (checks []isolate.Check, ok bool) {
 	if r.Method != http.MethodGet && r.Method != http.MethodPost {
 		w.Header().Set("Allow", "GET, POST")
 		problem(w, http.StatusMethodNotAllowed, "method", "use GET or POST")
-		return
+		return nil, false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.Server.MaxBodyBytes)
 	checks, err := h.parseChecks(r)
@@ -58,9 +60,17 @@ func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			problem(w, http.StatusRequestEntityTooLarge, "body", err.Error())
-			return
+			return nil, false
 		}
 		problem(w, http.StatusBadRequest, "query", err.Error())
+		return nil, false
+	}
+	return checks, true
+}
+
+func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
+	checks, ok := h.readChecks(w, r)
+	if !ok {
 		return
 	}
 	d, err := h.Decide(r.Context(), checks, func() int64 { return time.Now().UnixNano() })

@@ -39,20 +39,8 @@ func (h *Host) maxWaitCap() time.Duration {
 // with EdgeLimit-Waited (ms spent waiting). Every attempt counts in the
 // decision metrics.
 func (h *Host) handleWait(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		w.Header().Set("Allow", "GET, POST")
-		problem(w, http.StatusMethodNotAllowed, "method", "use GET or POST")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.opts.Server.MaxBodyBytes)
-	checks, err := h.parseChecks(r)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			problem(w, http.StatusRequestEntityTooLarge, "body", err.Error())
-			return
-		}
-		problem(w, http.StatusBadRequest, "query", err.Error())
+	checks, ok := h.readChecks(w, r)
+	if !ok {
 		return
 	}
 	maxWait := DefaultMaxWait
