@@ -89,6 +89,9 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 // expired reports whether st is equivalent to a fresh key at time now.
 func (m *Merger) expired(st *keyState, now int64) bool {
 	P := st.lim.Period
+	if st.upActive(now) {
+		return false
+	}
 	for i := range st.isos {
 		if st.isos[i].seen >= now-2*P {
 			return false

@@ -41,7 +41,7 @@ import (
 func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unmet int64) (free int64) {
 	lim := st.lim
 	P := lim.Period
-	limit := lim.LimitFor(key)
+	limit := st.limitFor(key, now)
 	cnt, prv := st.windowCounts(W)
 	used := cnt
 	if lim.Algorithm == wire.SlidingWindow {
@@ -147,7 +147,7 @@ func (is *isoState) perWindow(period int64) float64 {
 func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet int64) {
 	lim := st.lim
 	P := lim.Period
-	limit := lim.LimitFor(key)
+	limit := st.limitFor(key, now)
 	burst := lim.EffectiveBurst(limit)
 	debt := max(0, st.tat-now)
 	tokens := max(0, burst-mulDivUp(debt, limit, P))

@@ -129,10 +129,11 @@ type Merger struct {
 	aborts     int64 // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
 	stats      MergeStats
-	res        *residency // nil unless EnablePrefetch
-	applySeq   int64      // numbers the Apply calls (keyState.mark)
-	slots      []slot     // scratch of Apply
-	at         []int32    // scratch of Apply
+	res        *residency  // nil unless EnablePrefetch
+	applySeq   int64       // numbers the Apply calls (keyState.mark)
+	slots      []slot      // scratch of Apply
+	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
+	at         []int32     // scratch of Apply
 }
 
 // NewMerger returns a Merger for the limiters of cfg over store.
@@ -203,6 +204,12 @@ func (m *Merger) Check(b *wire.Batch) error {
 		if m.lims[b.Entries[i].Limiter] == nil {
 			return &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].limiter",
 				Err: errors.New("unknown limiter " + strconv.Quote(b.Entries[i].Limiter))}
+		}
+	}
+	for i := range b.Signals {
+		if m.lims[b.Signals[i].Limiter] == nil {
+			return &wire.FieldError{Field: "up[" + strconv.Itoa(i) + "].limiter",
+				Err: errors.New("unknown limiter " + strconv.Quote(b.Signals[i].Limiter))}
 		}
 	}
 	return nil
@@ -284,6 +291,19 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
+	sigs := m.sigs[:0]
+	defer func() {
+		clear(sigs)
+		m.sigs = sigs[:0]
+	}()
+	for i := range b.Signals {
+		sg := &b.Signals[i]
+		st, err := m.loadKey(m.lims[sg.Limiter], sg.Key, nil, -1)
+		if err != nil {
+			return nil, err
+		}
+		sigs = append(sigs, st)
+	}
 	if dup {
 		m.stats.Duplicates++
 	} else {
@@ -292,6 +312,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		for i := range b.Entries {
 			s := &slots[at[i]]
 			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
+		}
+		for i, st := range sigs {
+			m.applySignal(st, isolate, h.hash, &b.Signals[i], now)
 		}
 		h.seq, h.seen, h.sum = b.Seq, now, sum
 		m.markHWM(h)
@@ -302,6 +325,15 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
 		m.view(s, isolate, h.hash, now, !dup, v)
+		if s.st.up != nil {
+			m.addUpView(rp, s.st, s.key, isolate, now, false)
+		}
+	}
+	for i, st := range sigs {
+		if st.mark != mark { // not among the entries: its view is not there yet
+			st.mark, st.slotIdx = mark, -1
+			m.addUpView(rp, st, b.Signals[i].Key, isolate, now, true)
+		}
 	}
 	if !dup {
 		m.dash.applied(b, rp, now)
@@ -326,7 +358,7 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		}
 		if d > 0 {
 			t = max(t, now-lim.Period)
-			st.tat = addSat(max(st.tat, t), mulDiv(d, lim.Period, lim.LimitFor(e.Key)))
+			st.tat = addSat(max(st.tat, t), mulDiv(d, lim.Period, st.limitFor(e.Key, now)))
 		}
 		return
 	}

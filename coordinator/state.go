@@ -13,7 +13,9 @@ import (
 // the log of the group commits since the last checkpoint, see wal.go):
 //
 //	'k' len(limiter) limiter key  -> keyState: varints win, count, prev, tat,
-//	                                 then the isolates holding strict leases
+//	                                 then the isolates holding strict leases,
+//	                                 their standing leases, and the optional
+//	                                 upstream section ('u', upstream.go)
 //	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records)
 //	'l' gen                       -> log record: the new states of one group
 //
@@ -44,9 +46,10 @@ type keyState struct {
 	// within the last 2 periods, prune has nothing to drop and every
 	// isolate is recent.
 	oldest  int64
-	slot    uint64 // residency slot (prefetch)
-	mark    int64  // Merger.applySeq of the last Apply that touched the key
-	slotIdx int32  // index of the key in that Apply's slots
+	up      *keyUpstream // the key's upstream state (upstream.go); nil for most keys
+	slot    uint64       // residency slot (prefetch)
+	mark    int64        // Merger.applySeq of the last Apply that touched the key
+	slotIdx int32        // index of the key in that Apply's slots
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
@@ -113,7 +116,7 @@ func (s *keyState) encode(dst []byte) []byte {
 	dst = binary.AppendVarint(dst, s.prev)
 	dst = binary.AppendVarint(dst, s.tat)
 	if !s.persistIsos() {
-		return binary.AppendUvarint(dst, 0)
+		return s.encodeUp(binary.AppendUvarint(dst, 0))
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(s.isos)))
 	for i := range s.isos {
@@ -135,7 +138,9 @@ func (s *keyState) encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, is.standRes)
 		dst = binary.AppendVarint(dst, is.standUntil)
 	}
-	return dst
+	// The upstream section, after the standing leases (records without
+	// one end there).
+	return s.encodeUp(dst)
 }
 
 var errCorrupt = errors.New("coordinator: corrupt record")
@@ -193,6 +198,10 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 			is := &s.isos[i]
 			is.stand, is.standRes, is.standUntil = d.varint(), d.varint(), d.varint()
 		}
+	}
+	s.up = nil
+	if d.err == nil && len(d.b) > 0 {
+		s.decodeUp(&d)
 	}
 	return d.err
 }

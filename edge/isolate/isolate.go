@@ -52,6 +52,7 @@ type Isolate struct {
 	reset, syncOut, syncIn  api.Function
 	stats, configure, ioBuf api.Function
 	ioPtr, reincarnate      api.Function
+	observe                 api.Function
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
 	multi                   []byte
@@ -91,7 +92,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.decide, i.decideMulti, i.reset = get("el_decide"), get("el_decide_multi"), get("el_reset")
 	i.syncOut, i.syncIn, i.stats = get("el_sync_out"), get("el_sync_in"), get("el_stats")
 	i.configure, i.ioBuf, i.ioPtr = get("el_configure"), get("el_io_buf"), get("el_io_ptr")
-	i.reincarnate = get("el_reincarnate")
+	i.reincarnate, i.observe = get("el_reincarnate"), get("el_observe")
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
 		mod.Close(ctx)

@@ -33,6 +33,11 @@ type Core struct {
 	views    []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
 	rr       wire.ReplyReader
 	stats    wire.Stats
+
+	ups     map[int32]*upState // upstream state by entry index (upstream.go); nil until a key has some
+	upDirty []int32            // entries whose upstream state is to be reported
+	upBuf   []byte             // encoded signals of the outstanding batch
+	synced  bool               // a reply was applied: the coordinator grants circuit probes
 }
 
 type ref struct {
@@ -210,6 +215,9 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	now = c.clamp(e, now)
 	c.sure = false
 	c.evaluate(lim, e, cost, now, r)
+	if len(c.ups) != 0 {
+		c.upCheck(lim, idx, e, cost, now, r)
+	}
 	c.record(lim, idx, cost, now, r.Allowed, c.sure && !r.SyncRetry)
 	return nil
 }
@@ -256,6 +264,9 @@ merge:
 		idxs[i], gens[i] = idx, e.gen
 		times[i] = c.clamp(e, now)
 		c.evaluate(ch.Limiter, e, ch.Cost, times[i], &one)
+		if len(c.ups) != 0 {
+			c.upCheck(ch.Limiter, idx, e, ch.Cost, times[i], &one)
+		}
 		sync = sync || one.SyncWanted
 		switch {
 		case i == 0:

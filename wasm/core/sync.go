@@ -21,7 +21,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	if c.cfg.IsolateID == "" {
 		return dst, ErrNoIsolateID
 	}
-	if len(c.dirty) == 0 || !c.anyUrgent(now) {
+	if len(c.upDirty) == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
 		return dst, nil
 	}
 	// Entries are encoded into c.entBuf first (their count goes in the
@@ -59,7 +59,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.entBuf = ents
 	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
-	if count == 0 {
+	c.upBuf = c.appendSignals(c.upBuf, now)
+	if count == 0 && len(c.upBuf) == 0 {
 		return dst, nil
 	}
 	c.seq++
@@ -68,7 +69,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, count)
 	c.outBuf = append(c.outBuf, ents...)
 	return append(dst, c.outBuf...), nil
 }
@@ -127,7 +128,7 @@ func (c *Core) Reincarnate(newID string) error {
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil
@@ -214,10 +215,26 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
 	}
 	c.dropViews(n) // drop the references into reply
+	if err := c.upViews(now); err != nil {
+		return err
+	}
+	c.synced = true
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.stats.Replies++
 	return nil
+}
+
+// upViews applies the reply's upstream views (after its views: nothing in
+// them can fail the reply).
+//
+//go:noinline
+func (c *Core) upViews(now int64) error {
+	return c.rr.Upstream(func(lim, key []byte, v *wire.UpView) {
+		if li := c.limiterIndexBytes(lim); li >= 0 {
+			c.applyUpView(li, key, v, now)
+		}
+	})
 }
 
 // growViews adds a slot to c.views (whose length is its capacity).

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"unsafe"
 
 	"github.com/edgelimit/edgelimit/wasm/core"
@@ -25,6 +26,9 @@ import (
 //	(el_reincarnate); el_io_buf(n) makes room for n bytes and returns its
 //	address, and outputs are read from el_io_ptr() for the returned length.
 //	el_reincarnate(n) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
+//	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
+//	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
+//	code. See core.Core.Observe.
 const keyBufSize = 4096
 
 var (
@@ -194,6 +198,40 @@ func elReincarnate(n int32) int32 {
 		return core.Code(core.ErrBadInput)
 	}
 	return core.Code(lim.Reincarnate(string(ioBuf[:n])))
+}
+
+// el_observe applies what an upstream answered (wire.Observation of n bytes
+// in the io buffer) and writes the key's upstream state (wire.Observed) into
+// the io buffer, returning its length or a negative error code.
+//
+//export el_observe
+func elObserve(n int32) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if n < 0 || int(n) > len(ioBuf) {
+		return core.Code(core.ErrBadInput)
+	}
+	out, err := observe(ioBuf[:n])
+	if err != nil {
+		return core.Code(err)
+	}
+	ioBuf = out.AppendMsg(ioBuf[:0])
+	return int32(len(ioBuf))
+}
+
+func observe(b []byte) (wire.Observed, error) {
+	var o wire.Observation
+	var r wire.Observed
+	if err := o.UnmarshalMsg(b); err != nil {
+		return r, errors.Join(core.ErrBadInput, err)
+	}
+	li := lim.LimiterIndex(o.Limiter)
+	if li < 0 {
+		return r, errors.Join(core.ErrUnknownLimiter, errors.New("core: no limiter named \""+o.Limiter+"\""))
+	}
+	err := lim.Observe(li, []byte(o.Key), o.Status, o.Headers, o.Now, &r)
+	return r, err
 }
 
 // el_stats writes the msgpack stats into the io buffer and returns the length.

@@ -56,6 +56,21 @@ func extDecide() int32 {
 	return 0
 }
 
+// observe: input wire.Observation, output wire.Observed.
+//
+//export observe
+func extObserve() int32 {
+	if lim == nil {
+		return fail(core.ErrNotConfigured)
+	}
+	r, err := observe(pdk.Input())
+	if err != nil {
+		return fail(err)
+	}
+	pdk.Output(r.AppendMsg(nil))
+	return 0
+}
+
 // sync_out: input a msgpack integer, the time in ns; output the batch
 // (empty when there is nothing to sync).
 //

@@ -78,6 +78,10 @@ type LimiterConfig struct {
 	// default) leaves the choice to the host (`edgelimit edge
 	// --fail-policy`, default open). Encoded only when set.
 	FailPolicy string `msgpack:"fail_policy,omitempty"`
+	// Upstream says how the limiter follows what its upstream answers
+	// (pauses, announced quotas, the circuit); nil means the defaults.
+	// Encoded only when set.
+	Upstream *UpstreamConfig `msgpack:"upstream,omitempty"`
 }
 
 // Override replaces a limiter's limit for one key; encoded as the array
@@ -167,6 +171,9 @@ func (c *Config) Validate() error {
 		if len(l.Overrides) > MaxOverrides {
 			bad(p+"overrides", "more than "+strconv.Itoa(MaxOverrides)+" overrides")
 		}
+		if l.Upstream != nil {
+			l.Upstream.validate(p+"upstream.", bad)
+		}
 		for j, o := range l.Overrides {
 			q := p + "overrides[" + strconv.Itoa(j) + "]."
 			if o.Key == "" || len(o.Key) > MaxKeyLen {
@@ -193,12 +200,21 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	b = AppendArrayHeader(b, len(c.Limiters))
 	for i := range c.Limiters {
 		l := &c.Limiters[i]
+		n := 8
 		if l.FailPolicy != "" {
-			b = AppendMapHeader(b, 9)
+			n++
+		}
+		if l.Upstream != nil {
+			n++
+		}
+		b = AppendMapHeader(b, n)
+		if l.FailPolicy != "" {
 			b = AppendString(b, "fail_policy")
 			b = AppendString(b, l.FailPolicy)
-		} else {
-			b = AppendMapHeader(b, 8)
+		}
+		if l.Upstream != nil {
+			b = AppendString(b, "upstream")
+			b = l.Upstream.appendMsg(b)
 		}
 		b = AppendString(b, "name")
 		b = AppendString(b, l.Name)
@@ -276,6 +292,9 @@ func (l *LimiterConfig) read(r *Reader) {
 			l.ReadThrough = r.ReadBool()
 		case "fail_policy":
 			l.FailPolicy = r.ReadString()
+		case "upstream":
+			l.Upstream = &UpstreamConfig{}
+			l.Upstream.read(r)
 		case "overrides":
 			m := r.ReadArrayHeader()
 			if m > MaxOverrides {

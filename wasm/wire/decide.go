@@ -162,14 +162,19 @@ type Stats struct {
 	ClockBackwards  int64 `msgpack:"clock_backwards"`  // decisions whose time was earlier than the key's last time
 	Errors          int64 `msgpack:"errors"`           // calls that returned an error
 	UnsyncedCost    int64 `msgpack:"unsynced_cost"`    // cost admitted here that the coordinator has not acknowledged (buffered while it is away)
+	UpstreamIgnored int64 `msgpack:"upstream_ignored"` // upstream header values ignored (unreadable, out of range, dates in the past)
+	UpstreamPauses  int64 `msgpack:"upstream_pauses"`  // pauses of a key begun or extended by an upstream's answer, here or via the coordinator
+	CircuitOpens    int64 `msgpack:"circuit_opens"`    // times a key's circuit opened here (its own failures or the fleet's)
 }
 
 var statNames = [...]string{"keys", "decisions", "denials", "evictions", "evicted_unsynced",
-	"state_bytes", "batches", "replies", "clock_backwards", "errors", "unsynced_cost"}
+	"state_bytes", "batches", "replies", "clock_backwards", "errors", "unsynced_cost",
+	"upstream_ignored", "upstream_pauses", "circuit_opens"}
 
-func (s *Stats) fields() [11]*int64 {
-	return [11]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
-		&s.StateBytes, &s.Batches, &s.Replies, &s.ClockBackwards, &s.Errors, &s.UnsyncedCost}
+func (s *Stats) fields() [14]*int64 {
+	return [14]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
+		&s.StateBytes, &s.Batches, &s.Replies, &s.ClockBackwards, &s.Errors, &s.UnsyncedCost,
+		&s.UpstreamIgnored, &s.UpstreamPauses, &s.CircuitOpens}
 }
 
 // AppendMsg appends s as a msgpack map of named counters.

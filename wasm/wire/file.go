@@ -46,6 +46,37 @@ type FileLimiter struct {
 	// FailPolicy: "open", "closed" or "local-share"; see
 	// LimiterConfig.FailPolicy. Empty: the host's default.
 	FailPolicy string `json:"fail_policy,omitempty"`
+	// Upstream: how the limiter follows its upstream's answers; see
+	// UpstreamConfig. Omitted: the defaults.
+	Upstream *FileUpstream `json:"upstream,omitempty"`
+}
+
+// FileUpstream is UpstreamConfig in a FileConfig, durations as Go duration
+// strings ("30s", "1h").
+type FileUpstream struct {
+	MaxPause        string `json:"max_pause,omitempty"`        // default max(1h, period)
+	MaxLimit        int64  `json:"max_limit,omitempty"`        // default: the limit (announcements only lower it)
+	CircuitFailures int64  `json:"circuit_failures,omitempty"` // default 5; -1 turns the circuit off
+	CircuitOpen     string `json:"circuit_open,omitempty"`     // default 1s
+}
+
+func (fu *FileUpstream) config(i int) (*UpstreamConfig, error) {
+	u := &UpstreamConfig{MaxLimit: fu.MaxLimit, CircuitFailures: fu.CircuitFailures}
+	for _, d := range []struct {
+		name string
+		s    string
+		dst  *int64
+	}{{"max_pause", fu.MaxPause, &u.MaxPause}, {"circuit_open", fu.CircuitOpen, &u.CircuitOpen}} {
+		if d.s == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.s)
+		if err != nil {
+			return nil, fmt.Errorf("wire: config: limiters[%d].upstream.%s: %w", i, d.name, err)
+		}
+		*d.dst = int64(v)
+	}
+	return u, nil
 }
 
 // ParseConfigJSON parses and validates a JSON configuration file's bytes.
@@ -86,6 +117,11 @@ func (fc *FileConfig) Config() (Config, error) {
 		}
 		l := LimiterConfig{Name: fl.Name, Algorithm: fl.Algorithm, Limit: fl.Limit,
 			Period: int64(d), Burst: fl.Burst, Mode: mode, ReadThrough: fl.ReadThrough, FailPolicy: fl.FailPolicy}
+		if fl.Upstream != nil {
+			if l.Upstream, err = fl.Upstream.config(i); err != nil {
+				return Config{}, err
+			}
+		}
 		keys := make([]string, 0, len(fl.Overrides))
 		for k := range fl.Overrides {
 			keys = append(keys, k)

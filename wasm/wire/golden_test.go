@@ -34,7 +34,8 @@ var (
 
 	fixConfig = wire.Config{Version: wire.Version, IsolateID: "edge-fra-07", MaxKeys: 100000, Limiters: []wire.LimiterConfig{
 		// Decoding gives an empty, non-nil Overrides when the field is present.
-		{Name: "llm", Algorithm: wire.FixedWindow, Limit: 6, Period: 1e9, Overrides: []wire.Override{}},
+		{Name: "llm", Algorithm: wire.FixedWindow, Limit: 6, Period: 1e9, Overrides: []wire.Override{},
+			Upstream: &wire.UpstreamConfig{MaxPause: 600e9, MaxLimit: 10, CircuitFailures: -1, CircuitOpen: 2e9}},
 		{Name: "customer", Algorithm: wire.SlidingWindow, Limit: 100, Period: 60e9, Mode: wire.Strict, FailPolicy: wire.FailClosed,
 			Overrides: []wire.Override{{Key: "acme", Limit: 1000}, {Key: key40, Limit: 70000}}},
 		{Name: "bucket", Algorithm: wire.TokenBucket, Limit: wire.MaxLimit, Period: wire.MaxPeriod, Burst: 300, Mode: wire.Approximate, Overrides: []wire.Override{}},
@@ -58,7 +59,20 @@ var (
 	fixDecision = wire.Decision{Allowed: false, Limit: 100, Remaining: 0, Reset: 1_763_700_060_000_000_000,
 		RetryAfter: -1, SyncWanted: true, SyncRetry: true, Limiter: "customer"}
 	fixStats = wire.Stats{Keys: 100000, Decisions: 1 << 33, Denials: 65535, Evictions: 65536, EvictedUnsynced: 255,
-		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31, UnsyncedCost: 42}
+		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31, UnsyncedCost: 42,
+		UpstreamIgnored: 3, UpstreamPauses: 70000, CircuitOpens: 1}
+	fixBatchSignals = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Seq: 3, At: 1_763_700_000_123_456_789,
+		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Delta: 1, Demand: 1}},
+		Signals: []wire.Signal{{Limiter: "llm", Key: "user-1", Pause: 30e9, Failures: 0, Successes: 2, Limit: 6},
+			{Limiter: "customer", Key: key256, Failures: 5, Probe: true}}}
+	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
+		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
+		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6},
+			{Limiter: "customer", Key: key256, Circuit: wire.CircuitHalfOpen, Probe: true},
+			{Limiter: "g", Key: "x", Circuit: wire.CircuitOpen, Open: 1_500_000_000}}}
+	fixObservation = wire.Observation{Version: wire.Version, Limiter: "llm", Key: "user-1", Now: 1_763_700_000_123_456_789,
+		Status: 429, Headers: [][2]string{{"Retry-After", "30"}, {"X-RateLimit-Remaining", "0"}}}
+	fixObserved = wire.Observed{Paused: 30e9, Circuit: wire.CircuitClosed, Limit: 6, Sync: true, Ignored: "x-ratelimit-reset: not a number"}
 )
 
 // message is what every wire type implements.
@@ -82,6 +96,13 @@ func goldenCases() []goldenCase {
 		{"decide_request", &fixDecideRequest, func() message { return new(wire.DecideRequest) }, func() any { return decideRequestGeneric(&fixDecideRequest) }},
 		{"decision", &fixDecision, func() message { return new(wire.Decision) }, func() any { return decisionGeneric(&fixDecision) }},
 		{"stats", &fixStats, func() message { return new(wire.Stats) }, func() any { return statsGeneric(&fixStats) }},
+		{"batch_signals", &fixBatchSignals, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchSignals) }},
+		{"reply_upstream", &fixReplyUpstream, func() message { return new(wire.Reply) }, func() any { return replyGeneric(&fixReplyUpstream) }},
+		{"observation", &fixObservation, func() message { return new(wire.Observation) }, func() any { return observationGeneric(&fixObservation) }},
+		{"observed", &fixObserved, func() message { return new(wire.Observed) }, func() any {
+			return map[string]any{"paused_ns": fixObserved.Paused, "circuit": fixObserved.Circuit, "limit": fixObserved.Limit,
+				"sync": fixObserved.Sync, "ignored": fixObserved.Ignored}
+		}},
 	}
 }
 
@@ -97,6 +118,10 @@ func configGeneric(c *wire.Config) map[string]any {
 		if l.FailPolicy != "" { // encoded only when set
 			m["fail_policy"] = l.FailPolicy
 		}
+		if u := l.Upstream; u != nil { // encoded only when set
+			m["upstream"] = map[string]any{"max_pause_ns": u.MaxPause, "max_limit": u.MaxLimit,
+				"circuit_failures": u.CircuitFailures, "circuit_open_ns": u.CircuitOpen}
+		}
 		lims = append(lims, m)
 	}
 	return map[string]any{"v": c.Version, "iso": c.IsolateID, "max_keys": c.MaxKeys, "limiters": lims}
@@ -107,7 +132,23 @@ func batchGeneric(b *wire.Batch) map[string]any {
 	for _, d := range b.Entries {
 		es = append(es, []any{d.Limiter, d.Key, d.Window, d.Delta, d.Demand})
 	}
-	return map[string]any{"v": b.Version, "iso": b.Isolate, "seq": b.Seq, "at": b.At, "e": es}
+	m := map[string]any{"v": b.Version, "iso": b.Isolate, "seq": b.Seq, "at": b.At, "e": es}
+	if len(b.Signals) > 0 {
+		up := []any{}
+		for _, s := range b.Signals {
+			up = append(up, []any{s.Limiter, s.Key, s.Pause, s.Failures, s.Successes, s.Limit, s.Probe})
+		}
+		m["up"] = up
+	}
+	return m
+}
+
+func observationGeneric(o *wire.Observation) map[string]any {
+	hs := []any{}
+	for _, h := range o.Headers {
+		hs = append(hs, []any{h[0], h[1]})
+	}
+	return map[string]any{"v": o.Version, "limiter": o.Limiter, "key": o.Key, "now": o.Now, "status": o.Status, "h": hs}
 }
 
 func replyGeneric(rp *wire.Reply) map[string]any {
@@ -115,7 +156,15 @@ func replyGeneric(rp *wire.Reply) map[string]any {
 	for _, v := range rp.Entries {
 		es = append(es, []any{v.Limiter, v.Key, v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates, v.Stand, v.Exhausted})
 	}
-	return map[string]any{"v": rp.Version, "seq": rp.Seq, "at": rp.At, "e": es}
+	m := map[string]any{"v": rp.Version, "seq": rp.Seq, "at": rp.At, "e": es}
+	if len(rp.Upstream) > 0 {
+		up := []any{}
+		for _, u := range rp.Upstream {
+			up = append(up, []any{u.Limiter, u.Key, u.Pause, u.Circuit, u.Open, u.Probe, u.Limit})
+		}
+		m["up"] = up
+	}
+	return m
 }
 
 func decideRequestGeneric(q *wire.DecideRequest) map[string]any {
@@ -134,7 +183,8 @@ func decisionGeneric(d *wire.Decision) map[string]any {
 func statsGeneric(s *wire.Stats) map[string]any {
 	return map[string]any{"keys": s.Keys, "decisions": s.Decisions, "denials": s.Denials, "evictions": s.Evictions,
 		"evicted_unsynced": s.EvictedUnsynced, "state_bytes": s.StateBytes, "batches": s.Batches,
-		"replies": s.Replies, "clock_backwards": s.ClockBackwards, "errors": s.Errors, "unsynced_cost": s.UnsyncedCost}
+		"replies": s.Replies, "clock_backwards": s.ClockBackwards, "errors": s.Errors, "unsynced_cost": s.UnsyncedCost,
+		"upstream_ignored": s.UpstreamIgnored, "upstream_pauses": s.UpstreamPauses, "circuit_opens": s.CircuitOpens}
 }
 
 // normalize turns what msgpack/v5 decodes into interface{} into the generic

@@ -15,6 +15,10 @@ type Batch struct {
 	Seq     int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
 	At      int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
 	Entries []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
+	// Signals: what the isolate learnt of keys' upstreams since its
+	// previous batch (upstream.go); at most MaxBatchEntries. Encoded only
+	// when there are some.
+	Signals []Signal `msgpack:"up,omitempty"`
 }
 
 // Delta is the consumption of one key in one window, encoded as the array
@@ -36,6 +40,11 @@ type Reply struct {
 	Seq     int64  `msgpack:"seq"`         // the Seq of the batch this answers
 	At      int64  `msgpack:"at"`          // coordinator time of the view, ns
 	Entries []View `msgpack:"e,omitempty"` // at most MaxBatchEntries
+	// Upstream: the upstream state of the batch's keys that have some
+	// (a pause, a circuit not closed, an announced limit) and of the keys
+	// of its Signals; at most MaxBatchEntries. Encoded only when there
+	// are some.
+	Upstream []UpView `msgpack:"up,omitempty"`
 }
 
 // View is the global state of one key, encoded as the array [limiter, key,
@@ -64,7 +73,14 @@ type View struct {
 
 // AppendMsg appends b encoded as msgpack.
 func (b *Batch) AppendMsg(dst []byte) []byte {
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, len(b.Entries))
+	var up []byte
+	if len(b.Signals) > 0 {
+		up = AppendArrayHeader(nil, len(b.Signals))
+		for i := range b.Signals {
+			up = b.Signals[i].AppendMsg(up)
+		}
+	}
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -73,10 +89,18 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 
 // AppendBatchHeader appends a batch's map up to and including the header
 // of its entries array of n entries; n encoded entries (AppendDelta) must
-// follow. With Batch.AppendMsg it is the one encoding of a batch; the guest
-// uses it to encode without building a Batch (no allocation).
-func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, n int) []byte {
-	dst = AppendMapHeader(dst, 5)
+// follow. up is the encoded array of the batch's signals (AppendSignal
+// after an array header), nil when there are none. With Batch.AppendMsg it
+// is the one encoding of a batch; the guest uses it to encode without
+// building a Batch (no allocation).
+func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, n int) []byte {
+	if len(up) > 0 {
+		dst = AppendMapHeader(dst, 6)
+		dst = AppendString(dst, "up")
+		dst = append(dst, up...)
+	} else {
+		dst = AppendMapHeader(dst, 5)
+	}
 	dst = AppendString(dst, "v")
 	dst = AppendInt(dst, version)
 	dst = AppendString(dst, "iso")
@@ -137,6 +161,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 				d.Limiter, d.Key = r.ReadString(), r.ReadString()
 				d.Window, d.Delta, d.Demand = r.ReadInt(), r.ReadInt(), r.ReadInt()
 			}
+		case Equal("up", f):
+			b.Signals = readSignals(r)
 		default:
 			r.Skip()
 		}
@@ -158,6 +184,11 @@ func (b *Batch) Validate() error {
 		return &FieldError{"seq", errors.New("sequence numbers start at 1")}
 	case len(b.Entries) > MaxBatchEntries:
 		return &FieldError{"e", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " entries")}
+	case len(b.Signals) > MaxBatchEntries:
+		return &FieldError{"up", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " signals")}
+	}
+	if err := validateSignals(b.Signals); err != nil {
+		return err
 	}
 	for i := range b.Entries {
 		d := &b.Entries[i]
@@ -180,7 +211,16 @@ func (b *Batch) Validate() error {
 
 // AppendMsg appends r encoded as msgpack.
 func (rp *Reply) AppendMsg(dst []byte) []byte {
-	dst = AppendMapHeader(dst, 4)
+	if len(rp.Upstream) > 0 {
+		dst = AppendMapHeader(dst, 5)
+		dst = AppendString(dst, "up")
+		dst = AppendArrayHeader(dst, len(rp.Upstream))
+		for i := range rp.Upstream {
+			dst = rp.Upstream[i].AppendMsg(dst)
+		}
+	} else {
+		dst = AppendMapHeader(dst, 4)
+	}
 	dst = AppendString(dst, "v")
 	dst = AppendInt(dst, rp.Version)
 	dst = AppendString(dst, "seq")
@@ -226,12 +266,13 @@ type ReplyReader struct {
 	left    int
 	eEnd    int // offset just past the entries array
 	entries bool
+	upStart int // offset of the upstream array; -1 when absent
 }
 
 // Reset starts reading src. The map's fields may come in any order.
 func (rr *ReplyReader) Reset(src []byte) error {
 	// Field by field: under TinyGo a whole-struct zeroing is a memory.fill.
-	rr.Version, rr.Seq, rr.At, rr.left, rr.eEnd, rr.entries = 0, 0, 0, 0, 0, false
+	rr.Version, rr.Seq, rr.At, rr.left, rr.eEnd, rr.entries, rr.upStart = 0, 0, 0, 0, 0, false, -1
 	rr.r.Reset(src)
 	r := &rr.r
 	eStart := 0
@@ -248,6 +289,9 @@ func (rr *ReplyReader) Reset(src []byte) error {
 			r.Skip()
 			rr.eEnd = r.off
 			rr.entries = true
+		case Equal("up", f):
+			rr.upStart = r.off
+			r.Skip()
 		default:
 			r.Skip()
 		}
@@ -304,6 +348,34 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 // Err returns the first decoding error.
 func (rr *ReplyReader) Err() error { return rr.r.err }
 
+// Upstream calls fn for each UpView of the reply, with its limiter and key
+// bytes (valid during the call), after Next has returned false. It returns
+// the first decoding error.
+func (rr *ReplyReader) Upstream(fn func(limiter, key []byte, v *UpView)) error {
+	if rr.r.err != nil || rr.upStart < 0 {
+		return rr.r.err
+	}
+	r := &rr.r
+	r.off = rr.upStart
+	m := r.ReadArrayHeader()
+	if m > MaxBatchEntries {
+		r.SetErr("up", errors.New("more than "+strconv.Itoa(MaxBatchEntries)+" entries"))
+	}
+	var v UpView
+	for i := 0; i < m && r.err == nil; i++ {
+		lim, key := readUpView(r, &v)
+		if r.err != nil {
+			break
+		}
+		if len(key) == 0 || len(key) > MaxKeyLen {
+			r.SetErr("up.key", errKeyLen)
+			break
+		}
+		fn(lim, key, &v)
+	}
+	return r.err
+}
+
 // UnmarshalMsg decodes a whole reply.
 func (rp *Reply) UnmarshalMsg(src []byte) error {
 	*rp = Reply{}
@@ -321,5 +393,9 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		v.Limiter, v.Key = string(lim), string(key)
 		rp.Entries = append(rp.Entries, v)
 	}
-	return rr.Err()
+	return rr.Upstream(func(lim, key []byte, u *UpView) {
+		w := *u
+		w.Limiter, w.Key = string(lim), string(key)
+		rp.Upstream = append(rp.Upstream, w)
+	})
 }

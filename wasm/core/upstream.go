@@ -1,0 +1,360 @@
+package core
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// upState is what an isolate knows of one key's upstream: a pause, the
+// circuit, an announced limit, and what it has still to tell the
+// coordinator. Few keys have one, so it lives beside the entry (Core.ups,
+// by entry index) rather than in it.
+type upState struct {
+	gen        uint32 // the entry's generation; a mismatch means the key left the table
+	pauseUntil int64  // ns: decisions are denied until then
+	circuit    uint8  // wire.CircuitClosed, CircuitOpen or CircuitHalfOpen
+	probe      uint8  // half-open: probeNone, probeGranted or probeInFlight
+	opens      uint8  // consecutive openings (the backoff doubles with each)
+	fails      int64  // consecutive local failures
+	openUntil  int64  // ns: an open circuit turns half-open then
+	halfAt     int64  // ns: when the circuit turned half-open, or the probe was sent
+	ownLimit   int64  // limit this isolate's upstream answers announced (0: none)
+	fleetLimit int64  // limit the coordinator says several isolates saw announced (0: none)
+
+	// To report in the next batch (wire.Signal).
+	dirty  bool
+	sPause int64 // ns time until which the upstream asked to pause (0: none)
+	sFails int64
+	sOK    int64
+	sLimit int64
+	sProbe bool
+}
+
+var errStatus = errors.New("core: status must be 0 (no answer) or an HTTP status")
+
+const (
+	probeNone     = 0
+	probeGranted  = 1 // this isolate may send the probe
+	probeInFlight = 2 // the probe was sent; its answer (Observe) decides
+)
+
+// upFor returns the upstream state of the entry at idx, or nil.
+func (c *Core) upFor(idx int32, e *entry) *upState {
+	u := c.ups[idx]
+	if u != nil && u.gen != e.gen {
+		delete(c.ups, idx) // the key left the table since
+		return nil
+	}
+	return u
+}
+
+// upGet returns the upstream state of the entry at idx, creating it.
+func (c *Core) upGet(idx int32, e *entry) *upState {
+	if u := c.upFor(idx, e); u != nil {
+		return u
+	}
+	if c.ups == nil {
+		c.ups = make(map[int32]*upState)
+	}
+	u := &upState{gen: e.gen}
+	c.ups[idx] = u
+	return u
+}
+
+// markUp queues u for the next batch.
+func (c *Core) markUp(idx int32, u *upState) {
+	if !u.dirty {
+		u.dirty = true
+		c.upDirty = append(c.upDirty, idx)
+	}
+}
+
+// backoff is how long the circuit stays open after its n-th consecutive
+// opening: the limiter's base doubled n times, with jitter (between half
+// and all of it, drawn from the key and the time so isolates spread out).
+func backoff(l *limiter, n uint8, seed uint64) int64 {
+	b := l.cfg.CircuitBase() << min(n, wire.MaxCircuitDoublings)
+	return b/2 + int64(mix64(seed)%uint64(b/2+1))
+}
+
+// mix64 is SplitMix64's finaliser: a well-spread hash of x.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// open opens u's circuit at now.
+func (c *Core) open(l *limiter, u *upState, e *entry, now int64) {
+	u.circuit, u.probe = wire.CircuitOpen, probeNone
+	u.openUntil = now + backoff(l, u.opens, uint64(e.hash)<<32^uint64(now))
+	if u.opens < 255 {
+		u.opens++
+	}
+	c.stats.CircuitOpens++
+}
+
+// upCheck applies e's upstream state to the decision r at now: a pause or
+// an open circuit denies; a half-open circuit lets one probe through (the
+// fleet's, when the isolate syncs: the coordinator grants it).
+func (c *Core) upCheck(lim int, idx int32, e *entry, cost, now int64, r *Result) {
+	u := c.upFor(idx, e)
+	if u == nil || r.RetryAfter < 0 {
+		return
+	}
+	l := &c.lims[lim]
+	if now < u.pauseUntil {
+		upDeny(r, u.pauseUntil-now)
+		c.sure = true
+		return
+	}
+	if u.circuit == wire.CircuitOpen {
+		if now < u.openUntil {
+			upDeny(r, u.openUntil-now)
+			c.sure = true
+			return
+		}
+		u.circuit, u.probe, u.halfAt = wire.CircuitHalfOpen, probeNone, now
+	}
+	if u.circuit != wire.CircuitHalfOpen {
+		return
+	}
+	// A probe whose answer never came (the request was dropped) is given
+	// up after two open times; so is a wait for the fleet's grant (the
+	// coordinator may be away).
+	wait := 2 * (l.cfg.CircuitBase() << min(u.opens, wire.MaxCircuitDoublings))
+	stale := now-u.halfAt > wait
+	switch {
+	case u.probe == probeInFlight && !stale:
+		upDeny(r, max64(u.halfAt+wait-now, 1))
+		c.sure = true
+	case u.probe == probeGranted || !c.synced || stale:
+		if r.Allowed && cost > 0 {
+			u.probe, u.halfAt = probeInFlight, now // this request is the probe
+		}
+	default:
+		if !u.sProbe {
+			u.sProbe = true
+			c.markUp(idx, u)
+		}
+		upDeny(r, max64(c.rtt, 1e6))
+		r.SyncWanted = true
+		c.sure = true
+	}
+}
+
+func upDeny(r *Result, d int64) {
+	r.Allowed, r.SyncRetry = false, false
+	r.Remaining = 0
+	r.RetryAfter = max64(r.RetryAfter, d)
+}
+
+// Observe records what the upstream answered to a request of (lim, key) at
+// now (ns): status (0: no answer) and headers. A 429, or a 503 with
+// Retry-After, pauses the key here at once and, through the next batch,
+// everywhere; a quota announced at 0 pauses it until its reset; an
+// announced limit becomes the key's limit here (capped by the
+// configuration, see wire.UpstreamConfig) and is reported; 5xx answers and
+// transport failures count towards opening the key's circuit, and the
+// answer to a half-open circuit's probe closes or reopens it. Header
+// values that cannot be read are ignored (o.Ignored, Stats.UpstreamIgnored).
+func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, now int64, o *wire.Observed) error {
+	if err := c.checkArgs(lim, key, 0, now); err != nil {
+		c.stats.Errors++
+		return err
+	}
+	if status < 0 || status > 999 {
+		c.stats.Errors++
+		return badInput(errStatus)
+	}
+	l := &c.lims[lim]
+	idx := c.lookup(lim, key, now)
+	e := c.tab.at(idx)
+	now = c.clamp(e, now)
+	h := parseHeaders(headers, now)
+	c.stats.UpstreamIgnored += int64(len(h.ignored))
+	u := c.upGet(idx, e)
+	*o = wire.Observed{Ignored: strings.Join(h.ignored, "; ")}
+
+	pause := int64(-1)
+	switch {
+	case status == 429 || status == 503 && h.retryAfter >= 0:
+		pause = h.retryAfter
+		if pause < 0 && h.reset > 0 {
+			pause = h.reset
+		}
+		if pause < 0 {
+			// No hint: back off on our own, with jitter.
+			pause = backoff(l, 0, uint64(e.hash)^uint64(now))
+		}
+	case h.remaining == 0 && h.reset > 0:
+		pause = h.reset // the quota is spent until its reset
+	}
+	if pause > 0 {
+		pause = min64(pause, l.cfg.PauseCap())
+		if now+pause > u.pauseUntil {
+			u.pauseUntil = now + pause
+			c.stats.UpstreamPauses++
+		}
+		u.sPause = max64(u.sPause, u.pauseUntil)
+		o.Sync = true
+		c.markUp(idx, u)
+	}
+
+	threshold := l.cfg.CircuitThreshold()
+	switch failed := status == 0 || status >= 500 && !(status == 503 && h.retryAfter >= 0); {
+	case failed:
+		u.fails++
+		u.sFails++
+		c.markUp(idx, u)
+		if u.circuit == wire.CircuitHalfOpen && u.probe == probeInFlight {
+			c.open(l, u, e, now) // the probe failed
+			o.Sync = true
+		} else if u.circuit == wire.CircuitClosed && threshold > 0 && u.fails >= threshold {
+			c.open(l, u, e, now)
+			o.Sync = true
+		}
+	case status != 429 && status != 503:
+		u.fails = 0
+		u.sOK++
+		u.sFails = 0
+		c.markUp(idx, u)
+		if u.circuit == wire.CircuitHalfOpen && u.probe == probeInFlight {
+			u.circuit, u.probe, u.opens = wire.CircuitClosed, probeNone, 0 // the probe passed
+			o.Sync = true
+		}
+	}
+
+	if h.limit > 0 {
+		n := h.limit
+		if h.window > 0 && h.window != l.cfg.Period {
+			n = max64(mulDiv(n, l.cfg.Period, h.window), 1)
+		}
+		base := c.baseLimit(lim, key)
+		n = min64(n, l.cfg.AnnouncedCap(base))
+		if n != u.ownLimit {
+			o.Sync = true
+		}
+		u.ownLimit, u.sLimit = n, n
+		c.markUp(idx, u)
+		c.setLimit(lim, e, u, base)
+	}
+	o.Limit = e.limit
+	o.Circuit = int64(u.circuit)
+	if u.circuit == wire.CircuitOpen && now >= u.openUntil {
+		o.Circuit = wire.CircuitHalfOpen
+	}
+	o.Paused = max64(u.pauseUntil-now, 0)
+	return nil
+}
+
+// baseLimit is the configured limit of (lim, key): the override or the
+// limiter's.
+func (c *Core) baseLimit(lim int, key []byte) int64 {
+	if o, ok := c.override(lim, key); ok {
+		return o
+	}
+	return c.lims[lim].cfg.Limit
+}
+
+// setLimit makes e's limit the announced one (the fleet's, else this
+// isolate's own), capped by the configuration, or base when none was.
+func (c *Core) setLimit(lim int, e *entry, u *upState, base int64) {
+	n := u.fleetLimit
+	if n == 0 {
+		n = u.ownLimit
+	}
+	if n <= 0 {
+		e.limit = base
+		return
+	}
+	e.limit = min64(n, c.lims[lim].cfg.AnnouncedCap(base))
+}
+
+// appendSignals appends the signals of the keys whose upstream state
+// changed since the last batch, as the batch's "up" array (nil when none),
+// and clears them. The times become durations from now (the batch's At).
+func (c *Core) appendSignals(dst []byte, now int64) []byte {
+	if len(c.upDirty) == 0 {
+		return dst[:0]
+	}
+	n := 0
+	for _, idx := range c.upDirty {
+		if u := c.upFor(idx, c.tab.at(idx)); u != nil && u.dirty {
+			n++
+		}
+	}
+	n = min(n, wire.MaxBatchEntries)
+	dst = wire.AppendArrayHeader(dst[:0], n)
+	k, i := 0, 0
+	for ; i < len(c.upDirty) && k < n; i++ {
+		idx := c.upDirty[i]
+		e := c.tab.at(idx)
+		u := c.upFor(idx, e)
+		if u == nil || !u.dirty {
+			continue
+		}
+		pause := max64(u.sPause-now, 0)
+		dst = wire.AppendSignal(dst, c.lims[e.lim].cfg.Name, e.keyBytes(), pause, u.sFails, u.sOK, u.sLimit, u.sProbe)
+		u.dirty, u.sPause, u.sFails, u.sOK, u.sLimit, u.sProbe = false, 0, 0, 0, 0, false
+		k++
+	}
+	c.upDirty = append(c.upDirty[:0], c.upDirty[i:]...)
+	if n == 0 {
+		return dst[:0]
+	}
+	return dst
+}
+
+// applyUpView applies the coordinator's view of a key's upstream, received
+// at now.
+func (c *Core) applyUpView(lim int, key []byte, v *wire.UpView, now int64) {
+	h := hashKey(uint16(lim), key)
+	idx := c.tab.find(uint16(lim), key, h)
+	news := v.Pause > 0 || v.Circuit != wire.CircuitClosed || v.Limit > 0
+	if idx < 0 {
+		if !news {
+			return
+		}
+		idx = c.insert(lim, key, h, now)
+	}
+	e := c.tab.at(idx)
+	u := c.upFor(idx, e)
+	if u == nil {
+		if !news {
+			return
+		}
+		u = c.upGet(idx, e)
+	}
+	if v.Pause > 0 && now+v.Pause > u.pauseUntil {
+		u.pauseUntil = now + min64(v.Pause, c.lims[lim].cfg.PauseCap())
+		c.stats.UpstreamPauses++
+	}
+	switch v.Circuit {
+	case wire.CircuitOpen:
+		if u.circuit != wire.CircuitOpen {
+			c.stats.CircuitOpens++
+		}
+		u.circuit, u.probe = wire.CircuitOpen, probeNone
+		u.openUntil = now + min64(max64(v.Open, 0), c.lims[lim].cfg.CircuitBase()<<wire.MaxCircuitDoublings)
+	case wire.CircuitHalfOpen:
+		if u.circuit != wire.CircuitHalfOpen {
+			u.circuit, u.probe, u.halfAt = wire.CircuitHalfOpen, probeNone, now
+		}
+		if v.Probe && u.probe == probeNone {
+			u.probe, u.halfAt = probeGranted, now
+		}
+	case wire.CircuitClosed:
+		if u.circuit != wire.CircuitClosed && u.sFails == 0 {
+			u.circuit, u.probe, u.opens, u.fails = wire.CircuitClosed, probeNone, 0, 0
+		}
+	}
+	if v.Limit != u.fleetLimit {
+		u.fleetLimit = max64(v.Limit, 0)
+		c.setLimit(lim, e, u, c.baseLimit(lim, key))
+	}
+}
