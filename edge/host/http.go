@@ -17,6 +17,7 @@ import (
 // Handler returns the host's HTTP API:
 //
 //	GET|POST /v1/decide?limiter=NAME&key=KEY[&cost=N]   (limiter/key repeated: checked together)
+//	POST /v1/observe   (JSON ObserveRequest: what the upstream answered; see observe.go)
 //	GET /healthz   (JSON Health: 200, or 503 once an isolate's view is stale)
 //	GET /metrics   (Prometheus text; see metrics)
 //
@@ -31,7 +32,8 @@ import (
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/decide", h.handleDecide)
-	mux.HandleFunc("/v1/wait", h.handleWait) // see wait.go
+	mux.HandleFunc("/v1/wait", h.handleWait)            // see wait.go
+	mux.HandleFunc("POST /v1/observe", h.handleObserve) // see observe.go
 	mux.HandleFunc("GET /healthz", h.handleHealth)
 	mux.Handle("GET /metrics", h.met.handler())
 	return mux

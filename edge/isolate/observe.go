@@ -14,9 +14,12 @@ import (
 // pauses the key here at once and, after the next sync, in every isolate;
 // see core.Core.Observe. It returns the key's upstream state after it;
 // Observed.Sync asks for an early sync, so the fleet learns at once.
-func (i *Isolate) Observe(ctx context.Context, limiter, key string, status int64, headers [][2]string, now int64) (wire.Observed, error) {
+//
+// With local set the answer changes this isolate only and is not reported
+// (see wire.Observation.Local).
+func (i *Isolate) Observe(ctx context.Context, limiter, key string, status int64, headers [][2]string, local bool, now int64) (wire.Observed, error) {
 	var out wire.Observed
-	o := wire.Observation{Version: wire.Version, Limiter: limiter, Key: key, Now: now, Status: status, Headers: headers}
+	o := wire.Observation{Version: wire.Version, Limiter: limiter, Key: key, Now: now, Status: status, Headers: headers, Local: local}
 	in := o.AppendMsg(nil)
 	if err := i.writeIO(ctx, in); err != nil {
 		return out, err

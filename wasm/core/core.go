@@ -37,7 +37,6 @@ type Core struct {
 	ups     map[int32]*upState // upstream state by entry index (upstream.go); nil until a key has some
 	upDirty []int32            // entries whose upstream state is to be reported
 	upBuf   []byte             // encoded signals of the outstanding batch
-	synced  bool               // a reply was applied: the coordinator grants circuit probes
 }
 
 type ref struct {

@@ -97,9 +97,13 @@ func (c *Core) anyUrgent(now int64) bool {
 // syncs about once per lease it needs instead of once per request plus
 // once per report. The price: the coordinator's count of a window can lag
 // what was admitted in it (never what it reserved).
+//
+// A limiter configured to follow its upstream (wire.UpstreamConfig set)
+// reports at every sync too: the reply is how the isolate hears of a
+// pause, a circuit or a limit another isolate learnt.
 func (c *Core) urgent(e *entry, now int64) bool {
 	l := &c.lims[e.lim]
-	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur {
+	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur || l.cfg.Upstream != nil {
 		return true
 	}
 	w := now / l.cfg.Period
@@ -218,7 +222,6 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if err := c.upViews(now); err != nil {
 		return err
 	}
-	c.synced = true
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.stats.Replies++

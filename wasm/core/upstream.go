@@ -71,6 +71,12 @@ func (c *Core) markUp(idx int32, u *upState) {
 	}
 }
 
+func (c *Core) markUpUnless(local bool, idx int32, u *upState) {
+	if !local {
+		c.markUp(idx, u)
+	}
+}
+
 // backoff is how long the circuit stays open after its n-th consecutive
 // opening: the limiter's base doubled n times, with jitter (between half
 // and all of it, drawn from the key and the time so isolates spread out).
@@ -132,7 +138,7 @@ func (c *Core) upCheck(lim int, idx int32, e *entry, cost, now int64, r *Result)
 	case u.probe == probeInFlight && !stale:
 		upDeny(r, max64(u.halfAt+wait-now, 1))
 		c.sure = true
-	case u.probe == probeGranted || !c.synced || stale:
+	case u.probe == probeGranted || c.cfg.Standalone || stale:
 		if r.Allowed && cost > 0 {
 			u.probe, u.halfAt = probeInFlight, now // this request is the probe
 		}
@@ -162,7 +168,11 @@ func upDeny(r *Result, d int64) {
 // transport failures count towards opening the key's circuit, and the
 // answer to a half-open circuit's probe closes or reopens it. Header
 // values that cannot be read are ignored (o.Ignored, Stats.UpstreamIgnored).
-func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, now int64, o *wire.Observed) error {
+//
+// With local set the answer changes this isolate only: nothing is
+// reported (a host of several isolates gives an answer to each and lets
+// one of them report it).
+func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, local bool, now int64, o *wire.Observed) error {
 	if err := c.checkArgs(lim, key, 0, now); err != nil {
 		c.stats.Errors++
 		return err
@@ -179,6 +189,17 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, n
 	c.stats.UpstreamIgnored += int64(len(h.ignored))
 	u := c.upGet(idx, e)
 	*o = wire.Observed{Ignored: strings.Join(h.ignored, "; ")}
+	if u.probe == probeInFlight {
+		local = false // the answer to this isolate's probe: the fleet must hear it
+	}
+	if local {
+		// Whatever is still to be reported stays as it was.
+		p, f, k, n := u.sPause, u.sFails, u.sOK, u.sLimit
+		defer func() {
+			u.sPause, u.sFails, u.sOK, u.sLimit = p, f, k, n
+			o.Sync = false
+		}()
+	}
 
 	pause := int64(-1)
 	switch {
@@ -202,7 +223,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, n
 		}
 		u.sPause = max64(u.sPause, u.pauseUntil)
 		o.Sync = true
-		c.markUp(idx, u)
+		c.markUpUnless(local, idx, u)
 	}
 
 	threshold := l.cfg.CircuitThreshold()
@@ -210,7 +231,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, n
 	case failed:
 		u.fails++
 		u.sFails++
-		c.markUp(idx, u)
+		c.markUpUnless(local, idx, u)
 		if u.circuit == wire.CircuitHalfOpen && u.probe == probeInFlight {
 			c.open(l, u, e, now) // the probe failed
 			o.Sync = true
@@ -222,7 +243,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, n
 		u.fails = 0
 		u.sOK++
 		u.sFails = 0
-		c.markUp(idx, u)
+		c.markUpUnless(local, idx, u)
 		if u.circuit == wire.CircuitHalfOpen && u.probe == probeInFlight {
 			u.circuit, u.probe, u.opens = wire.CircuitClosed, probeNone, 0 // the probe passed
 			o.Sync = true
@@ -240,7 +261,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, n
 			o.Sync = true
 		}
 		u.ownLimit, u.sLimit = n, n
-		c.markUp(idx, u)
+		c.markUpUnless(local, idx, u)
 		c.setLimit(lim, e, u, base)
 	}
 	o.Limit = e.limit

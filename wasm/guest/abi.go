@@ -230,7 +230,7 @@ func observe(b []byte) (wire.Observed, error) {
 	if li < 0 {
 		return r, errors.Join(core.ErrUnknownLimiter, errors.New("core: no limiter named \""+o.Limiter+"\""))
 	}
-	err := lim.Observe(li, []byte(o.Key), o.Status, o.Headers, o.Now, &r)
+	err := lim.Observe(li, []byte(o.Key), o.Status, o.Headers, o.Local, o.Now, &r)
 	return r, err
 }
 

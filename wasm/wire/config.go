@@ -38,6 +38,7 @@ func (l *LimiterConfig) Leased() bool { return l.Mode == Strict || l.Mode == Aut
 // (they deny, as their guarantee says).
 func (c Config) Alone() Config {
 	c.Limiters = append([]LimiterConfig(nil), c.Limiters...)
+	c.Standalone = true
 	for i := range c.Limiters {
 		if c.Limiters[i].Mode == Auto {
 			c.Limiters[i].Mode = Approximate
@@ -100,6 +101,10 @@ type Config struct {
 	IsolateID string          `msgpack:"iso"`      // names the isolate in sync batches; unique per instance
 	MaxKeys   int64           `msgpack:"max_keys"` // cap on keys tracked; 0 means DefaultMaxKeys
 	Limiters  []LimiterConfig `msgpack:"limiters,omitempty"`
+	// Standalone: the isolate never syncs (set by Config.Alone); a
+	// half-open circuit then probes on its own instead of asking the
+	// coordinator. Encoded only when set.
+	Standalone bool `msgpack:"alone,omitempty"`
 }
 
 // EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.
@@ -189,7 +194,13 @@ func (c *Config) Validate() error {
 
 // AppendMsg appends c encoded as msgpack.
 func (c *Config) AppendMsg(b []byte) []byte {
-	b = AppendMapHeader(b, 4)
+	if c.Standalone {
+		b = AppendMapHeader(b, 5)
+		b = AppendString(b, "alone")
+		b = AppendBool(b, true)
+	} else {
+		b = AppendMapHeader(b, 4)
+	}
 	b = AppendString(b, "v")
 	b = AppendInt(b, c.Version)
 	b = AppendString(b, "iso")
@@ -253,6 +264,8 @@ func (c *Config) UnmarshalMsg(b []byte) error {
 			c.IsolateID = r.ReadString()
 		case "max_keys":
 			c.MaxKeys = r.ReadInt()
+		case "alone":
+			c.Standalone = r.ReadBool()
 		case "limiters":
 			m := r.ReadArrayHeader()
 			if m > MaxLimiters {

@@ -269,6 +269,10 @@ type Observation struct {
 	Now     int64       `msgpack:"now"`    // ns, the clock decisions use
 	Status  int64       `msgpack:"status"` // HTTP status; 0: no answer (transport failure)
 	Headers [][2]string `msgpack:"h,omitempty"`
+	// Local: apply here only, report nothing to the coordinator (a host
+	// running several isolates gives the answer to each and lets one
+	// report it). Encoded only when set.
+	Local bool `msgpack:"local,omitempty"`
 }
 
 // MaxHeaders bounds an Observation's headers; MaxHeaderLen one name or
@@ -289,7 +293,13 @@ type Observed struct {
 
 // AppendMsg appends o encoded as msgpack.
 func (o *Observation) AppendMsg(b []byte) []byte {
-	b = AppendMapHeader(b, 6)
+	if o.Local {
+		b = AppendMapHeader(b, 7)
+		b = AppendString(b, "local")
+		b = AppendBool(b, true)
+	} else {
+		b = AppendMapHeader(b, 6)
+	}
 	b = AppendString(b, "v")
 	b = AppendInt(b, o.Version)
 	b = AppendString(b, "limiter")
@@ -327,6 +337,8 @@ func (o *Observation) UnmarshalMsg(src []byte) error {
 			o.Now = r.ReadInt()
 		case "status":
 			o.Status = r.ReadInt()
+		case "local":
+			o.Local = r.ReadBool()
 		case "h":
 			m := r.ReadArrayHeader()
 			if m > MaxHeaders {
