@@ -87,7 +87,6 @@ func (f *upFleet) observe(i int, key string, status int64, now int64, h ...[2]st
 	return o
 }
 
-
 func llmLimiter(mode string) wire.LimiterConfig {
 	return wire.LimiterConfig{Name: "llm", Algorithm: wire.FixedWindow, Limit: 10, Period: sec, Mode: mode,
 		Upstream: &wire.UpstreamConfig{CircuitFailures: 3, CircuitOpen: sec}}
