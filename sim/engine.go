@@ -89,6 +89,8 @@ type engine struct {
 	scratch             []byte
 	utilNum, utilDen    int64
 	overs               []float64 // overrun % of each key-window over its capacity
+	up                  *upstream // the upstream model, when the scenario has one
+	feedback            bool      // the isolates observe the upstream's answers
 }
 
 func (e *engine) setup() error {
@@ -194,6 +196,10 @@ func (e *engine) setup() error {
 			s.next, s.counts.times = s.counts.times[0], s.counts.times[1:]
 		}
 		e.sources = append(e.sources, s)
+	}
+	if sc.Upstream != nil {
+		e.up = newUpstream(sc.Upstream, len(e.keys))
+		e.feedback = ok && ed.feedback && !ed.byLocation
 	}
 	e.truth = make([]truth, len(e.keys))
 	for i := range e.truth {
@@ -333,11 +339,17 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 	e.rollWindow(gid, now)
 	e.truth[gid].offered += cost
 	e.res.Requests++
+	if e.up != nil {
+		e.up.arrive(gid, now, cost)
+	}
 	allowed, added, held, err := e.strat.decide(e, now, isoIdx, gid, lim, cost)
 	if err != nil || held {
 		return err
 	}
 	e.record(gid, cost, allowed, added)
+	if allowed && e.up != nil {
+		return e.sendUpstream(isoIdx, gid, cost, now+added)
+	}
 	return nil
 }
 
@@ -403,6 +415,11 @@ func (e *engine) settle(nd *node, now int64) error {
 			continue
 		}
 		e.record(w.gid, w.cost, d.Allowed, now-w.t)
+		if d.Allowed && e.up != nil {
+			if err := e.sendUpstream(nd.index, w.gid, w.cost, now); err != nil {
+				return err
+			}
+		}
 	}
 	nd.waiting = keep
 	if len(keep) > 0 {
@@ -529,6 +546,11 @@ func (e *engine) handle(ev event) error {
 		if ev.gen == nd.gen {
 			e.expire(nd, now, false)
 		}
+	case evUpstream:
+		a := e.up.unpark(ev.tok)
+		if ev.gen == nd.gen { // else the isolate that sent it is gone
+			return e.observe(nd, a, now)
+		}
 	case evTimeout:
 		if ev.gen != nd.gen || ev.tok != nd.attempt || !nd.sched.InFlight() {
 			return nil
@@ -589,6 +611,9 @@ func (e *engine) finish() {
 	r := &e.res
 	for _, s := range e.sources {
 		r.TraceNotReplayed += s.left()
+	}
+	if e.up != nil {
+		e.up.finish(r)
 	}
 	secs := float64(e.duration) / 1e9
 	if r.Capacity > 0 {

@@ -8,6 +8,7 @@ const (
 	evTimeout         // the node gives up waiting for a reply
 	evEvict           // the node's isolate is evicted (churn)
 	evDeadline        // requests the node holds for a sync reach their deadline
+	evUpstream        // an upstream's answer reaches the node (tok: its parked index)
 )
 
 // event is one entry of the event heap; ordered by (t, seq), so events at

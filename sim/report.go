@@ -42,6 +42,40 @@ func WriteTable(w io.Writer, rs []Result) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("sim: table: %w", err)
 	}
+	return writeUpstreamTable(w, rs)
+}
+
+// UpstreamLegend defines the columns of the upstream table WriteTable adds
+// for scenarios with an upstream.
+const UpstreamLegend = `upstream: what the API behind the limiter did with the admitted requests (its true limit, its own windows):
+  ok and 429: its answers; util %: its 200s / min(offered, its limit), summed over its key-windows;
+  429 windows: its key-windows with a 429; worst/iso: the most 429s one isolate got in one such window.
+`
+
+func writeUpstreamTable(w io.Writer, rs []Result) error {
+	any := false
+	for _, r := range rs {
+		any = any || r.UpstreamAccepted+r.Upstream429+r.UpstreamFailed > 0
+	}
+	if !any {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\nstrategy\tsync\tupstream ok\t429\t503\tutil %\t429 windows\tworst/iso\t")
+	printed := map[string]bool{}
+	for _, r := range rs {
+		if r.Strategy == LocalOnly || r.Strategy == Central {
+			if printed[r.Strategy] {
+				continue
+			}
+			printed[r.Strategy] = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%d\t%d\t\n", r.Strategy, syncLabel(r), r.UpstreamAccepted,
+			r.Upstream429, r.UpstreamFailed, r.UpstreamUtilisation, r.UpstreamPauseEvents, r.Upstream429WorstIsolate)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("sim: table: %w", err)
+	}
 	return nil
 }
 
@@ -67,7 +101,9 @@ var csvHeader = []string{"scenario", "strategy", "sync_interval_ms", "isolates",
 	"worst_overrun_pct", "p99_overrun_pct", "over_windows", "over_windows_pct", "unserved_with_room",
 	"unserved_with_room_pct", "utilisation_pct", "sync_requests",
 	"sync_per_sec", "sync_per_decision_pct", "sync_bytes", "sync_bytes_per_sec", "sync_failures",
-	"latency_p50_ms", "latency_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions"}
+	"latency_p50_ms", "latency_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions",
+	"upstream_accepted", "upstream_429", "upstream_failed", "upstream_utilisation_pct", "upstream_pause_events",
+	"upstream_429_worst_isolate"}
 
 // WriteCSV writes results as CSV with a header line.
 func WriteCSV(w io.Writer, rs []Result) error {
@@ -82,7 +118,9 @@ func WriteCSV(w io.Writer, rs []Result) error {
 			i(r.Overrun), f(r.OverrunPct), i(r.WorstOverrun), f(r.WorstOverrunPct), f(r.P99OverrunPct),
 			i(r.OverWindows), f(r.OverWindowsPct), i(r.Unserved), f(r.UnservedPct), f(r.Utilisation), i(r.SyncRequests), f(r.SyncPerSec), f(r.SyncPerDecision),
 			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), ms(r.LatencyP50), ms(r.LatencyP99),
-			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions)})
+			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions),
+			i(r.UpstreamAccepted), i(r.Upstream429), i(r.UpstreamFailed), f(r.UpstreamUtilisation), i(r.UpstreamPauseEvents),
+			i(r.Upstream429WorstIsolate)})
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {

@@ -69,6 +69,20 @@ type Result struct {
 	// TraceNotReplayed counts the trace's requests that fall after the
 	// simulated time and were not replayed.
 	TraceNotReplayed int64 `json:"trace_not_replayed"`
+
+	// Upstream (scenarios with an Upstream): what its API did with the
+	// requests admitted. UpstreamAccepted and Upstream429 count its 200s
+	// and 429s, UpstreamFailed its 503s in outages. UpstreamUtilisation is
+	// accepted / min(offered, true limit), summed over the upstream's
+	// key-windows, in percent. UpstreamPauseEvents counts its key-windows
+	// with at least one 429; Upstream429WorstIsolate is the most 429s one
+	// isolate got in one of them.
+	UpstreamAccepted        int64   `json:"upstream_accepted,omitempty"`
+	Upstream429             int64   `json:"upstream_429,omitempty"`
+	UpstreamFailed          int64   `json:"upstream_failed,omitempty"`
+	UpstreamUtilisation     float64 `json:"upstream_utilisation_pct,omitempty"`
+	UpstreamPauseEvents     int64   `json:"upstream_pause_events,omitempty"`
+	Upstream429WorstIsolate int64   `json:"upstream_429_worst_isolate,omitempty"`
 }
 
 // histogram is a log-linear histogram of non-negative ns values (8

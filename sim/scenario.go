@@ -56,6 +56,10 @@ const (
 // default mode (wire.Auto).
 var AllStrategies = []string{LocalOnly, Central, Location, Approximate, Strict, Auto}
 
+// FeedbackStrategies are the edgelimit strategies whose isolates observe
+// the upstream's answers (see Upstream); they run only with an upstream.
+var FeedbackStrategies = []string{Approximate + FeedbackSuffix, Strict + FeedbackSuffix, Auto + FeedbackSuffix}
+
 // Fail policies (Scenario.FailPolicy): what an isolate whose view is stale
 // (no successful sync for syncloop's StaleAfter, 3 intervals) does.
 const (
@@ -131,6 +135,10 @@ type Scenario struct {
 	RetryWait Duration `json:"retry_wait,omitempty"`
 	// Churn evicts isolates (see Churn).
 	Churn Churn `json:"churn"`
+	// Upstream models the API behind the limiters (see Upstream); nil
+	// means none. With one, the default strategies add the feedback
+	// variants (FeedbackStrategies).
+	Upstream *Upstream `json:"upstream,omitempty"`
 	// SyncJitter is syncloop.Options.Jitter (fraction of the interval).
 	// Default 0.1.
 	SyncJitter float64 `json:"sync_jitter,omitempty"`
@@ -334,6 +342,18 @@ func (s *Scenario) EnsureDefaults() {
 	}
 	if len(s.Strategies) == 0 {
 		s.Strategies = append([]string(nil), AllStrategies...)
+		if s.Upstream != nil {
+			s.Strategies = append(s.Strategies, FeedbackStrategies...)
+		}
+	}
+	if s.Upstream != nil {
+		p := time.Second
+		if len(s.Config.Limiters) > 0 {
+			if d, err := time.ParseDuration(s.Config.Limiters[0].Period); err == nil && d > 0 {
+				p = d
+			}
+		}
+		s.Upstream.ensureDefaults(p)
 	}
 	if s.FailPolicy == "" {
 		s.FailPolicy = FailOpen
@@ -461,6 +481,9 @@ func (s *Scenario) Validate() error {
 	default:
 		bad("unknown fail_policy %q (want open, closed or local-share)", s.FailPolicy)
 	}
+	if s.Upstream != nil {
+		s.Upstream.validate(bad)
+	}
 	if s.SyncJitter < 0 || s.SyncJitter >= 1 {
 		bad("sync_jitter must be in [0, 1), got %v", s.SyncJitter)
 	}
@@ -547,6 +570,11 @@ func (s *Scenario) Validate() error {
 }
 
 func validStrategy(s string) bool {
+	for _, a := range FeedbackStrategies {
+		if a == s {
+			return true
+		}
+	}
 	for _, a := range AllStrategies {
 		if a == s {
 			return true

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -26,6 +27,14 @@ type strategy interface {
 
 // strategyFor returns the strategy named name (see AllStrategies).
 func strategyFor(name string) (strategy, error) {
+	if base, ok := strings.CutSuffix(name, FeedbackSuffix); ok {
+		st, err := strategyFor(base)
+		if ed, isEdge := st.(edge); err == nil && isEdge && !ed.byLocation {
+			ed.feedback = true
+			return ed, nil
+		}
+		return nil, fmt.Errorf("sim: unknown strategy %q (feedback applies to approximate, strict and auto)", name)
+	}
 	switch name {
 	case LocalOnly:
 		return localOnly{}, nil
@@ -104,6 +113,7 @@ type edge struct {
 	m          string
 	byLocation bool // one node per location (the per-location counter)
 	holds      bool // hold SyncRetry requests and sync early (edgelimit)
+	feedback   bool // observe the upstream's answers (Upstream)
 }
 
 func (s edge) mode() string { return s.m }

@@ -250,7 +250,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, l
 		}
 	}
 
-	if h.limit > 0 {
+	if h.limit > 0 && l.cfg.FollowAnnounced(h.remaining >= 0 && h.reset >= 0) {
 		n := h.limit
 		if h.window > 0 && h.window != l.cfg.Period {
 			n = max64(mulDiv(n, l.cfg.Period, h.window), 1)

@@ -58,10 +58,11 @@ type FileUpstream struct {
 	MaxLimit        int64  `json:"max_limit,omitempty"`        // default: the limit (announcements only lower it)
 	CircuitFailures int64  `json:"circuit_failures,omitempty"` // default 5; -1 turns the circuit off
 	CircuitOpen     string `json:"circuit_open,omitempty"`     // default 1s
+	Follow          string `json:"follow,omitempty"`           // "always", "never"; default: when the answer has no remaining/reset
 }
 
 func (fu *FileUpstream) config(i int) (*UpstreamConfig, error) {
-	u := &UpstreamConfig{MaxLimit: fu.MaxLimit, CircuitFailures: fu.CircuitFailures}
+	u := &UpstreamConfig{MaxLimit: fu.MaxLimit, CircuitFailures: fu.CircuitFailures, Follow: fu.Follow}
 	for _, d := range []struct {
 		name string
 		s    string

@@ -35,7 +35,7 @@ var (
 	fixConfig = wire.Config{Version: wire.Version, IsolateID: "edge-fra-07", MaxKeys: 100000, Limiters: []wire.LimiterConfig{
 		// Decoding gives an empty, non-nil Overrides when the field is present.
 		{Name: "llm", Algorithm: wire.FixedWindow, Limit: 6, Period: 1e9, Overrides: []wire.Override{},
-			Upstream: &wire.UpstreamConfig{MaxPause: 600e9, MaxLimit: 10, CircuitFailures: -1, CircuitOpen: 2e9}},
+			Upstream: &wire.UpstreamConfig{MaxPause: 600e9, MaxLimit: 10, CircuitFailures: -1, CircuitOpen: 2e9, Follow: wire.FollowAlways}},
 		{Name: "customer", Algorithm: wire.SlidingWindow, Limit: 100, Period: 60e9, Mode: wire.Strict, FailPolicy: wire.FailClosed,
 			Overrides: []wire.Override{{Key: "acme", Limit: 1000}, {Key: key40, Limit: 70000}}},
 		{Name: "bucket", Algorithm: wire.TokenBucket, Limit: wire.MaxLimit, Period: wire.MaxPeriod, Burst: 300, Mode: wire.Approximate, Overrides: []wire.Override{}},
@@ -121,6 +121,9 @@ func configGeneric(c *wire.Config) map[string]any {
 		if u := l.Upstream; u != nil { // encoded only when set
 			m["upstream"] = map[string]any{"max_pause_ns": u.MaxPause, "max_limit": u.MaxLimit,
 				"circuit_failures": u.CircuitFailures, "circuit_open_ns": u.CircuitOpen}
+			if u.Follow != "" {
+				m["upstream"].(map[string]any)["follow"] = u.Follow
+			}
 		}
 		lims = append(lims, m)
 	}

@@ -45,7 +45,23 @@ type UpstreamConfig struct {
 	// CircuitOpen is the first time the circuit stays open, ns; 0 means
 	// DefaultCircuitOpen.
 	CircuitOpen int64 `msgpack:"circuit_open_ns"`
+	// Follow says when an announced limit becomes the key's limit:
+	// FollowAuto (the default, empty), FollowAlways or FollowNever.
+	// Encoded only when set.
+	Follow string `msgpack:"follow,omitempty"`
 }
+
+// UpstreamConfig.Follow values. With FollowAuto an announced limit is
+// followed when the answer carries no live counters (remaining and reset):
+// with them, the pause until the upstream's reset already enforces its own
+// windows, and its limit imposed on the limiter's windows (which start at
+// another phase) would only cost throughput (see the README's upstream
+// section for the measured figures).
+const (
+	FollowAuto   = ""
+	FollowAlways = "always"
+	FollowNever  = "never"
+)
 
 // PauseCap returns the longest pause a limiter honours, ns.
 func (l *LimiterConfig) PauseCap() int64 {
@@ -76,6 +92,17 @@ func (l *LimiterConfig) CircuitThreshold() int64 {
 	return l.Upstream.CircuitFailures
 }
 
+// FollowAnnounced reports whether an announced limit becomes the key's
+// limit, for an answer that carried live counters (remaining and reset) or
+// not.
+func (l *LimiterConfig) FollowAnnounced(counters bool) bool {
+	f := FollowAuto
+	if l.Upstream != nil {
+		f = l.Upstream.Follow
+	}
+	return f == FollowAlways || f == FollowAuto && !counters
+}
+
 // CircuitBase returns the first open time of a circuit, ns.
 func (l *LimiterConfig) CircuitBase() int64 {
 	if l.Upstream != nil && l.Upstream.CircuitOpen > 0 {
@@ -97,10 +124,21 @@ func (u *UpstreamConfig) validate(p string, bad func(field, msg string)) {
 	if u.CircuitOpen < 0 || u.CircuitOpen > MaxPeriod {
 		bad(p+"circuit_open", "must be between 0 (the default) and 31 days")
 	}
+	switch u.Follow {
+	case FollowAuto, FollowAlways, FollowNever:
+	default:
+		bad(p+"follow", "unknown value "+quote(u.Follow)+" (want always, never, or empty for auto)")
+	}
 }
 
 func (u *UpstreamConfig) appendMsg(b []byte) []byte {
-	b = AppendMapHeader(b, 4)
+	if u.Follow != "" {
+		b = AppendMapHeader(b, 5)
+		b = AppendString(b, "follow")
+		b = AppendString(b, u.Follow)
+	} else {
+		b = AppendMapHeader(b, 4)
+	}
 	b = AppendString(b, "max_pause_ns")
 	b = AppendInt(b, u.MaxPause)
 	b = AppendString(b, "max_limit")
@@ -122,6 +160,8 @@ func (u *UpstreamConfig) read(r *Reader) {
 			u.CircuitFailures = r.ReadInt()
 		case "circuit_open_ns":
 			u.CircuitOpen = r.ReadInt()
+		case "follow":
+			u.Follow = r.ReadString()
 		default:
 			r.Skip()
 		}
