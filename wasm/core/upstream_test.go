@@ -300,6 +300,25 @@ func TestAnnouncedLimit(t *testing.T) {
 	if o := h.observe(0, "k", 200, t0, [2]string{"X-RateLimit-Limit", "50"}); o.Limit != 20 {
 		t.Fatalf("announced 50 with max_limit 20: %d, want 20", o.Limit)
 	}
+	// Live counters (remaining and reset) pause until the upstream's reset
+	// instead: the limit is followed only when upstream.follow says always.
+	counters := [][2]string{{"X-RateLimit-Limit", "6"}, {"X-RateLimit-Remaining", "3"}, {"X-RateLimit-Reset", "1"}}
+	for _, tc := range []struct {
+		follow string
+		want   int64
+	}{{wire.FollowAuto, 10}, {wire.FollowAlways, 6}, {wire.FollowNever, 10}} {
+		lc := llmLimiter(wire.Approximate)
+		lc.Upstream.Follow = tc.follow
+		g := newUpFleet(t, lc, 1, true)
+		if o := g.observe(0, "k", 200, t0, counters...); o.Limit != tc.want {
+			t.Errorf("follow %q with live counters: limit %d, want %d", tc.follow, o.Limit, tc.want)
+		}
+	}
+	lc = llmLimiter(wire.Approximate)
+	lc.Upstream.Follow = wire.FollowNever
+	if o := newUpFleet(t, lc, 1, true).observe(0, "k", 200, t0, lim); o.Limit != 10 {
+		t.Errorf("follow never: limit %d, want 10", o.Limit)
+	}
 	// A policy with a window: 120 per minute is 2 per second.
 	k := newUpFleet(t, llmLimiter(wire.Approximate), 1, true)
 	if o := k.observe(0, "k", 200, t0, [2]string{"RateLimit-Policy", `"m";q=120;w=60`}); o.Limit != 2 {

@@ -67,17 +67,35 @@ export function normalizeConfig(cfg, synced = false) {
         overrides.set(k, v);
       }
     }
+    let upstream = null;
+    if (l.upstream !== undefined) {
+      const u = l.upstream;
+      const q = `${p}.upstream`;
+      if (!u || typeof u !== 'object' || Array.isArray(u)) bad(q, 'must be an object');
+      upstream = { max_pause_ns: 0n, max_limit: u.max_limit ?? 0, circuit_failures: u.circuit_failures ?? 0, circuit_open_ns: 0n };
+      for (const [f, w] of [['max_pause', 'max_pause_ns'], ['circuit_open', 'circuit_open_ns']]) {
+        if (u[f] === undefined) continue;
+        try { upstream[w] = parseDuration(u[f]); } catch (e) { bad(`${q}.${f}`, e.message.replace(/^edgelimit: /, '')); }
+      }
+      if (!Number.isSafeInteger(upstream.max_limit) || upstream.max_limit < 0) bad(`${q}.max_limit`, 'must be an integer >= 0');
+      if (!Number.isSafeInteger(upstream.circuit_failures) || upstream.circuit_failures < -1) bad(`${q}.circuit_failures`, 'must be -1 (off), 0 (default) or a count');
+      if (u.follow !== undefined) {
+        if (!['always', 'never', ''].includes(u.follow)) bad(`${q}.follow`, `unknown value ${JSON.stringify(u.follow)} (want always or never)`);
+        if (u.follow) upstream.follow = u.follow;
+      }
+    }
     return {
+      upstream,
       name: l.name, algorithm: l.algorithm, limit: l.limit, periodNs, burst: l.burst ?? 0,
       mode: (l.mode ?? '') === '' || l.mode === 'auto' ? (synced ? 'auto' : 'approximate') : l.mode, readThrough: !!l.read_through, overrides, failPolicy: l.fail_policy ?? '',
     };
   });
-  return { maxKeys: cfg.max_keys ?? 0, limiters };
+  return { maxKeys: cfg.max_keys ?? 0, limiters, standalone: !synced };
 }
 
 /** The wire.Config message (msgpack field names) for a normalized config. */
 export function toWire(norm, isolateId) {
-  return {
+  const w = {
     v: 1,
     iso: isolateId,
     max_keys: norm.maxKeys,
@@ -88,7 +106,11 @@ export function toWire(norm, isolateId) {
         overrides: [...l.overrides].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, v]),
       };
       if (l.failPolicy) m.fail_policy = l.failPolicy;
+      if (l.upstream) m.upstream = l.upstream;
       return m;
     }),
   };
+  // Isolates that never sync probe a half-open circuit on their own.
+  if (norm.standalone) w.alone = true;
+  return w;
 }

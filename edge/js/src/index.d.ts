@@ -25,6 +25,44 @@ export interface LimiterConfig {
   overrides?: Record<string, number> | Array<[string, number]>;
   /** What a stale isolate does (default: the create() option failPolicy). */
   fail_policy?: FailPolicy;
+  /** How the limiter follows its upstream's answers (observe()); absent: the defaults. */
+  upstream?: UpstreamConfig;
+}
+
+/** How a limiter follows what its upstream answers (see observe()). */
+export interface UpstreamConfig {
+  /** Longest pause honoured, a Go duration; default max(1h, period). */
+  max_pause?: string;
+  /** Highest limit an announced quota may set; default the configured limit. */
+  max_limit?: number;
+  /** Consecutive failures that open the key's circuit; default 5, -1 off. */
+  circuit_failures?: number;
+  /** First open time of the circuit, a Go duration; default "1s", doubling per failed probe. */
+  circuit_open?: string;
+  /** When an announced limit becomes the key's limit: default only for answers without remaining/reset. */
+  follow?: '' | 'always' | 'never';
+}
+
+/** What observe() returns: the key's upstream state after the answer. */
+export interface Observed {
+  /** The key is paused for this long (0: not paused). */
+  pausedMs: number;
+  circuit: 'closed' | 'open' | 'half-open';
+  /** The key's limit now (the configured one unless a quota was announced). */
+  limit: number;
+  /** Why header values were ignored ("; "-separated), empty when none. */
+  ignored: string;
+}
+
+/** What the upstream answered, for observe(). */
+export interface ObserveOptions {
+  limiter?: string | number;
+  key: string;
+  /** A fetch Response (its status and headers are read). */
+  response?: { status: number; headers: Headers | Map<string, string> | Array<[string, string]> | Record<string, string> };
+  /** Without response: the status (0: no answer came) and headers. */
+  status?: number;
+  headers?: Headers | Map<string, string> | Array<[string, string]> | Record<string, string>;
 }
 
 export interface Config {
@@ -158,6 +196,12 @@ export class EdgeLimit {
   schedule<T>(opts: WaitOptions, fn: () => T | Promise<T>, ctx?: WaitUntil): Promise<Awaited<T>>;
   /** Sends everything decided so far (after any sync in flight); true when the reply was applied or there was nothing to send. */
   sync(): Promise<boolean>;
+  /**
+   * Tells the limiter what the upstream answered: a 429 pauses the key here
+   * at once and in every isolate after the next sync; quota headers and
+   * failures (the key's circuit) are read too.
+   */
+  observe(opts: ObserveOptions, ctx?: WaitUntil): Observed;
   /** Forgets this isolate's local state of a key. */
   reset(opts: { limiter?: string | number; key: string | Uint8Array }): void;
   stats(): Stats;

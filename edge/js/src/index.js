@@ -299,6 +299,55 @@ export class EdgeLimit {
     return fn();
   }
 
+  /**
+   * Tells the limiter what the upstream answered to a request of (limiter,
+   * key): opts.response is a fetch Response (or {status, headers}), or give
+   * opts.status and opts.headers (a Headers, a Map, [[name, value]...] or a
+   * plain object); status 0 means no answer came. A 429 (or a 503 with
+   * Retry-After) pauses the key here at once and, with the next sync, in
+   * every isolate; quota headers (RateLimit, X-RateLimit-*) and failures
+   * (5xx, status 0: the key's circuit) are read by the module. Resolves to
+   * {pausedMs, circuit ("closed", "open", "half-open"), limit, ignored}.
+   */
+  observe(opts, ctx) {
+    if (!this._mod) this.ready();
+    const li = this._limiterIndex(opts.limiter ?? 0);
+    const res = opts.response;
+    const status = res ? res.status : (opts.status ?? 0);
+    if (!Number.isInteger(status) || status < 0 || status > 999) {
+      throw new EdgeLimitError(`observe: status ${JSON.stringify(status)} must be 0 (no answer) or an HTTP status`, 'bad_input');
+    }
+    const h = [];
+    const src = res ? res.headers : opts.headers;
+    const add = (n, v) => {
+      const name = String(n).toLowerCase();
+      if (name === 'retry-after' || name.startsWith('ratelimit') || name.startsWith('x-ratelimit') || name.startsWith('x-rate-limit')) {
+        if (h.length < 64) h.push([name, String(v).slice(0, 1024)]);
+      }
+    };
+    if (src) {
+      if (typeof src.forEach === 'function' && !Array.isArray(src)) src.forEach((v, n) => add(n, v));
+      else if (Array.isArray(src)) for (const [n, v] of src) add(n, v);
+      else for (const n of Object.keys(src)) add(n, src[n]);
+    }
+    if (typeof opts.key !== 'string' || opts.key === '') throw new EdgeLimitError('observe: key must be a non-empty string', 'bad_input');
+    const now = this._clock();
+    let o;
+    try {
+      o = this._mod.observe({ v: 1, limiter: this._norm.limiters[li].name, key: opts.key, now: this._ns(now), status, h });
+    } catch (e) {
+      if (e instanceof EdgeLimitError) throw e;
+      this._trapped('observe', e);
+    }
+    if (o.sync && this._sched) this._background === 'requests' ? this._pump(now, true, ctx) : this._kick(now);
+    return {
+      pausedMs: Number(o.paused_ns) / 1e6,
+      circuit: ['closed', 'open', 'half-open'][Number(o.circuit)] ?? 'closed',
+      limit: Number(o.limit),
+      ignored: o.ignored ?? '',
+    };
+  }
+
   /** Forgets this isolate's local state of (limiter, key). */
   reset({ limiter, key }) {
     const st = this.module.reset(this._limiterIndex(limiter ?? 0), key);

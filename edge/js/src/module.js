@@ -53,7 +53,7 @@ export class Module {
     const inst = new WebAssembly.Instance(wasmModule, this._kernel.imports);
     const x = inst.exports;
     for (const name of ['el_key_buf', 'el_result_buf', 'el_io_buf', 'el_io_ptr', 'el_decide', 'el_decide_multi',
-      'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', '_initialize']) {
+      'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', 'el_observe', '_initialize']) {
       if (typeof x[name] !== 'function') throw new EdgeLimitError(`the module does not export ${name}`, 'bad_module');
     }
     this.exports = x;
@@ -226,6 +226,19 @@ export class Module {
     const c = this.exports.el_reincarnate(b.length);
     this._refresh();
     if (c < 0) throw codeError('reincarnate', c);
+  }
+
+  /**
+   * Applies an upstream's answer (a wire.Observation object: v, limiter,
+   * key, now (BigInt ns), status, h: [[name, value]...]); returns the
+   * decoded wire.Observed ({paused_ns, circuit, limit, sync, ignored}).
+   */
+  observe(observation) {
+    const b = encode(observation);
+    this._writeIO(b);
+    const n = this.exports.el_observe(b.length);
+    if (n < 0) { this._refresh(); throw codeError('observe', n); }
+    return decode(this._readIO(n));
   }
 
   /** The module's counters (wire.Stats: keys, decisions, denials, ...). */
