@@ -28,6 +28,9 @@ import (
 //	edgelimit_edge_module_keys{isolate}                         keys the module tracks (module stats)
 //	edgelimit_edge_module_evicted_unsynced_total{isolate}       cost lost to evictions before a sync (module stats)
 //	edgelimit_edge_module_errors_total{isolate}                 module calls that returned an error (module stats)
+//	edgelimit_edge_upstream_pauses_total{isolate}               key pauses an upstream's answer began, here or via the coordinator (module stats)
+//	edgelimit_edge_upstream_circuit_opens_total{isolate}        key circuits opened (module stats)
+//	edgelimit_edge_upstream_ignored_total{isolate}              upstream header values ignored as unreadable or out of range (module stats)
 type metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec
@@ -114,11 +117,14 @@ var (
 	descKeys      = prometheus.NewDesc(metricNS+"module_keys", "Keys the isolate's module tracks.", []string{"isolate"}, nil)
 	descEvicted   = prometheus.NewDesc(metricNS+"module_evicted_unsynced_total", "Cost the module lost by evicting keys before they synced.", []string{"isolate"}, nil)
 	descModuleErr = prometheus.NewDesc(metricNS+"module_errors_total", "Module calls that returned an error.", []string{"isolate"}, nil)
+	descUpPauses  = prometheus.NewDesc(metricNS+"upstream_pauses_total", "Key pauses an upstream's answer began or extended, observed here or heard from the coordinator.", []string{"isolate"}, nil)
+	descUpOpens   = prometheus.NewDesc(metricNS+"upstream_circuit_opens_total", "Times a key's circuit opened in the isolate.", []string{"isolate"}, nil)
+	descUpIgnored = prometheus.NewDesc(metricNS+"upstream_ignored_total", "Upstream header values ignored (unreadable, out of range, dates in the past).", []string{"isolate"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c slotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descViewAge, descStale, descUnacked, descUnsynced, descRestarts, descKeys, descEvicted, descModuleErr} {
+	for _, d := range []*prometheus.Desc{descViewAge, descStale, descUnacked, descUnsynced, descRestarts, descKeys, descEvicted, descModuleErr, descUpPauses, descUpOpens, descUpIgnored} {
 		ch <- d
 	}
 }
@@ -147,6 +153,9 @@ func (c slotCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descUnsynced, prometheus.GaugeValue, float64(st.UnsyncedCost), id)
 			ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(st.EvictedUnsynced), id)
 			ch <- prometheus.MustNewConstMetric(descModuleErr, prometheus.CounterValue, float64(st.Errors), id)
+			ch <- prometheus.MustNewConstMetric(descUpPauses, prometheus.CounterValue, float64(st.UpstreamPauses), id)
+			ch <- prometheus.MustNewConstMetric(descUpOpens, prometheus.CounterValue, float64(st.CircuitOpens), id)
+			ch <- prometheus.MustNewConstMetric(descUpIgnored, prometheus.CounterValue, float64(st.UpstreamIgnored), id)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,5 +207,11 @@ func TestObserveRefusesBadInput(t *testing.T) {
 	}
 	if resp, _ := get(t, srv, url.Values{"limiter": {"llm"}, "key": {"k"}}); resp.StatusCode != 429 {
 		t.Fatalf("after a 429 without a usable Retry-After: %d, want 429 (a backoff pause)", resp.StatusCode)
+	}
+	m := served{h: h, url: srv.URL}.metrics(t)
+	for _, want := range []string{`edgelimit_edge_upstream_pauses_total{isolate="0"} 1`, `edgelimit_edge_upstream_ignored_total{isolate="0"} 2`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
