@@ -17,6 +17,7 @@ const config = { limiters: [
   { name: 'strict', algorithm: 'fixed_window', limit: LIMIT, period: '1s', mode: 'strict' },
   { name: 'approx', algorithm: 'fixed_window', limit: LIMIT, period: '1s', mode: 'approximate' },
   { name: 'bench', algorithm: 'fixed_window', limit: 1000000000, period: '1s', mode: 'approximate' },
+  { name: 'upstream', algorithm: 'fixed_window', limit: 1000, period: '1s', upstream: {} },
 ] };
 const ISOLATES = 4;
 const skip = workerdBin() ? false : 'workerd is not installed (run `make tools-js` or `npm ci` in edge/js)';
@@ -90,6 +91,28 @@ test('workerd: Workers at 3x one key\'s limit; strict never over the limit, appr
   const v = await globalView(coord.url, 'approx', 'shared');
   assert.equal(v.status, 200);
   assert.equal(v.body.count, admitted.approx.get(v.body.window) ?? 0, `coordinator ${JSON.stringify(v.body)} vs ${windows(admitted.approx)}`);
+});
+
+test('workerd: one Worker hears 429 Retry-After: 30 from its upstream; the other Workers pause the key', { skip, timeout: 60000 }, async () => {
+  const q = 'limiter=upstream&key=acct';
+  for (const url of wd.urls) assert.equal((await fetch(`${url}/limit?${q}`)).status, 200);
+  const o = await (await fetch(`${wd.urls[0]}/observe?${q}&status=429&retry_after=30`)).json();
+  assert.ok(o.pausedMs > 29000, JSON.stringify(o));
+  // The others hear it through the coordinator: each may admit at most
+  // what it decides before its next reply, then denies for the pause.
+  for (const url of wd.urls.slice(1)) {
+    let leaked = 0;
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const r = await fetch(`${url}/limit?${q}`);
+      const d = await r.json();
+      if (r.status === 429) { assert.ok(d.retryAfterMs > 25000, JSON.stringify(d)); break; }
+      leaked++;
+      assert.ok(Date.now() < deadline, `${url} still admits the paused key after 5 s`);
+      await sleep(20);
+    }
+    assert.ok(leaked <= 3, `${url} admitted ${leaked} requests after the pause`);
+  }
 });
 
 test('the Go host, Node and workerd load the same module bytes', { skip, timeout: 60000 }, async () => {

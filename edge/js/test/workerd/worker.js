@@ -22,6 +22,15 @@ export default {
         const d = await rl.limit({ limiter: url.searchParams.get('limiter'), key: url.searchParams.get('key') }, ctx);
         return Response.json(d, { status: d.success ? 200 : 429 });
       }
+      case '/observe': {
+        // What an upstream answered, as a Worker gets it from fetch: a
+        // Response with its headers.
+        const headers = {};
+        const ra = url.searchParams.get('retry_after');
+        if (ra !== null) headers['Retry-After'] = ra;
+        const answer = new Response(null, { status: Number(url.searchParams.get('status')), headers });
+        return Response.json(rl.observe({ limiter: url.searchParams.get('limiter'), key: url.searchParams.get('key'), response: answer }, ctx));
+      }
       case '/sync':
         return Response.json({ ok: await rl.sync(), error: String(rl.lastError ?? '') });
       case '/stats':
