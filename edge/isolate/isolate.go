@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/edgelimit/edgelimit/wasm/abi"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 	"github.com/tetratelabs/wazero"
@@ -18,17 +19,9 @@ import (
 // restarted after it.
 var ErrTrap = errors.New("isolate: module trapped")
 
-// Decision is the outcome of a decision (see core.Result).
-type Decision struct {
-	Allowed    bool
-	SyncWanted bool  // the module asks for an early sync
-	SyncRetry  bool  // strict mode denied only for want of a lease (see core.Result.SyncRetry)
-	Limiter    int   // index of the binding limiter
-	Limit      int64 // limit of the binding limiter for the key
-	Remaining  int64 // cost still admissible now
-	Reset      int64 // ns time the window ends or the bucket is full
-	RetryAfter int64 // ns until the request could pass; 0 when allowed, -1 never
-}
+// Decision is the outcome of a decision: the system's one decision type,
+// wire.Result, as the module's result buffer carries it (package abi).
+type Decision = wire.Result
 
 // Check is one (limiter, key, cost) of a multi-limiter decision.
 type Check struct {
@@ -172,7 +165,7 @@ func (i *Isolate) Decide(ctx context.Context, limiter int, key string, cost, now
 	if len(key) > wire.MaxKeyLen {
 		return Decision{}, fmt.Errorf("isolate: decide: %w", core.ErrKeyTooLong)
 	}
-	i.mem.WriteString(i.keyBuf, key) // in range: the buffer holds 4096 bytes
+	i.mem.WriteString(i.keyBuf, key) // in range: the buffer holds abi.KeyBufSize bytes
 	return i.decideKey(ctx, limiter, len(key), cost, now)
 }
 
@@ -221,21 +214,11 @@ func (i *Isolate) finish(ctx context.Context, op string, f api.Function) (Decisi
 	if c := int32(i.stack[0]); c < 0 {
 		return Decision{}, fmt.Errorf("isolate: %s: %w", op, core.ErrorForCode(c))
 	}
-	res, ok := i.mem.Read(i.resBuf, 56)
+	res, ok := i.mem.Read(i.resBuf, abi.ResultBytes)
 	if !ok {
 		return Decision{}, fmt.Errorf("isolate: %s: result buffer out of range", op)
 	}
-	le := binary.LittleEndian
-	return Decision{
-		Allowed:    le.Uint64(res) == 1,
-		Limit:      int64(le.Uint64(res[8:])),
-		Remaining:  int64(le.Uint64(res[16:])),
-		Reset:      int64(le.Uint64(res[24:])),
-		RetryAfter: int64(le.Uint64(res[32:])),
-		SyncWanted: le.Uint64(res[40:])&1 != 0,
-		SyncRetry:  le.Uint64(res[40:])&2 != 0,
-		Limiter:    int(le.Uint64(res[48:])),
-	}, nil
+	return abi.ReadResult(res), nil
 }
 
 // Reset forgets the isolate's local state of (limiter, key).

@@ -52,22 +52,9 @@ type item struct {
 	delta int64
 }
 
-// Result is the outcome of a decision. For several limiters checked
-// together it describes the binding one (see wire.Decision).
-type Result struct {
-	Allowed    bool
-	SyncWanted bool // the isolate asks for an early sync
-	// SyncRetry: strict mode denied only because this isolate's lease is
-	// missing or too small while the global view has room. A host that can
-	// afford one round trip may sync and decide again after the reply
-	// instead of denying.
-	SyncRetry  bool
-	Limiter    int   // index of the binding limiter
-	Limit      int64 // limit of the binding limiter for the key
-	Remaining  int64 // cost still admissible now
-	Reset      int64 // ns time the window ends or the bucket is full
-	RetryAfter int64 // ns until the request could pass; 0 when allowed, -1 never (cost above the limit)
-}
+// Result is the outcome of a decision: the system's one decision type,
+// wire.Result.
+type Result = wire.Result
 
 // Check is one (limiter, key, cost) of a multi-limiter decision.
 type Check struct {

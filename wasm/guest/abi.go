@@ -6,17 +6,19 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/edgelimit/edgelimit/wasm/abi"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// Layouts of the scalar ABI (all integers little-endian):
+// Layouts of the scalar ABI (all integers little-endian; the sizes, slots
+// and bits are defined once, in package abi):
 //
-//	key buffer (el_key_buf, KeyBufSize bytes):
+//	key buffer (el_key_buf, abi.KeyBufSize bytes):
 //	  el_decide / el_reset: the key bytes at offset 0.
 //	  el_decide_multi: n records, each a 16-byte header
 //	  [u32 limiter index][u32 key length][i64 cost] followed by the key bytes.
-//	result buffer (el_result_buf, 7 x i64):
+//	result buffer (el_result_buf, abi.ResultSlots x i64):
 //	  [allowed 0/1][limit][remaining][reset ns][retry-after ns][flags][binding limiter index]
 //	  flags: bit 0 sync wanted, bit 1 sync retry (core.Result.SyncRetry)
 //	status word returned by el_decide*: >= 0 is bit 0 allowed, bit 1 sync
@@ -29,11 +31,9 @@ import (
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
 //	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
 //	code. See core.Core.Observe.
-const keyBufSize = 4096
-
 var (
-	keyBuf    [keyBufSize]byte
-	resultBuf [7]int64
+	keyBuf    [abi.KeyBufSize]byte
+	resultBuf [abi.ResultSlots]int64
 	ioBuf     []byte
 	result    core.Result
 	checks    [wire.MaxChecks]core.Check
@@ -65,23 +65,7 @@ func elIOPtr() int32 {
 	return int32(uintptr(unsafe.Pointer(&ioBuf[:1][0])))
 }
 
-func status(r *core.Result) int32 {
-	resultBuf[0] = b2i(r.Allowed)
-	resultBuf[1] = r.Limit
-	resultBuf[2] = r.Remaining
-	resultBuf[3] = r.Reset
-	resultBuf[4] = r.RetryAfter
-	resultBuf[5] = b2i(r.SyncWanted) | b2i(r.SyncRetry)<<1
-	resultBuf[6] = int64(r.Limiter)
-	return int32(resultBuf[0] | resultBuf[5]<<1)
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
+func status(r *core.Result) int32 { return abi.PutResult(&resultBuf, r) }
 
 //export el_decide
 func elDecide(limiter, keyLen int32, cost, now int64) int32 {
@@ -107,17 +91,17 @@ func elDecideMulti(n int32, now int64) int32 {
 	}
 	off := 0
 	for i := 0; i < int(n); i++ {
-		if off+16 > keyBufSize {
+		if off+abi.MultiHeader > abi.KeyBufSize {
 			return core.Code(core.ErrBadInput)
 		}
 		li := le32(keyBuf[off:])
 		kl := le32(keyBuf[off+4:])
 		cost := int64(le32(keyBuf[off+8:])) | int64(le32(keyBuf[off+12:]))<<32
-		off += 16
+		off += abi.MultiHeader
 		if kl > wire.MaxKeyLen {
 			return core.Code(core.ErrKeyTooLong)
 		}
-		if off+int(kl) > keyBufSize {
+		if off+int(kl) > abi.KeyBufSize {
 			return core.Code(core.ErrBadInput)
 		}
 		checks[i] = core.Check{Limiter: int(li), Key: keyBuf[off : off+int(kl)], Cost: cost}

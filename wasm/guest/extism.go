@@ -50,8 +50,7 @@ func extDecide() int32 {
 	if err := lim.DecideMulti(cs[:len(q.Checks)], q.Now, &r); err != nil {
 		return fail(err)
 	}
-	d := wire.Decision{Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining, Reset: r.Reset,
-		RetryAfter: r.RetryAfter, SyncWanted: r.SyncWanted, SyncRetry: r.SyncRetry, Limiter: lim.Config().Limiters[r.Limiter].Name}
+	d := wire.DecisionOf(&r, lim.Config().Limiters[r.Limiter].Name)
 	pdk.Output(d.AppendMsg(nil))
 	return 0
 }

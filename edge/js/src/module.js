@@ -130,7 +130,8 @@ export class Module {
   /**
    * Field i of the last decision's result buffer as a Number:
    * 0 allowed, 1 limit, 2 remaining, 3 reset ns (Number: ~256 ns precision
-   * at today's epoch), 4 retry-after ns (-1 never), 5 flags, 6 limiter index.
+   * at today's epoch), 4 retry-after ns (-1 never), 5 flags, 6 limiter index
+   * (the slots of the Go package wasm/abi, which defines the ABI).
    */
   resultInt(i) {
     const j = this._res32 + 2 * i;
