@@ -55,10 +55,15 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	writeTimeout := fs.Duration("write-timeout", host.DefaultWriteTimeout, "bound on answering a request (must exceed --retry-wait)")
 	idleTimeout := fs.Duration("idle-timeout", host.DefaultIdleTimeout, "idle keep-alive connections are closed after this")
 	maxBody := fs.Int64("max-body", host.DefaultMaxBodyBytes, "cap on a request body, bytes (larger: 413)")
+	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
+		return fmt.Errorf("edge: %w", err)
+	}
+	log, err := lf.logger(stderr)
+	if err != nil {
 		return fmt.Errorf("edge: %w", err)
 	}
 	if fs.NArg() > 0 {
@@ -80,7 +85,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	h, err := host.New(ctx, host.Options{Config: cfg, Isolates: *isolates, Coordinator: *coord, Token: *token,
 		Sync: syncloop.Options{Interval: *interval, StaleAfter: *staleAfter}, SyncTimeout: *syncTimeout,
-		RetryWait: *retryWait, FailPolicy: fp, ShareIsolates: *shareIsolates,
+		RetryWait: *retryWait, FailPolicy: fp, ShareIsolates: *shareIsolates, Logger: log,
 		Server: host.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxBodyBytes: *maxBody}})
 	if err != nil {
 		return fmt.Errorf("edge: %w", err)
@@ -90,8 +95,8 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("edge: %w", err)
 	}
-	fmt.Fprintf(stderr, "edge: %d isolates listening on %s (coordinator %q, fail policy %s, stale after %v)\n",
-		*isolates, ln.Addr(), *coord, fp, h.StaleAfter())
+	log.Info(fmt.Sprintf("edge: %d isolates listening on %s", *isolates, ln.Addr()), "addr", ln.Addr().String(),
+		"isolates", *isolates, "coordinator", *coord, "fail_policy", fp.String(), "stale_after", h.StaleAfter())
 	if err := h.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("edge: %w", err)
 	}

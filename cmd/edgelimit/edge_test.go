@@ -103,7 +103,12 @@ func TestEdgeCommandFailsClosed(t *testing.T) {
 	if r := get("/v1/decide?limiter=llm&key=a"); r.StatusCode != 429 || r.Header.Get("EdgeLimit-Fail-Policy") != "closed" {
 		t.Fatalf("stale, --fail-policy closed: %d %v", r.StatusCode, r.Header)
 	}
-	if !strings.Contains(stderr.String(), "fail policy closed, stale after 150ms") {
-		t.Errorf("start line: %q", stderr.String())
+	logs := stderr.String()
+	if !strings.Contains(logs, "fail_policy=closed stale_after=150ms") {
+		t.Errorf("start line: %q", logs)
+	}
+	// The outage is logged once (level warn), not once per attempt.
+	if n := strings.Count(logs, "level=WARN msg=\"host: sync failing"); n != 1 {
+		t.Errorf("%d sync-failing warnings, want 1: %q", n, logs)
 	}
 }

@@ -67,6 +67,11 @@ func TestEdgeFlags(t *testing.T) {
 	if _, _, err := run(t, "edge", "-h"); err != nil {
 		t.Fatalf("edge -h: %v", err)
 	}
+	for _, bad := range [][]string{{"--log-format", "xml"}, {"--log-level", "loud"}} {
+		if _, _, err := run(t, append([]string{"edge"}, bad...)...); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("edge %v: %v, want an error naming the flag", bad, err)
+		}
+	}
 }
 
 // The README's tuning command works: it prints the scanned curve and a

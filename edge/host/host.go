@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -62,6 +63,10 @@ type Options struct {
 	Server ServerOptions
 	// Runtime configures the wazero runtime (module, memory cap per isolate).
 	Runtime isolate.Options
+	// Logger receives the host's events: a sync loop that starts failing
+	// (warn, once per outage) and recovers (info), an isolate restarted
+	// after a trap (error), a reincarnation (warn). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultIsolates is the default number of isolates.
@@ -89,6 +94,7 @@ type Host struct {
 // its syncs.
 type slot struct {
 	idx    int
+	log    *slog.Logger // the host's, with the isolate's id
 	mu     sync.Mutex
 	iso    *isolate.Isolate
 	share  *failpolicy.Share[shareKey] // local-share counts; under mu
@@ -133,6 +139,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		// Isolates that never sync: auto limiters decide alone.
 		opts.Config = opts.Config.Alone()
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	opts.Sync.EnsureDefaults()
 	if err := opts.Sync.Validate(); err != nil {
 		return nil, fmt.Errorf("host: %w", err)
@@ -168,6 +177,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys))}
 		s.lastOK.Store(start)
+		s.log = opts.Logger.With("isolate", cfg.IsolateID)
 		h.slots = append(h.slots, s)
 		if opts.Coordinator == "" {
 			continue
@@ -176,9 +186,11 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
 		}
-		s.loop.OnError = func(error) {
+		s.loop.OnError = func(err error) {
 			h.errs.Add(1)
-			s.failures.Add(1)
+			if s.failures.Add(1) == 1 {
+				s.log.Warn("host: sync failing; the isolate decides from its last view until a sync succeeds", "err", err)
+			}
 		}
 		h.wg.Add(1)
 		go func() {
@@ -291,6 +303,9 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 	}
 	s.mu.Unlock()
 	if err != nil {
+		if errors.Is(err, isolate.ErrTrap) {
+			s.log.Error("host: the isolate trapped and restarted; what it had not synced is lost", "err", err)
+		}
 		return d, nil, fmt.Errorf("host: %w", err)
 	}
 	if d.SyncWanted && s.loop != nil {
@@ -328,7 +343,12 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 func (m lockedModule) Reincarnate(ctx context.Context) error {
 	m.s.mu.Lock()
 	defer m.s.mu.Unlock()
-	return m.s.iso.Reincarnate(ctx)
+	old := m.s.iso.ID()
+	err := m.s.iso.Reincarnate(ctx)
+	if err == nil {
+		m.s.log.Warn("host: the coordinator refused the isolate's sequence number; resending its deltas under a new id", "old_id", old, "new_id", m.s.iso.ID())
+	}
+	return err
 }
 
 // SyncIn applies a reply: a good sync.
@@ -340,7 +360,9 @@ func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error
 		return err
 	}
 	m.s.lastOK.Store(now)
-	m.s.failures.Store(0)
+	if n := m.s.failures.Swap(0); n > 0 {
+		m.s.log.Info("host: sync recovered", "failed_attempts", n)
+	}
 	m.s.unacked.Store(0)
 	m.s.syncMu.Lock()
 	close(m.s.synced)
