@@ -61,7 +61,7 @@ func (h *Host) Health(now int64) Health {
 // handleHealth answers GET /healthz: 200 with Health, or 503 when an
 // isolate's view is stale.
 func (h *Host) handleHealth(w http.ResponseWriter, r *http.Request) {
-	hl := h.Health(time.Now().UnixNano())
+	hl := h.Health(h.opts.Clock.Now())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if hl.Status != "ok" {

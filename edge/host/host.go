@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgelimit/edgelimit/clock"
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
@@ -63,6 +64,9 @@ type Options struct {
 	Server ServerOptions
 	// Runtime configures the wazero runtime (module, memory cap per isolate).
 	Runtime isolate.Options
+	// Clock is the host's time: decisions, headers, staleness, the sync
+	// loops. Default clock.Real.
+	Clock clock.Clock
 	// Logger receives the host's events: a sync loop that starts failing
 	// (warn, once per outage) and recovers (info), an isolate restarted
 	// after a trap (error), a reincarnation (warn). Default slog.Default().
@@ -95,6 +99,7 @@ type Host struct {
 type slot struct {
 	idx    int
 	log    *slog.Logger // the host's, with the isolate's id
+	clk    clock.Clock  // the host's
 	mu     sync.Mutex
 	iso    *isolate.Isolate
 	share  *failpolicy.Share[shareKey] // local-share counts; under mu
@@ -116,6 +121,9 @@ type shareKey struct {
 // New starts a host: it compiles the module, starts the isolates and, when
 // a coordinator is set, their sync loops (stopped by Close).
 func New(ctx context.Context, opts Options) (*Host, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
 	if opts.Isolates <= 0 {
 		opts.Isolates = DefaultIsolates
 	}
@@ -130,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	if opts.IDPrefix == "" {
 		name, _ := os.Hostname()
-		opts.IDPrefix = fmt.Sprintf("edge-%s-%d-%d", name, os.Getpid(), time.Now().UnixNano())
+		opts.IDPrefix = fmt.Sprintf("edge-%s-%d-%d", name, os.Getpid(), opts.Clock.Now())
 	}
 	if opts.Config.Version == 0 {
 		opts.Config.Version = wire.Version
@@ -166,7 +174,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	var tr syncloop.Transport = &syncloop.HTTPTransport{URL: opts.Coordinator, Token: opts.Token,
 		Client: &http.Client{Timeout: opts.SyncTimeout}}
 	tr = timedTransport{tr: tr, m: h.met}
-	start := time.Now().UnixNano()
+	start := opts.Clock.Now()
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
 		cfg.IsolateID = opts.IDPrefix + "-" + strconv.Itoa(i)
@@ -177,12 +185,12 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys))}
 		s.lastOK.Store(start)
-		s.log = opts.Logger.With("isolate", cfg.IsolateID)
+		s.log, s.clk = opts.Logger.With("isolate", cfg.IsolateID), opts.Clock
 		h.slots = append(h.slots, s)
 		if opts.Coordinator == "" {
 			continue
 		}
-		if s.loop, err = syncloop.NewLoop(opts.Sync, syncloop.RealClock{}, tr, lockedModule{s}, uint64(i)); err != nil {
+		if s.loop, err = syncloop.NewLoop(opts.Sync, opts.Clock, tr, lockedModule{s}, uint64(i)); err != nil {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
 		}
@@ -266,12 +274,11 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 	if !ok {
 		return d, nil
 	}
-	timer := time.NewTimer(time.Duration(r.Deadline() - t))
-	defer timer.Stop()
+	expired := s.clk.After(r.Deadline() - t)
 	for {
 		select {
 		case <-wait:
-		case <-timer.C:
+		case <-expired:
 			return d, nil
 		case <-ctx.Done():
 			return d, ctx.Err()

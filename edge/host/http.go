@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/wasm/core"
@@ -75,7 +74,8 @@ func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := h.Decide(r.Context(), checks, func() int64 { return time.Now().UnixNano() })
+	var now int64 // the time of the decision (the last one, after a wait for a sync)
+	d, err := h.Decide(r.Context(), checks, func() int64 { now = h.opts.Clock.Now(); return now })
 	if err != nil {
 		status := http.StatusInternalServerError
 		if errors.Is(err, core.ErrKeyTooLong) || errors.Is(err, core.ErrBadCost) || errors.Is(err, core.ErrEmptyKey) ||
@@ -86,7 +86,6 @@ func (h *Host) handleDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lim := h.opts.Config.Limiters[d.Limiter]
-	now := time.Now().UnixNano()
 	hd := w.Header()
 	if d.Stale {
 		hd.Set("EdgeLimit-Fail-Policy", d.Policy.String())

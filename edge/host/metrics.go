@@ -87,7 +87,8 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// timedTransport observes the round trip of every sync.
+// timedTransport observes the round trip of every sync (a measured
+// duration, on the process's monotonic clock, not the host's Clock).
 type timedTransport struct {
 	tr syncloop.Transport
 	m  *metrics
@@ -131,7 +132,7 @@ func (c slotCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c slotCollector) Collect(ch chan<- prometheus.Metric) {
-	now := time.Now().UnixNano()
+	now := c.h.opts.Clock.Now()
 	for _, s := range c.h.slots {
 		id := strconv.Itoa(s.idx)
 		if s.loop != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -117,7 +116,7 @@ func (h *Host) handleObserve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	o, err := h.Observe(r.Context(), q, time.Now().UnixNano())
+	o, err := h.Observe(r.Context(), q, h.opts.Clock.Now())
 	if err != nil {
 		problem(w, http.StatusInternalServerError, "observe", err.Error())
 		return

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/clock"
 	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -212,6 +213,38 @@ func TestObserveRefusesBadInput(t *testing.T) {
 	for _, want := range []string{`edgelimit_edge_upstream_pauses_total{isolate="0"} 1`, `edgelimit_edge_upstream_ignored_total{isolate="0"} 2`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// The host reads time through its Clock: a pause of 30 s ends when the
+// injected clock passes it, not the wall clock.
+func TestPauseEndsOnTheHostsClock(t *testing.T) {
+	clk := clock.NewManual(1_763_700_000e9)
+	h, err := New(context.Background(), Options{Config: upstreamConfig(wire.Approximate), Isolates: 2, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	q := url.Values{"limiter": {"llm"}, "key": {"k"}}
+	if code, o := observe(t, srv, `{"limiter":"llm","key":"k","status":429,"headers":{"Retry-After":"30"}}`); code != 200 || o.PausedNS != 30e9 {
+		t.Fatalf("observe: %d %+v", code, o)
+	}
+	for i := 0; i < 2; i++ { // both isolates of the host
+		if resp, d := get(t, srv, q); resp.StatusCode != 429 || d.RetryAfter != 30e9 {
+			t.Fatalf("paused: %d %+v, want 429 with exactly 30 s to go on the manual clock", resp.StatusCode, d)
+		}
+	}
+	clk.Advance(29e9)
+	if resp, d := get(t, srv, q); resp.StatusCode != 429 || d.RetryAfter != 1e9 || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("29 s later: %d %+v", resp.StatusCode, d)
+	}
+	clk.Advance(1e9)
+	for i := 0; i < 2; i++ {
+		if resp, _ := get(t, srv, q); resp.StatusCode != 200 {
+			t.Fatalf("30 s later: %d, want 200", resp.StatusCode)
 		}
 	}
 }

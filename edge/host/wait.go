@@ -53,12 +53,11 @@ func (h *Host) handleWait(w http.ResponseWriter, r *http.Request) {
 		maxWait = d
 	}
 	maxWait = min(maxWait, h.maxWaitCap())
-	start := time.Now()
-	deadline := start.Add(maxWait)
-	now := func() int64 { return time.Now().UnixNano() }
-	var timer *time.Timer
+	start := h.opts.Clock.Now()
+	deadline := start + int64(maxWait)
+	var now int64 // the time of the last decision
 	for {
-		d, err := h.Decide(r.Context(), checks, now)
+		d, err := h.Decide(r.Context(), checks, func() int64 { now = h.opts.Clock.Now(); return now })
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client went away
@@ -71,28 +70,22 @@ func (h *Host) handleWait(w http.ResponseWriter, r *http.Request) {
 			problem(w, status, "decision", err.Error())
 			return
 		}
-		pause := time.Duration(max(d.RetryAfter, int64(time.Millisecond)))
-		if d.Allowed || d.RetryAfter < 0 || time.Until(deadline) < pause {
-			h.writeWaited(w, d, time.Since(start))
+		pause := max(d.RetryAfter, int64(time.Millisecond))
+		if d.Allowed || d.RetryAfter < 0 || deadline-now < pause {
+			h.writeWaited(w, d, time.Duration(now-start), now)
 			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(pause)
-			defer timer.Stop()
-		} else {
-			timer.Reset(pause)
 		}
 		select {
 		case <-r.Context().Done():
 			return // the client went away: stop waiting, write nothing
-		case <-timer.C:
+		case <-h.opts.Clock.After(pause):
 		}
 	}
 }
 
 // writeWaited writes a /v1/wait answer: the headers and body of /v1/decide
 // and EdgeLimit-Waited.
-func (h *Host) writeWaited(w http.ResponseWriter, d Decision, waited time.Duration) {
+func (h *Host) writeWaited(w http.ResponseWriter, d Decision, waited time.Duration, now int64) {
 	lim := h.opts.Config.Limiters[d.Limiter]
 	hd := w.Header()
 	if d.Stale {
@@ -100,7 +93,7 @@ func (h *Host) writeWaited(w http.ResponseWriter, d Decision, waited time.Durati
 	}
 	hd.Set("EdgeLimit-Waited", strconv.FormatInt(waited.Milliseconds(), 10))
 	hd.Set("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", lim.Name, d.Limit, ceilSeconds(lim.Period)))
-	hd.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", lim.Name, d.Remaining, ceilSeconds(max(d.Reset-time.Now().UnixNano(), 0))))
+	hd.Set("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", lim.Name, d.Remaining, ceilSeconds(max(d.Reset-now, 0))))
 	status := http.StatusOK
 	if !d.Allowed {
 		status = http.StatusTooManyRequests

@@ -55,10 +55,8 @@ func TestDecideMatchesNativeCore(t *testing.T) {
 		if (gerr == nil) != (werr == nil) || (gerr != nil && !errors.Is(gerr, werr)) {
 			t.Fatalf("step %d: wasm err %v, native err %v", step, gerr, werr)
 		}
-		want := Decision{Allowed: r.Allowed, SyncWanted: r.SyncWanted, SyncRetry: r.SyncRetry, Limiter: r.Limiter, Limit: r.Limit,
-			Remaining: r.Remaining, Reset: r.Reset, RetryAfter: r.RetryAfter}
-		if got != want {
-			t.Fatalf("step %d (%s %q cost %d): wasm %+v, native %+v", step, cfg.Limiters[lim].Name, key, cost, got, want)
+		if want := r; got != want {
+			t.Fatalf("step %d (%s %q cost %d): wasm %+v, native %+v", step, cfg.Limiters[lim].Name, key, cost, got, r)
 		}
 	}
 }

@@ -2,19 +2,15 @@ package syncloop
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
-	"time"
+	"github.com/edgelimit/edgelimit/clock"
 )
 
-// Clock is the time source of a Loop: the real clock in the edge host, a
-// fake one in tests.
-type Clock interface {
-	// Now returns the current time in ns.
-	Now() int64
-	// After returns a channel that receives once d ns from now.
-	After(d int64) <-chan struct{}
-}
+// Clock is the time source of a Loop (clock.Real in the edge host,
+// clock.Manual in tests): the system's one clock abstraction.
+type Clock = clock.Clock
 
 // Transport sends a batch (msgpack wire.Batch) to the coordinator and
 // returns its reply (msgpack wire.Reply) appended to dst. An error means
@@ -179,17 +175,4 @@ func (l *Loop) reincarnate(ctx context.Context, ri Reincarnator, cause error) ([
 		return nil, fmt.Errorf("syncloop: transport (new incarnation): %w", err)
 	}
 	return r, nil
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now in ns.
-func (RealClock) Now() int64 { return time.Now().UnixNano() }
-
-// After returns a channel that receives after d ns.
-func (RealClock) After(d int64) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	time.AfterFunc(time.Duration(d), func() { ch <- struct{}{} })
-	return ch
 }
