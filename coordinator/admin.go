@@ -28,6 +28,20 @@ type KeyState struct {
 	Leases    map[string]int64 `json:"leases"`    // strict: active lease per isolate
 	LeaseSum  int64            `json:"lease_sum"` // strict: sum of active leases
 	At        int64            `json:"at_ns"`     // coordinator time of the view, ns
+	// Upstream is what the isolates learnt of the key's upstream (see
+	// upstream.go); absent when nothing.
+	Upstream *UpstreamState `json:"upstream,omitempty"`
+}
+
+// UpstreamState is the admin view of a key's upstream state.
+type UpstreamState struct {
+	PausedNS  int64  `json:"paused_ns"`           // the key stays paused this long (0: not paused)
+	Circuit   string `json:"circuit"`             // "closed", "open" or "half-open"
+	OpenNS    int64  `json:"open_ns,omitempty"`   // open: it stays open this long
+	Failures  int64  `json:"failures"`            // consecutive failures reported while closed
+	Probe     string `json:"probe,omitempty"`     // half-open: the isolate holding the probe
+	Announced int64  `json:"announced_limit"`     // the limit agreed from the isolates' reports (0: none)
+	Reporters int    `json:"announced_reporters"` // isolates whose announced limit is kept
 }
 
 // KeyState returns the state of (limiter, key) at time now.
@@ -57,6 +71,16 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 		ks.Count, ks.Prev = st.windowCounts(w)
 	}
 	ks.Isolates = st.recentIsolates(now)
+	if st.upActive(now) {
+		var v wire.UpView
+		st.upView(key, "", now, &v)
+		ks.Upstream = &UpstreamState{PausedNS: v.Pause, Circuit: [...]string{"closed", "open", "half-open"}[v.Circuit],
+			OpenNS: v.Open, Failures: st.up.fails, Announced: v.Limit, Reporters: len(st.up.reps)}
+		if v.Circuit == wire.CircuitHalfOpen && now < st.up.probeUntil {
+			ks.Upstream.Probe = st.up.probeIso
+		}
+		ks.Limit = st.limitFor(key, now)
+	}
 	for i := range st.isos {
 		is := &st.isos[i]
 		if r := st.reservation(is, w); lim.Leased() && r > 0 {

@@ -88,6 +88,13 @@ func TestUpstreamStateMergedAndDurable(t *testing.T) {
 	if err := m.Commit(t0 + 3e9); err != nil {
 		t.Fatal(err)
 	}
+	ks, err := m.KeyState("llm", "k", t0+3e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := ks.Upstream; u == nil || u.PausedNS != 59e9 || u.Circuit == "closed" || u.Announced != 6 || ks.Limit != 6 {
+		t.Fatalf("admin view: %+v %+v", ks, ks.Upstream)
+	}
 	st, err := m.loadKey(m.lims["llm"], "k", nil, -1)
 	if err != nil {
 		t.Fatal(err)
