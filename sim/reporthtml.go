@@ -35,6 +35,11 @@ func WriteHTML(w io.Writer, rep Report) error {
 			Unserved: pct(r.UnservedPct), SyncPerSec: strconv.FormatFloat(r.SyncPerSec, 'f', 1, 64),
 			SyncPerDecision: pct(r.SyncPerDecision), P99: fmtDur(int64(r.LatencyP99)),
 			Requests: r.Requests, Admitted: r.Admitted, Denied: r.Denied})
+		if r.UpstreamAccepted+r.Upstream429+r.UpstreamFailed > 0 {
+			page.Upstream = append(page.Upstream, htmlUpRow{Strategy: r.Strategy, Sync: syncLabel(r), OK: r.UpstreamAccepted,
+				R429: r.Upstream429, R503: r.UpstreamFailed, Util: pct(r.UpstreamUtilisation), Windows: r.UpstreamPauseEvents,
+				Worst: r.Upstream429WorstIsolate})
+		}
 	}
 	page.Charts = []htmlChart{
 		chartOf("worst-window overrun (% of the limit)", "overrun", rep.Results,
@@ -57,7 +62,14 @@ type htmlPage struct {
 	Results                          []Result
 	Tuning                           *Tuning
 	Rows                             []htmlRow
+	Upstream                         []htmlUpRow // scenarios with an upstream
 	Charts                           []htmlChart
+}
+
+// htmlUpRow is one row of the upstream table (see UpstreamLegend).
+type htmlUpRow struct {
+	Strategy, Sync, Util           string
+	OK, R429, R503, Windows, Worst int64
 }
 
 type htmlRow struct {
@@ -246,7 +258,15 @@ svg text { font: 11px system-ui, sans-serif; }
 {{range .Rows}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.Requests}}</td><td>{{.Admitted}}</td><td>{{.Denied}}</td><td>{{.Overrun}}</td><td>{{.Worst}}</td><td>{{.Util}}</td><td>{{.Unserved}}</td><td>{{.SyncPerSec}}</td><td>{{.SyncPerDecision}}</td><td>{{.P99}}</td></tr>
 {{end}}</tbody>
 </table>
-{{with .Tuning}}<p id="tuning">Tuning ({{.Strategy}}, {{.Metric}} at most {{.Target}}%): {{if .Found}}the largest interval that keeps it is {{.Interval}}{{else}}no interval scanned meets the target{{end}}.</p>{{end}}
+{{if .Upstream}}<h2>Upstream</h2>
+<p>What the API behind the limiter did with the admitted requests: its answers, the use of its true limit (its 200s over min(offered, its limit) per key-window of its own), its key-windows with a 429, and the most 429s one isolate got in one of them.</p>
+<table id="upstream">
+<thead><tr><th>strategy</th><th>sync</th><th>ok</th><th>429</th><th>503</th><th>utilisation of its limit</th><th>429 windows</th><th>worst 429s per isolate</th></tr></thead>
+<tbody>
+{{range .Upstream}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.OK}}</td><td>{{.R429}}</td><td>{{.R503}}</td><td>{{.Util}}</td><td>{{.Windows}}</td><td>{{.Worst}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}{{with .Tuning}}<p id="tuning">Tuning ({{.Strategy}}, {{.Metric}} at most {{.Target}}%): {{if .Found}}the largest interval that keeps it is {{.Interval}}{{else}}no interval scanned meets the target{{end}}.</p>{{end}}
 <h2>Against the sync interval</h2>
 {{range .Charts}}<figure id="chart-{{.ID}}">
 <figcaption>{{.Title}}</figcaption>

@@ -86,6 +86,21 @@ func TestWriteHTML(t *testing.T) {
 			t.Fatalf("sync panel lacks the decade tick %s", tick)
 		}
 	}
+	if strings.Contains(page, `id="upstream"`) {
+		t.Fatal("an upstream table for a scenario without an upstream")
+	}
+	// With an upstream, its table has a row per result that has figures.
+	rep := htmlTestReport()
+	rep.Results[0].UpstreamAccepted, rep.Results[0].Upstream429, rep.Results[0].UpstreamUtilisation = 360, 17, 97.5
+	buf.Reset()
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	up := buf.String()
+	i := strings.Index(up, `id="upstream"`)
+	if i < 0 || !strings.Contains(up[i:], "<td>360</td><td>17</td><td>0</td><td>97.50%</td>") {
+		t.Fatal("the upstream table lacks the result's figures")
+	}
 	buf.Reset()
 	if err := WriteHTML(&buf, Report{}); err != nil {
 		t.Fatalf("empty report: %v", err)
