@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -66,7 +67,7 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	if lim.IsBucket() {
 		ks.TAT = st.tat
 	} else {
-		w = max(now/lim.Period, st.win)
+		w = max(limitmath.Window(now, lim.Period), st.win)
 		ks.Window = w
 		ks.Count, ks.Prev = st.windowCounts(w)
 	}

@@ -226,4 +226,3 @@ func (h *mergeHarness) run(t *testing.T, d *datadriven.TestData) (string, error)
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
-

@@ -1,6 +1,9 @@
 package coordinator
 
-import "github.com/edgelimit/edgelimit/wasm/wire"
+import (
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
 
 // GC deletes, at time now, stored records that no longer matter, visiting at
 // most budget records per call and resuming where the previous call stopped
@@ -100,7 +103,7 @@ func (m *Merger) expired(st *keyState, now int64) bool {
 	if st.lim.IsBucket() {
 		return st.tat <= now
 	}
-	return st.win < now/P-1
+	return st.win < limitmath.Window(now, P)-1
 }
 
 var _ = wire.Version

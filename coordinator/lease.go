@@ -3,6 +3,7 @@ package coordinator
 import (
 	"math"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -46,7 +47,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	used := cnt
 	if lim.Algorithm == wire.SlidingWindow {
 		elapsed := int64(0)
-		if now/P == W {
+		if limitmath.Window(now, P) == W {
 			elapsed = now - W*P
 		}
 		used = addSat(used, mulDivUp(prv, P-elapsed, P))

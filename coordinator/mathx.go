@@ -1,13 +1,13 @@
 package coordinator
 
-import "github.com/edgelimit/edgelimit/wasm/satmath"
+import "github.com/edgelimit/edgelimit/wasm/limitmath"
 
 // Short names for the saturating arithmetic shared with the limiter core
-// (package satmath).
+// (package limitmath).
 
-func mulDiv(a, b, c int64) int64   { return satmath.MulDiv(a, b, c) }
-func mulDivUp(a, b, c int64) int64 { return satmath.MulDivUp(a, b, c) }
-func addSat(a, b int64) int64      { return satmath.AddSat(a, b) }
+func mulDiv(a, b, c int64) int64   { return limitmath.MulDiv(a, b, c) }
+func mulDivUp(a, b, c int64) int64 { return limitmath.MulDivUp(a, b, c) }
+func addSat(a, b int64) int64      { return limitmath.AddSat(a, b) }
 
 // fnv1a is the 64-bit FNV-1a hash of b.
 func fnv1a[T string | []byte](b T) uint64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -358,19 +359,12 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		}
 		if d > 0 {
 			t = max(t, now-lim.Period)
-			st.tat = addSat(max(st.tat, t), mulDiv(d, lim.Period, st.limitFor(e.Key, now)))
+			st.tat = limitmath.AdvanceTAT(st.tat, t, d, lim.Period, st.limitFor(e.Key, now))
 		}
 		return
 	}
 	w := e.Window
-	if w > st.win {
-		if w == st.win+1 {
-			st.prev = st.count
-		} else {
-			st.prev = 0
-		}
-		st.count, st.win = 0, w
-	}
+	st.win, st.count, st.prev = limitmath.Roll(st.win, st.count, st.prev, w)
 	switch w {
 	case st.win:
 		st.count = addSat(st.count, d)
@@ -400,13 +394,13 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	P := lim.Period
 	W := int64(0)
 	if !lim.IsBucket() {
-		W = max(now/P, s.maxWin)
+		W = max(limitmath.Window(now, P), s.maxWin)
 	}
 	var me *isoState
 	switch {
 	case applied && !lim.Leased():
 		m.markKey(st)
-		st.sk.add(hash, now/P)
+		st.sk.add(hash, limitmath.Window(now, P))
 	case applied:
 		m.markKey(st)
 		m.isoEntries -= st.prune(now)
@@ -478,7 +472,7 @@ func (m *Merger) markHWM(h *hwmState) {
 
 // iso returns the isolate's entry in st (adding it within the bounds), or nil.
 func (m *Merger) iso(st *keyState, id string, now int64) *isoState {
-	active := now / st.lim.Period
+	active := limitmath.Window(now, st.lim.Period)
 	if !st.lim.IsBucket() {
 		active = max(active, st.win)
 	}
@@ -801,7 +795,7 @@ func (m *Merger) LeasesOutstanding(now int64) int64 {
 		if !st.lim.Leased() {
 			continue
 		}
-		w := max(now/st.lim.Period, st.win)
+		w := max(limitmath.Window(now, st.lim.Period), st.win)
 		for i := range st.isos {
 			sum = addSat(sum, st.reservation(&st.isos[i], w))
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -282,7 +283,7 @@ func (s *keyState) findIso(id string) int {
 // (approximate limiters: in this period and the previous one, estimated).
 func (s *keyState) recentIsolates(now int64) int64 {
 	if !s.lim.Leased() {
-		return s.sk.count(now / s.lim.Period)
+		return s.sk.count(limitmath.Window(now, s.lim.Period))
 	}
 	horizon := now - 2*s.lim.Period
 	if s.oldest >= horizon {
@@ -328,7 +329,7 @@ func (s *keyState) prune(now int64) int {
 	if s.oldest >= horizon {
 		return 0 // every isolate was seen within 2 periods
 	}
-	w := now / s.lim.Period
+	w := limitmath.Window(now, s.lim.Period)
 	if !s.lim.IsBucket() && s.win > w {
 		w = s.win
 	}
@@ -355,14 +356,5 @@ func (s *keyState) prune(now int64) int {
 
 // windowCounts returns the counts of window w and w-1.
 func (s *keyState) windowCounts(w int64) (count, prev int64) {
-	switch w {
-	case s.win:
-		return s.count, s.prev
-	case s.win + 1:
-		return 0, s.count
-	}
-	if w == s.win-1 {
-		return s.prev, 0 // a view older than the newest window (not normally asked)
-	}
-	return 0, 0
+	return limitmath.Counts(s.win, s.count, s.prev, w)
 }

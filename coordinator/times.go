@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -47,7 +48,7 @@ func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
 		if lim.IsBucket() {
 			continue
 		}
-		if maxWin := horizon/lim.Period + 1; e.Window > maxWin {
+		if maxWin := limitmath.Window(horizon, lim.Period) + 1; e.Window > maxWin {
 			return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
 				Err: skewError("window "+strconv.FormatInt(e.Window, 10), "window "+strconv.FormatInt(maxWin, 10))})
 		}

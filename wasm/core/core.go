@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -276,7 +277,7 @@ merge:
 		if c.tab.at(idx).gen != gens[i] {
 			idx = c.lookup(ch.Limiter, ch.Key, now)
 			if l := &c.lims[ch.Limiter]; !l.bucket {
-				c.tab.at(idx).roll(times[i] / l.cfg.Period) // record counts in the current window
+				c.tab.at(idx).roll(window(times[i], l.cfg.Period)) // record counts in the current window
 			}
 		}
 		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed, false)
@@ -335,7 +336,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 	e.demand = addSat(e.demand, cost)
 	if allowed {
 		if l.bucket {
-			e.tat = max64(e.tat, now) + mulDiv(cost, l.cfg.Period, e.limit)
+			e.tat = limitmath.AdvanceTAT(e.tat, now, cost, l.cfg.Period, e.limit)
 		} // windowed: evaluate already rolled e to the window of now
 		e.lCur += cost
 		e.pCur += cost

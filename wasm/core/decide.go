@@ -34,7 +34,7 @@ func (c *Core) evaluate(lim int, e *entry, cost, now int64, r *Result) {
 // admitted since the view.
 func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	period := l.cfg.Period
-	w := now / period
+	w := window(now, period)
 	e.roll(w)
 	vCur, vPrev := e.view(w)
 	cur := vCur + e.lCur
@@ -131,7 +131,7 @@ func (c *Core) evalBucket(l *limiter, e *entry, cost, now int64, r *Result) {
 func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	w := int64(0)
 	if !l.bucket {
-		w = now / l.cfg.Period
+		w = window(now, l.cfg.Period)
 	}
 	lease := int64(0)
 	switch {
@@ -185,5 +185,5 @@ func (c *Core) cold(l *limiter, e *entry, now int64) bool {
 	}
 	// Without a rate estimate (sparse traffic) a view is only as good as
 	// it is fresh: older than two round trips, others may have admitted.
-	return e.others == 0 && (e.vWin != now/l.cfg.Period || now-e.vAt > 2*c.rtt+1e6)
+	return e.others == 0 && (e.vWin != window(now, l.cfg.Period) || now-e.vAt > 2*c.rtt+1e6)
 }

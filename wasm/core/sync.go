@@ -41,7 +41,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		l := &c.lims[e.lim]
 		name := l.cfg.Name
 		if !l.bucket {
-			e.roll(max64(now/l.cfg.Period, e.win))
+			e.roll(max64(window(now, l.cfg.Period), e.win))
 		}
 		key := e.keyBytes()
 		if e.pCur > 0 || e.demand > 0 {
@@ -106,7 +106,7 @@ func (c *Core) urgent(e *entry, now int64) bool {
 	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur || l.cfg.Upstream != nil {
 		return true
 	}
-	w := now / l.cfg.Period
+	w := window(now, l.cfg.Period)
 	dry := e.dryWin == w && now < e.dryUntil // asking for more is useless now
 	return !dry && e.win == w && e.hasLease && e.leaseWin == w && e.leaseGrant >= 2 && e.lease*2 < e.leaseGrant
 }

@@ -1,4 +1,4 @@
-package satmath
+package limitmath
 
 import (
 	"math"

@@ -1,9 +1,11 @@
-// Package satmath is the saturating integer arithmetic the limiter core and
-// the coordinator share: a*b/c in 128 bits (a 31-day period in ns times a
-// cost of 2^40 does not fit in 64 bits) and additions that stop at
-// MaxInt64 instead of wrapping. It compiles for the host and the TinyGo
-// guest.
-package satmath
+// Package limitmath is the limit math the limiter core (in every isolate)
+// and the coordinator share, so that both count alike: the window index,
+// the two-window roll and counts of the windowed algorithms, the TAT
+// advance of the bucket algorithms, and the saturating integer arithmetic
+// under them (a*b/c in 128 bits: a 31-day period in ns times a cost of
+// 2^40 does not fit in 64 bits; additions that stop at MaxInt64 instead of
+// wrapping). It compiles for the host and the TinyGo guest.
+package limitmath
 
 import (
 	"math"
