@@ -69,3 +69,48 @@ func FuzzSyncIn(f *testing.F) {
 		}
 	})
 }
+
+// FuzzObserve feeds arbitrary answers to Observe, then decides and cuts a
+// batch: nothing panics, a pause never exceeds max_pause, and the batch
+// (with its signals) decodes and validates.
+func FuzzObserve(f *testing.F) {
+	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 8, Limiters: []wire.LimiterConfig{
+		{Name: "u", Algorithm: wire.FixedWindow, Limit: 10, Period: sec, Upstream: &wire.UpstreamConfig{MaxPause: 60 * sec}},
+	}}
+	f.Add(int64(429), "Retry-After", "30", "X-RateLimit-Limit", "6")
+	f.Add(int64(200), "RateLimit", `"a";r=0;t=5`, "RateLimit-Policy", `"a";q=5;w=1`)
+	f.Add(int64(0), "", "", "", "")
+	f.Add(int64(503), "retry-after", "Fri, 21 Nov 2025 04:41:00 GMT", "x-ratelimit-reset", "1763700600")
+	f.Fuzz(func(t *testing.T, status int64, n1, v1, n2, v2 string) {
+		c, err := core.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := int64(1_763_700_000) * sec
+		var o wire.Observed
+		err = c.Observe(0, []byte("k"), status, [][2]string{{n1, v1}, {n2, v2}}, false, now, &o)
+		if err != nil {
+			if status >= 0 && status <= 999 {
+				t.Fatalf("a valid status was refused: %v", err)
+			}
+			return
+		}
+		if o.Paused < 0 || o.Paused > 60*sec || o.Limit < 1 || o.Limit > 10 {
+			t.Fatalf("observed %+v", o)
+		}
+		var r core.Result
+		if err := c.Decide(0, []byte("k"), 1, now+1, &r); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.SyncOut(now+2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) > 0 {
+			var b wire.Batch
+			if err := b.UnmarshalMsg(out); err != nil {
+				t.Fatalf("the batch does not decode: %v", err)
+			}
+		}
+	})
+}

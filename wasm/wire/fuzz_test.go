@@ -68,11 +68,14 @@ func FuzzConfig(f *testing.F) {
 }
 
 func FuzzBatch(f *testing.F) {
-	seeds(f, &fixBatch, &wire.Batch{Version: 1, Isolate: "i", Seq: 1})
+	seeds(f, &fixBatch, &fixBatchSignals, &wire.Batch{Version: 1, Isolate: "i", Seq: 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, func(b *wire.Batch) {
 			if len(b.Entries) == 0 {
 				b.Entries = nil
+			}
+			if len(b.Signals) == 0 {
+				b.Signals = nil
 			}
 		})
 		var b wire.Batch
@@ -85,9 +88,13 @@ func FuzzBatch(f *testing.F) {
 }
 
 func FuzzReply(f *testing.F) {
-	seeds(f, &fixReply, &wire.Reply{Version: 1, Seq: 1})
+	seeds(f, &fixReply, &fixReplyUpstream, &wire.Reply{Version: 1, Seq: 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzRoundTrip(t, data, func(*wire.Reply) {})
+		fuzzRoundTrip(t, data, func(rp *wire.Reply) {
+			if len(rp.Upstream) == 0 {
+				rp.Upstream = nil
+			}
+		})
 		var rp wire.Reply
 		if rp.UnmarshalMsg(data) == nil {
 			if rp.Version != wire.Version || len(rp.Entries) > wire.MaxBatchEntries {
@@ -98,6 +105,21 @@ func FuzzReply(f *testing.F) {
 					t.Fatalf("decoded a key of %d bytes", len(v.Key))
 				}
 			}
+		}
+	})
+}
+
+func FuzzObservation(f *testing.F) {
+	seeds(f, &fixObservation, &wire.Observation{Version: 1, Limiter: "a", Key: "k", Status: 503})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(o *wire.Observation) {
+			if len(o.Headers) == 0 {
+				o.Headers = nil
+			}
+		})
+		var o wire.Observation
+		if o.UnmarshalMsg(data) == nil && (len(o.Headers) > wire.MaxHeaders || o.Status < 0 || o.Status > 999) {
+			t.Fatalf("decoded a bad observation: %+v", o)
 		}
 	})
 }
