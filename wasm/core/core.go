@@ -38,6 +38,7 @@ type Core struct {
 	ups     map[int32]*upState // upstream state by entry index (upstream.go); nil until a key has some
 	upDirty []int32            // entries whose upstream state is to be reported
 	upBuf   []byte             // encoded signals of the outstanding batch
+	upEnt   []byte             // scratch of appendSignals
 }
 
 type ref struct {

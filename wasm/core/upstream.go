@@ -63,12 +63,25 @@ func (c *Core) upGet(idx int32, e *entry) *upState {
 	return u
 }
 
-// markUp queues u for the next batch.
+// markUp queues u for the next batch. An isolate that never syncs queues
+// nothing; the queue drops references to keys that left the table when it
+// outgrows the states it could name, so it stays bounded without syncs.
 func (c *Core) markUp(idx int32, u *upState) {
-	if !u.dirty {
-		u.dirty = true
-		c.upDirty = append(c.upDirty, idx)
+	if u.dirty || c.cfg.Standalone {
+		return
 	}
+	u.dirty = true
+	if len(c.upDirty) >= 2*len(c.ups)+64 {
+		n := 0
+		for _, i := range c.upDirty {
+			if v := c.upFor(i, c.tab.at(i)); v != nil && v.dirty {
+				c.upDirty[n] = i
+				n++
+			}
+		}
+		c.upDirty = c.upDirty[:n]
+	}
+	c.upDirty = append(c.upDirty, idx)
 }
 
 func (c *Core) markUpUnless(local bool, idx int32, u *upState) {
@@ -297,38 +310,34 @@ func (c *Core) setLimit(lim int, e *entry, u *upState, base int64) {
 }
 
 // appendSignals appends the signals of the keys whose upstream state
-// changed since the last batch, as the batch's "up" array (nil when none),
-// and clears them. The times become durations from now (the batch's At).
+// changed since the last batch, as the batch's "up" array (nothing when
+// none), and clears them. The times become durations from now (the
+// batch's At). At most wire.MaxBatchEntries signals; the rest wait.
 func (c *Core) appendSignals(dst []byte, now int64) []byte {
+	dst = dst[:0]
 	if len(c.upDirty) == 0 {
-		return dst[:0]
+		return dst
 	}
-	n := 0
-	for _, idx := range c.upDirty {
-		if u := c.upFor(idx, c.tab.at(idx)); u != nil && u.dirty {
-			n++
-		}
-	}
-	n = min(n, wire.MaxBatchEntries)
-	dst = wire.AppendArrayHeader(dst[:0], n)
+	ents := c.upEnt[:0]
 	k, i := 0, 0
-	for ; i < len(c.upDirty) && k < n; i++ {
+	for ; i < len(c.upDirty) && k < wire.MaxBatchEntries; i++ {
 		idx := c.upDirty[i]
 		e := c.tab.at(idx)
 		u := c.upFor(idx, e)
 		if u == nil || !u.dirty {
-			continue
+			continue // gone, or named twice (its index was reused)
 		}
 		pause := max64(u.sPause-now, 0)
-		dst = wire.AppendSignal(dst, c.lims[e.lim].cfg.Name, e.keyBytes(), pause, u.sFails, u.sOK, u.sLimit, u.sProbe)
+		ents = wire.AppendSignal(ents, c.lims[e.lim].cfg.Name, e.keyBytes(), pause, u.sFails, u.sOK, u.sLimit, u.sProbe)
 		u.dirty, u.sPause, u.sFails, u.sOK, u.sLimit, u.sProbe = false, 0, 0, 0, 0, false
 		k++
 	}
 	c.upDirty = append(c.upDirty[:0], c.upDirty[i:]...)
-	if n == 0 {
-		return dst[:0]
+	c.upEnt = ents
+	if k == 0 {
+		return dst
 	}
-	return dst
+	return append(wire.AppendArrayHeader(dst, k), ents...)
 }
 
 // applyUpView applies the coordinator's view of a key's upstream, received

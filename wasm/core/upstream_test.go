@@ -343,3 +343,46 @@ func TestObserveBadInput(t *testing.T) {
 		t.Fatal("a refused observation paused the key")
 	}
 }
+
+// Observations of ever new keys with no sync keep the upstream state
+// bounded by the key cap.
+func TestUpstreamStateBoundedWithoutSync(t *testing.T) {
+	lc := llmLimiter(wire.Approximate)
+	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 64, Limiters: []wire.LimiterConfig{lc}}
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o wire.Observed
+	for i := 0; i < 20000; i++ {
+		key := []byte("key-" + string(rune('a'+i%26)) + "-" + itoa(i))
+		if err := c.Observe(0, key, 429, [][2]string{{"Retry-After", "5"}}, false, int64(i+1)*1000, &o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every batch names at most the key cap's worth of signals.
+	out, err := c.SyncOut(1e12, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b wire.Batch
+	if err := b.UnmarshalMsg(out); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Signals) == 0 || len(b.Signals) > 64 {
+		t.Fatalf("%d signals after 20,000 keys with a cap of 64", len(b.Signals))
+	}
+	if st := c.Stats(); st.Keys > 64 {
+		t.Fatalf("%d keys with a cap of 64", st.Keys)
+	}
+}
+
+func itoa(i int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		if i /= 10; i == 0 {
+			return string(b)
+		}
+	}
+}
