@@ -286,7 +286,11 @@ func (t *table) keyBytes(e *entry) []byte {
 	return t.long[e.longIndex()]
 }
 
-// newLease gives e (of a strict limiter) a zero lease record.
+// newLease gives e (of a strict limiter) a zero lease record. Like every
+// allocating helper it is kept out of line: under TinyGo a function that
+// may allocate zeroes a GC frame on entry (see Core.insert).
+//
+//go:noinline
 func (t *table) newLease(e *entry) *leaseRec {
 	i := t.leases.alloc()
 	e.aux = i + 1
@@ -296,7 +300,10 @@ func (t *table) newLease(e *entry) *leaseRec {
 // lease returns the lease record of e, which has one (strict limiters).
 func (t *table) lease(e *entry) *leaseRec { return t.leases.at(e.aux - 1) }
 
-// newRate gives e (of an approximate window limiter) a zero rate record.
+// newRate gives e (of an approximate window limiter) a zero rate record
+// (out of line: see newLease).
+//
+//go:noinline
 func (t *table) newRate(e *entry) *rateRec {
 	i := t.rates.alloc()
 	e.aux = -i - 1
