@@ -40,8 +40,7 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	cur := vCur + e.lCur
 	start := w * period
 	var est int64 // the estimate of the others' cost included in cur
-	// Only keys of approximate limiters with a view have a rate record.
-	if rt := c.tab.rate(e); rt != nil && rt.others > 0 {
+	if others := c.tab.others(e); others > 0 {
 		// Other isolates' cost not in the view: what they admitted since
 		// their last batch before the view (on average half a sync gap
 		// plus the one-way latency before the view was made), and since
@@ -49,7 +48,7 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 		lag := (c.gap + c.rtt) / 2
 		// Arrivals are noisy: the estimate x of a count is padded by two
 		// standard deviations of a Poisson count (2*sqrt(x)).
-		x := rt.others * float64(now-max64(e.vAt-lag, start))
+		x := others * float64(now-max64(e.vAt-lag, start))
 		if x > 0 {
 			x += 2 * math.Sqrt(x)
 		}
@@ -187,5 +186,5 @@ func (c *Core) cold(l *limiter, e *entry, now int64) bool {
 	}
 	// Without a rate estimate (sparse traffic) a view is only as good as
 	// it is fresh: older than two round trips, others may have admitted.
-	return c.tab.rate(e).others == 0 && (e.vWin != now/l.cfg.Period || now-e.vAt > 2*c.rtt+1e6)
+	return c.tab.others(e) == 0 && (e.vWin != now/l.cfg.Period || now-e.vAt > 2*c.rtt+1e6)
 }

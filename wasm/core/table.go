@@ -310,6 +310,18 @@ func (t *table) newRate(e *entry) *rateRec {
 	return t.rates.at(i)
 }
 
+// others returns the estimated cost per ns other isolates admit for e's
+// key: 0 unless e has a rate record (keys of approximate window limiters
+// with a view). It returns a value, not the record, so that the decision
+// path holds no pointer into the pool (under TinyGo a pointer live across
+// a call takes a slot of the function's GC frame).
+func (t *table) others(e *entry) float64 {
+	if e.aux >= 0 {
+		return 0
+	}
+	return t.rates.at(-e.aux - 1).others
+}
+
 // rate returns the rate record of e, or nil if it has none.
 func (t *table) rate(e *entry) *rateRec {
 	if e.aux >= 0 {
