@@ -127,17 +127,24 @@ func (c *Core) Stats() wire.Stats {
 	s := c.stats
 	s.Keys = int64(c.tab.live)
 	for i := 0; i < c.tab.n; i++ {
-		if e := c.tab.at(int32(i)); e.inUse {
+		if e := c.tab.at(int32(i)); e.inUse() {
 			s.UnsyncedCost = addSat(s.UnsyncedCost, e.unsynced())
 		}
 	}
-	s.StateBytes = int64(c.tab.n)*entrySize + c.tab.keyB + int64(len(c.tab.slots))*4 +
+	t := &c.tab
+	s.StateBytes = int64(len(t.chunks))*chunkSize*entrySize + t.keyB + int64(cap(t.long))*12 +
+		t.leases.bytes(leaseSize) + t.rates.bytes(rateSize) + int64(len(t.slots))*4 +
 		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf)) + int64(cap(c.entBuf))
 	return s
 }
 
-// entrySize approximates the bytes of one entry (its struct size on wasm32).
-const entrySize = 256
+// Sizes of an entry and of its side records, the same natively and on
+// wasm32 (their fields are all of fixed size; a test checks them).
+const (
+	entrySize = 168
+	leaseSize = 72
+	rateSize  = 32
+)
 
 func (c *Core) checkArgs(lim int, key []byte, cost, now int64) error {
 	switch {
@@ -158,13 +165,13 @@ func (c *Core) checkArgs(lim int, key []byte, cost, now int64) error {
 // lookup finds or creates the entry for (lim, key) and returns its index.
 func (c *Core) lookup(lim int, key []byte, now int64) int32 {
 	h := hashKey(uint16(lim), key)
-	idx := c.tab.find(uint16(lim), key, h)
+	idx := c.tab.find(uint8(lim), key, h)
 	if idx < 0 {
 		return c.insert(lim, key, h, now)
 	}
 	// A key earns its CLOCK reference bit by being used again: a flood of
 	// keys seen once is evicted before keys in use.
-	c.tab.at(idx).ref = true
+	c.tab.at(idx).flags |= fRef
 	return idx
 }
 
@@ -175,7 +182,7 @@ func (c *Core) lookup(lim int, key []byte, now int64) int32 {
 //
 //go:noinline
 func (c *Core) insert(lim int, key []byte, h uint32, now int64) int32 {
-	idx, evicted, lost := c.tab.insert(uint16(lim), key, h, now)
+	idx, evicted, lost := c.tab.insert(uint8(lim), key, h, now)
 	if evicted {
 		c.stats.Evictions++
 		c.stats.EvictedUnsynced += lost
@@ -186,8 +193,9 @@ func (c *Core) insert(lim int, key []byte, h uint32, now int64) int32 {
 		e.limit = o
 	}
 	e.isolates = 1
-	e.lease = 0
-	e.dryWin = -1
+	if c.lims[lim].strict {
+		c.tab.newLease(e).dryWin = -1
+	}
 	return idx
 }
 
@@ -342,12 +350,12 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		e.lCur += cost
 		e.pCur += cost
 		if l.strict {
-			e.lease -= cost
+			c.tab.lease(e).lease -= cost
 		}
 	}
 	e.setExp(l, now)
-	if !e.dirty {
-		e.dirty = true
+	if !e.dirty() {
+		e.flags |= fDirty
 		if len(c.dirty) >= 2*c.tab.max+64 {
 			c.compactDirty()
 		}
@@ -360,7 +368,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 func (c *Core) compactDirty() {
 	n := 0
 	for _, d := range c.dirty {
-		if c.tab.at(d.idx).gen == d.gen && c.tab.at(d.idx).dirty {
+		if c.tab.at(d.idx).gen == d.gen && c.tab.at(d.idx).dirty() {
 			c.dirty[n] = d
 			n++
 		}
@@ -376,7 +384,7 @@ func (c *Core) Reset(lim int, key []byte) error {
 		return err
 	}
 	h := hashKey(uint16(lim), key)
-	if idx := c.tab.find(uint16(lim), key, h); idx >= 0 {
+	if idx := c.tab.find(uint8(lim), key, h); idx >= 0 {
 		c.tab.remove(idx)
 	}
 	return nil

@@ -40,7 +40,7 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	cur := vCur + e.lCur
 	start := w * period
 	var est int64 // the estimate of the others' cost included in cur
-	if !l.strict && e.hasView && e.others > 0 {
+	if others := c.tab.others(e); others > 0 {
 		// Other isolates' cost not in the view: what they admitted since
 		// their last batch before the view (on average half a sync gap
 		// plus the one-way latency before the view was made), and since
@@ -48,7 +48,7 @@ func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 		lag := (c.gap + c.rtt) / 2
 		// Arrivals are noisy: the estimate x of a count is padded by two
 		// standard deviations of a Poisson count (2*sqrt(x)).
-		x := e.others * float64(now-max64(e.vAt-lag, start))
+		x := others * float64(now-max64(e.vAt-lag, start))
 		if x > 0 {
 			x += 2 * math.Sqrt(x)
 		}
@@ -133,16 +133,17 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	if !l.bucket {
 		w = window(now, l.cfg.Period)
 	}
+	s := c.tab.lease(e)
 	lease := int64(0)
 	switch {
-	case e.hasLease && e.leaseWin == w:
-		lease = max64(e.lease, 0)
-	case e.hasLease && !l.bucket && e.leaseWin < w && w == e.standUntil && e.standA > 0:
+	case s.hasLease && s.leaseWin == w:
+		lease = max64(s.lease, 0)
+	case s.hasLease && !l.bucket && s.leaseWin < w && w == s.standUntil && s.standA > 0:
 		// A new window under the standing lease: no need to ask.
-		e.lease, e.leaseGrant, e.leaseWin = e.standA, e.standA, w
-		lease = e.standA
+		s.lease, s.leaseGrant, s.leaseWin = s.standA, s.standA, w
+		lease = s.standA
 	}
-	dry := e.hasLease && e.dryWin == w && now < e.dryUntil && !l.bucket
+	dry := s.hasLease && s.dryWin == w && now < s.dryUntil && !l.bucket
 	if cost > lease {
 		if dry && r.Allowed {
 			// The coordinator has no budget left this window (see
@@ -164,7 +165,7 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 		avail -= cost
 	}
 	r.Remaining = min64(r.Remaining, max64(avail, 0))
-	if cost > 0 && (lease-cost)*2 < e.leaseGrant || lease < cost || !e.hasLease {
+	if cost > 0 && (lease-cost)*2 < s.leaseGrant || lease < cost || !s.hasLease {
 		r.SyncWanted = !dry
 	}
 	if r.RetryAfter == math.MaxInt64 {
@@ -177,7 +178,7 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 // the other isolates' rate and no view of the current window younger than
 // two round trips.
 func (c *Core) cold(l *limiter, e *entry, now int64) bool {
-	if !e.hasView {
+	if !e.hasView() {
 		return true
 	}
 	if l.bucket {
@@ -185,5 +186,5 @@ func (c *Core) cold(l *limiter, e *entry, now int64) bool {
 	}
 	// Without a rate estimate (sparse traffic) a view is only as good as
 	// it is fresh: older than two round trips, others may have admitted.
-	return e.others == 0 && (e.vWin != window(now, l.cfg.Period) || now-e.vAt > 2*c.rtt+1e6)
+	return c.tab.others(e) == 0 && (e.vWin != window(now, l.cfg.Period) || now-e.vAt > 2*c.rtt+1e6)
 }

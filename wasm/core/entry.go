@@ -1,23 +1,29 @@
 package core
 
 import (
-	"unsafe"
-
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// entry is the state of one (limiter, key) in an isolate.
+// entry is the state of one (limiter, key) in an isolate. It holds what
+// every key needs; the state only some keys use lives in side records of
+// the table, referenced by aux: a strict limiter's lease (leaseRec) and an
+// approximate window's estimate of the other isolates' rate (rateRec, from
+// the key's first global view on). An entry holds no pointer, so the
+// collector never scans the table's chunks, and a key of up to inlineKey
+// bytes costs no allocation of its own.
+//
+// Its layout is fixed (no int, no pointer) so that it is the same size
+// natively and on wasm32: entrySize, 168 bytes.
 type entry struct {
-	key   string          // the key when longer than inlineKey bytes
-	kin   [inlineKey]byte // the key when at most inlineKey bytes (saves a memory load per lookup)
-	klen  uint16
+	// kin holds the key when it is at most inlineKey bytes; a longer key
+	// is kept by the table (table.long) and kin holds its index.
+	kin   [inlineKey]byte
 	hash  uint32
-	gen   uint32 // bumped on removal; in-flight references compare it
-	lim   uint16
-	inUse bool
-	ref   bool  // CLOCK reference bit, set on every use after the first
-	dirty bool  // on the dirty list: has something to sync
-	dryN  uint8 // strict mode: refusals in window dryWin, the dry spell doubles with each
+	gen   uint32 // odd while the entry is in use; bumped on insertion and removal
+	aux   int32  // 1 + index of the side record (strict: table.leases, approximate window: table.rates); 0 none
+	klen  uint16
+	lim   uint8 // limiter index (wire.MaxLimiters is 256)
+	flags uint8 // fRef, fDirty, fView
 
 	limit int64 // limit for this key (override applied)
 	last  int64 // latest time seen for this key, ns
@@ -30,26 +36,61 @@ type entry struct {
 	lCur, lPrev int64
 	pCur, pPrev int64
 	demand      int64 // cost asked since the last batch (admitted or not)
-	vWin        int64 // window of the last global view
+	vWin        int64 // window of the last global view (also the window of the rate estimate's base view)
 	vCur, vPrev int64 // global counts for vWin and vWin-1
 	vAt         int64 // estimated time the coordinator made the view, ns (isolate clock)
-	hasView     bool
-	isolates    int64   // isolates sharing the key, from the view (>= 1)
-	others      float64 // estimated cost per ns admitted by other isolates
-	pace        float64 // the same, measured while the window was under 3/4 full
-	bWin, bAt   int64   // window and time of the base view of the rate estimate
-	bCount      int64   // global count of the base view
-	ackedSince  int64   // own cost in window bWin acknowledged since the base view
-	tat         int64   // bucket algorithms: theoretical arrival time, ns
-	lease       int64   // strict mode: cost still admissible within the lease
-	leaseGrant  int64   // strict mode: size of the last grant
-	leaseWin    int64   // strict mode: window the lease is for
-	standA      int64   // strict mode: standing lease, cost admissible in window standUntil without asking
-	standUntil  int64   // strict mode: the window the standing lease is for
-	asked       int64   // strict mode: cost refused for want of a lease, in the batch in flight
-	dryWin      int64   // strict mode: window the coordinator had no budget left for this isolate (-1: none)
-	dryUntil    int64   // strict mode: ns time until which the isolate denies locally in dryWin
-	hasLease    bool
+	isolates    int64 // isolates sharing the key, from the view (>= 1)
+	tat         int64 // bucket algorithms: theoretical arrival time, ns
+}
+
+// Flags of an entry.
+const (
+	fRef   = 1 << iota // CLOCK reference bit, set on every use after the first
+	fDirty             // on the dirty list: has something to sync
+	fView              // holds a global view (vWin, vCur, vPrev, vAt)
+)
+
+// inUse reports whether the entry holds a key (its generation is odd).
+func (e *entry) inUse() bool { return e.gen&1 == 1 }
+
+func (e *entry) ref() bool     { return e.flags&fRef != 0 }
+func (e *entry) dirty() bool   { return e.flags&fDirty != 0 }
+func (e *entry) hasView() bool { return e.flags&fView != 0 }
+
+// set sets (on) or clears flag f.
+func (e *entry) set(f uint8, on bool) {
+	if on {
+		e.flags |= f
+	} else {
+		e.flags &^= f
+	}
+}
+
+// leaseRec is the strict-mode state of a key (limiters in strict mode only).
+type leaseRec struct {
+	lease      int64 // cost still admissible within the lease
+	leaseGrant int64 // size of the last grant
+	leaseWin   int64 // window the lease is for
+	standA     int64 // standing lease, cost admissible in window standUntil without asking
+	standUntil int64 // the window the standing lease is for
+	asked      int64 // cost refused for want of a lease, in the batch in flight
+	dryWin     int64 // window the coordinator had no budget left for this isolate (-1: none)
+	dryUntil   int64 // ns time until which the isolate denies locally in dryWin
+	dryN       uint8 // refusals in window dryWin, the dry spell doubles with each
+	hasLease   bool
+}
+
+// rateRec is the estimate of the cost other isolates admit for a key of an
+// approximate window limiter, kept from the key's first global view on.
+// Its base view is of window entry.vWin.
+type rateRec struct {
+	others float64 // estimated cost per ns admitted by other isolates
+	pace   float64 // the same, measured while the window was under 3/4 full
+	bAt    int64   // time of the base view of the estimate
+	// bBase is the global count of the base view plus this isolate's own
+	// cost in that window acknowledged since: the count growth beyond it
+	// is the others'.
+	bBase int64
 }
 
 // pending is the cost admitted here and not yet put in a batch.
@@ -96,42 +137,19 @@ func (e *entry) setExp(l *limiter, now int64) {
 }
 
 // rebase makes v (made at time at) the base view of the rate estimate.
-func (e *entry) rebase(v *wire.View, at int64) {
-	e.bWin, e.bAt, e.bCount, e.ackedSince = v.Window, at, v.Count, 0
+func (r *rateRec) rebase(v *wire.View, at int64) {
+	r.bAt, r.bBase = at, v.Count
 }
 
 // inlineKey is the longest key stored inside the entry.
 const inlineKey = 32
 
-func (e *entry) setKey(k []byte) {
-	e.klen = uint16(len(k))
-	if len(k) <= inlineKey {
-		copy(e.kin[:], k)
-		return
-	}
-	e.key = string(k)
+// longIndex returns the index in table.long of e's key (longer than
+// inlineKey bytes).
+func (e *entry) longIndex() int32 {
+	return int32(uint32(e.kin[0]) | uint32(e.kin[1])<<8 | uint32(e.kin[2])<<16 | uint32(e.kin[3])<<24)
 }
 
-// keyEqual reports whether e's key is k.
-func (e *entry) keyEqual(k []byte) bool {
-	if int(e.klen) != len(k) {
-		return false
-	}
-	if len(k) <= inlineKey {
-		for i := 0; i < len(k); i++ {
-			if e.kin[i] != k[i] {
-				return false
-			}
-		}
-		return true
-	}
-	return wire.Equal(e.key, k)
-}
-
-// keyBytes returns the key; the slice aliases e (do not keep it).
-func (e *entry) keyBytes() []byte {
-	if int(e.klen) <= inlineKey {
-		return e.kin[:e.klen]
-	}
-	return unsafe.Slice(unsafe.StringData(e.key), len(e.key))
+func (e *entry) setLongIndex(i int32) {
+	e.kin[0], e.kin[1], e.kin[2], e.kin[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
 }

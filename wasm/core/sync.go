@@ -34,16 +34,16 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	for ; n < len(c.dirty) && count+2 <= maxBatchDeltas; n++ {
 		d := c.dirty[n]
 		e := c.tab.at(d.idx)
-		if e.gen != d.gen || !e.dirty {
+		if e.gen != d.gen || !e.dirty() {
 			continue
 		}
-		e.dirty = false
+		e.flags &^= fDirty
 		l := &c.lims[e.lim]
 		name := l.cfg.Name
 		if !l.bucket {
 			e.roll(max64(window(now, l.cfg.Period), e.win))
 		}
-		key := e.keyBytes()
+		key := c.tab.keyBytes(e)
 		if e.pCur > 0 || e.demand > 0 {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
@@ -54,7 +54,9 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			c.inflight = append(c.inflight, item{d, e.win - 1, e.pPrev})
 			count++
 		}
-		e.asked = max64(e.demand-e.pCur, 0)
+		if l.strict {
+			c.tab.lease(e).asked = max64(e.demand-e.pCur, 0)
+		}
 		e.pCur, e.pPrev, e.demand = 0, 0, 0
 	}
 	c.entBuf = ents
@@ -79,7 +81,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 // batch).
 func (c *Core) anyUrgent(now int64) bool {
 	for _, d := range c.dirty {
-		if e := c.tab.at(d.idx); e.gen == d.gen && e.dirty && c.urgent(e, now) {
+		if e := c.tab.at(d.idx); e.gen == d.gen && e.dirty() && c.urgent(e, now) {
 			return true
 		}
 	}
@@ -107,8 +109,9 @@ func (c *Core) urgent(e *entry, now int64) bool {
 		return true
 	}
 	w := window(now, l.cfg.Period)
-	dry := e.dryWin == w && now < e.dryUntil // asking for more is useless now
-	return !dry && e.win == w && e.hasLease && e.leaseWin == w && e.leaseGrant >= 2 && e.lease*2 < e.leaseGrant
+	s := c.tab.lease(e)
+	dry := s.dryWin == w && now < s.dryUntil // asking for more is useless now
+	return !dry && e.win == w && s.hasLease && s.leaseWin == w && s.leaseGrant >= 2 && s.lease*2 < s.leaseGrant
 }
 
 // Reincarnate starts a new incarnation of this isolate under the id newID:
@@ -196,8 +199,8 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		if e.gen != it.gen {
 			continue
 		}
-		if it.win == e.bWin {
-			e.ackedSince += it.delta
+		if rt := c.tab.rate(e); rt != nil && it.win == e.vWin {
+			rt.bBase += it.delta // the base view's window is vWin
 		}
 		switch {
 		case c.lims[e.lim].bucket || it.win == e.win:
@@ -212,7 +215,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	}
 	for i := range views {
 		rv := &views[i]
-		idx := c.tab.find(uint16(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
+		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
 		if idx < 0 {
 			continue
 		}
@@ -294,58 +297,38 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		// add what was admitted here since the batch was cut.
 		e.tat = max64(e.tat, addSat(v.TAT, mulDiv(e.pCur, l.cfg.Period, e.limit)))
 	} else {
-		// Estimate the other isolates' rate from how the count grew since
-		// a base view of the same window at least two sync gaps old (other
-		// isolates' batches arrive in lumps; a shorter span is noise).
-		// Once the window is full the growth stops because everyone
-		// denies, not because demand fell, so saturated views do not
-		// update the rate. Past 3/4 of the limit the others start to deny
-		// and their growth understates their pace: that rate is right for
-		// the rest of the window but not for the start of the next one,
-		// so a new window starts from the pace measured under 3/4 (a rate
-		// carried over from the denying part of a window left the
-		// estimate far short mid-window).
-		span := at - e.bAt
-		switch {
-		case !e.hasView || v.Window != e.bWin || v.Count >= e.limit:
-			if e.hasView && v.Window > e.bWin && e.pace > e.others {
-				e.others = e.pace
-			}
-			e.rebase(v, at)
-		case span > 0 && span >= 2*c.gap:
-			rate := float64(v.Count-e.bCount-e.ackedSince) / float64(span)
-			if rate < 0 {
-				rate = 0
-			}
-			e.others = ewma(e.others, rate)
-			if v.Count*4 < e.limit*3 {
-				e.pace = ewma(e.pace, rate)
-			}
-			e.rebase(v, at)
+		// Strict limiters do not estimate the others' rate (leases bound
+		// it), and keep no rate record.
+		if !l.strict {
+			c.estimate(e, v, at)
 		}
 		e.vWin, e.vCur, e.vPrev = v.Window, v.Count, v.Prev
 	}
 	e.vAt = at
-	e.hasView = true
+	e.flags |= fView
 	e.setExp(l, now)
-	if l.strict && v.Lease >= 0 {
+	if !l.strict {
+		return
+	}
+	s := c.tab.lease(e)
+	if v.Lease >= 0 {
 		// The standing lease is for the window after the view's.
-		e.standA, e.standUntil = max64(v.Stand, 0), v.Window+1
-		if e.hasLease && !l.bucket && v.Window < e.leaseWin {
+		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
+		if s.hasLease && !l.bucket && v.Window < s.leaseWin {
 			// A reply made before a window ended, arriving after this
 			// isolate began the next one on its standing lease: keep
 			// that lease (the coordinator reserved it).
-			e.asked = 0
+			s.asked = 0
 			return
 		}
 		pending := e.pCur
 		if !l.bucket && v.Window != e.win {
 			pending = 0
 		}
-		e.lease = v.Lease - pending
-		e.leaseGrant = v.Lease
-		e.leaseWin = v.Window
-		e.hasLease = true
+		s.lease = v.Lease - pending
+		s.leaseGrant = v.Lease
+		s.leaseWin = v.Window
+		s.hasLease = true
 		// Asked for budget and granted none: the coordinator has none
 		// left for this window (count + others' reservations = limit;
 		// any free budget gives an asking isolate at least 1). Deny
@@ -360,25 +343,64 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		// the rest of the window: reservations others leave unused
 		// come back as they report).
 		switch {
-		case e.asked > 0 && v.Lease <= 0 && !l.bucket:
+		case s.asked > 0 && v.Lease <= 0 && !l.bucket:
 			n := uint8(0)
-			if e.dryWin == v.Window && e.dryN < maxDryDoublings {
-				n = e.dryN + 1
+			if s.dryWin == v.Window && s.dryN < maxDryDoublings {
+				n = s.dryN + 1
 			}
 			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
-			e.dryWin, e.dryUntil, e.dryN = v.Window, now+spell, n
+			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
 		case v.Exhausted && !l.bucket:
 			n := uint8(0)
-			if e.dryWin == v.Window {
-				n = e.dryN
+			if s.dryWin == v.Window {
+				n = s.dryN
 			}
 			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
-			e.dryWin, e.dryUntil, e.dryN = v.Window, now+spell, n
-		case v.Lease > 0 || v.Window != e.dryWin:
-			e.dryWin, e.dryN = -1, 0
+			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
+		case v.Lease > 0 || v.Window != s.dryWin:
+			s.dryWin, s.dryN = -1, 0
 		}
 	}
-	e.asked = 0
+	s.asked = 0
+}
+
+// estimate updates the rate record of e (of an approximate window limiter)
+// from the view v, made at time at, before v replaces e's view; the first
+// view gives e its record. It estimates the other isolates' rate from how
+// the count grew since a base view of the same window (e.vWin) at least
+// two sync gaps old (other isolates' batches arrive in lumps; a shorter
+// span is noise). Once the window is full the growth stops because
+// everyone denies, not because demand fell, so saturated views do not
+// update the rate. Past 3/4 of the limit the others start to deny and
+// their growth understates their pace: that rate is right for the rest of
+// the window but not for the start of the next one, so a new window starts
+// from the pace measured under 3/4 (a rate carried over from the denying
+// part of a window left the estimate far short mid-window).
+func (c *Core) estimate(e *entry, v *wire.View, at int64) {
+	if !e.hasView() {
+		rt := c.tab.newRate(e)
+		rt.rebase(v, at)
+		return
+	}
+	rt := c.tab.rate(e)
+	span := at - rt.bAt
+	switch {
+	case v.Window != e.vWin || v.Count >= e.limit:
+		if v.Window > e.vWin && rt.pace > rt.others {
+			rt.others = rt.pace
+		}
+		rt.rebase(v, at)
+	case span > 0 && span >= 2*c.gap:
+		rate := float64(v.Count-rt.bBase) / float64(span)
+		if rate < 0 {
+			rate = 0
+		}
+		rt.others = ewma(rt.others, rate)
+		if v.Count*4 < e.limit*3 {
+			rt.pace = ewma(rt.pace, rate)
+		}
+		rt.rebase(v, at)
+	}
 }
 
 // dryGaps is how many sync gaps (or round trips, the longer; at least a

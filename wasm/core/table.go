@@ -12,8 +12,48 @@ type table struct {
 	live   int       // entries in use
 	max    int       // key cap
 	hand   int       // CLOCK hand into ents
-	keyB   int64     // bytes of key strings held
+	keyB   int64     // bytes of the buffers of long keys
+
+	long     [][]byte // keys longer than inlineKey, by index (entry.longIndex); buffers are reused
+	longFree []int32  // indexes of long that hold no key
+	leases   pool[leaseRec]
+	rates    pool[rateRec]
 }
+
+// pool holds side records of entries, allocated chunkSize at a time and
+// reused through a free list, so that records come and go without garbage.
+type pool[T any] struct {
+	chunks [][]T
+	n      int32   // records allocated
+	free   []int32 // indexes of released records, reused first
+}
+
+// alloc returns the index of a zero record.
+func (p *pool[T]) alloc() int32 {
+	if k := len(p.free); k > 0 {
+		i := p.free[k-1]
+		p.free = p.free[:k-1]
+		return i
+	}
+	if p.n%chunkSize == 0 {
+		p.chunks = append(p.chunks, make([]T, chunkSize))
+	}
+	p.n++
+	return p.n - 1
+}
+
+// at returns record i.
+func (p *pool[T]) at(i int32) *T { return &p.chunks[i/chunkSize][i%chunkSize] }
+
+// release zeroes record i and makes it available again.
+func (p *pool[T]) release(i int32) {
+	var zero T
+	*p.at(i) = zero
+	p.free = append(p.free, i)
+}
+
+// bytes returns the memory held by the pool's records.
+func (p *pool[T]) bytes(size int64) int64 { return int64(len(p.chunks)) * chunkSize * size }
 
 // evictProbes bounds the CLOCK sweep per insertion, so a flood of unique keys
 // costs a bounded amount of work per decision.
@@ -32,7 +72,7 @@ func hashKey(lim uint16, key []byte) uint32 {
 func (t *table) mask() uint32 { return uint32(len(t.slots) - 1) }
 
 // find returns the index of the entry for (lim, key), or -1.
-func (t *table) find(lim uint16, key []byte, h uint32) int32 {
+func (t *table) find(lim uint8, key []byte, h uint32) int32 {
 	if len(t.slots) == 0 {
 		return -1
 	}
@@ -43,7 +83,7 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 			return -1
 		}
 		e := t.at(s - 1)
-		if e.hash == h && e.lim == lim && e.keyEqual(key) {
+		if e.hash == h && e.lim == lim && t.keyEqual(e, key) {
 			return s - 1
 		}
 	}
@@ -52,7 +92,7 @@ func (t *table) find(lim uint16, key []byte, h uint32) int32 {
 // insert adds a new entry for (lim, key), which must be absent, evicting one
 // entry first when the table is at its cap. It returns the new entry's index
 // and the evicted entry's unsynced cost (0 if none was evicted).
-func (t *table) insert(lim uint16, key []byte, h uint32, now int64) (idx int32, evicted bool, lost int64) {
+func (t *table) insert(lim uint8, key []byte, h uint32, now int64) (idx int32, evicted bool, lost int64) {
 	if t.live >= t.max {
 		victim := t.victim(now)
 		lost = t.at(victim).pending()
@@ -74,11 +114,8 @@ func (t *table) insert(lim uint16, key []byte, h uint32, now int64) (idx int32, 
 	}
 	e := t.at(idx)
 	gen := e.gen + 1
-	*e = entry{hash: h, lim: lim, gen: gen, inUse: true}
-	e.setKey(key)
-	if len(key) > inlineKey {
-		t.keyB += int64(len(key))
-	}
+	*e = entry{hash: h, lim: lim, gen: gen}
+	t.setKey(e, key)
 	t.live++
 	t.place(idx)
 	return idx, evicted, lost
@@ -101,7 +138,7 @@ func (t *table) grow() {
 	}
 	t.slots = make([]int32, n)
 	for i := int32(0); i < int32(t.n); i++ {
-		if t.at(i).inUse {
+		if t.at(i).inUse() {
 			t.place(i)
 		}
 	}
@@ -126,7 +163,13 @@ func (t *table) remove(idx int32) {
 	}
 	t.slots[i] = 0
 	if int(e.klen) > inlineKey {
-		t.keyB -= int64(e.klen)
+		t.longFree = append(t.longFree, e.longIndex())
+	}
+	switch {
+	case e.aux > 0:
+		t.leases.release(e.aux - 1)
+	case e.aux < 0:
+		t.rates.release(-e.aux - 1)
 	}
 	*e = entry{gen: e.gen + 1}
 	t.free = append(t.free, idx)
@@ -147,15 +190,15 @@ func (t *table) victim(now int64) int32 {
 		i := int32(t.hand)
 		t.hand++
 		e := t.at(i)
-		if !e.inUse {
+		if !e.inUse() {
 			continue
 		}
-		if e.ref {
+		if e.ref() {
 			// Only the sweep up to the first candidate clears bits:
 			// probing past it must not move the hand over entries it
 			// does not evict.
 			if fallback < 0 {
-				e.ref = false
+				e.set(fRef, false)
 			}
 			continue
 		}
@@ -183,7 +226,7 @@ func (t *table) victim(now int64) int32 {
 		}
 		i := int32(t.hand)
 		t.hand++
-		if t.at(i).inUse {
+		if t.at(i).inUse() {
 			return i
 		}
 	}
@@ -194,3 +237,95 @@ const chunkSize = 256
 
 // at returns entry idx.
 func (t *table) at(idx int32) *entry { return &t.chunks[idx/chunkSize][idx%chunkSize] }
+
+// setKey stores key in e: inline when it fits, else in a buffer of t.long
+// (reused from a removed long key when one is free).
+func (t *table) setKey(e *entry, key []byte) {
+	e.klen = uint16(len(key))
+	if len(key) <= inlineKey {
+		copy(e.kin[:], key)
+		return
+	}
+	var i int32
+	if n := len(t.longFree); n > 0 {
+		i = t.longFree[n-1]
+		t.longFree = t.longFree[:n-1]
+	} else {
+		i = int32(len(t.long))
+		t.long = append(t.long, nil)
+	}
+	b := t.long[i]
+	t.keyB -= int64(cap(b))
+	b = append(b[:0], key...)
+	t.keyB += int64(cap(b))
+	t.long[i] = b
+	e.setLongIndex(i)
+}
+
+// keyEqual reports whether e's key is k.
+func (t *table) keyEqual(e *entry, k []byte) bool {
+	if int(e.klen) != len(k) {
+		return false
+	}
+	if len(k) <= inlineKey {
+		for i := 0; i < len(k); i++ {
+			if e.kin[i] != k[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return sameKey(t.long[e.longIndex()], k)
+}
+
+// keyBytes returns e's key; the slice aliases the table (do not keep it).
+func (t *table) keyBytes(e *entry) []byte {
+	if int(e.klen) <= inlineKey {
+		return e.kin[:e.klen]
+	}
+	return t.long[e.longIndex()]
+}
+
+// newLease gives e (of a strict limiter) a zero lease record. Like every
+// allocating helper it is kept out of line: under TinyGo a function that
+// may allocate zeroes a GC frame on entry (see Core.insert).
+//
+//go:noinline
+func (t *table) newLease(e *entry) *leaseRec {
+	i := t.leases.alloc()
+	e.aux = i + 1
+	return t.leases.at(i)
+}
+
+// lease returns the lease record of e, which has one (strict limiters).
+func (t *table) lease(e *entry) *leaseRec { return t.leases.at(e.aux - 1) }
+
+// newRate gives e (of an approximate window limiter) a zero rate record
+// (out of line: see newLease).
+//
+//go:noinline
+func (t *table) newRate(e *entry) *rateRec {
+	i := t.rates.alloc()
+	e.aux = -i - 1
+	return t.rates.at(i)
+}
+
+// others returns the estimated cost per ns other isolates admit for e's
+// key: 0 unless e has a rate record (keys of approximate window limiters
+// with a view). It returns a value, not the record, so that the decision
+// path holds no pointer into the pool (under TinyGo a pointer live across
+// a call takes a slot of the function's GC frame).
+func (t *table) others(e *entry) float64 {
+	if e.aux >= 0 {
+		return 0
+	}
+	return t.rates.at(-e.aux - 1).others
+}
+
+// rate returns the rate record of e, or nil if it has none.
+func (t *table) rate(e *entry) *rateRec {
+	if e.aux >= 0 {
+		return nil
+	}
+	return t.rates.at(-e.aux - 1)
+}

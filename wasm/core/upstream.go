@@ -328,7 +328,7 @@ func (c *Core) appendSignals(dst []byte, now int64) []byte {
 			continue // gone, or named twice (its index was reused)
 		}
 		pause := max64(u.sPause-now, 0)
-		ents = wire.AppendSignal(ents, c.lims[e.lim].cfg.Name, e.keyBytes(), pause, u.sFails, u.sOK, u.sLimit, u.sProbe)
+		ents = wire.AppendSignal(ents, c.lims[e.lim].cfg.Name, c.tab.keyBytes(e), pause, u.sFails, u.sOK, u.sLimit, u.sProbe)
 		u.dirty, u.sPause, u.sFails, u.sOK, u.sLimit, u.sProbe = false, 0, 0, 0, 0, false
 		k++
 	}
@@ -344,7 +344,7 @@ func (c *Core) appendSignals(dst []byte, now int64) []byte {
 // at now.
 func (c *Core) applyUpView(lim int, key []byte, v *wire.UpView, now int64) {
 	h := hashKey(uint16(lim), key)
-	idx := c.tab.find(uint16(lim), key, h)
+	idx := c.tab.find(uint8(lim), key, h)
 	news := v.Pause > 0 || v.Circuit != wire.CircuitClosed || v.Limit > 0
 	if idx < 0 {
 		if !news {

@@ -142,3 +142,11 @@ test('a limiter without a mode runs auto when synced (as the Go coordinator read
   assert.deepEqual(normalizeConfig(cfg, true).limiters.map((l) => l.mode), ['auto', 'strict', 'auto']);
   assert.deepEqual(normalizeConfig(cfg, false).limiters.map((l) => l.mode), ['approximate', 'strict', 'approximate']);
 });
+
+test('100,000 keys of 32 bytes fit in 32 MiB of linear memory (the module grows by doubling)', async () => {
+  const rl = await EdgeLimit.create({ wasm: wasmModule, clock: fakeClock(), config: fixed(1_000_000_000) });
+  for (let i = 0; i < 100_000; i++) rl.decide({ limiter: 'llm', key: `key-${String(i).padStart(28, '0')}` });
+  const s = rl.stats();
+  assert.equal(s.keys, 100_000);
+  assert.ok(s.memoryBytes <= 32 * 2 ** 20, `linear memory ${s.memoryBytes} bytes for 100,000 keys, want <= 32 MiB`);
+});
