@@ -1,6 +1,7 @@
 package core
 
 import (
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -103,27 +104,17 @@ func (e *entry) unsynced() int64 { return e.lCur + e.lPrev }
 // roll moves the local window counters forward to window w. Demand of a
 // past window is dropped: it must not ask for budget in the new one.
 func (e *entry) roll(w int64) {
-	switch {
-	case w == e.win:
-	case w == e.win+1:
-		e.lPrev, e.lCur = e.lCur, 0
-		e.pPrev, e.pCur = e.pCur, 0
-		e.win, e.demand = w, 0
-	case w > e.win:
-		e.lPrev, e.lCur, e.pPrev, e.pCur = 0, 0, 0, 0
-		e.win, e.demand = w, 0
+	if w <= e.win {
+		return
 	}
+	_, e.lCur, e.lPrev = limitmath.Roll(e.win, e.lCur, e.lPrev, w)
+	_, e.pCur, e.pPrev = limitmath.Roll(e.win, e.pCur, e.pPrev, w)
+	e.win, e.demand = w, 0
 }
 
 // view returns the global counts of windows w and w-1 from the last view.
 func (e *entry) view(w int64) (cur, prev int64) {
-	switch e.vWin {
-	case w:
-		return e.vCur, e.vPrev
-	case w - 1:
-		return 0, e.vCur
-	}
-	return 0, 0
+	return limitmath.Counts(e.vWin, e.vCur, e.vPrev, w)
 }
 
 // setExp records when e's state stops mattering: the bucket is full again,
