@@ -54,6 +54,7 @@ func buildBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopTestCluster()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

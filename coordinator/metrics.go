@@ -50,7 +50,7 @@ func newMetrics(c *Coordinator) *metrics {
 	counter := func(name, help string, f func(s MergeStats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + name, Help: help}, func() float64 {
 			var s MergeStats
-			c.withMerger(func(m *Merger) { s = m.Stats() })
+			s = c.mergeStats()
 			return float64(f(s))
 		})
 	}

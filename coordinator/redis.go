@@ -1,0 +1,540 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis Cluster layout (see shared.go for the protocol):
+//
+//	{el:B}<storage key>     key record: 20-digit version, then the shared record
+//	{el:B}m<isolate>        the isolate's mark in bucket B: the last Seq applied there
+//	el:h<isolate>           hash: s = Seq, v = the isolate's high-water mark (hwmState)
+//
+// B = FNV-1a(storage key) mod RedisOptions.Buckets: one hash tag, so one
+// hash slot, per bucket; a sub-batch's keys and its mark share that slot
+// and are written by one script.
+
+// DefaultRedisBuckets is RedisOptions.Buckets by default: 1024 buckets
+// spread the keys over 1024 hash slots (every master of a cluster of up to
+// a few hundred masters gets some).
+const DefaultRedisBuckets = 1024
+
+// RedisOptions configure OpenRedis. Zero fields take the defaults.
+type RedisOptions struct {
+	// Addrs are the seed nodes of the cluster (host:port); the others are
+	// discovered. Required.
+	Addrs []string
+	// Username and Password authenticate (ACL user, or Password alone for
+	// requirepass). Default: none.
+	Username, Password string
+	// Wait, when > 0, makes every write wait until this many replicas of
+	// the master acknowledged it (WAIT Wait WaitTimeout) before the batch
+	// is answered; fewer is an error (the isolate retries; nothing is
+	// applied twice). Default 0: acknowledged writes may be lost when a
+	// master fails before replicating them (asynchronous replication).
+	Wait int
+	// WaitTimeout bounds WAIT. Default 1s.
+	WaitTimeout time.Duration
+	// Buckets is the number of buckets (hash tags). Every coordinator of
+	// a cluster must use the same. Default DefaultRedisBuckets.
+	Buckets int
+	// Timeout bounds one command (dial, read, write). Default 2s.
+	Timeout time.Duration
+	// PoolSize is the connections per node. Default 64.
+	PoolSize int
+}
+
+// ParseRedisURL parses "redis://HOST:PORT[,HOST:PORT...]" into its
+// addresses. A user and password in the URL are taken too (prefer
+// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD: command lines are
+// visible to other users).
+func ParseRedisURL(s string) (RedisOptions, error) {
+	var o RedisOptions
+	rest, ok := strings.CutPrefix(s, "redis://")
+	if !ok {
+		return o, fmt.Errorf("coordinator: store %q: want redis://HOST:PORT[,HOST:PORT...]", s)
+	}
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		u, err := url.Parse("redis://" + rest[:at+1] + "x")
+		if err != nil {
+			return o, fmt.Errorf("coordinator: store: %w", err)
+		}
+		o.Username = u.User.Username()
+		o.Password, _ = u.User.Password()
+		rest = rest[at+1:]
+	}
+	rest, _, _ = strings.Cut(rest, "/")
+	for _, a := range strings.Split(rest, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, _, err := splitHostPort(a); err != nil {
+			return o, fmt.Errorf("coordinator: store %q: %w", s, err)
+		}
+		o.Addrs = append(o.Addrs, a)
+	}
+	if len(o.Addrs) == 0 {
+		return o, fmt.Errorf("coordinator: store %q: no HOST:PORT", s)
+	}
+	return o, nil
+}
+
+func splitHostPort(a string) (string, int, error) {
+	i := strings.LastIndexByte(a, ':')
+	if i <= 0 {
+		return "", 0, fmt.Errorf("address %q: want HOST:PORT", a)
+	}
+	p, err := strconv.Atoi(a[i+1:])
+	if err != nil || p <= 0 || p > 65535 {
+		return "", 0, fmt.Errorf("address %q: bad port", a)
+	}
+	return a[:i], p, nil
+}
+
+// RedisCredentialsFromEnv fills o.Username and o.Password from
+// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD when set.
+func RedisCredentialsFromEnv(o *RedisOptions) {
+	if v := os.Getenv("EDGELIMIT_REDIS_USERNAME"); v != "" {
+		o.Username = v
+	}
+	if v := os.Getenv("EDGELIMIT_REDIS_PASSWORD"); v != "" {
+		o.Password = v
+	}
+}
+
+// RedisStore is the SharedStore on a Redis Cluster: coordinators over the
+// same cluster form a stateless tier (shared.go). Durability is Redis's:
+// a write is acknowledged once the master applied it (and, with
+// RedisOptions.Wait, once that many replicas did).
+type RedisStore struct {
+	rdb  *redis.ClusterClient
+	opts RedisOptions
+}
+
+// OpenRedis connects to the cluster of o.Addrs and checks it answers.
+func OpenRedis(ctx context.Context, o RedisOptions) (*RedisStore, error) {
+	if len(o.Addrs) == 0 {
+		return nil, errors.New("coordinator: redis: no address")
+	}
+	if o.Buckets <= 0 {
+		o.Buckets = DefaultRedisBuckets
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if o.WaitTimeout <= 0 {
+		o.WaitTimeout = time.Second
+	}
+	if o.PoolSize <= 0 {
+		o.PoolSize = 64
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
+		DialTimeout: o.Timeout, ReadTimeout: o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
+		PoolSize: o.PoolSize, MaxRedirects: 8, MaxRetries: 2, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("coordinator: redis: %s: %w", strings.Join(o.Addrs, ","), err)
+	}
+	return &RedisStore{rdb: rdb, opts: o}, nil
+}
+
+// Client returns the cluster client (for tests and benchmarks).
+func (s *RedisStore) Client() *redis.ClusterClient { return s.rdb }
+
+func (s *RedisStore) tag(bucket int) string { return "{el:" + strconv.Itoa(bucket) + "}" }
+
+// Bucket returns the bucket of a storage key.
+func (s *RedisStore) Bucket(key []byte) int {
+	h := fnv.New64a()
+	h.Write(key)
+	return int(h.Sum64() % uint64(s.opts.Buckets))
+}
+
+// rkey maps a storage key to its Redis key.
+func (s *RedisStore) rkey(key []byte) string {
+	if len(key) > 0 && key[0] == prefixKey {
+		return s.tag(s.Bucket(key)) + string(key)
+	}
+	return "el:" + string(key)
+}
+
+const versionLen = 20
+
+func splitVersioned(v string) (Versioned, error) {
+	if len(v) < versionLen {
+		return Versioned{}, errCorrupt
+	}
+	n, err := strconv.ParseUint(v[:versionLen], 10, 64)
+	if err != nil || n == 0 {
+		return Versioned{}, errCorrupt
+	}
+	return Versioned{Value: []byte(v[versionLen:]), Version: n}, nil
+}
+
+func versionPrefix(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	return strings.Repeat("0", versionLen-len(s)) + s
+}
+
+// Get returns the value of a key record (without its version), of an
+// isolate's high-water mark, or of any other key.
+func (s *RedisStore) Get(key []byte) ([]byte, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	var v string
+	var err error
+	if len(key) > 0 && key[0] == prefixHWM {
+		v, err = s.rdb.HGet(ctx, s.rkey(key), "v").Result()
+	} else {
+		v, err = s.rdb.Get(ctx, s.rkey(key)).Result()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("coordinator: redis: get: %w", err)
+	}
+	if len(key) > 0 && key[0] == prefixKey {
+		vv, err := splitVersioned(v)
+		if err != nil {
+			return nil, false, fmt.Errorf("coordinator: redis: get: %w", err)
+		}
+		return vv.Value, true, nil
+	}
+	return []byte(v), true, nil
+}
+
+// Commit deletes the keys of ops (one by one: each delete is atomic on its
+// own). Sets and range deletes are refused: key records are written only
+// through WriteShared.
+func (s *RedisStore) Commit(ops []Op) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	for _, op := range ops {
+		if !op.Delete || op.End != nil {
+			return errors.New("coordinator: redis: only single-key deletes are committed directly")
+		}
+		if err := s.rdb.Del(ctx, s.rkey(op.Key)).Err(); err != nil {
+			return fmt.Errorf("coordinator: redis: del: %w", err)
+		}
+	}
+	return nil
+}
+
+// Scan visits the key records and high-water marks of prefix (in storage
+// key order, by SCAN over every master; for admin use, not the hot path).
+// The log prefix is always empty: shared mode keeps no log.
+func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
+	if len(prefix) == 0 || (prefix[0] != prefixKey && prefix[0] != prefixHWM) {
+		return nil
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var keys []string
+	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, "*", 1000).Iterator()
+		for it.Next(ctx) {
+			k := it.Val()
+			var sk string
+			switch {
+			case strings.HasPrefix(k, "el:"):
+				sk = k[3:]
+			case strings.HasPrefix(k, "{el:"):
+				i := strings.IndexByte(k, '}')
+				if i < 0 || i+1 >= len(k) || k[i+1] != prefixKey {
+					continue
+				}
+				sk = k[i+1:]
+			default:
+				continue
+			}
+			if strings.HasPrefix(sk, string(prefix)) && sk >= string(start) {
+				mu.Lock()
+				keys = append(keys, sk)
+				mu.Unlock()
+			}
+		}
+		return it.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("coordinator: redis: scan: %w", err)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, found, err := s.Get([]byte(k))
+		if err != nil {
+			return err
+		}
+		if found && !fn([]byte(k), v) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Close closes the connections.
+func (s *RedisStore) Close() error { return s.rdb.Close() }
+
+// ReadShared reads keys and the isolate's marks in buckets in one pipeline
+// (one round trip per master).
+func (s *RedisStore) ReadShared(ctx context.Context, isolate string, keys [][]byte, buckets []int) ([]Versioned, []int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	kc := make([]*redis.StringCmd, len(keys))
+	mc := make([]*redis.StringCmd, len(buckets))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			kc[i] = p.Get(ctx, s.rkey(k))
+		}
+		for i, b := range buckets {
+			mc[i] = p.Get(ctx, s.tag(b)+"m"+isolate)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+	}
+	vals := make([]Versioned, len(keys))
+	for i, c := range kc {
+		v, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+		}
+		if vals[i], err = splitVersioned(v); err != nil {
+			return nil, nil, fmt.Errorf("coordinator: redis: read %q: %w", keys[i], err)
+		}
+	}
+	marks := make([]int64, len(buckets))
+	for i, c := range mc {
+		v, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+		}
+		if marks[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+			return nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, errCorrupt)
+		}
+	}
+	return vals, marks, nil
+}
+
+// subScript is a SubWrite: KEYS[1] the mark, KEYS[2..] the records; ARGV[1]
+// seq, ARGV[2] mark TTL (ms), then per record: expected version prefix (""
+// when absent), new value, TTL (ms). Returns 0 applied, 1 conflict, 2
+// duplicate.
+var subScript = redis.NewScript(`
+local seq = tonumber(ARGV[1])
+local m = redis.call('GET', KEYS[1])
+if m and tonumber(m) >= seq then return 2 end
+for i = 2, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  local want = ARGV[3*(i-1)]
+  if v then
+    if string.sub(v, 1, 20) ~= want then return 1 end
+  elseif want ~= '' then return 1 end
+end
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[3*(i-1)+1], 'PX', ARGV[3*(i-1)+2])
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 0
+`)
+
+// markScript advances an isolate's high-water mark: KEYS[1]; ARGV seq,
+// value, TTL (ms). Returns 1 when set, 0 when it already held seq or more.
+var markScript = redis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 's') or '0')
+if cur >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
+func ms(ns int64) int64 { return max(ns/1e6, 1) }
+
+// evalOnMasters runs each script call on the master of its first key,
+// grouped per master into one pipeline (one round trip per master), with
+// WAIT at the end of each pipeline when RedisOptions.Wait is set. It
+// returns each call's integer result.
+func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout+s.opts.WaitTimeout)
+	defer cancel()
+	type group struct {
+		node *redis.Client
+		idx  []int
+	}
+	groups := map[*redis.Client]*group{}
+	var order []*group
+	for i, c := range calls {
+		node, err := s.rdb.MasterForKey(ctx, c.keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: redis: master of %q: %w", c.keys[0], err)
+		}
+		g := groups[node]
+		if g == nil {
+			g = &group{node: node}
+			groups[node] = g
+			order = append(order, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	res := make([]int64, len(calls))
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for gi, g := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[gi] = s.evalGroup(ctx, g.node, calls, g.idx, res)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// A failover or resharding moved slots: learn the new layout.
+		s.rdb.ReloadState(ctx)
+		return nil, err
+	}
+	return res, nil
+}
+
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64) error {
+	addr := node.Options().Addr
+	cmds := make([]*redis.Cmd, len(idx))
+	var waits []*redis.Cmd
+	run := func(j []int, sha bool) error {
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, j := range j {
+				c := calls[idx[j]]
+				if sha {
+					cmds[j] = c.script.EvalSha(ctx, p, c.keys, c.args...)
+				} else {
+					cmds[j] = c.script.Eval(ctx, p, c.keys, c.args...)
+				}
+			}
+			if s.opts.Wait > 0 {
+				waits = append(waits, p.Do(ctx, "WAIT", s.opts.Wait, s.opts.WaitTimeout.Milliseconds()))
+			}
+			return nil
+		})
+		return err
+	}
+	all := make([]int, len(idx))
+	for j := range all {
+		all[j] = j
+	}
+	err := run(all, true)
+	if err != nil {
+		// A script this node has not seen yet (first use, or a replica
+		// that just took over): send those calls with the script itself.
+		var again []int
+		for j, c := range cmds {
+			if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				again = append(again, j)
+			}
+		}
+		if len(again) > 0 {
+			err = run(again, false)
+			for _, c := range cmds {
+				if c.Err() != nil {
+					err = c.Err()
+				}
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("coordinator: redis: write on %s: %w", addr, err)
+	}
+	for j, i := range idx {
+		if res[i], err = cmds[j].Int64(); err != nil {
+			return fmt.Errorf("coordinator: redis: write on %s: %w", addr, err)
+		}
+	}
+	for _, wait := range waits {
+		n, err := wait.Int64()
+		if err != nil {
+			return fmt.Errorf("coordinator: redis: WAIT on %s: %w", addr, err)
+		}
+		if n < int64(s.opts.Wait) {
+			return fmt.Errorf("coordinator: redis: WAIT on %s: %d of %d replicas acknowledged within %s", addr, n, s.opts.Wait, s.opts.WaitTimeout)
+		}
+	}
+	return nil
+}
+
+// WriteShared performs subs (see SubWrite), one script call each, grouped
+// per master.
+func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOutcome, error) {
+	calls := make([]scriptCall, len(subs))
+	for i := range subs {
+		w := &subs[i]
+		t := s.tag(w.Bucket)
+		keys := make([]string, 0, 1+len(w.Keys))
+		keys = append(keys, t+"m"+w.Isolate)
+		args := make([]any, 0, 2+3*len(w.Keys))
+		args = append(args, w.Seq, ms(w.MarkTTL))
+		for j, k := range w.Keys {
+			rk := s.rkey(k)
+			if !strings.HasPrefix(rk, t) {
+				return nil, fmt.Errorf("coordinator: redis: key %q is not in bucket %d", k, w.Bucket)
+			}
+			keys = append(keys, rk)
+			want := ""
+			if w.Versions[j] != 0 {
+				want = versionPrefix(w.Versions[j])
+			}
+			args = append(args, want, versionPrefix(w.Versions[j]+1)+string(w.Values[j]), ms(w.TTLs[j]))
+		}
+		calls[i] = scriptCall{script: subScript, keys: keys, args: args}
+	}
+	res, err := s.evalOnMasters(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]SubOutcome, len(res))
+	for i, r := range res {
+		switch r {
+		case 0:
+			outs[i] = SubApplied
+		case 1:
+			outs[i] = SubConflict
+		case 2:
+			outs[i] = SubDuplicate
+		default:
+			return nil, fmt.Errorf("coordinator: redis: script answered %d", r)
+		}
+	}
+	return outs, nil
+}
+
+// AdvanceMark sets an isolate's high-water mark unless it is already at
+// seq or beyond.
+func (s *RedisStore) AdvanceMark(ctx context.Context, key []byte, seq int64, value []byte, ttl int64) error {
+	_, err := s.evalOnMasters(ctx, []scriptCall{{script: markScript, keys: []string{s.rkey(key)},
+		args: []any{seq, string(value), ms(ttl)}}})
+	return err
+}
+
+var _ SharedStore = (*RedisStore)(nil)

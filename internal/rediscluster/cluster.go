@@ -1,0 +1,267 @@
+// Package rediscluster starts a Redis Cluster of redis-server processes on
+// loopback for tests and benchmarks: each node in its own temporary
+// directory, the cluster created with `redis-cli --cluster create`, every
+// process stopped by Stop. Nodes can be killed (kill -9) to exercise
+// failover.
+package rediscluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoRedis reports that redis-server or redis-cli is not installed.
+var ErrNoRedis = errors.New("rediscluster: redis-server or redis-cli not found (make tools installs them from Debian)")
+
+// Options shape a cluster. Zero fields take the defaults.
+type Options struct {
+	// Masters is the number of masters. Default 3.
+	Masters int
+	// ReplicasPerMaster is the number of replicas of each master. Default 0.
+	ReplicasPerMaster int
+	// AppendFsync is the appendfsync policy ("always", "everysec", "no"),
+	// with appendonly on; "" means no persistence. Default "".
+	AppendFsync string
+	// NodeTimeout is cluster-node-timeout: how long a master may be
+	// unreachable before its replica takes over. Default 1s.
+	NodeTimeout time.Duration
+}
+
+// Node is one redis-server process of the cluster.
+type Node struct {
+	Addr string // 127.0.0.1:port
+	cmd  *exec.Cmd
+	dir  string
+	dead bool
+}
+
+// Cluster is a running Redis Cluster on loopback.
+type Cluster struct {
+	Nodes []*Node
+	mu    sync.Mutex
+}
+
+// Available reports whether redis-server and redis-cli are installed.
+func Available() error {
+	for _, b := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return ErrNoRedis
+		}
+	}
+	return nil
+}
+
+// freePort returns a loopback port p such that p and p+10000 (the cluster
+// bus) are free now.
+func freePort() (int, error) {
+	for i := 0; i < 200; i++ {
+		p := 20000 + rand.IntN(30000)
+		a, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return p, nil
+	}
+	return 0, errors.New("rediscluster: no free port pair")
+}
+
+// Start starts the nodes and creates the cluster; it returns once every
+// node reports cluster_state:ok. The caller must Stop it.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	if o.Masters <= 0 {
+		o.Masters = 3
+	}
+	if o.NodeTimeout <= 0 {
+		o.NodeTimeout = time.Second
+	}
+	c := &Cluster{}
+	n := o.Masters * (1 + o.ReplicasPerMaster)
+	for i := 0; i < n; i++ {
+		nd, err := startNode(ctx, o)
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, nd)
+	}
+	args := []string{"--cluster", "create"}
+	for _, nd := range c.Nodes {
+		args = append(args, nd.Addr)
+	}
+	args = append(args, "--cluster-replicas", strconv.Itoa(o.ReplicasPerMaster), "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("rediscluster: redis-cli --cluster create: %w: %s", err, out)
+	}
+	if err := c.WaitOK(ctx, 30*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func startNode(ctx context.Context, o Options) (*Node, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "edgelimit-redis-cluster-")
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: %w", err)
+	}
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+		"--daemonize", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
+		"--cluster-replica-validity-factor", "0", "--protected-mode", "no"}
+	if o.AppendFsync != "" {
+		args = append(args, "--appendonly", "yes", "--appendfsync", o.AppendFsync)
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	cmd := exec.Command("redis-server", args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("rediscluster: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("rediscluster: redis-server: %w", err)
+	}
+	go func() { // drain its log so it never blocks on a full pipe
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+		}
+	}()
+	nd := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), cmd: cmd, dir: dir}
+	cl := redis.NewClient(&redis.Options{Addr: nd.Addr})
+	defer cl.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := cl.Ping(ctx).Err(); err == nil {
+			return nd, nil
+		} else if time.Now().After(deadline) || ctx.Err() != nil {
+			nd.stop()
+			return nil, fmt.Errorf("rediscluster: redis-server on %s did not start: %w", nd.Addr, err)
+		}
+	}
+}
+
+func (nd *Node) stop() {
+	if nd.cmd.Process != nil && !nd.dead {
+		nd.cmd.Process.Kill()
+		nd.cmd.Wait()
+	}
+	nd.dead = true
+	os.RemoveAll(nd.dir)
+}
+
+// Addrs returns the addresses of the nodes still running.
+func (c *Cluster) Addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var a []string
+	for _, nd := range c.Nodes {
+		if !nd.dead {
+			a = append(a, nd.Addr)
+		}
+	}
+	return a
+}
+
+// WaitOK waits until every running node reports cluster_state:ok and
+// knows a master for each of the 16384 slots.
+func (c *Cluster) WaitOK(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		bad := ""
+		for _, a := range c.Addrs() {
+			cl := redis.NewClient(&redis.Options{Addr: a})
+			info, err := cl.ClusterInfo(ctx).Result()
+			cl.Close()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				bad = a
+				break
+			}
+		}
+		if bad == "" {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("rediscluster: node %s not in cluster_state:ok after %s", bad, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Masters returns the addresses of the running nodes that are masters.
+func (c *Cluster) Masters(ctx context.Context) []string {
+	var m []string
+	for _, a := range c.Addrs() {
+		cl := redis.NewClient(&redis.Options{Addr: a})
+		info, err := cl.Info(ctx, "replication").Result()
+		cl.Close()
+		if err == nil && strings.Contains(info, "role:master") {
+			m = append(m, a)
+		}
+	}
+	return m
+}
+
+// Kill kills the node at addr with SIGKILL (its data directory stays until
+// Stop).
+func (c *Cluster) Kill(addr string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr && !nd.dead {
+			nd.cmd.Process.Kill()
+			nd.cmd.Wait()
+			nd.dead = true
+			return nil
+		}
+	}
+	return fmt.Errorf("rediscluster: no running node %s", addr)
+}
+
+// FlushAll empties every running master.
+func (c *Cluster) FlushAll(ctx context.Context) error {
+	for _, a := range c.Masters(ctx) {
+		cl := redis.NewClient(&redis.Options{Addr: a})
+		err := cl.FlushAll(ctx).Err()
+		cl.Close()
+		if err != nil {
+			return fmt.Errorf("rediscluster: flushall %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// Stop kills every node and removes their directories.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.Nodes {
+		nd.stop()
+	}
+}
