@@ -43,6 +43,7 @@ type Options struct {
 type Node struct {
 	Addr string // 127.0.0.1:port
 	cmd  *exec.Cmd
+	args []string
 	dir  string
 	dead bool
 }
@@ -118,6 +119,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
+	if err := c.WaitReplicas(ctx, o.ReplicasPerMaster, 30*time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -139,30 +144,40 @@ func startNode(ctx context.Context, o Options) (*Node, error) {
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
-	cmd := exec.Command("redis-server", args...)
+	nd := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), args: args, dir: dir}
+	if err := nd.start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return nd, nil
+}
+
+// start runs the node's redis-server and waits until it answers.
+func (nd *Node) start(ctx context.Context) error {
+	cmd := exec.Command("redis-server", nd.args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("rediscluster: %w", err)
+		return fmt.Errorf("rediscluster: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("rediscluster: redis-server: %w", err)
+		return fmt.Errorf("rediscluster: redis-server: %w", err)
 	}
 	go func() { // drain its log so it never blocks on a full pipe
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 		}
 	}()
-	nd := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), cmd: cmd, dir: dir}
+	nd.cmd, nd.dead = cmd, false
 	cl := redis.NewClient(&redis.Options{Addr: nd.Addr})
 	defer cl.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if err := cl.Ping(ctx).Err(); err == nil {
-			return nd, nil
+			return nil
 		} else if time.Now().After(deadline) || ctx.Err() != nil {
-			nd.stop()
-			return nil, fmt.Errorf("rediscluster: redis-server on %s did not start: %w", nd.Addr, err)
+			cmd.Process.Kill()
+			cmd.Wait()
+			nd.dead = true
+			return fmt.Errorf("rediscluster: redis-server on %s did not start: %w", nd.Addr, err)
 		}
 	}
 }
@@ -228,6 +243,32 @@ func (c *Cluster) Masters(ctx context.Context) []string {
 	return m
 }
 
+// WaitReplicas waits until every master has n replicas online (replicas
+// finish their first synchronisation after the cluster is created, or after
+// they rejoin).
+func (c *Cluster) WaitReplicas(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		short := ""
+		for _, a := range c.Masters(ctx) {
+			cl := redis.NewClient(&redis.Options{Addr: a})
+			info, err := cl.Info(ctx, "replication").Result()
+			cl.Close()
+			if err != nil || strings.Count(info, "state=online") < n {
+				short = a
+				break
+			}
+		}
+		if short == "" {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("rediscluster: master %s has fewer than %d replicas online after %s", short, n, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Kill kills the node at addr with SIGKILL (its data directory stays until
 // Stop).
 func (c *Cluster) Kill(addr string) error {
@@ -242,6 +283,20 @@ func (c *Cluster) Kill(addr string) error {
 		}
 	}
 	return fmt.Errorf("rediscluster: no running node %s", addr)
+}
+
+// Restart starts again the killed node at addr, on the same port and
+// directory (its nodes.conf): it rejoins the cluster, as a replica of the
+// master that took over its slots.
+func (c *Cluster) Restart(ctx context.Context, addr string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr && nd.dead {
+			return nd.start(ctx)
+		}
+	}
+	return fmt.Errorf("rediscluster: no killed node %s", addr)
 }
 
 // FlushAll empties every running master.
