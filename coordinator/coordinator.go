@@ -99,12 +99,13 @@ type Coordinator struct {
 	gcStop   chan struct{}
 	gcDone   chan struct{}
 
-	storeDown atomic.Bool   // the last commit failed
-	ckpt      *ckptJob      // the checkpoint being committed, or nil (c.mu)
-	ckptLate  atomic.Bool   // another checkpoint is due: the one in flight stops resting
-	lastJob   *commitJob    // the commit job of the last stage (c.mu)
-	dash      *dashboard    // what GET /ui shows (dashboard.go)
-	shared    *sharedMerger // set when the store is a SharedStore (shared.go)
+	storeDown  atomic.Bool   // the last commit failed
+	ckpt       *ckptJob      // the checkpoint being committed, or nil (c.mu)
+	ckptLate   atomic.Bool   // another checkpoint is due: the one in flight stops resting
+	lastJob    *commitJob    // the commit job of the last stage (c.mu)
+	dash       *dashboard    // what GET /ui shows (dashboard.go)
+	shared     *sharedMerger // set when the store is a SharedStore (shared.go)
+	sharedDone chan struct{} // closed when the shared merger's loop ends
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -222,7 +223,12 @@ func Open(opts Options) (*Coordinator, error) {
 	c.dash = newDashboard(opts.Config, opts.Clock())
 	m.dash = c.dash
 	if ss, ok := store.(SharedStore); ok {
-		c.shared = newSharedMerger(opts.Config, ss, opts.Merger, c.dash)
+		if c.shared, err = newSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
+			store.Close()
+			return nil, err
+		}
+		c.sharedDone = make(chan struct{})
+		go c.shared.loop(opts.Clock, c.quit, c.sharedDone)
 	}
 	go c.loop()
 	if opts.GCInterval > 0 && c.shared == nil {
@@ -517,6 +523,9 @@ func (c *Coordinator) Close() error {
 	c.inflight.Wait()
 	close(c.quit)
 	<-c.done
+	if c.sharedDone != nil {
+		<-c.sharedDone
+	}
 	// A last checkpoint leaves an empty log, so the next Open replays
 	// nothing; if it fails, the next Open replays the log instead. No
 	// request waits any more: its chunks need not rest.

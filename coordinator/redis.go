@@ -287,19 +287,19 @@ func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool)
 // Close closes the connections.
 func (s *RedisStore) Close() error { return s.rdb.Close() }
 
-// ReadShared reads keys and the isolate's marks in buckets in one pipeline
-// (one round trip per master).
-func (s *RedisStore) ReadShared(ctx context.Context, isolate string, keys [][]byte, buckets []int) ([]Versioned, []int64, error) {
+// ReadShared reads keys and the marks in one pipeline (one round trip per
+// master).
+func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef) ([]Versioned, []int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	kc := make([]*redis.StringCmd, len(keys))
-	mc := make([]*redis.StringCmd, len(buckets))
+	mc := make([]*redis.StringCmd, len(marks))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			kc[i] = p.Get(ctx, s.rkey(k))
 		}
-		for i, b := range buckets {
-			mc[i] = p.Get(ctx, s.tag(b)+"m"+isolate)
+		for i, m := range marks {
+			mc[i] = p.Get(ctx, s.tag(m.Bucket)+"m"+m.Isolate)
 		}
 		return nil
 	})
@@ -319,7 +319,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, isolate string, keys [][]by
 			return nil, nil, fmt.Errorf("coordinator: redis: read %q: %w", keys[i], err)
 		}
 	}
-	marks := make([]int64, len(buckets))
+	seqs := make([]int64, len(marks))
 	for i, c := range mc {
 		v, err := c.Result()
 		if errors.Is(err, redis.Nil) {
@@ -328,32 +328,68 @@ func (s *RedisStore) ReadShared(ctx context.Context, isolate string, keys [][]by
 		if err != nil {
 			return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
 		}
-		if marks[i], err = strconv.ParseInt(v, 10, 64); err != nil {
+		if seqs[i], err = strconv.ParseInt(v, 10, 64); err != nil {
 			return nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, errCorrupt)
 		}
 	}
-	return vals, marks, nil
+	return vals, seqs, nil
 }
 
-// subScript is a SubWrite: KEYS[1] the mark, KEYS[2..] the records; ARGV[1]
-// seq, ARGV[2] mark TTL (ms), then per record: expected version prefix (""
-// when absent), new value, TTL (ms). Returns 0 applied, 1 conflict, 2
-// duplicate.
+// ReadMarks reads isolates' high-water marks in one pipeline.
+func (s *RedisStore) ReadMarks(ctx context.Context, isolates []string) ([][]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	cs := make([]*redis.StringCmd, len(isolates))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, iso := range isolates {
+			cs[i] = p.HGet(ctx, s.rkey([]byte(hwmStorageKey(iso))), "v")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("coordinator: redis: read marks: %w", err)
+	}
+	out := make([][]byte, len(isolates))
+	for i, c := range cs {
+		v, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: redis: read marks: %w", err)
+		}
+		out[i] = []byte(v)
+	}
+	return out, nil
+}
+
+// subScript is a SubWrite: KEYS are the M marks, then the records; ARGV[1]
+// is M, then per mark its seq and TTL (ms), then per record the expected
+// version prefix ("" when absent), the new value and its TTL (ms). Returns
+// 0 applied, 1 conflict (a version changed), 2 duplicate (a mark is
+// already at its seq).
 var subScript = redis.NewScript(`
-local seq = tonumber(ARGV[1])
-local m = redis.call('GET', KEYS[1])
-if m and tonumber(m) >= seq then return 2 end
-for i = 2, #KEYS do
+local nm = tonumber(ARGV[1])
+for i = 1, nm do
+  local m = redis.call('GET', KEYS[i])
+  if m and tonumber(m) >= tonumber(ARGV[2*i]) then return 2 end
+end
+local base = 2*nm + 1
+for i = nm + 1, #KEYS do
+  local j = base + 3*(i-nm-1)
   local v = redis.call('GET', KEYS[i])
-  local want = ARGV[3*(i-1)]
+  local want = ARGV[j+1]
   if v then
     if string.sub(v, 1, 20) ~= want then return 1 end
   elseif want ~= '' then return 1 end
 end
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[3*(i-1)+1], 'PX', ARGV[3*(i-1)+2])
+for i = nm + 1, #KEYS do
+  local j = base + 3*(i-nm-1)
+  redis.call('SET', KEYS[i], ARGV[j+2], 'PX', ARGV[j+3])
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+for i = 1, nm do
+  redis.call('SET', KEYS[i], ARGV[2*i], 'PX', ARGV[2*i+1])
+end
 return 0
 `)
 
@@ -491,10 +527,13 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOut
 	for i := range subs {
 		w := &subs[i]
 		t := s.tag(w.Bucket)
-		keys := make([]string, 0, 1+len(w.Keys))
-		keys = append(keys, t+"m"+w.Isolate)
-		args := make([]any, 0, 2+3*len(w.Keys))
-		args = append(args, w.Seq, ms(w.MarkTTL))
+		keys := make([]string, 0, len(w.Marks)+len(w.Keys))
+		args := make([]any, 0, 1+2*len(w.Marks)+3*len(w.Keys))
+		args = append(args, len(w.Marks))
+		for _, m := range w.Marks {
+			keys = append(keys, t+"m"+m.Isolate)
+			args = append(args, m.Seq, ms(m.TTL))
+		}
 		for j, k := range w.Keys {
 			rk := s.rkey(k)
 			if !strings.HasPrefix(rk, t) {
@@ -529,11 +568,15 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOut
 	return outs, nil
 }
 
-// AdvanceMark sets an isolate's high-water mark unless it is already at
-// seq or beyond.
-func (s *RedisStore) AdvanceMark(ctx context.Context, key []byte, seq int64, value []byte, ttl int64) error {
-	_, err := s.evalOnMasters(ctx, []scriptCall{{script: markScript, keys: []string{s.rkey(key)},
-		args: []any{seq, string(value), ms(ttl)}}})
+// AdvanceMarks advances isolates' high-water marks (each unless already at
+// its seq or beyond), grouped per master.
+func (s *RedisStore) AdvanceMarks(ctx context.Context, marks []MarkSet) error {
+	calls := make([]scriptCall, len(marks))
+	for i, m := range marks {
+		calls[i] = scriptCall{script: markScript, keys: []string{s.rkey([]byte(hwmStorageKey(m.Isolate)))},
+			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
+	}
+	_, err := s.evalOnMasters(ctx, calls)
 	return err
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,31 +14,33 @@ import (
 
 // Shared mode: several coordinators over one SharedStore (Redis Cluster,
 // redis.go). A Merger whose cache is authoritative cannot be shared by two
-// processes, so in shared mode no state outlives a batch in a coordinator:
-// each batch is merged by the same Merger code (Apply, leases) on the
-// states read from the store for it, and written back with optimistic
-// concurrency.
+// processes, so in shared mode no state outlives a group of batches in a
+// coordinator: each group is merged by the same Merger code (Apply, leases)
+// on the states read from the store for it, and written back with
+// optimistic concurrency.
 //
 // The keys are spread over SharedStore buckets (a bucket is one Redis hash
-// slot, through a hash tag). A batch is cut into one sub-batch per bucket;
-// each sub-batch is read (its keys with their versions, and the isolate's
-// mark in that bucket), merged, and written by one atomic conditional
-// write that
+// slot, through a hash tag). As the Pebble coordinator group-commits, a
+// shared coordinator takes the batches that arrived together (at most one
+// per isolate) as one group and cuts them into one part per bucket. Each
+// part is read (its keys with their versions, and each isolate's mark in
+// that bucket), merged (the isolates' sub-batches one after the other, in
+// arrival order), and written by one atomic conditional write that
 //
-//   - applies nothing when the isolate's mark in the bucket is already at
-//     the batch's Seq (another coordinator applied it: at most once per
+//   - applies nothing when an isolate's mark in the bucket is already at
+//     its batch's Seq (another coordinator applied it: at most once per
 //     (isolate, Seq) in every bucket, so across the whole batch), and
 //   - applies nothing when any key's version changed since the read (a
-//     concurrent batch of another coordinator, or of this one); the
-//     sub-batch is then read and merged again, up to sharedAttempts times.
+//     concurrent group of another coordinator);
 //
-// So two coordinators serving one key never lose an update, and a strict
+// the part is then read and merged again, up to sharedAttempts times. So
+// two coordinators serving one key never lose an update, and a strict
 // lease is granted only against the state it was computed on: strict never
 // exceeds the limit. The sequence rules (sequence.go) are checked against
 // the isolate's global high-water mark, advanced (never moved back) once
-// every sub-batch is applied; a coordinator that dies between the two
-// leaves the mark behind, and the retry of the batch (to any coordinator)
-// finds every bucket already applied and only advances it.
+// every part of its batch is written; a coordinator that dies between the
+// two leaves the mark behind, and the retry of the batch (to any
+// coordinator) finds every bucket already applied and only advances it.
 //
 // Approximate limiters' isolate sketches (sketch.go) are stored with the
 // key's state, so View.Isolates counts the isolates of every coordinator.
@@ -52,14 +53,32 @@ type SharedStore interface {
 	// Bucket returns the bucket of a key record's storage key.
 	Bucket(key []byte) int
 	// ReadShared returns the records of keys with their versions, and the
-	// Seq of isolate's mark in each of buckets (0: none).
-	ReadShared(ctx context.Context, isolate string, keys [][]byte, buckets []int) ([]Versioned, []int64, error)
+	// Seq of each mark (0: none).
+	ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef) ([]Versioned, []int64, error)
+	// ReadMarks returns the high-water mark records of isolates (scoped
+	// ids; nil: none).
+	ReadMarks(ctx context.Context, isolates []string) ([][]byte, error)
 	// WriteShared performs each SubWrite atomically (each on its own) and
 	// returns their outcomes, in order.
 	WriteShared(ctx context.Context, subs []SubWrite) ([]SubOutcome, error)
-	// AdvanceMark sets the record key (an isolate's high-water mark) to
-	// value with a TTL of ttl ns, unless it holds a seq >= seq.
-	AdvanceMark(ctx context.Context, key []byte, seq int64, value []byte, ttl int64) error
+	// AdvanceMarks sets each isolate's high-water mark record to its Value
+	// (with a TTL of TTL ns) unless it already holds a Seq >= Seq.
+	AdvanceMarks(ctx context.Context, marks []MarkSet) error
+}
+
+// MarkRef names an isolate's mark in a bucket.
+type MarkRef struct {
+	Bucket  int
+	Isolate string // scoped isolate id
+}
+
+// MarkSet sets an isolate's mark (in a bucket, or its high-water mark) to
+// Seq; Value is the high-water mark record.
+type MarkSet struct {
+	Isolate string
+	Seq     int64
+	Value   []byte
+	TTL     int64 // ns
 }
 
 // Versioned is a record read from a SharedStore; Version 0 means absent.
@@ -68,15 +87,13 @@ type Versioned struct {
 	Version uint64
 }
 
-// SubWrite is the conditional write of one bucket's sub-batch: if the
-// isolate's mark in Bucket is below Seq and every key still has its
-// expected version, set every key to its value (with the next version and
-// a TTL) and the mark to Seq (with MarkTTL), atomically.
+// SubWrite is the conditional write of one bucket's part of a group: if
+// every isolate's mark in Bucket is below its Seq and every key still has
+// its expected version, set every key to its value (with the next version
+// and a TTL) and every mark to its Seq (with its TTL), atomically.
 type SubWrite struct {
 	Bucket   int
-	Isolate  string // scoped isolate id
-	Seq      int64
-	MarkTTL  int64 // ns
+	Marks    []MarkSet
 	Keys     [][]byte
 	Versions []uint64 // as read; 0 = absent
 	Values   [][]byte
@@ -90,38 +107,58 @@ type SubOutcome int
 const (
 	SubApplied   SubOutcome = iota // written
 	SubConflict                    // a key's version changed: nothing written
-	SubDuplicate                   // the mark was already at Seq: nothing written
+	SubDuplicate                   // an isolate's mark was already at its Seq: nothing written
 )
 
-// sharedAttempts bounds the read-merge-write rounds of one batch under
-// contention; past it the batch fails with ErrUnavailable and is retried
-// by the isolate (nothing was applied twice).
+// sharedAttempts bounds the read-merge-write rounds of one bucket under
+// contention; past it the batches with a part there fail with
+// ErrUnavailable and are retried by their isolates (nothing was applied
+// twice).
 const sharedAttempts = 16
 
 // sharedTTLMargin is added to every record's TTL past the time its state
 // stops mattering: 1 minute.
 const sharedTTLMargin = int64(60e9)
 
+// sharedMaxGroup is the most batches merged as one group.
+const sharedMaxGroup = 256
+
 type sharedMerger struct {
 	store SharedStore
 	cfg   wire.Config
 	opts  MergerOptions
 	dash  *dashboard
-	pool  sync.Pool
+	m     *Merger // used by the group loop only
+	reqs  chan *sharedReq
 	mu    sync.Mutex
 	stats MergeStats
-	// locks serialize, in this process, the batches that share a bucket,
-	// so only other coordinators' batches can make a write conflict
-	// (optimistic retries under a hot key are then rare, not the norm).
-	locks [sharedLockStripes]sync.Mutex
 }
 
-// sharedLockStripes is the number of bucket locks of one coordinator.
-const sharedLockStripes = 256
+// sharedReq is one batch waiting for its group.
+type sharedReq struct {
+	b     *wire.Batch
+	scope string
+	rp    *wire.Reply
+	stale int64
+	err   error
+	done  chan struct{}
+	// group state
+	iso    string
+	h      hwmState
+	sum    uint64
+	dup    bool
+	subs   []*sharedSub
+	failed bool // a part of it could not be written
+}
 
-func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, dash *dashboard) *sharedMerger {
+func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, dash *dashboard) (*sharedMerger, error) {
 	opts.ensureDefaults()
-	return &sharedMerger{store: store, cfg: cfg, opts: opts, dash: dash}
+	s := &sharedMerger{store: store, cfg: cfg, opts: opts, dash: dash, reqs: make(chan *sharedReq, sharedMaxGroup)}
+	var err error
+	if s.m, err = s.newMerger(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // emptyStore holds nothing: the Mergers of shared mode are seeded with
@@ -133,29 +170,16 @@ func (emptyStore) Commit([]Op) error                                      { retu
 func (emptyStore) Scan(_, _ []byte, _ func(key, value []byte) bool) error { return nil }
 func (emptyStore) Close() error                                           { return nil }
 
-func (s *sharedMerger) get() (*Merger, error) {
-	if m, ok := s.pool.Get().(*Merger); ok {
-		return m, nil
-	}
-	m, err := NewMerger(s.cfg, emptyStore{}, s.opts)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil // no dashboard: apply reports each batch once
+func (s *sharedMerger) newMerger() (*Merger, error) {
+	return NewMerger(s.cfg, emptyStore{}, s.opts) // no dashboard: the group reports each batch once
 }
 
-// reset empties m for the next (sub-)batch.
+// resetShared empties m for the next bucket.
 func (m *Merger) resetShared() {
 	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
 	m.keys = map[string]*keyState{}
 	m.hwms = map[string]*hwmState{}
 	m.isoEntries = 0
-}
-
-func (s *sharedMerger) put(m *Merger) {
-	m.resetShared()
-	m.stats = MergeStats{}
-	s.pool.Put(m)
 }
 
 func (s *sharedMerger) addStats(f func(st *MergeStats)) {
@@ -248,202 +272,347 @@ func sharedTTL(st *keyState, now int64) int64 {
 	return addSat(max(until-now, 0), addSat(P, sharedTTLMargin))
 }
 
-// sharedSub is one bucket's part of a batch.
+// sharedSub is one batch's part in one bucket.
 type sharedSub struct {
+	req     *sharedReq
 	bucket  int
 	entries []wire.Delta
 	keys    []string // distinct storage keys, in order of first appearance
 	rp      *wire.Reply
+	applied MergeStats // what applying it did (DeltasApplied, DeltasStale)
 }
 
-// apply merges b (of the isolate scope+b.Isolate) at time now; see the
-// comment at the top of the file. It returns the reply and the number of
-// stale entries dropped.
-func (s *sharedMerger) apply(ctx context.Context, b *wire.Batch, scope string, now int64) (*wire.Reply, int64, error) {
-	m, err := s.get()
-	if err != nil {
-		return nil, 0, err
-	}
-	defer s.put(m)
-	if err := m.Check(b); err != nil {
-		return nil, 0, err
-	}
-	if err := m.checkTimes(b, now); err != nil {
-		return nil, 0, err
-	}
-	iso := scope + b.Isolate
-	hk := []byte(hwmStorageKey(iso))
-	hv, found, err := s.store.Get(hk)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	h := hwmState{id: iso, hash: isoHash(iso)}
-	if found {
-		if err := h.decode(hv); err != nil {
-			return nil, 0, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", iso, err)
+// sharedBucket is a group's part in one bucket.
+type sharedBucket struct {
+	bucket int
+	subs   []*sharedSub
+	keys   []string // distinct storage keys of subs
+}
+
+// loop merges the submitted batches group by group until quit is closed.
+func (s *sharedMerger) loop(clock func() int64, quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	var carry []*sharedReq
+	for {
+		group := carry
+		carry = nil
+		if len(group) == 0 {
+			select {
+			case r := <-s.reqs:
+				group = append(group, r)
+			case <-quit:
+				return
+			}
+		}
+	drain:
+		for len(group) < sharedMaxGroup {
+			select {
+			case r := <-s.reqs:
+				group = append(group, r)
+			default:
+				break drain
+			}
+		}
+		// One batch per isolate in a group: a second one (a retry sent
+		// while the first is being merged) waits for the next group.
+		isos := make(map[string]bool, len(group))
+		n := 0
+		for _, r := range group {
+			r.iso = r.scope + r.b.Isolate
+			if isos[r.iso] {
+				carry = append(carry, r)
+				continue
+			}
+			isos[r.iso] = true
+			group[n] = r
+			n++
+		}
+		group = group[:n]
+		s.applyGroup(context.Background(), group, clock())
+		for _, r := range group {
+			close(r.done)
 		}
 	}
-	sum := batchSum(b)
-	dup, err := checkSeq(&h, b, sum)
-	if err != nil {
-		s.addStats(func(st *MergeStats) { st.SeqRefused++ })
-		return nil, 0, err
+}
+
+// applyGroup merges group (at most one batch per isolate) at time now; see
+// the comment at the top of the file. Each request gets its reply or error.
+func (s *sharedMerger) applyGroup(ctx context.Context, group []*sharedReq, now int64) {
+	m := s.m
+	live := group[:0:0]
+	for _, r := range group {
+		if r.err = m.Check(r.b); r.err == nil {
+			r.err = m.checkTimes(r.b, now)
+		}
+		if r.err == nil {
+			live = append(live, r)
+		}
 	}
-	// Cut the batch into sub-batches, one per bucket.
-	var subs []*sharedSub
-	byBucket := map[int]*sharedSub{}
-	seen := map[string]bool{}
+	if len(live) == 0 {
+		return
+	}
+	isos := make([]string, len(live))
+	for i, r := range live {
+		isos[i] = r.iso
+	}
+	hv, err := s.store.ReadMarks(ctx, isos)
+	if err != nil {
+		for _, r := range live {
+			r.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return
+	}
+	var refused int64
+	ok := live[:0]
+	for i, r := range live {
+		r.h = hwmState{id: r.iso, hash: isoHash(r.iso)}
+		if hv[i] != nil {
+			if err := r.h.decode(hv[i]); err != nil {
+				r.err = fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", r.iso, err)
+				continue
+			}
+		}
+		r.sum = batchSum(r.b)
+		if r.dup, r.err = checkSeq(&r.h, r.b, r.sum); r.err != nil {
+			refused++
+			continue
+		}
+		ok = append(ok, r)
+	}
+	live = ok
+	// Cut every batch into its parts per bucket.
+	byBucket := map[int]*sharedBucket{}
+	var buckets []*sharedBucket
 	var buf []byte
-	for i := range b.Entries {
-		e := b.Entries[i]
-		buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
-		bk := s.store.Bucket(buf)
-		sb := byBucket[bk]
-		if sb == nil {
-			sb = &sharedSub{bucket: bk}
-			byBucket[bk] = sb
-			subs = append(subs, sb)
-		}
-		sb.entries = append(sb.entries, e)
-		if !seen[string(buf)] {
-			seen[string(buf)] = true
-			sb.keys = append(sb.keys, string(buf))
+	for _, r := range live {
+		subOf := map[int]*sharedSub{}
+		for i := range r.b.Entries {
+			e := r.b.Entries[i]
+			buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
+			bk := s.store.Bucket(buf)
+			sb := subOf[bk]
+			if sb == nil {
+				sb = &sharedSub{req: r, bucket: bk}
+				subOf[bk] = sb
+				r.subs = append(r.subs, sb)
+				g := byBucket[bk]
+				if g == nil {
+					g = &sharedBucket{bucket: bk}
+					byBucket[bk] = g
+					buckets = append(buckets, g)
+				}
+				g.subs = append(g.subs, sb)
+			}
+			sb.entries = append(sb.entries, e)
+			if !slicesContains(sb.keys, string(buf)) {
+				sb.keys = append(sb.keys, string(buf))
+			}
 		}
 	}
-	// Lock the batch's buckets' stripes in order (no deadlock).
-	stripes := make([]int, 0, len(subs))
-	for _, sb := range subs {
-		stripes = append(stripes, sb.bucket%sharedLockStripes)
-	}
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		s.locks[i].Lock()
-	}
-	defer func() {
-		for _, i := range stripes {
-			s.locks[i].Unlock()
+	for _, g := range buckets {
+		seen := map[string]bool{}
+		for _, sb := range g.subs {
+			for _, k := range sb.keys {
+				if !seen[k] {
+					seen[k] = true
+					g.keys = append(g.keys, k)
+				}
+			}
 		}
-	}()
-	var applied, stale int64
-	pending := subs
+	}
+	pending := buckets
 	for attempt := 0; len(pending) > 0; attempt++ {
 		if attempt == sharedAttempts {
-			return nil, 0, fmt.Errorf("%w: %d sub-batches still conflicting after %d attempts", ErrUnavailable, len(pending), sharedAttempts)
+			for _, g := range pending {
+				for _, sb := range g.subs {
+					sb.req.failed = true
+					sb.req.err = fmt.Errorf("%w: a bucket still conflicting after %d attempts", ErrUnavailable, sharedAttempts)
+				}
+			}
+			break
 		}
 		if attempt > 0 {
 			// Another coordinator wrote the same keys: back off a random
 			// 0-2^attempt x 100µs (at most ~13 ms) so the two stop colliding.
-			d := time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(attempt, 7)))
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				return nil, 0, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
-			}
+			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(attempt, 7))))
 		}
-		var keys [][]byte
-		buckets := make([]int, len(pending))
-		for i, sb := range pending {
-			buckets[i] = sb.bucket
-			for _, k := range sb.keys {
-				keys = append(keys, []byte(k))
-			}
-		}
-		vals, marks, err := s.store.ReadShared(ctx, iso, keys, buckets)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		var writes []SubWrite
-		var wsubs []*sharedSub
-		var wrps []*wire.Reply
-		var wstats []MergeStats
-		ki := 0
-		for i, sb := range pending {
-			m.resetShared()
-			versions := map[string]uint64{}
-			for _, k := range sb.keys {
-				v := vals[ki]
-				ki++
-				name, _, _ := splitKeyStorageKey([]byte(k))
-				var rec []byte
-				if v.Version != 0 {
-					rec = v.Value
-				}
-				if _, err := m.seedKey(m.lims[name], k, rec); err != nil {
-					return nil, 0, err
-				}
-				versions[k] = v.Version
-			}
-			subDup := dup || marks[i] >= b.Seq
-			hs := &hwmState{id: iso, hash: h.hash, seq: b.Seq - 1}
-			if subDup {
-				hs.seq = b.Seq // sum 0: a retry of whatever took the number
-			}
-			m.hwms[iso] = hs
-			before := m.stats
-			rp, err := m.ApplyAs(&wire.Batch{Version: b.Version, Isolate: b.Isolate, Seq: b.Seq, At: b.At, Entries: sb.entries}, scope, now, nil)
-			if err != nil {
-				return nil, 0, err
-			}
-			if subDup {
-				sb.rp = rp
-				continue
-			}
-			w := SubWrite{Bucket: sb.bucket, Isolate: iso, Seq: b.Seq, MarkTTL: s.opts.IsolateTTL}
-			for _, st := range m.dirtyKeys {
-				w.Keys = append(w.Keys, []byte(st.skey))
-				w.Versions = append(w.Versions, versions[st.skey])
-				w.Values = append(w.Values, encodeShared(nil, st))
-				w.TTLs = append(w.TTLs, sharedTTL(st, now))
-			}
-			after := m.stats
-			after.DeltasApplied -= before.DeltasApplied
-			after.DeltasStale -= before.DeltasStale
-			writes, wsubs, wrps, wstats = append(writes, w), append(wsubs, sb), append(wrps, rp), append(wstats, after)
-		}
-		pending = nil // every sub-batch is answered or written
-		if len(writes) == 0 {
+		pending = s.mergeBuckets(ctx, m, pending, now)
+	}
+	// Advance the high-water marks of the batches written in full.
+	var adv []MarkSet
+	for _, r := range live {
+		if r.err != nil || r.dup {
 			continue
 		}
-		outs, err := s.store.WriteShared(ctx, writes)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		for j, o := range outs {
-			switch o {
-			case SubApplied:
-				wsubs[j].rp = wrps[j]
-				applied += wstats[j].DeltasApplied
-				stale += wstats[j].DeltasStale
-			default: // conflict: merge again; duplicate: answer as one
-				pending = append(pending, wsubs[j])
+		r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
+		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: s.opts.IsolateTTL})
+	}
+	if len(adv) > 0 {
+		if err := s.store.AdvanceMarks(ctx, adv); err != nil {
+			for _, r := range live {
+				if r.err == nil && !r.dup {
+					r.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+				}
 			}
 		}
 	}
-	if !dup {
-		h.seq, h.seen, h.sum = b.Seq, now, sum
-		if err := s.store.AdvanceMark(ctx, hk, b.Seq, h.encode(nil), s.opts.IsolateTTL); err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	var st MergeStats
+	st.SeqRefused = refused
+	for _, r := range live {
+		if r.err != nil {
+			continue
 		}
-	}
-	s.addStats(func(st *MergeStats) {
-		if dup {
+		r.rp = s.reply(r, now)
+		for _, sb := range r.subs {
+			st.DeltasApplied += sb.applied.DeltasApplied
+			st.DeltasStale += sb.applied.DeltasStale
+			r.stale += sb.applied.DeltasStale
+		}
+		if r.dup {
 			st.Duplicates++
 		} else {
 			st.Batches++
+			s.dash.applied(r.b, r.rp, now)
 		}
-		st.DeltasApplied += applied
-		st.DeltasStale += stale
+	}
+	s.addStats(func(t *MergeStats) {
+		t.SeqRefused += st.SeqRefused
+		t.Duplicates += st.Duplicates
+		t.Batches += st.Batches
+		t.DeltasApplied += st.DeltasApplied
+		t.DeltasStale += st.DeltasStale
 	})
-	// One view per distinct key, in order of first appearance in b.
-	rp := &wire.Reply{Version: wire.Version, Seq: b.Seq, At: now}
-	for _, sb := range subs {
+}
+
+func slicesContains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeBuckets reads, merges and writes the buckets of gs once, and
+// returns those to try again (a conflict, or a mark already moved).
+func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*sharedBucket, now int64) []*sharedBucket {
+	fail := func(gs []*sharedBucket, err error) []*sharedBucket {
+		for _, g := range gs {
+			for _, sb := range g.subs {
+				sb.req.failed = true
+				sb.req.err = err
+			}
+		}
+		return nil
+	}
+	var keys [][]byte
+	var refs []MarkRef
+	for _, g := range gs {
+		for _, k := range g.keys {
+			keys = append(keys, []byte(k))
+		}
+		for _, sb := range g.subs {
+			if !sb.req.dup {
+				refs = append(refs, MarkRef{Bucket: g.bucket, Isolate: sb.req.iso})
+			}
+		}
+	}
+	vals, marks, err := s.store.ReadShared(ctx, keys, refs)
+	if err != nil {
+		return fail(gs, fmt.Errorf("%w: %w", ErrUnavailable, err))
+	}
+	var writes []SubWrite
+	var wgs []*sharedBucket
+	ki, mi := 0, 0
+	for _, g := range gs {
+		m.resetShared()
+		versions := make(map[string]uint64, len(g.keys))
+		bad := error(nil)
+		for _, k := range g.keys {
+			v := vals[ki]
+			ki++
+			name, _, _ := splitKeyStorageKey([]byte(k))
+			var rec []byte
+			if v.Version != 0 {
+				rec = v.Value
+			}
+			if _, err := m.seedKey(m.lims[name], k, rec); err != nil && bad == nil {
+				bad = err
+			}
+			versions[k] = v.Version
+		}
+		w := SubWrite{Bucket: g.bucket}
+		for _, sb := range g.subs {
+			r := sb.req
+			subDup := r.dup
+			if !r.dup {
+				subDup = marks[mi] >= r.b.Seq
+				mi++
+			}
+			if bad != nil {
+				continue
+			}
+			hs := &hwmState{id: r.iso, hash: r.h.hash, seq: r.b.Seq - 1}
+			if subDup {
+				hs.seq = r.b.Seq // sum 0: a retry of whatever took the number
+			}
+			m.hwms[r.iso] = hs
+			before := m.stats
+			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries}, r.scope, now, nil)
+			if err != nil {
+				bad = err
+				continue
+			}
+			sb.rp = rp
+			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
+				DeltasStale: m.stats.DeltasStale - before.DeltasStale}
+			if !subDup {
+				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: s.opts.IsolateTTL})
+			}
+		}
+		if bad != nil {
+			fail([]*sharedBucket{g}, bad)
+			continue
+		}
+		if len(w.Marks) == 0 {
+			continue // duplicates only: answered from what was read
+		}
+		for _, st := range m.dirtyKeys {
+			w.Keys = append(w.Keys, []byte(st.skey))
+			w.Versions = append(w.Versions, versions[st.skey])
+			w.Values = append(w.Values, encodeShared(nil, st))
+			w.TTLs = append(w.TTLs, sharedTTL(st, now))
+		}
+		writes, wgs = append(writes, w), append(wgs, g)
+	}
+	m.resetShared()
+	if len(writes) == 0 {
+		return nil
+	}
+	outs, err := s.store.WriteShared(ctx, writes)
+	if err != nil {
+		return fail(wgs, fmt.Errorf("%w: %w", ErrUnavailable, err))
+	}
+	var again []*sharedBucket
+	for j, o := range outs {
+		if o != SubApplied {
+			again = append(again, wgs[j]) // conflict: merge again; a mark moved: answer as a duplicate
+		}
+	}
+	return again
+}
+
+// reply assembles r's reply from its parts' views: one per distinct key,
+// in order of first appearance in the batch.
+func (s *sharedMerger) reply(r *sharedReq, now int64) *wire.Reply {
+	rp := &wire.Reply{Version: wire.Version, Seq: r.b.Seq, At: now}
+	for _, sb := range r.subs {
 		rp.Entries = append(rp.Entries, sb.rp.Entries...)
 	}
-	if len(subs) > 1 {
+	if len(r.subs) > 1 {
 		order := map[[2]string]int{}
-		for i := range b.Entries {
-			k := [2]string{b.Entries[i].Limiter, b.Entries[i].Key}
+		for i := range r.b.Entries {
+			k := [2]string{r.b.Entries[i].Limiter, r.b.Entries[i].Key}
 			if _, ok := order[k]; !ok {
 				order[k] = len(order)
 			}
@@ -454,25 +623,21 @@ func (s *sharedMerger) apply(ctx context.Context, b *wire.Batch, scope string, n
 		}
 		rp.Entries = out
 	}
-	if !dup {
-		s.dash.applied(b, rp, now)
-	}
-	return rp, stale, nil
+	return rp
 }
 
 // keyState returns the admin view of (limiter, key) at time now.
 func (s *sharedMerger) keyState(ctx context.Context, limiter, key string, now int64) (*KeyState, error) {
-	m, err := s.get()
+	m, err := s.newMerger()
 	if err != nil {
 		return nil, err
 	}
-	defer s.put(m)
 	lim := m.lims[limiter]
 	if lim == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
 	}
 	skey := keyStorageKey(limiter, key)
-	vals, _, err := s.store.ReadShared(ctx, "", [][]byte{[]byte(skey)}, nil)
+	vals, _, err := s.store.ReadShared(ctx, [][]byte{[]byte(skey)}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -506,8 +671,8 @@ func (s *sharedMerger) cfgLimiter(name string) *wire.LimiterConfig {
 	return nil
 }
 
-// syncShared is Coordinator.sync in shared mode: the batch is merged by the
-// request's goroutine, concurrently with the others (the store arbitrates).
+// syncShared is Coordinator.sync in shared mode: the batch joins the next
+// group of the shared merger's loop.
 func (c *Coordinator) syncShared(ctx context.Context, b *wire.Batch) (*request, error) {
 	c.closeMu.RLock()
 	if c.closed {
@@ -518,17 +683,23 @@ func (c *Coordinator) syncShared(ctx context.Context, b *wire.Batch) (*request, 
 	c.closeMu.RUnlock()
 	defer c.inflight.Done()
 	start := time.Now()
-	rp, stale, err := c.shared.apply(ctx, b, scopeOf(ctx), c.opts.Clock())
-	if errors.Is(err, ErrUnavailable) {
+	r := &sharedReq{b: b, scope: scopeOf(ctx), done: make(chan struct{})}
+	select {
+	case c.shared.reqs <- r:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("coordinator: %w", ctx.Err())
+	}
+	<-r.done
+	if errors.Is(r.err, ErrUnavailable) {
 		c.storeDown.Store(true)
 	}
-	if err != nil {
-		return nil, err
+	if r.err != nil {
+		return nil, r.err
 	}
 	c.storeDown.Store(false)
 	c.met.observeCommit(time.Since(start), 1)
 	c.dash.committed(time.Since(start))
-	return &request{batch: b, reply: rp, stale: stale}, nil
+	return &request{batch: b, reply: r.rp, stale: r.stale}, nil
 }
 
 // mergeStats returns the merge counters (of the Merger, or in shared mode
