@@ -37,8 +37,27 @@ type HTTPTransport struct {
 
 	cur       atomic.Int64 // index in urls of the coordinator in use
 	failovers atomic.Int64
-	parse     sync.Once
-	urls      []string
+	mu        sync.Mutex
+	urlsOf    string   // the URL urls was parsed from
+	urls      []string // URL split
+}
+
+// coordinators returns the URLs of URL (parsed again when it changed).
+func (t *HTTPTransport) coordinators() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.urls == nil || t.urlsOf != t.URL {
+		t.urls, t.urlsOf = nil, t.URL
+		for _, u := range strings.Split(t.URL, ",") {
+			if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+				t.urls = append(t.urls, u)
+			}
+		}
+		if len(t.urls) == 0 {
+			t.urls = []string{""}
+		}
+	}
+	return t.urls
 }
 
 // Failovers returns how many times the transport moved to the next
@@ -53,27 +72,18 @@ func (t *HTTPTransport) Failovers() int64 { return t.failovers.Load() }
 // (urn:edgelimit:problem:seq_stale, seq_gap, seq_conflict) also matches
 // ErrSequence.
 func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, error) {
-	t.parse.Do(func() {
-		for _, u := range strings.Split(t.URL, ",") {
-			if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
-				t.urls = append(t.urls, u)
-			}
-		}
-		if len(t.urls) == 0 {
-			t.urls = []string{""}
-		}
-	})
+	urls := t.coordinators()
 	var err error
-	for i := 0; i < len(t.urls); i++ {
+	for i := 0; i < len(urls); i++ {
 		cur := t.cur.Load()
 		var retry bool
 		var out []byte
-		out, retry, err = t.syncOne(ctx, t.urls[int(cur)%len(t.urls)], batch, dst)
-		if !retry || ctx.Err() != nil || len(t.urls) == 1 {
+		out, retry, err = t.syncOne(ctx, urls[int(cur)%len(urls)], batch, dst)
+		if !retry || ctx.Err() != nil || len(urls) == 1 {
 			return out, err
 		}
 		// Move on, unless another sync already did.
-		if t.cur.CompareAndSwap(cur, (cur+1)%int64(len(t.urls))) {
+		if t.cur.CompareAndSwap(cur, (cur+1)%int64(len(urls))) {
 			t.failovers.Add(1)
 		}
 	}
