@@ -31,7 +31,8 @@ import (
 //   - "decide over HTTP": requests/s and p99 of /v1/decide against the edge
 //     host (the wasm isolates decide locally, syncing in the background)
 //     and against a central limiter that asks Redis on every decision
-//     (INCR+EXPIRE, and GCRA in a Lua script as redis_rate does).
+//     (INCR+EXPIRE, and GCRA in a Lua script as redis_rate does); and, as
+//     the ceiling of the setup, a server answering without deciding.
 //   - "ingest": acknowledged key-deltas/s into the coordinator (64 clients,
 //     batches of 100 deltas over 100,000 keys) on Pebble (fsync per group
 //     commit) and on a Redis Cluster of 3 masters and 3 replicas
@@ -71,6 +72,7 @@ func Systems() []System {
 		{"decide over HTTP", "edge host: wasm isolates, no round trip per decision", "req/s", edgeHostDecide},
 		{"decide over HTTP", "central: Redis INCR+EXPIRE per decision", "req/s", centralDecide(false)},
 		{"decide over HTTP", "central: Redis GCRA script per decision", "req/s", centralDecide(true)},
+		{"decide over HTTP", "no limiter: the same HTTP answer, nothing decided (this setup's ceiling)", "req/s", noLimiterDecide},
 		{"ingest", "coordinator on Pebble (fsync per group commit)", "key-deltas/s", pebbleIngest},
 		{"ingest", "coordinator on Redis Cluster 3+3, 1 coordinator", "key-deltas/s", clusterIngest(1, 0)},
 		{"ingest", "coordinator on Redis Cluster 3+3, 2 coordinators", "key-deltas/s", clusterIngest(2, 0)},
@@ -204,6 +206,21 @@ func centralDecide(gcra bool) func(ctx context.Context, d time.Duration) (System
 		defer stop()
 		return decideLoad(ctx, url, d)
 	}
+}
+
+// noLimiterDecide: an HTTP server answering every decision "allowed"
+// without deciding anything: what HTTP and the load generator alone cost.
+func noLimiterDecide(ctx context.Context, d time.Duration) (SystemResult, error) {
+	url, stop, err := serve(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		_ = q.URL.Query().Get("key")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"allowed":true}`)
+	}))
+	if err != nil {
+		return SystemResult{}, err
+	}
+	defer stop()
+	return decideLoad(ctx, url, d)
 }
 
 func ingestLoad(ctx context.Context, url string, d time.Duration) (SystemResult, error) {
