@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,7 +142,7 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*RedisStore, error) {
 		o.PoolSize = 64
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
-		DialTimeout: o.Timeout, ReadTimeout: o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
+		DialTimeout: o.Timeout, ReadTimeout: 2*o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
 		PoolSize: o.PoolSize, MaxRedirects: 8, MaxRetries: 2, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
@@ -409,8 +410,12 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 // grouped per master into one pipeline (one round trip per master), with
 // WAIT at the end of each pipeline when RedisOptions.Wait is set. It
 // returns each call's integer result.
-func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) ([]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout+s.opts.WaitTimeout)
+// ran reports, per call, whether its script ran (res holds its result)
+// even when err reports a failure (of other calls, or of WAIT).
+func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
+	// Room for the pipeline and for WAIT's own timeout, so that a WAIT not
+	// met is answered as such rather than cut by the deadline.
+	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.Timeout+s.opts.WaitTimeout)
 	defer cancel()
 	type group struct {
 		node *redis.Client
@@ -421,7 +426,8 @@ func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) ([]i
 	for i, c := range calls {
 		node, err := s.rdb.MasterForKey(ctx, c.keys[0])
 		if err != nil {
-			return nil, fmt.Errorf("coordinator: redis: master of %q: %w", c.keys[0], err)
+			s.rdb.ReloadState(ctx)
+			return nil, make([]bool, len(calls)), fmt.Errorf("coordinator: redis: master of %q: %w", c.keys[0], err)
 		}
 		g := groups[node]
 		if g == nil {
@@ -431,23 +437,23 @@ func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) ([]i
 		}
 		g.idx = append(g.idx, i)
 	}
-	res := make([]int64, len(calls))
+	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
 	errs := make([]error, len(order))
 	var wg sync.WaitGroup
 	for gi, g := range order {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[gi] = s.evalGroup(ctx, g.node, calls, g.idx, res)
+			errs[gi] = s.evalGroup(ctx, g.node, calls, g.idx, res, ran)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		// A failover or resharding moved slots: learn the new layout.
 		s.rdb.ReloadState(ctx)
-		return nil, err
+		return res, ran, err
 	}
-	return res, nil
+	return res, ran, nil
 }
 
 type scriptCall struct {
@@ -456,7 +462,7 @@ type scriptCall struct {
 	args   []any
 }
 
-func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64) error {
+func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool) error {
 	addr := node.Options().Addr
 	cmds := make([]*redis.Cmd, len(idx))
 	var waits []*redis.Cmd
@@ -500,13 +506,20 @@ func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []
 			}
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("coordinator: redis: write on %s: %w", addr, err)
-	}
+	var first error
 	for j, i := range idx {
-		if res[i], err = cmds[j].Int64(); err != nil {
-			return fmt.Errorf("coordinator: redis: write on %s: %w", addr, err)
+		if cmds[j] == nil {
+			continue
 		}
+		v, err := cmds[j].Int64()
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		res[i], ran[i] = v, true
+	}
+	if err = cmp.Or(first, err); err != nil {
+		return fmt.Errorf("coordinator: redis: write on %s: %w", addr, err)
 	}
 	for _, wait := range waits {
 		n, err := wait.Int64()
@@ -548,24 +561,25 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOut
 		}
 		calls[i] = scriptCall{script: subScript, keys: keys, args: args}
 	}
-	res, err := s.evalOnMasters(ctx, calls)
-	if err != nil {
-		return nil, err
-	}
+	res, ran, err := s.evalOnMasters(ctx, calls)
 	outs := make([]SubOutcome, len(res))
 	for i, r := range res {
-		switch r {
-		case 0:
+		switch {
+		case !ran[i]:
+			outs[i] = SubFailed
+		case r == 0 && err != nil:
+			outs[i] = SubUnconfirmed // written; WAIT (or a neighbour) failed
+		case r == 0:
 			outs[i] = SubApplied
-		case 1:
+		case r == 1:
 			outs[i] = SubConflict
-		case 2:
+		case r == 2:
 			outs[i] = SubDuplicate
 		default:
 			return nil, fmt.Errorf("coordinator: redis: script answered %d", r)
 		}
 	}
-	return outs, nil
+	return outs, err
 }
 
 // AdvanceMarks advances isolates' high-water marks (each unless already at
@@ -576,7 +590,7 @@ func (s *RedisStore) AdvanceMarks(ctx context.Context, marks []MarkSet) error {
 		calls[i] = scriptCall{script: markScript, keys: []string{s.rkey([]byte(hwmStorageKey(m.Isolate)))},
 			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
 	}
-	_, err := s.evalOnMasters(ctx, calls)
+	_, _, err := s.evalOnMasters(ctx, calls)
 	return err
 }
 

@@ -188,11 +188,12 @@ func TestRedisClusterEndToEnd(t *testing.T) {
 	if len(masters) != 3 {
 		t.Fatalf("masters %v", masters)
 	}
-	t.Logf("kill -9 redis master %s", masters[0])
+	replica := cl.ReplicaOf(ctx, masters[0])
+	t.Logf("kill -9 redis master %s (replica %s)", masters[0], replica)
 	if err := cl.Kill(masters[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.WaitOK(ctx, 30*time.Second); err != nil {
+	if err := cl.WaitPromoted(ctx, replica, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("its replica took over; restarting %s (it rejoins as a replica)", masters[0])

@@ -59,7 +59,8 @@ type SharedStore interface {
 	// ids; nil: none).
 	ReadMarks(ctx context.Context, isolates []string) ([][]byte, error)
 	// WriteShared performs each SubWrite atomically (each on its own) and
-	// returns their outcomes, in order.
+	// returns their outcomes, in order, and an error when any is SubFailed
+	// or SubUnconfirmed (outcomes is then still one per SubWrite).
 	WriteShared(ctx context.Context, subs []SubWrite) ([]SubOutcome, error)
 	// AdvanceMarks sets each isolate's high-water mark record to its Value
 	// (with a TTL of TTL ns) unless it already holds a Seq >= Seq.
@@ -105,9 +106,11 @@ type SubOutcome int
 
 // The outcomes of a SubWrite.
 const (
-	SubApplied   SubOutcome = iota // written
-	SubConflict                    // a key's version changed: nothing written
-	SubDuplicate                   // an isolate's mark was already at its Seq: nothing written
+	SubApplied     SubOutcome = iota // written
+	SubConflict                      // a key's version changed: nothing written
+	SubDuplicate                     // an isolate's mark was already at its Seq: nothing written
+	SubFailed                        // not known to be written (the master could not be reached)
+	SubUnconfirmed                   // written, but not confirmed durable (WAIT not met): the batch fails and is retried
 )
 
 // sharedAttempts bounds the read-merge-write rounds of one bucket under
@@ -464,8 +467,6 @@ func (s *sharedMerger) applyGroup(ctx context.Context, group []*sharedReq, now i
 		}
 		r.rp = s.reply(r, now)
 		for _, sb := range r.subs {
-			st.DeltasApplied += sb.applied.DeltasApplied
-			st.DeltasStale += sb.applied.DeltasStale
 			r.stale += sb.applied.DeltasStale
 		}
 		if r.dup {
@@ -479,8 +480,6 @@ func (s *sharedMerger) applyGroup(ctx context.Context, group []*sharedReq, now i
 		t.SeqRefused += st.SeqRefused
 		t.Duplicates += st.Duplicates
 		t.Batches += st.Batches
-		t.DeltasApplied += st.DeltasApplied
-		t.DeltasStale += st.DeltasStale
 	})
 }
 
@@ -590,15 +589,32 @@ func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		return nil
 	}
 	outs, err := s.store.WriteShared(ctx, writes)
-	if err != nil {
+	if len(outs) != len(writes) {
 		return fail(wgs, fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	var again []*sharedBucket
+	var written MergeStats
 	for j, o := range outs {
-		if o != SubApplied {
+		switch o {
+		case SubConflict, SubDuplicate:
 			again = append(again, wgs[j]) // conflict: merge again; a mark moved: answer as a duplicate
+			continue
+		case SubFailed:
+			fail(wgs[j:j+1], fmt.Errorf("%w: %w", ErrUnavailable, err))
+			continue
+		case SubUnconfirmed:
+			fail(wgs[j:j+1], fmt.Errorf("%w: %w", ErrUnavailable, err))
+		}
+		for _, sb := range wgs[j].subs {
+			written.DeltasApplied += sb.applied.DeltasApplied
+			written.DeltasStale += sb.applied.DeltasStale
 		}
 	}
+	// Counted once written, whether or not the rest of the batch is.
+	s.addStats(func(t *MergeStats) {
+		t.DeltasApplied += written.DeltasApplied
+		t.DeltasStale += written.DeltasStale
+	})
 	return again
 }
 

@@ -299,6 +299,78 @@ func (c *Cluster) Restart(ctx context.Context, addr string) error {
 	return fmt.Errorf("rediscluster: no killed node %s", addr)
 }
 
+// ReplicaOf returns the address of a replica of the master at addr, or "".
+func (c *Cluster) ReplicaOf(ctx context.Context, addr string) string {
+	cl := redis.NewClient(&redis.Options{Addr: addr})
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "slave0:") {
+			continue
+		}
+		var ip, port string
+		for _, f := range strings.Split(strings.TrimSpace(line[len("slave0:"):]), ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "ip":
+				ip = v
+			case "port":
+				port = v
+			}
+		}
+		if ip != "" && port != "" {
+			return ip + ":" + port
+		}
+	}
+	return ""
+}
+
+// WaitPromoted waits until the node at addr (a replica whose master
+// failed) reports role:master, then until the cluster is ok again.
+func (c *Cluster) WaitPromoted(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	cl := redis.NewClient(&redis.Options{Addr: addr})
+	defer cl.Close()
+	for {
+		info, err := cl.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "role:master") {
+			return c.WaitOK(ctx, time.Until(deadline))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("rediscluster: %s not promoted to master after %s", addr, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// DisconnectReplicas closes the master's connections to its replicas
+// (CLIENT KILL TYPE replica): until they reconnect, what the master
+// applies reaches no replica.
+func (c *Cluster) DisconnectReplicas(ctx context.Context, master string) error {
+	cl := redis.NewClient(&redis.Options{Addr: master})
+	defer cl.Close()
+	if err := cl.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		return fmt.Errorf("rediscluster: client kill on %s: %w", master, err)
+	}
+	return nil
+}
+
+// Signal sends sig to the node at addr (SIGSTOP to freeze it, as a
+// replica lagging behind; SIGCONT to let it go on).
+func (c *Cluster) Signal(addr string, sig os.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr && !nd.dead {
+			return nd.cmd.Process.Signal(sig)
+		}
+	}
+	return fmt.Errorf("rediscluster: no running node %s", addr)
+}
+
 // FlushAll empties every running master.
 func (c *Cluster) FlushAll(ctx context.Context) error {
 	for _, a := range c.Masters(ctx) {
