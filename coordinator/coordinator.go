@@ -228,7 +228,7 @@ func Open(opts Options) (*Coordinator, error) {
 			return nil, err
 		}
 		c.sharedDone = make(chan struct{})
-		go c.shared.loop(opts.Clock, c.quit, c.sharedDone)
+		c.shared.run(opts.Clock, c.quit, c.sharedDone)
 	}
 	go c.loop()
 	if opts.GCInterval > 0 && c.shared == nil {
