@@ -71,7 +71,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() { fmt.Fprint(stderr, cliUsage); fs.PrintDefaults() }
 	env := os.Getenv
 	envBool := func(k string) bool { v, _ := strconv.ParseBool(env(k)); return v }
-	data := fs.String("data", env("EDGELIMIT_DATA"), "Pebble data `DIR`, created if missing (required unless --in-memory)")
+	data := fs.String("data", env("EDGELIMIT_DATA"), "Pebble data `DIR`, created if missing (required unless --in-memory or --store)")
 	listen := fs.String("listen", envOr("EDGELIMIT_LISTEN", "127.0.0.1:7070"), "listen `ADDR` (host:port)")
 	config := fs.String("config", env("EDGELIMIT_CONFIG"), "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
 	token := fs.String("token", env("EDGELIMIT_TOKEN"), "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
@@ -98,7 +98,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer TuneGC()()
 	if *data == "" && !*inMemory && *storeURL == "" {
-		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA); use --in-memory for a throwaway in-memory store")
+		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
 	}
 	var tokens []string
 	for _, t := range strings.Split(*token, ",") {
