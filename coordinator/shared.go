@@ -157,7 +157,6 @@ type sharedReq struct {
 	sum    uint64
 	dup    bool
 	subs   []*sharedSub
-	failed bool // a part of it could not be written
 }
 
 func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, dash *dashboard) (*sharedMerger, error) {
@@ -449,7 +448,6 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		if attempt == sharedAttempts {
 			for _, g := range pending {
 				for _, sb := range g.subs {
-					sb.req.failed = true
 					sb.req.err = fmt.Errorf("%w: a bucket still conflicting after %d attempts", ErrUnavailable, sharedAttempts)
 				}
 			}
@@ -519,7 +517,6 @@ func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 	fail := func(gs []*sharedBucket, err error) []*sharedBucket {
 		for _, g := range gs {
 			for _, sb := range g.subs {
-				sb.req.failed = true
 				sb.req.err = err
 			}
 		}

@@ -100,7 +100,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func runSystems(ctx context.Context, re *regexp.Regexp, d time.Duration, stdout, stderr io.Writer) error {
 	defer benchmarks.StopSystems()
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nsystem (servers on loopback)\tthroughput\tratio\tp99\terrors\n")
 	base := map[string]float64{}
 	group := ""
 	for _, s := range benchmarks.Systems() {
@@ -119,6 +118,9 @@ func runSystems(ctx context.Context, re *regexp.Regexp, d time.Duration, stdout,
 			return fmt.Errorf("bench: %s: %w", s.Name, err)
 		}
 		fmt.Fprintf(stderr, "bench: %s done\n", s.Name)
+		if len(base) == 0 {
+			fmt.Fprintf(tw, "\nsystem (servers on loopback)\tthroughput\tratio\tp99\terrors\n")
+		}
 		if s.Group != group {
 			group = s.Group
 			fmt.Fprintf(tw, "%s:\t\t\t\t\n", group)
