@@ -152,11 +152,11 @@ type sharedReq struct {
 	err   error
 	done  chan struct{}
 	// group state
-	iso    string
-	h      hwmState
-	sum    uint64
-	dup    bool
-	subs   []*sharedSub
+	iso  string
+	h    hwmState
+	sum  uint64
+	dup  bool
+	subs []*sharedSub
 }
 
 func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, dash *dashboard) (*sharedMerger, error) {
