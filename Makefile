@@ -86,7 +86,7 @@ fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./wasm/core -run '^$$' -fuzz '^FuzzSyncIn$$' -fuzztime $(FUZZTIME)
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
-	@for t in FuzzDecodeBatch FuzzWalkLog; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in FuzzDecodeBatch FuzzWalkLog FuzzDecodeShared; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 ## bench: every benchmark side by side, as ratios (README "Measured figures"): the module and
 ## its peers, then servers on loopback started by the benchmark (edge host vs central Redis
