@@ -26,7 +26,7 @@ func DefaultConfig() wire.Config {
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D]
-   or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N] [--listen ADDR] ...
+   or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
 in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
@@ -43,7 +43,8 @@ every write wait for N replicas (WAIT) before the batch is answered.
 Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
 EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
-EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT;
+EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
+EDGELIMIT_REDIS_BUCKETS;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
@@ -80,6 +81,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ckptKeys := fs.Int("checkpoint-keys", envInt("EDGELIMIT_CHECKPOINT_KEYS"), "checkpoint once `N` distinct keys were logged (default 131072)")
 	ckptEvery := fs.Duration("checkpoint-interval", envDuration("EDGELIMIT_CHECKPOINT_INTERVAL"), "checkpoint at least this often when anything was logged (default 10s)")
 	storeURL := fs.String("store", env("EDGELIMIT_STORE"), "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
+	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
 	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
 	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's (default 10s)")
 	if err := fs.Parse(args); err != nil {
@@ -137,7 +139,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		RedisCredentialsFromEnv(&ro)
-		ro.Wait = *redisWait
+		ro.Wait, ro.Buckets = *redisWait, *redisBuckets
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		rs, err := OpenRedis(octx, ro)
 		cancel()
@@ -171,7 +173,7 @@ var flagEnv = map[string]string{
 	"data": "EDGELIMIT_DATA", "listen": "EDGELIMIT_LISTEN", "config": "EDGELIMIT_CONFIG",
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
-	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT",
+	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 }
 
 // applyFileSettings sets, from the "coordinator" object of the config file
