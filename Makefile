@@ -86,11 +86,13 @@ fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest FuzzObservation; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for t in FuzzSyncIn FuzzObserve FuzzParseHeaders; do go test ./wasm/core -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
-	@for t in FuzzDecodeBatch FuzzWalkLog; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in FuzzDecodeBatch FuzzWalkLog FuzzDecodeShared; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 
-## bench: benchmarks of the module and the host
+## bench: every benchmark side by side, as ratios (README "Measured figures"): the module and
+## its peers, then servers on loopback started by the benchmark (edge host vs central Redis
+## limiters; coordinator ingest on Pebble and Redis Cluster vs Redis INCRBY), about 3 minutes
 bench:
-	@go test -run '^$$' -bench . -benchmem ./benchmarks/...
+	@go run ./cmd/edgelimit bench -runs 3
 
 clean:
 	rm -rf .tools

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgelimit/edgelimit/coordinator/internal/loadgen"
+	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 

@@ -26,15 +26,25 @@ func DefaultConfig() wire.Config {
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D]
+   or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
 in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
 GET /healthz and GET /metrics.
 
+With --store redis://..., the state lives in a Redis Cluster instead (the
+seed nodes given; the user and password from EDGELIMIT_REDIS_USERNAME and
+EDGELIMIT_REDIS_PASSWORD): coordinators become a stateless tier, any of
+them serves any isolate, and edges may list several and fail over between
+them. Redis replicates asynchronously: a delta acknowledged by a master
+that dies before its replica got it is lost, unless --redis-wait N makes
+every write wait for N replicas (WAIT) before the batch is answered.
+
 Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
 EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
-EDGELIMIT_MAX_CLOCK_SKEW;
+EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
+EDGELIMIT_REDIS_BUCKETS;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
@@ -62,7 +72,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() { fmt.Fprint(stderr, cliUsage); fs.PrintDefaults() }
 	env := os.Getenv
 	envBool := func(k string) bool { v, _ := strconv.ParseBool(env(k)); return v }
-	data := fs.String("data", env("EDGELIMIT_DATA"), "Pebble data `DIR`, created if missing (required unless --in-memory)")
+	data := fs.String("data", env("EDGELIMIT_DATA"), "Pebble data `DIR`, created if missing (required unless --in-memory or --store)")
 	listen := fs.String("listen", envOr("EDGELIMIT_LISTEN", "127.0.0.1:7070"), "listen `ADDR` (host:port)")
 	config := fs.String("config", env("EDGELIMIT_CONFIG"), "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
 	token := fs.String("token", env("EDGELIMIT_TOKEN"), "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
@@ -70,6 +80,9 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	insecure := fs.Bool("insecure", envBool("EDGELIMIT_INSECURE"), "allow serving without a token on a non-loopback address")
 	ckptKeys := fs.Int("checkpoint-keys", envInt("EDGELIMIT_CHECKPOINT_KEYS"), "checkpoint once `N` distinct keys were logged (default 131072)")
 	ckptEvery := fs.Duration("checkpoint-interval", envDuration("EDGELIMIT_CHECKPOINT_INTERVAL"), "checkpoint at least this often when anything was logged (default 10s)")
+	storeURL := fs.String("store", env("EDGELIMIT_STORE"), "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
+	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
+	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
 	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's (default 10s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,8 +99,8 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	defer TuneGC()()
-	if *data == "" && !*inMemory {
-		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA); use --in-memory for a throwaway in-memory store")
+	if *data == "" && !*inMemory && *storeURL == "" {
+		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
 	}
 	var tokens []string
 	for _, t := range strings.Split(*token, ",") {
@@ -113,15 +126,37 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	start := time.Now()
-	c, err := Open(Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery), MaxClockSkew: int64(*skew)}})
-	if err != nil {
-		ln.Close()
-		return err
-	}
+	opts := Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
+		Merger: MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery), MaxClockSkew: int64(*skew)}}
 	where := *data
 	if *inMemory {
 		where = "memory"
+	}
+	if *storeURL != "" {
+		ro, err := ParseRedisURL(*storeURL)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		RedisCredentialsFromEnv(&ro)
+		ro.Wait, ro.Buckets = *redisWait, *redisBuckets
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		rs, err := OpenRedis(octx, ro)
+		cancel()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		opts.Store = rs
+		where = "redis cluster " + strings.Join(ro.Addrs, ",")
+		if ro.Wait > 0 {
+			where += fmt.Sprintf(", WAIT %d", ro.Wait)
+		}
+	}
+	c, err := Open(opts)
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	fmt.Fprintf(stderr, "coordinator: listening on %s (data %s, %d limiters, opened in %s)\n",
 		ln.Addr(), where, len(cfg.Limiters), time.Since(start).Round(time.Millisecond))
@@ -138,7 +173,7 @@ var flagEnv = map[string]string{
 	"data": "EDGELIMIT_DATA", "listen": "EDGELIMIT_LISTEN", "config": "EDGELIMIT_CONFIG",
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
-	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW",
+	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 }
 
 // applyFileSettings sets, from the "coordinator" object of the config file

@@ -30,7 +30,10 @@ type Options struct {
 	// demos, tests and the simulator.
 	InMemory bool
 	// Store, when set, is used instead of opening Pebble (Dir and InMemory
-	// are ignored). Close closes it.
+	// are ignored). Close closes it. A SharedStore (RedisStore) runs the
+	// coordinator in shared mode (shared.go): stateless, so several
+	// coordinators may serve the same isolates and keys; GC is then left
+	// to the store's TTLs.
 	Store Store
 	// Config holds the limiters (the same configuration as the isolates');
 	// it must be valid (wire.Config.Validate).
@@ -96,11 +99,13 @@ type Coordinator struct {
 	gcStop   chan struct{}
 	gcDone   chan struct{}
 
-	storeDown atomic.Bool // the last commit failed
-	ckpt      *ckptJob    // the checkpoint being committed, or nil (c.mu)
-	ckptLate  atomic.Bool // another checkpoint is due: the one in flight stops resting
-	lastJob   *commitJob  // the commit job of the last stage (c.mu)
-	dash      *dashboard  // what GET /ui shows (dashboard.go)
+	storeDown  atomic.Bool   // the last commit failed
+	ckpt       *ckptJob      // the checkpoint being committed, or nil (c.mu)
+	ckptLate   atomic.Bool   // another checkpoint is due: the one in flight stops resting
+	lastJob    *commitJob    // the commit job of the last stage (c.mu)
+	dash       *dashboard    // what GET /ui shows (dashboard.go)
+	shared     *sharedMerger // set when the store is a SharedStore (shared.go)
+	sharedDone chan struct{} // closed when the shared merger's loop ends
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -217,8 +222,16 @@ func Open(opts Options) (*Coordinator, error) {
 	c.met = newMetrics(c)
 	c.dash = newDashboard(opts.Config, opts.Clock())
 	m.dash = c.dash
+	if ss, ok := store.(SharedStore); ok {
+		if c.shared, err = newSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
+			store.Close()
+			return nil, err
+		}
+		c.sharedDone = make(chan struct{})
+		c.shared.run(opts.Clock, c.quit, c.sharedDone)
+	}
 	go c.loop()
-	if opts.GCInterval > 0 {
+	if opts.GCInterval > 0 && c.shared == nil {
 		go c.gcLoop()
 	} else {
 		close(c.gcDone)
@@ -252,6 +265,9 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 	if err := c.storeErr(); err != nil {
 		return nil, err
 	}
+	if c.shared != nil {
+		return c.syncShared(ctx, b)
+	}
 	// Read the cold keys here, in parallel with other requests, rather than
 	// in the committer.
 	r := &request{batch: b, scope: scopeOf(ctx), pf: c.m.Prefetch(b), done: make(chan struct{})}
@@ -266,6 +282,9 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 
 // KeyState returns the current state of (limiter, key).
 func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeyState, error) {
+	if c.shared != nil {
+		return c.shared.keyState(ctx, limiter, key, c.opts.Clock())
+	}
 	var ks *KeyState
 	err := c.do(ctx, func(m *Merger, now int64) (err error) {
 		ks, err = m.KeyState(limiter, key, now)
@@ -276,6 +295,13 @@ func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeySt
 
 // ResetKey clears (limiter, key) durably.
 func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
+	if c.shared != nil {
+		err := c.shared.reset(limiter, key)
+		if err == nil {
+			c.dash.forget(limiter, key)
+		}
+		return err
+	}
 	err := c.do(ctx, func(m *Merger, _ int64) error { return m.Reset(limiter, key) })
 	if err == nil {
 		c.dash.forget(limiter, key)
@@ -283,8 +309,12 @@ func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 	return err
 }
 
-// GC runs one GC step now (see Merger.GC) and commits it.
+// GC runs one GC step now (see Merger.GC) and commits it. In shared mode
+// it does nothing: records expire by their TTLs.
 func (c *Coordinator) GC(ctx context.Context) (int, error) {
+	if c.shared != nil {
+		return 0, nil
+	}
 	var n int
 	err := c.do(ctx, func(m *Merger, now int64) (err error) {
 		n, err = m.GC(now, c.opts.GCBudget)
@@ -493,6 +523,9 @@ func (c *Coordinator) Close() error {
 	c.inflight.Wait()
 	close(c.quit)
 	<-c.done
+	if c.sharedDone != nil {
+		<-c.sharedDone
+	}
 	// A last checkpoint leaves an empty log, so the next Open replays
 	// nothing; if it fails, the next Open replays the log instead. No
 	// request waits any more: its chunks need not rest.

@@ -54,6 +54,7 @@ func buildBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	stopTestCluster()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
@@ -324,6 +325,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"--in-memory", "--listen", "0.0.0.0:0"}, "without a token"},
 		{[]string{"--in-memory", "--config", "/nonexistent.json"}, "no such file"},
 		{[]string{"--in-memory", "extra"}, "unexpected argument"},
+		{[]string{"--store", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "want redis://HOST:PORT"},
+		{[]string{"--store", "redis://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "redis: 127.0.0.1:1"},
 	} {
 		var stderr bytes.Buffer
 		err := RunCLI(ctx, tc.args, io.Discard, &stderr)

@@ -43,6 +43,9 @@ func newTestCoordinator(t testing.TB, t0 int64, mod func(*Options)) (*Coordinato
 	clk := &fakeClock{}
 	clk.set(t0)
 	opts := Options{InMemory: true, Config: testConfig(), Clock: clk.now, GCInterval: -1}
+	if testStore != nil {
+		opts.Store = testStore(t)
+	}
 	if mod != nil {
 		mod(&opts)
 	}

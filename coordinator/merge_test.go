@@ -37,7 +37,7 @@ func TestWindowedCountsAndWindows(t *testing.T) {
 	if v := viewOf(t, rp, "fw", "k"); v.Count != 2 || v.Prev != 8 {
 		t.Fatalf("view %+v", v)
 	}
-	if s := c.m.Stats(); s.DeltasStale != 1 {
+	if s := c.mergeStats(); s.DeltasStale != 1 {
 		t.Fatalf("stale = %d", s.DeltasStale)
 	}
 	// Window = max(now/period, largest batch window): a batch ahead of the clock.
@@ -114,7 +114,7 @@ func TestDuplicateNotAppliedTwice(t *testing.T) {
 	if _, err := c.Sync(context.Background(), b); !errors.Is(err, ErrSequence) {
 		t.Fatalf("seq 1 after 2: %v", err)
 	}
-	if s := c.m.Stats(); s.Duplicates != 3 || s.Batches != 2 || s.SeqRefused != 1 {
+	if s := c.mergeStats(); s.Duplicates != 3 || s.Batches != 2 || s.SeqRefused != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 }

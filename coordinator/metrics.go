@@ -49,9 +49,7 @@ func newMetrics(c *Coordinator) *metrics {
 	// counter exports one field of the Merger's stats.
 	counter := func(name, help string, f func(s MergeStats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + name, Help: help}, func() float64 {
-			var s MergeStats
-			c.withMerger(func(m *Merger) { s = m.Stats() })
-			return float64(f(s))
+			return float64(f(c.mergeStats()))
 		})
 	}
 	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors,

@@ -135,7 +135,7 @@ func TestRestartedIsolateStartsNewIncarnation(t *testing.T) {
 			t.Fatalf("%s new incarnation seq 1: %d %+v %+v", tc.id, st, rp, p)
 		}
 	}
-	if s := c.m.Stats(); s.SeqRefused != 2 {
+	if s := c.mergeStats(); s.SeqRefused != 2 {
 		t.Fatalf("stats %+v", s)
 	}
 }

@@ -18,6 +18,7 @@ type keyUpstream struct {
 	circuit    uint8 // wire.CircuitClosed, CircuitOpen or CircuitHalfOpen
 	opens      uint8 // consecutive openings: the open time doubles with each
 	fails      int64 // consecutive failures reported while closed
+	failAt     int64 // coordinator ns of the last failure counted in fails
 	openUntil  int64 // ns: an open circuit turns half-open then
 	probeIso   string
 	probeUntil int64      // ns: the probe's grant lapses then
@@ -81,16 +82,39 @@ func (s *keyState) upActive(now int64) bool {
 	if u == nil {
 		return false
 	}
-	if u.pause > now || u.circuit != wire.CircuitClosed || u.fails > 0 {
+	horizon := now - reportHorizon(s.lim)
+	if u.pause > now || u.circuit != wire.CircuitClosed || u.fails > 0 && u.failAt >= horizon {
 		return true
 	}
-	horizon := now - reportHorizon(s.lim)
 	for _, r := range u.reps {
 		if r.seen >= horizon {
 			return true
 		}
 	}
 	return false
+}
+
+// upUntil is a time (coordinator ns) after which st's upstream state no
+// longer matters, for stores that expire records by TTL: the pause's end,
+// the announced limits' horizon and, while the circuit is not closed, its
+// open time and probe grant plus the longest pause honoured (a half-open
+// circuit nobody probes is then forgotten, that is closed).
+func (s *keyState) upUntil() int64 {
+	u := s.up
+	if u == nil {
+		return 0
+	}
+	until := u.pause
+	for _, r := range u.reps {
+		until = max(until, addSat(r.seen, reportHorizon(s.lim)))
+	}
+	if u.circuit != wire.CircuitClosed {
+		until = max(until, addSat(max(u.openUntil, u.probeUntil), s.lim.PauseCap()))
+	}
+	if u.fails > 0 {
+		until = max(until, addSat(u.failAt, reportHorizon(s.lim)))
+	}
+	return until
 }
 
 // openFor is how long the circuit stays open after its n-th consecutive
@@ -137,17 +161,21 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire
 	if u.circuit == wire.CircuitOpen && now >= u.openUntil {
 		u.circuit = wire.CircuitHalfOpen
 	}
+	if u.fails > 0 && u.failAt < now-reportHorizon(lim) {
+		u.fails = 0 // failures that long apart are not consecutive
+	}
 	probe := u.circuit == wire.CircuitHalfOpen && u.probeIso == isolate
 	seed := hash ^ mixHash(uint64(len(st.skey)))
 	switch {
 	case sg.Successes > 0 && probe:
 		u.circuit, u.opens, u.fails, u.probeIso, u.probeUntil = wire.CircuitClosed, 0, 0, "", 0
 	case sg.Successes > 0 && u.circuit == wire.CircuitClosed:
-		u.fails = sg.Failures
+		u.fails, u.failAt = sg.Failures, now
 	case sg.Failures > 0 && probe:
 		u.open(lim, seed, now)
 	case sg.Failures > 0 && u.circuit == wire.CircuitClosed:
 		u.fails = addSat(u.fails, sg.Failures)
+		u.failAt = now
 	}
 	if t := lim.CircuitThreshold(); u.circuit == wire.CircuitClosed && t > 0 && u.fails >= t {
 		u.open(lim, seed, now)
@@ -235,7 +263,7 @@ func (s *keyState) encodeUp(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, r.limit)
 		dst = binary.AppendVarint(dst, r.seen)
 	}
-	return dst
+	return binary.AppendVarint(dst, u.failAt)
 }
 
 // decodeUp reads the upstream section written by encodeUp.
@@ -269,6 +297,9 @@ func (s *keyState) decodeUp(d *decoder) {
 	n := d.uvarint(maxReporters)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		u.reps = append(u.reps, upReport{hash: d.uvarint(^uint64(0)), limit: d.varint(), seen: d.varint()})
+	}
+	if d.err == nil && len(d.b) > 0 {
+		u.failAt = d.varint()
 	}
 	if d.err == nil {
 		s.up = u

@@ -162,3 +162,52 @@ func TestUpstreamSectionRoundTrip(t *testing.T) {
 	bad[len(bad)-1-3*5] = 0xff // inside the reports
 	_ = newKeyState(lim, st.skey).decode(bad, 64)
 }
+
+// Failures reported one batch at a time, by several isolates, add up to
+// the threshold (the count is kept between batches), and a stale count is
+// forgotten after the reports' horizon.
+func TestCircuitCountsFailuresAcrossBatches(t *testing.T) {
+	store, err := OpenPebble("", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg := upCfg()
+	cfg.Limiters[0].Upstream.CircuitFailures = 3
+	m, err := NewMerger(cfg, store, MergerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := int64(1000e9)
+	fail := wire.Signal{Limiter: "llm", Key: "k", Failures: 1}
+	for i, iso := range []string{"a", "b"} {
+		rp, err := m.Apply(upBatch(iso, 1, t0+int64(i)*1e9, fail), t0+int64(i)*1e9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := upViewOf(t, rp); u.Circuit != wire.CircuitClosed {
+			t.Fatalf("after %d failures: %+v", i+1, u)
+		}
+	}
+	rp, err := m.Apply(upBatch("c", 1, t0+2e9, fail), t0+2e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := upViewOf(t, rp); u.Circuit != wire.CircuitOpen {
+		t.Fatalf("three failures from three isolates: %+v, want open", u)
+	}
+	// Two failures long ago are forgotten: one more does not open it.
+	rp, err = m.Apply(upBatch("a", 2, t0+500e9, wire.Signal{Limiter: "llm", Key: "j", Failures: 2}), t0+500e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err = m.Apply(upBatch("a", 3, t0+700e9, wire.Signal{Limiter: "llm", Key: "j", Failures: 1}), t0+700e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range rp.Upstream {
+		if u.Key == "j" && u.Circuit != wire.CircuitClosed {
+			t.Fatalf("a failure 200 s after two others opened the circuit: %+v", u)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	"github.com/edgelimit/edgelimit/benchmarks"
 )
@@ -24,6 +26,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	runs := fs.Int("runs", 5, "runs of each benchmark; the median is printed")
 	filter := fs.String("run", "", "only benchmarks whose name matches this regular expression")
+	systems := fs.Bool("systems", true, "also run the system benchmarks (servers on loopback: edge host vs central Redis limiters, coordinator ingest on Pebble and Redis Cluster vs Redis INCRBY)")
+	sysDur := fs.Duration("duration", 4*time.Second, "measured time of each system benchmark (after a 1s warm-up)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,6 +88,47 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			extra += fmt.Sprintf("%.0f %s ", r.extra[k], k)
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%d\t%d\t%s\n", r.name, r.ns, ratio, r.bytes, r.alloc, extra)
+	}
+	if err := tw.Flush(); err != nil || !*systems {
+		return err
+	}
+	return runSystems(ctx, re, *sysDur, stdout, stderr)
+}
+
+// runSystems runs the system benchmarks matching re and prints them, each
+// group as ratios to its first row.
+func runSystems(ctx context.Context, re *regexp.Regexp, d time.Duration, stdout, stderr io.Writer) error {
+	defer benchmarks.StopSystems()
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	base := map[string]float64{}
+	group := ""
+	for _, s := range benchmarks.Systems() {
+		if !re.MatchString(s.Group + ": " + s.Name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r, err := s.Run(ctx, d)
+		if err != nil {
+			if errors.Is(err, benchmarks.ErrNoRedis) {
+				fmt.Fprintf(stderr, "bench: %s did not run: %v\n", s.Name, err)
+				continue
+			}
+			return fmt.Errorf("bench: %s: %w", s.Name, err)
+		}
+		fmt.Fprintf(stderr, "bench: %s done\n", s.Name)
+		if len(base) == 0 {
+			fmt.Fprintf(tw, "\nsystem (servers on loopback)\tthroughput\tratio\tp99\terrors\n")
+		}
+		if s.Group != group {
+			group = s.Group
+			fmt.Fprintf(tw, "%s:\t\t\t\t\n", group)
+		}
+		if _, ok := base[s.Group]; !ok {
+			base[s.Group] = r.PerSec
+		}
+		fmt.Fprintf(tw, "  %s\t%.0f %s\t%.2fx\t%s\t%d\n", s.Name, r.PerSec, s.Unit, r.PerSec/base[s.Group], r.P99.Round(time.Microsecond), r.Errors)
 	}
 	return tw.Flush()
 }

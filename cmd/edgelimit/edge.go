@@ -28,7 +28,9 @@ Runs N isolates of the edge module behind an HTTP API:
                                                     RateLimit and RateLimit-Policy headers)
   GET /healthz    JSON; 503 once an isolate has had no good sync for --stale-after
   GET /metrics    Prometheus text
-With --coordinator, each isolate syncs its deltas with it every --sync interval. When an
+With --coordinator, each isolate syncs its deltas with it every --sync interval; a
+comma-separated list names coordinators sharing one Redis Cluster (coordinator --store
+redis://...): a batch one cannot take goes to the next at once. When an
 isolate's view is stale, each limiter's "fail_policy" (config file) or --fail-policy applies.
 Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN (the flag wins).
 
@@ -42,7 +44,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Usage = func() { fmt.Fprint(stderr, edgeUsage); fs.PrintDefaults() }
 	config := fs.String("config", os.Getenv("EDGELIMIT_CONFIG"), "JSON configuration `FILE` with the limiters (default: the coordinator's built-in one)")
 	listen := fs.String("listen", "127.0.0.1:8080", "listen `ADDR` (host:port)")
-	coord := fs.String("coordinator", os.Getenv("EDGELIMIT_COORDINATOR"), "coordinator base `URL`, e.g. http://127.0.0.1:7070 (empty: no sync, each isolate alone)")
+	coord := fs.String("coordinator", os.Getenv("EDGELIMIT_COORDINATOR"), "coordinator base `URL`, e.g. http://127.0.0.1:7070, or several comma-separated sharing one Redis Cluster, failed over between (empty: no sync, each isolate alone)")
 	token := fs.String("token", os.Getenv("EDGELIMIT_TOKEN"), "bearer `TOKEN` for the coordinator")
 	isolates := fs.Int("isolates", host.DefaultIsolates, "number of isolates")
 	interval := fs.Duration("sync", syncloop.DefaultInterval, "sync interval")

@@ -1,6 +1,6 @@
 // Command edgelimit is the one CLI of the project:
 //
-//	edgelimit coordinator   run the Pebble-backed coordinator server
+//	edgelimit coordinator   run the coordinator server (Pebble, or Redis Cluster with --store)
 //	edgelimit edge          run an edge host: isolates behind an HTTP API
 //	edgelimit sim           run the simulator
 //	edgelimit bench         run side-by-side benchmarks

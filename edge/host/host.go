@@ -32,7 +32,9 @@ type Options struct {
 	Config wire.Config
 	// Isolates is the number of isolates. Default 4.
 	Isolates int
-	// Coordinator is the coordinator's base URL ("http://127.0.0.1:7070").
+	// Coordinator is the coordinator's base URL ("http://127.0.0.1:7070"),
+	// or several comma-separated URLs of coordinators sharing one store
+	// (Redis Cluster), failed over between (syncloop.HTTPTransport).
 	// Empty runs without syncing: every isolate decides alone.
 	Coordinator string
 	// Token is the bearer token for the coordinator.

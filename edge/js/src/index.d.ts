@@ -83,8 +83,14 @@ export interface EdgeLimitOptions {
   wasm: WebAssembly.Module | BufferSource;
   /** The limiters: the coordinator's config file as an object or JSON text. */
   config: Config | string;
-  /** The coordinator's base URL ("https://limits.example.com"); absent: this isolate decides alone. */
-  coordinator?: string;
+  /**
+   * The coordinator's base URL ("https://limits.example.com"), or several
+   * coordinators sharing one store (`edgelimit coordinator --store
+   * redis://...`) to fail over between: a batch one cannot take
+   * (unreachable, timed out, 502, 503, 504) goes to the next at once.
+   * Absent: this isolate decides alone.
+   */
+  coordinator?: string | string[];
   /** Bearer token for the coordinator. */
   token?: string;
   /** Time between regular syncs, ms. Default 100. */
@@ -164,7 +170,7 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
@@ -181,7 +187,8 @@ export class EdgeLimit {
   constructor(opts: EdgeLimitOptions);
   /** The isolate id in sync batches (changes when the coordinator asks for a new incarnation). */
   readonly isolateId: string | undefined;
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number };
+  /** failovers: times a sync moved on to the next coordinator of the list. */
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */

@@ -52,9 +52,15 @@ export class EdgeLimit {
   constructor(opts) {
     if (!opts || opts.wasm == null) throw new EdgeLimitError('create: "wasm" (the module, or its bytes) is required', 'bad_options');
     this._wasm = opts.wasm instanceof WebAssembly.Module ? opts.wasm : new WebAssembly.Module(opts.wasm);
-    this._norm = normalizeConfig(opts.config, !!opts.coordinator);
+    // One coordinator URL, or several sharing one store (Redis Cluster) to
+    // fail over between: a batch one cannot take goes to the next at once.
+    const coords = (Array.isArray(opts.coordinator) ? opts.coordinator : [opts.coordinator])
+      .filter((u) => u).map((u) => String(u).replace(/\/+$/, ''));
+    this._norm = normalizeConfig(opts.config, coords.length > 0);
     this._index = new Map(this._norm.limiters.map((l, i) => [l.name, i]));
-    this._coordinator = opts.coordinator ? String(opts.coordinator).replace(/\/+$/, '') : '';
+    this._coordinators = coords;
+    this._coordIdx = 0;
+    this._coordinator = coords[0] ?? '';
     this._token = opts.token ?? '';
     this._fetch = opts.fetch ?? ((...a) => fetch(...a));
     this._interval = opts.syncInterval ?? 100;
@@ -81,7 +87,7 @@ export class EdgeLimit {
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0 };
     this.lastError = null;
   }
 
@@ -504,15 +510,35 @@ export class EdgeLimit {
     }
   }
 
-  // POSTs a batch; {body} on 200, {seqProblem, detail} on a 409 sequence
-  // problem; throws otherwise (the same batch is retried later).
+  // POSTs a batch to the coordinator in use, then, while they cannot take
+  // it (unreachable, timed out, 502, 503, 504), to the next ones, once
+  // each, staying with the first that answers; {body} on 200, {seqProblem,
+  // detail} on a 409 sequence problem; throws otherwise (the same batch is
+  // retried later). Resending is safe: coordinators sharing a store apply a
+  // batch at most once per (isolate, sequence number).
   async _post(batch) {
+    let err;
+    for (let i = 0; i < Math.max(this._coordinators.length, 1); i++) {
+      try {
+        return await this._postTo(this._coordinator, batch);
+      } catch (e) {
+        err = e;
+        if (!e.failover || this._coordinators.length < 2) throw e;
+        this._coordIdx = (this._coordIdx + 1) % this._coordinators.length;
+        this._coordinator = this._coordinators[this._coordIdx];
+        this.counters.failovers++;
+      }
+    }
+    throw err;
+  }
+
+  async _postTo(coordinator, batch) {
     const ac = new AbortController();
     const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
     try {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
-      const resp = await this._fetch(`${this._coordinator}/v1/sync`, { method: 'POST', body: batch, headers, signal: ac.signal });
+      const resp = await this._fetch(`${coordinator}/v1/sync`, { method: 'POST', body: batch, headers, signal: ac.signal });
       const body = new Uint8Array(await resp.arrayBuffer());
       if (resp.status === 200) return { body };
       let detail = new TextDecoder().decode(body.subarray(0, 300));
@@ -523,10 +549,17 @@ export class EdgeLimit {
         } catch { /* not problem+json: an ordinary refusal */ }
       }
       if (body.length > 300) detail += '...';
-      throw new EdgeLimitError(`coordinator refused the batch: ${resp.status}: ${detail}`, 'sync_refused');
+      const err = new EdgeLimitError(`coordinator refused the batch: ${resp.status}: ${detail}`, 'sync_refused');
+      err.failover = resp.status === 502 || resp.status === 503 || resp.status === 504;
+      throw err;
     } catch (e) {
-      if (e instanceof EdgeLimitError) throw e;
-      throw new EdgeLimitError(`sync: ${e?.message ?? e}`, 'sync', { cause: e });
+      if (e instanceof EdgeLimitError) {
+        if (e.code === 'sync_timeout') e.failover = true;
+        throw e;
+      }
+      const err = new EdgeLimitError(`sync: ${e?.message ?? e}`, 'sync', { cause: e });
+      err.failover = true; // unreachable
+      throw err;
     } finally {
       clearTimeout(t);
     }

@@ -170,3 +170,24 @@ test('the module asks for an early sync and gets it, long before the interval (t
     rl.close();
   }
 });
+
+test('a list of coordinators: a sync the first cannot take goes to the next at once, which is then kept', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m', mode: 'approximate' }] };
+  const c = await coordinator(config);
+  const dead = `http://127.0.0.1:${await freePort()}`; // nothing listens there
+  const hits = [];
+  const spy = (url, init) => { hits.push(url); return fetch(url, init); };
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: [dead, `${c.url}/`], fetch: spy, background: 'requests' });
+  try {
+    for (let i = 0; i < 5; i++) rl.decide({ limiter: 'a', key: 'k' });
+    assert.equal(await rl.sync(), true, String(rl.lastError));
+    assert.deepEqual(hits, [`${dead}/v1/sync`, `${c.url}/v1/sync`]);
+    assert.equal(rl.counters.failovers, 1);
+    rl.decide({ limiter: 'a', key: 'k' });
+    rl._sched.next = 0;
+    assert.equal(await rl.sync(), true, String(rl.lastError));
+    assert.equal(hits.at(-1), `${c.url}/v1/sync`, 'stays with the coordinator that answered');
+    assert.equal(rl.counters.failovers, 1);
+    assert.equal((await globalView(c.url, 'a', 'k')).body.count, 6);
+  } finally { rl.close(); }
+});

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,7 @@ import (
 
 // Config describes a load. Zero fields take the defaults.
 type Config struct {
-	URL      string        // coordinator base URL, e.g. http://127.0.0.1:7070 (required)
+	URL      string        // coordinator base URL, e.g. http://127.0.0.1:7070 (required); several comma-separated: client c uses the (c mod n)th
 	Token    string        // bearer token, if the coordinator requires one
 	Clients  int           // concurrent clients (isolates); default 64
 	Entries  int           // key-deltas per batch; default 100
@@ -84,6 +85,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	tr := &http.Transport{MaxIdleConnsPerHost: cfg.Clients, MaxConnsPerHost: cfg.Clients}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	urls := strings.Split(cfg.URL, ",")
 	keys := make([]string, cfg.Keys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key-%d", i)
@@ -104,6 +106,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				interval = time.Duration(float64(time.Second) * float64(cfg.Clients) / cfg.Rate)
 			}
 			next := start.Add(time.Duration(rng.Int64N(int64(max(interval, 1)))))
+			url := urls[c%len(urls)]
 			b := wire.Batch{Version: wire.Version, Isolate: fmt.Sprintf("lg-%s-%d", run, c), Seq: 1,
 				Entries: make([]wire.Delta, cfg.Entries)}
 			var body []byte
@@ -133,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					body = b.AppendMsg(body[:0])
 					fresh = false
 				}
-				req, _ := http.NewRequestWithContext(ctx, "POST", cfg.URL+"/v1/sync", bytes.NewReader(body))
+				req, _ := http.NewRequestWithContext(ctx, "POST", url+"/v1/sync", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/msgpack")
 				if cfg.Token != "" {
 					req.Header.Set("Authorization", "Bearer "+cfg.Token)

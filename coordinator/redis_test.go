@@ -1,0 +1,241 @@
+package coordinator
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/internal/rediscluster"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+	"github.com/redis/go-redis/v9"
+)
+
+// testStore, when set, opens the store of newTestCoordinator: the merge
+// tests then run against it instead of Pebble in memory.
+var testStore func(t testing.TB) Store
+
+var (
+	clusterOnce sync.Once
+	cluster     *rediscluster.Cluster
+	clusterErr  error
+)
+
+// testCluster returns the package's Redis Cluster (3 masters, started on
+// first use, stopped by TestMain), or skips when redis-server is missing.
+func testCluster(t testing.TB) *rediscluster.Cluster {
+	t.Helper()
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v; the Redis Cluster store was not tested", err)
+	}
+	clusterOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cluster, clusterErr = rediscluster.Start(ctx, rediscluster.Options{Masters: 3})
+	})
+	if clusterErr != nil {
+		t.Fatal(clusterErr)
+	}
+	return cluster
+}
+
+func stopTestCluster() {
+	if cluster != nil {
+		cluster.Stop()
+	}
+}
+
+// openTestRedis empties the package's cluster and opens a RedisStore on it.
+func openTestRedis(t testing.TB, o RedisOptions) *RedisStore {
+	t.Helper()
+	cl := testCluster(t)
+	ctx := context.Background()
+	if err := cl.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o.Addrs = cl.Addrs()
+	s, err := OpenRedis(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMergeOnRedisCluster runs the merge tests of the Pebble store against
+// a Redis Cluster of 3 masters (shared mode, shared.go).
+func TestMergeOnRedisCluster(t *testing.T) {
+	cl := testCluster(t)
+	testStore = func(t testing.TB) Store { return openTestRedis(t, RedisOptions{Buckets: 16}) }
+	defer func() { testStore = nil }()
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"WindowedCountsAndWindows", TestWindowedCountsAndWindows},
+		{"BucketTAT", TestBucketTAT},
+		{"OverrideLimit", TestOverrideLimit},
+		{"DuplicateNotAppliedTwice", TestDuplicateNotAppliedTwice},
+		{"ResetKey", TestResetKey},
+		{"OtherTokenCannotTakeOverIsolate", TestOtherTokenCannotTakeOverIsolate},
+		{"SeqJumpRefusedWithoutTokens", TestSeqJumpRefusedWithoutTokens},
+		{"RestartedIsolateStartsNewIncarnation", TestRestartedIsolateStartsNewIncarnation},
+		{"FutureWindowRefused", TestFutureWindowRefused},
+		{"StaleEntriesVisible", TestStaleEntriesVisible},
+		{"LeaseProportionalShare", TestLeaseProportionalShare},
+		{"StandingLeaseAndExhausted", TestStandingLeaseAndExhausted},
+		{"HTTPSyncRoundTrip", TestHTTPSyncRoundTrip},
+	} {
+		t.Run(tc.name, tc.fn)
+		// The test's writes went to the cluster (not to Pebble).
+		if tc.name != "OverrideLimit" && clusterKeys(t, cl) == 0 {
+			t.Fatalf("%s wrote nothing to Redis", tc.name)
+		}
+	}
+}
+
+// clusterKeys returns the number of keys on the masters of cl.
+func clusterKeys(t *testing.T, cl *rediscluster.Cluster) int64 {
+	t.Helper()
+	s := openRedisNoFlush(t)
+	defer s.Close()
+	var n atomic.Int64
+	err := s.Client().ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+		k, err := c.DBSize(ctx).Result()
+		n.Add(k)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Load()
+}
+
+// TestRedisTwoCoordinatorsOneKey: two coordinators over one cluster serve
+// the same strict and approximate keys concurrently, each isolate failing
+// over between them at random; every delta is counted exactly once and
+// strict never grants past the limit.
+func TestRedisTwoCoordinatorsOneKey(t *testing.T) {
+	clk := &fakeClock{}
+	clk.set(t0)
+	open := func() *Coordinator {
+		c, err := Open(Options{Store: openRedisNoFlush(t), Config: testConfig(), Clock: clk.now, GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	openTestRedis(t, RedisOptions{}).Close() // flush
+	cs := []*Coordinator{open(), open()}
+	const isolates, rounds = 8, 40
+	var mu sync.Mutex
+	var admitted int64
+	var wg sync.WaitGroup
+	for i := 0; i < isolates; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			lease := int64(0)
+			for seq := int64(1); seq <= rounds; seq++ {
+				// Admit within the lease only; ask for 5 more.
+				use := min(lease, 5)
+				b := batch("iso"+string(rune('a'+i)), seq, t0,
+					wire.Delta{Limiter: "sfw", Key: "hot", Window: 1000, Delta: use, Demand: 5},
+					wire.Delta{Limiter: "fw", Key: "hot", Window: 1000, Delta: 1})
+				c := cs[(i+int(seq))%2]
+				rp, err := c.Sync(context.Background(), b)
+				if err != nil {
+					t.Errorf("iso %d seq %d: %v", i, seq, err)
+					return
+				}
+				if seq%7 == 0 { // a retry to the other coordinator: a duplicate
+					if _, err := cs[(i+int(seq)+1)%2].Sync(context.Background(), b); err != nil {
+						t.Errorf("iso %d seq %d retry: %v", i, seq, err)
+						return
+					}
+				}
+				mu.Lock()
+				admitted += use
+				mu.Unlock()
+				lease = max(viewOf(t, rp, "sfw", "hot").Lease, 0)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if admitted > 100 {
+		t.Fatalf("strict admitted %d > limit 100", admitted)
+	}
+	ks := getKey(t, cs[0], "fw", "hot")
+	if ks.Count != isolates*rounds {
+		t.Fatalf("fw count %d, want %d (each delta once)", ks.Count, isolates*rounds)
+	}
+	ss := getKey(t, cs[1], "sfw", "hot")
+	if ss.Count != admitted || ss.Count+ss.LeaseSum > 100 {
+		t.Fatalf("sfw count %d (admitted %d) + leases %d, limit 100", ss.Count, admitted, ss.LeaseSum)
+	}
+	if admitted == 0 {
+		t.Fatal("strict admitted nothing")
+	}
+	if d := cs[0].mergeStats().Duplicates + cs[1].mergeStats().Duplicates; d == 0 {
+		t.Fatal("no retry was answered as a duplicate")
+	}
+}
+
+// openRedisNoFlush opens a RedisStore on the package's cluster as it is.
+func openRedisNoFlush(t testing.TB) *RedisStore {
+	t.Helper()
+	s, err := OpenRedis(context.Background(), RedisOptions{Addrs: testCluster(t).Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestParseRedisURL(t *testing.T) {
+	o, err := ParseRedisURL("redis://u:p@10.0.0.1:7000,10.0.0.2:7001")
+	if err != nil || len(o.Addrs) != 2 || o.Addrs[1] != "10.0.0.2:7001" || o.Username != "u" || o.Password != "p" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, bad := range []string{"http://x:1", "redis://", "redis://host", "redis://h:0"} {
+		if _, err := ParseRedisURL(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzDecodeShared decodes arbitrary bytes as a shared record (what a
+// Redis key holds after its version): it must never panic, and a record it
+// accepts re-encodes to a record that decodes to the same state (what is
+// persisted of it).
+func FuzzDecodeShared(f *testing.F) {
+	cfg := testConfig()
+	for _, lim := range []int{0, 4} { // fw (approximate, with a sketch), sfw (strict, with isolates)
+		st := newKeyState(&cfg.Limiters[lim], "k")
+		st.win, st.count, st.prev = 1000, 7, 3
+		st.sk.add(12345, 1000)
+		if cfg.Limiters[lim].Leased() {
+			st.isos = []isoState{{id: "iso-a", seen: 5, lease: 3, granted: 3, leaseWin: 1000, stand: 1, standRes: 2, standUntil: 1001}}
+		}
+		f.Add(lim, encodeShared(nil, st))
+	}
+	f.Add(0, []byte{0x00})
+	f.Add(4, []byte{0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, lim int, rec []byte) {
+		l := &cfg.Limiters[(lim%len(cfg.Limiters)+len(cfg.Limiters))%len(cfg.Limiters)]
+		st := newKeyState(l, "k")
+		if decodeShared(st, rec, 256) != nil {
+			return
+		}
+		again := newKeyState(l, "k")
+		if err := decodeShared(again, encodeShared(nil, st), 256); err != nil {
+			t.Fatalf("re-encoded record refused: %v", err)
+		}
+		// Isolates are kept for strict limiters only (as in Pebble records),
+		// sketches for approximate ones.
+		if again.win != st.win || again.count != st.count || again.prev != st.prev || again.tat != st.tat ||
+			(!l.Leased() && again.sk != st.sk) || (l.Leased() && len(again.isos) != len(st.isos)) {
+			t.Fatalf("round trip changed the state: %+v vs %+v", st, again)
+		}
+	})
+}
