@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/edgelimit/edgelimit/internal/gctune"
 	"io"
 	"net"
 	"net/http"
@@ -27,7 +28,7 @@ import (
 func benchServer(b *testing.B) (*Coordinator, string) {
 	b.Helper()
 	if os.Getenv("EDGELIMIT_BENCH_NOGCTUNE") == "" {
-		b.Cleanup(TuneGC()) // as the coordinator binary does
+		b.Cleanup(gctune.Tune()) // as the coordinator binary does
 	}
 	c, err := Open(Options{InMemory: os.Getenv("BENCH_MEM") != "", Dir: b.TempDir(), Config: DefaultConfig()})
 	if err != nil {

@@ -31,7 +31,12 @@
 //     (times.go).
 //   - Store health (health.go): commit failures and Pebble's background
 //     errors make /healthz and sync answer 503 until writes succeed again.
-//   - RunCLI (cli.go) is the `edgelimit coordinator` subcommand.
+//   - Shared mode (shared.go, redis.go): several stateless coordinators
+//     over one Redis Cluster.
+//   - Upstream feedback (upstream.go): pauses, the circuit and announced
+//     limits merged from the isolates' signals.
 //
-// Times are int64 nanoseconds; window index w = now / period.
+// The `edgelimit coordinator` command (flags, environment, process
+// tuning) lives in cmd/edgelimit. Times are int64 nanoseconds; the window
+// math is package limitmath's.
 package coordinator

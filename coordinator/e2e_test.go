@@ -3,7 +3,6 @@ package coordinator
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -311,75 +310,6 @@ func TestSIGTERMGracefulShutdown(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	cs.checkCounts(t, url, w0)
-}
-
-// TestCLIErrors: the subcommand's refusals, in process.
-func TestCLIErrors(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--listen", "127.0.0.1:0"}, "--data DIR is required"},
-		{[]string{"--in-memory", "--listen", "0.0.0.0:0"}, "without a token"},
-		{[]string{"--in-memory", "--config", "/nonexistent.json"}, "no such file"},
-		{[]string{"--in-memory", "extra"}, "unexpected argument"},
-		{[]string{"--store", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "want redis://HOST:PORT"},
-		{[]string{"--store", "redis://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "redis: 127.0.0.1:1"},
-	} {
-		var stderr bytes.Buffer
-		err := RunCLI(ctx, tc.args, io.Discard, &stderr)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "coordinator: ") {
-			t.Errorf("%v: err %v, want %q", tc.args, err, tc.want)
-		}
-	}
-	// Settings from the config file's "coordinator" object, below the
-	// environment and the command line.
-	lims := `"limiters": [{"name": "api", "algorithm": "fixed_window", "limit": 5, "period": "1s"}]`
-	file := func(coord string) string {
-		p := filepath.Join(t.TempDir(), "edgelimit.json")
-		if err := os.WriteFile(p, []byte(`{"coordinator": `+coord+`, `+lims+`}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	fromFile := file(`{"in-memory": true, "listen": "256.0.0.1:1", "checkpoint-interval": "5s"}`)
-	for _, tc := range []struct {
-		args []string
-		env  string // EDGELIMIT_LISTEN
-		want string
-	}{
-		{[]string{"--config", file(`{"bogus": 1}`)}, "", `unknown setting "bogus"`},
-		{[]string{"--config", file(`{"checkpoint-keys": "many"}`), "--in-memory"}, "", "coordinator.checkpoint-keys"},
-		{[]string{"--config", fromFile}, "", "256.0.0.1:1"},                                       // the file's listen (and in-memory: no --data error)
-		{[]string{"--config", fromFile}, "256.0.0.2:1", "256.0.0.2:1"},                            // the environment wins
-		{[]string{"--config", fromFile, "--listen", "256.0.0.3:1"}, "256.0.0.2:1", "256.0.0.3:1"}, // the command line wins
-	} {
-		t.Setenv("EDGELIMIT_LISTEN", tc.env)
-		var stderr bytes.Buffer
-		err := RunCLI(ctx, tc.args, io.Discard, &stderr)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "coordinator: ") {
-			t.Errorf("%v (EDGELIMIT_LISTEN=%q): err %v, want %q", tc.args, tc.env, err, tc.want)
-		}
-	}
-	t.Setenv("EDGELIMIT_LISTEN", "")
-
-	// In memory on loopback with the default config: serves until ctx ends.
-	var stderr syncBuffer
-	done := make(chan error, 1)
-	go func() { done <- RunCLI(ctx, []string{"--in-memory", "--listen", "127.0.0.1:0"}, io.Discard, &stderr) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(stderr.String(), "listening on") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if s := stderr.String(); !strings.Contains(s, "built-in default") || !strings.Contains(s, "shut down cleanly") {
-		t.Fatalf("stderr:\n%s", s)
-	}
 }
 
 // scrapeMetric returns the value of the Prometheus series name at url.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/edgelimit/edgelimit/internal/gctune"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -186,7 +187,7 @@ func rssMiB() float64 {
 
 // BenchmarkKeyFloodHTTP: distinct keys from one edge host (4 isolates) as
 // real sync batches through POST /v1/sync on loopback, against a server set
-// up as the coordinator binary runs it (TuneGC, default caches, Pebble on
+// up as the coordinator binary runs it (gctune.Tune, default caches, Pebble on
 // disk, fsync per group commit). Each isolate posts batches of 1000 new keys
 // with dense sequence numbers, resending a failed batch as it was. The heap
 // after GC and the process RSS are sampled every 10% of the flood: both
@@ -204,7 +205,7 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 	}
 	const isolates, perBatch = 4, 1000
 	for i := 0; i < b.N; i++ {
-		b.Cleanup(TuneGC())
+		b.Cleanup(gctune.Tune())
 		c, err := Open(Options{Dir: b.TempDir(), Config: floodConfig()})
 		if err != nil {
 			b.Fatal(err)

@@ -197,7 +197,7 @@ func TestCircuitCountsFailuresAcrossBatches(t *testing.T) {
 		t.Fatalf("three failures from three isolates: %+v, want open", u)
 	}
 	// Two failures long ago are forgotten: one more does not open it.
-	rp, err = m.Apply(upBatch("a", 2, t0+500e9, wire.Signal{Limiter: "llm", Key: "j", Failures: 2}), t0+500e9)
+	_, err = m.Apply(upBatch("a", 2, t0+500e9, wire.Signal{Limiter: "llm", Key: "j", Failures: 2}), t0+500e9)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package main
 
 import (
 	"context"
@@ -14,14 +14,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/internal/gctune"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// DefaultConfig is the configuration used when no --config is given: one
-// limiter "default", fixed_window, 100 per 1s, approximate mode.
-func DefaultConfig() wire.Config {
-	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{{
-		Name: "default", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Second)}}}
+func init() {
+	commands["coordinator"] = command{
+		summary: "run the coordinator server (Pebble, or Redis Cluster with --store)",
+		run:     runCoordinator,
+	}
 }
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
@@ -63,10 +65,10 @@ refused (400), so keep the edges' clocks synchronised (NTP).
 flags:
 `
 
-// RunCLI runs `edgelimit coordinator` with args (without the subcommand
+// runCoordinator runs `edgelimit coordinator` with args (without the subcommand
 // name) until ctx ends (SIGINT/SIGTERM in the CLI), then shuts down
 // gracefully: stops accepting, finishes in-flight commits, closes Pebble.
-func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, cliUsage); fs.PrintDefaults() }
@@ -98,7 +100,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	defer TuneGC()()
+	defer gctune.Tune()()
 	if *data == "" && !*inMemory && *storeURL == "" {
 		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
 	}
@@ -118,7 +120,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("coordinator: %w", err)
 		}
 	} else {
-		cfg = DefaultConfig()
+		cfg = coordinator.DefaultConfig()
 		fmt.Fprintln(stderr, "coordinator: no --config given; using the built-in default: one limiter \"default\", fixed_window, 100 per 1s")
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -126,22 +128,22 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	start := time.Now()
-	opts := Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery), MaxClockSkew: int64(*skew)}}
+	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
+		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery), MaxClockSkew: int64(*skew)}}
 	where := *data
 	if *inMemory {
 		where = "memory"
 	}
 	if *storeURL != "" {
-		ro, err := ParseRedisURL(*storeURL)
+		ro, err := coordinator.ParseRedisURL(*storeURL)
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		RedisCredentialsFromEnv(&ro)
+		coordinator.RedisCredentialsFromEnv(&ro)
 		ro.Wait, ro.Buckets = *redisWait, *redisBuckets
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		rs, err := OpenRedis(octx, ro)
+		rs, err := coordinator.OpenRedis(octx, ro)
 		cancel()
 		if err != nil {
 			ln.Close()
@@ -153,7 +155,7 @@ func RunCLI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			where += fmt.Sprintf(", WAIT %d", ro.Wait)
 		}
 	}
-	c, err := Open(opts)
+	c, err := coordinator.Open(opts)
 	if err != nil {
 		ln.Close()
 		return err
@@ -227,13 +229,6 @@ func envInt(k string) int {
 func envDuration(k string) time.Duration {
 	d, _ := time.ParseDuration(os.Getenv(k))
 	return d
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 // isLoopback reports whether addr (host:port) binds only loopback.

@@ -1,28 +1,31 @@
-package coordinator
+// Package gctune is the garbage-collector setting of the edgelimit
+// coordinator process (`edgelimit coordinator` calls Tune; the
+// coordinator's benchmarks measure under the same).
+package gctune
 
 import (
 	"os"
 	"runtime/debug"
 )
 
-// DefaultGCPercent is the GOGC the coordinator binary runs with unless the
+// DefaultGCPercent is the GOGC `edgelimit coordinator` runs with unless the
 // GOGC environment variable is set. The live heap is bounded by the caches
 // (MergerOptions), so trading some memory for fewer collections is safe: at
 // 100 the collector ran about 8% of the CPU under sync load, and its mark
 // assists land on request goroutines (sync latency).
 const DefaultGCPercent = 400
 
-// DefaultMemoryLimit is the soft Go memory limit the coordinator binary
+// DefaultMemoryLimit is the soft Go memory limit `edgelimit coordinator`
 // sets unless $GOMEMLIMIT is set: GOGC 400 lets the heap reach 5x the live
 // heap (a 5-minute steady load over 1,000,000 keys reached ~970 MiB RSS);
 // near the limit the collector runs earlier instead.
 const DefaultMemoryLimit = 768 << 20
 
-// TuneGC sets the garbage collector for a coordinator process: GOGC
+// Tune sets the garbage collector of the coordinator process: GOGC
 // DefaultGCPercent unless $GOGC is set, and a soft memory limit of
 // DefaultMemoryLimit unless $GOMEMLIMIT is set. It returns a function
 // restoring the previous settings.
-func TuneGC() (restore func()) {
+func Tune() (restore func()) {
 	oldGC, oldLimit := -2, int64(-1)
 	if os.Getenv("GOGC") == "" {
 		oldGC = debug.SetGCPercent(DefaultGCPercent)
