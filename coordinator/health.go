@@ -3,7 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -50,7 +50,7 @@ func (h *bgHealth) fail(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err == nil {
-		log.Printf("coordinator: pebble: background error (unhealthy until a flush or compaction succeeds): %v", err)
+		slog.Error("coordinator: pebble: background error (unhealthy until a flush or compaction succeeds)", "err", err)
 	}
 	h.err, h.at = err, h.now()
 	h.count++
@@ -61,7 +61,7 @@ func (h *bgHealth) ok() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err != nil {
-		log.Printf("coordinator: pebble: background work succeeds again (healthy)")
+		slog.Info("coordinator: pebble: background work succeeds again (healthy)")
 	}
 	h.err = nil
 }

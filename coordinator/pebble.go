@@ -3,7 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -181,12 +181,14 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// quietLogger drops Pebble's informational logs and keeps its error logs.
+// quietLogger drops Pebble's informational logs and keeps its error logs
+// (log/slog's default logger, which `edgelimit coordinator` sets from its
+// --log-format and --log-level).
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...interface{}) {}
 func (quietLogger) Errorf(format string, args ...interface{}) {
-	log.Printf("coordinator: pebble: "+format, args...)
+	slog.Error("coordinator: pebble: " + fmt.Sprintf(format, args...))
 }
 func (quietLogger) Fatalf(format string, args ...interface{}) {
 	panic(fmt.Sprintf("coordinator: pebble: "+format, args...))

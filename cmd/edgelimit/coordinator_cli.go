@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"sort"
@@ -46,7 +47,7 @@ Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
 EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
 EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
-EDGELIMIT_REDIS_BUCKETS;
+EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
@@ -86,6 +87,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
 	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
 	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's (default 10s)")
+	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -100,6 +102,13 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	}
+	log, err := lf.logger(stderr)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	// The store's background errors log through the default logger.
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(log)
 	defer gctune.Tune()()
 	if *data == "" && !*inMemory && *storeURL == "" {
 		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
@@ -121,7 +130,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	} else {
 		cfg = coordinator.DefaultConfig()
-		fmt.Fprintln(stderr, "coordinator: no --config given; using the built-in default: one limiter \"default\", fixed_window, 100 per 1s")
+		log.Warn("coordinator: no --config given; using the built-in default: one limiter \"default\", fixed_window, 100 per 1s")
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -160,12 +169,12 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		ln.Close()
 		return err
 	}
-	fmt.Fprintf(stderr, "coordinator: listening on %s (data %s, %d limiters, opened in %s)\n",
-		ln.Addr(), where, len(cfg.Limiters), time.Since(start).Round(time.Millisecond))
+	log.Info(fmt.Sprintf("coordinator: listening on %s", ln.Addr()), "addr", ln.Addr().String(), "data", where,
+		"limiters", len(cfg.Limiters), "opened_in", time.Since(start).Round(time.Millisecond))
 	serr := c.Serve(ctx, ln)
 	cerr := c.Close()
 	if serr == nil && cerr == nil {
-		fmt.Fprintln(stderr, "coordinator: shut down cleanly")
+		log.Info("coordinator: shut down cleanly")
 	}
 	return errors.Join(serr, cerr)
 }
@@ -176,6 +185,7 @@ var flagEnv = map[string]string{
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
+	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }
 
 // applyFileSettings sets, from the "coordinator" object of the config file
