@@ -91,3 +91,13 @@ func (m *Manual) Set(t int64) {
 	}
 	m.timers = m.timers[:n]
 }
+
+// Func adapts a function returning the time in ns to a Clock whose waits
+// run on the real clock (for code that only reads the time).
+type Func func() int64
+
+// Now returns f().
+func (f Func) Now() int64 { return f() }
+
+// After waits d ns of real time.
+func (f Func) After(d int64) <-chan struct{} { return Real.After(d) }

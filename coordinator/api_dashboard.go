@@ -132,7 +132,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (c *Coordinator) handleLimiters(w http.ResponseWriter, r *http.Request) {
-	now := c.opts.Clock()
+	now := c.opts.Clock.Now()
 	out := LimitersView{At: now, Limiters: []LimiterView{}}
 	var cached int
 	c.withMerger(func(m *Merger) { cached = m.CachedKeys() })
@@ -188,7 +188,7 @@ func (c *Coordinator) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, http.StatusNotFound, "not_found", "name", "Unknown limiter", "no limiter "+strconv.Quote(name))
 		return
 	}
-	now := c.opts.Clock()
+	now := c.opts.Clock.Now()
 	d.mu.Lock()
 	es := l.top.entries()
 	d.mu.Unlock()
@@ -257,7 +257,7 @@ func (c *Coordinator) handleIsolates(w http.ResponseWriter, r *http.Request) {
 		}
 		within = d
 	}
-	now := c.opts.Clock()
+	now := c.opts.Clock.Now()
 	scope, scoped := scopeOf(r.Context()), len(c.opts.Tokens) > 0
 	out := IsolatesView{At: now, Within: within.String(), Isolates: []IsolateView{}}
 	d := c.dash

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/internal/gctune"
 	"io"
 	"net"
@@ -181,7 +182,7 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 	cfg := floodConfig()
 	now := time.Now().UnixNano()
 	w := now / int64(time.Hour)
-	s, err := OpenPebble(dir, false)
+	s, err := OpenPebble(vfs.Default, dir)
 	if err != nil {
 		b.Fatal(err)
 	}

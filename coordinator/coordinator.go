@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/edgelimit/edgelimit/clock"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -38,8 +40,8 @@ type Options struct {
 	// Config holds the limiters (the same configuration as the isolates');
 	// it must be valid (wire.Config.Validate).
 	Config wire.Config
-	// Clock returns the current time in ns. Default time.Now().UnixNano().
-	Clock func() int64
+	// Clock is the coordinator's time (package clock). Default clock.Real.
+	Clock clock.Clock
 	// Tokens are the bearer tokens accepted on /v1/* (any one of them, so
 	// each edge may have its own). Empty means no authentication.
 	Tokens []string
@@ -47,12 +49,13 @@ type Options struct {
 	// which holds a batch of MaxBatchEntries entries with long keys.
 	MaxBodyBytes int64
 	// MaxGroup is the most requests merged into one group commit.
-	// Default 1024.
+	// Default DefaultMaxGroup (1024).
 	MaxGroup int
-	// GCInterval is the time between two GC steps. Default 2s; negative
-	// disables GC.
+	// GCInterval is the time between two GC steps. Default
+	// DefaultGCInterval (2 s); negative disables GC.
 	GCInterval time.Duration
-	// GCBudget is the most stored records one GC step visits. Default 20000.
+	// GCBudget is the most stored records one GC step visits. Default
+	// DefaultGCBudget (20000).
 	GCBudget int
 	// Merger bounds the in-memory state; see MergerOptions.
 	Merger MergerOptions
@@ -61,22 +64,55 @@ type Options struct {
 // DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
 const DefaultMaxBodyBytes = 4 << 20
 
-func (o *Options) ensureDefaults() {
+// Defaults of Options.
+const (
+	DefaultMaxGroup   = 1024
+	DefaultGCInterval = 2 * time.Second
+	DefaultGCBudget   = 20000
+)
+
+// EnsureDefaults sets every zero field of o (and of o.Merger) to its
+// default.
+func (o *Options) EnsureDefaults() {
 	if o.Clock == nil {
-		o.Clock = func() int64 { return time.Now().UnixNano() }
+		o.Clock = clock.Real
 	}
-	if o.MaxBodyBytes <= 0 {
+	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if o.MaxGroup <= 0 {
-		o.MaxGroup = 1024
+	if o.MaxGroup == 0 {
+		o.MaxGroup = DefaultMaxGroup
 	}
 	if o.GCInterval == 0 {
-		o.GCInterval = 2 * time.Second
+		o.GCInterval = DefaultGCInterval
 	}
-	if o.GCBudget <= 0 {
-		o.GCBudget = 20000
+	if o.GCBudget == 0 {
+		o.GCBudget = DefaultGCBudget
 	}
+	o.Merger.EnsureDefaults()
+}
+
+// Validate reports every problem of o (after EnsureDefaults), joined: the
+// store (a data directory, InMemory or Store), the limiters, and the
+// bounds.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Store == nil && o.Dir == "" && !o.InMemory {
+		errs = append(errs, errors.New("coordinator: no data directory (set Options.Dir, or InMemory for a throwaway store, or Store)"))
+	}
+	if err := o.Config.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("coordinator: config: %w", err))
+	}
+	if o.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("coordinator: Options.MaxBodyBytes must be positive (0 takes the default), got %d", o.MaxBodyBytes))
+	}
+	if o.MaxGroup < 0 {
+		errs = append(errs, fmt.Errorf("coordinator: Options.MaxGroup must be positive (0 takes the default), got %d", o.MaxGroup))
+	}
+	if o.GCBudget < 0 {
+		errs = append(errs, fmt.Errorf("coordinator: Options.GCBudget must be positive (0 takes the default), got %d", o.GCBudget))
+	}
+	return errors.Join(append(errs, o.Merger.Validate())...)
 }
 
 // Coordinator serializes every operation on one Merger in a committer
@@ -197,14 +233,18 @@ type request struct {
 
 // Open opens the store and starts the committer.
 func Open(opts Options) (*Coordinator, error) {
-	opts.ensureDefaults()
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	store := opts.Store
 	if store == nil {
-		if opts.Dir == "" && !opts.InMemory {
-			return nil, errors.New("coordinator: no data directory (set Options.Dir, or InMemory for a throwaway store)")
-		}
 		var err error
-		if store, err = OpenPebble(opts.Dir, opts.InMemory); err != nil {
+		fs, dir := vfs.Default, opts.Dir
+		if opts.InMemory {
+			fs, dir = vfs.NewMem(), ""
+		}
+		if store, err = OpenPebble(fs, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -220,7 +260,7 @@ func Open(opts Options) (*Coordinator, error) {
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	c.met = newMetrics(c)
-	c.dash = newDashboard(opts.Config, opts.Clock())
+	c.dash = newDashboard(opts.Config, opts.Clock.Now())
 	m.dash = c.dash
 	if ss, ok := store.(SharedStore); ok {
 		if c.shared, err = newSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
@@ -228,7 +268,7 @@ func Open(opts Options) (*Coordinator, error) {
 			return nil, err
 		}
 		c.sharedDone = make(chan struct{})
-		c.shared.run(opts.Clock, c.quit, c.sharedDone)
+		c.shared.run(opts.Clock.Now, c.quit, c.sharedDone)
 	}
 	go c.loop()
 	if opts.GCInterval > 0 && c.shared == nil {
@@ -258,7 +298,7 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 }
 
 func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
-	defer func() { c.dash.synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock()) }()
+	defer func() { c.dash.synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now()) }()
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -283,7 +323,7 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 // KeyState returns the current state of (limiter, key).
 func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeyState, error) {
 	if c.shared != nil {
-		return c.shared.keyState(ctx, limiter, key, c.opts.Clock())
+		return c.shared.keyState(ctx, limiter, key, c.opts.Clock.Now())
 	}
 	var ks *KeyState
 	err := c.do(ctx, func(m *Merger, now int64) (err error) {
@@ -390,7 +430,7 @@ func (c *Coordinator) loop() {
 			c.ckptSettle(true)
 		}
 		c.ckptSettle(false)
-		now := c.opts.Clock()
+		now := c.opts.Clock.Now()
 		for _, r := range group {
 			if r.batch != nil {
 				stale := c.m.stats.DeltasStale
@@ -496,7 +536,7 @@ func (c *Coordinator) checkpointNow() error {
 	}
 	// Between two groups nothing is applied but not staged, and the
 	// checkpoint waits for the last stage to be durable.
-	j := &ckptJob{ck: c.m.Checkpoint(c.opts.Clock()), after: c.lastJob, done: make(chan struct{})}
+	j := &ckptJob{ck: c.m.Checkpoint(c.opts.Clock.Now()), after: c.lastJob, done: make(chan struct{})}
 	c.ckpt = j
 	c.mu.Unlock()
 	c.checkpoint(j)

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func (h *mergeHarness) close() {
 
 func (h *mergeHarness) open() error {
 	h.close()
-	s, err := OpenPebble(h.dir, false)
+	s, err := OpenPebble(vfs.Default, h.dir)
 	if err != nil {
 		return err
 	}

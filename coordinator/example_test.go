@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
+	"github.com/edgelimit/edgelimit/clock"
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator"
@@ -16,7 +17,7 @@ func Example() {
 	now := int64(1_000 * time.Second)
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "llm", Algorithm: wire.FixedWindow, Limit: 6, Period: int64(time.Second), Mode: wire.Approximate}}}
-	c, err := coordinator.Open(coordinator.Options{InMemory: true, Config: cfg, Clock: func() int64 { return now }})
+	c, err := coordinator.Open(coordinator.Options{InMemory: true, Config: cfg, Clock: clock.Func(func() int64 { return now })})
 	if err != nil {
 		panic(err)
 	}

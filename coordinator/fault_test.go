@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"io"
 	"net/http"
 	"sync"
@@ -30,7 +31,7 @@ func (s *flakyStore) Commit(ops []Op) error {
 }
 
 func TestStoreWriteErrorThen503ThenRecovery(t *testing.T) {
-	inner, err := OpenPebble("", true)
+	inner, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func indexOf(s, sub string) int {
 // retries with the same Seq until acknowledged. Every acknowledged delta is
 // counted exactly once.
 func TestFlappingStoreExactlyOnce(t *testing.T) {
-	inner, err := OpenPebble("", true)
+	inner, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

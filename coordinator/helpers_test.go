@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/edgelimit/edgelimit/clock"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -42,7 +43,7 @@ func newTestCoordinator(t testing.TB, t0 int64, mod func(*Options)) (*Coordinato
 	t.Helper()
 	clk := &fakeClock{}
 	clk.set(t0)
-	opts := Options{InMemory: true, Config: testConfig(), Clock: clk.now, GCInterval: -1}
+	opts := Options{InMemory: true, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1}
 	if testStore != nil {
 		opts.Store = testStore(t)
 	}

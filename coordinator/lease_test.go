@@ -15,7 +15,7 @@ import (
 func checkLeaseInvariant(t *testing.T, c *Coordinator) {
 	t.Helper()
 	c.withMerger(func(m *Merger) {
-		now := c.opts.Clock() // read under the lock: no group runs with a later time
+		now := c.opts.Clock.Now() // read under the lock: no group runs with a later time
 		for _, st := range m.keys {
 			lim := st.lim
 			if lim.Mode != wire.Strict {

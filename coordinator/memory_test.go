@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/edgelimit/edgelimit/clock"
 	"github.com/edgelimit/edgelimit/internal/gctune"
 	"io"
 	"net/http"
@@ -65,7 +66,7 @@ func TestMemoryBoundedUnderKeyFlood(t *testing.T) {
 	// A fixed clock: the test must not straddle an hour's window boundary.
 	now := time.Now().UnixNano()
 	c, err := Open(Options{Dir: t.TempDir(), Config: floodConfig(), GCInterval: -1,
-		Clock: func() int64 { return now }, Merger: MergerOptions{MaxCachedKeys: capKeys}})
+		Clock: clock.Func(func() int64 { return now }), Merger: MergerOptions{MaxCachedKeys: capKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}

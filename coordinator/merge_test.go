@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"github.com/edgelimit/edgelimit/clock"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -122,7 +123,7 @@ func TestDuplicateNotAppliedTwice(t *testing.T) {
 func TestDuplicateSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *Coordinator {
-		c, err := Open(Options{Dir: dir, Config: testConfig(), Clock: func() int64 { return t0 }, GCInterval: -1})
+		c, err := Open(Options{Dir: dir, Config: testConfig(), Clock: clock.Func(func() int64 { return t0 }), GCInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,7 +87,7 @@ func newMetrics(c *Coordinator) *metrics {
 			Help: "Sum of active strict leases over the cached keys, cost units."},
 			func() float64 {
 				var n int64
-				now := c.opts.Clock()
+				now := c.opts.Clock.Now()
 				c.withMerger(func(m *Merger) { n = m.LeasesOutstanding(now) })
 				return float64(n)
 			}),

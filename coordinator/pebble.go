@@ -33,13 +33,16 @@ const (
 	pebbleMemTableSize = 4 << 20
 )
 
-// OpenPebble opens (creating if missing) the Pebble database in dir, or an
-// in-memory one on vfs.NewMem() when inMemory is true (dir is then ignored).
-func OpenPebble(dir string, inMemory bool) (*PebbleStore, error) {
-	var fs vfs.FS
-	if inMemory {
-		fs, dir = vfs.NewMem(), ""
-	} else if dir == "" {
+// OpenPebble opens (creating if missing) the Pebble database in dir on fs:
+// vfs.Default for the disk, vfs.NewMem() for a throwaway in-memory store
+// (whose commits then skip fsync; dir may be empty), or any vfs.FS (fault
+// injection in tests).
+func OpenPebble(fs vfs.FS, dir string) (*PebbleStore, error) {
+	if fs == nil {
+		return nil, errors.New("coordinator: pebble: no file system (vfs.Default for the disk)")
+	}
+	_, inMemory := fs.(*vfs.MemFS)
+	if dir == "" && !inMemory {
 		return nil, errors.New("coordinator: pebble: no data directory")
 	}
 	return openPebbleFS(dir, fs, inMemory)

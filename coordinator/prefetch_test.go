@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -9,7 +10,7 @@ import (
 // A prefetched record that went stale (the key was loaded, changed,
 // committed and evicted after the prefetch) must not be used.
 func TestPrefetchStaleAfterEviction(t *testing.T) {
-	store, err := OpenPebble("", true)
+	store, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

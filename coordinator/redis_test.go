@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"github.com/edgelimit/edgelimit/clock"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,7 +120,7 @@ func TestRedisTwoCoordinatorsOneKey(t *testing.T) {
 	clk := &fakeClock{}
 	clk.set(t0)
 	open := func() *Coordinator {
-		c, err := Open(Options{Store: openRedisNoFlush(t), Config: testConfig(), Clock: clk.now, GCInterval: -1})
+		c, err := Open(Options{Store: openRedisNoFlush(t), Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

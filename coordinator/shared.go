@@ -160,7 +160,7 @@ type sharedReq struct {
 }
 
 func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, dash *dashboard) (*sharedMerger, error) {
-	opts.ensureDefaults()
+	opts.EnsureDefaults()
 	s := &sharedMerger{store: store, cfg: cfg, opts: opts, dash: dash, reqs: make(chan *sharedReq, sharedMaxGroup)}
 	if _, err := s.newMerger(); err != nil {
 		return nil, err // the configuration

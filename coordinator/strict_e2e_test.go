@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"github.com/edgelimit/edgelimit/clock"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -30,7 +31,7 @@ func strictDelayedReplies(t *testing.T, seed uint64) {
 	var now int64 = 1e12
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: limit, Period: 1e9, Mode: wire.Strict}}}
-	c, err := Open(Options{InMemory: true, Config: cfg, Clock: func() int64 { return now }, GCInterval: -1})
+	c, err := Open(Options{InMemory: true, Config: cfg, Clock: clock.Func(func() int64 { return now }), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

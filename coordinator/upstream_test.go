@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -34,7 +35,7 @@ func upViewOf(t *testing.T, rp *wire.Reply) wire.UpView {
 // dropped once over.
 func TestUpstreamStateMergedAndDurable(t *testing.T) {
 	dir := t.TempDir()
-	store, err := OpenPebble(dir, false)
+	store, err := OpenPebble(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestUpstreamStateMergedAndDurable(t *testing.T) {
 	}
 	store.Close()
 
-	store, err = OpenPebble(dir, false)
+	store, err = OpenPebble(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestUpstreamSectionRoundTrip(t *testing.T) {
 // the threshold (the count is kept between batches), and a stale count is
 // forgotten after the reports' horizon.
 func TestCircuitCountsFailuresAcrossBatches(t *testing.T) {
-	store, err := OpenPebble("", true)
+	store, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

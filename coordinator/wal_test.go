@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -32,7 +33,7 @@ func newWALMerger(t *testing.T, s Store, opts MergerOptions) *Merger {
 // and sees every committed count; a checkpoint writes the records and
 // empties the log.
 func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
-	s, err := OpenPebble("", true)
+	s, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 // A checkpoint that fails to commit changes nothing in the store; the next
 // one covers its log records again, so a later crash loses nothing.
 func TestFailedCheckpointIsRetried(t *testing.T) {
-	inner, err := OpenPebble("", true)
+	inner, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestFailedCheckpointIsRetried(t *testing.T) {
 // A corrupt log record stops the Merger from opening rather than silently
 // losing counts.
 func TestCorruptLogRefusesToOpen(t *testing.T) {
-	s, err := OpenPebble("", true)
+	s, err := OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -25,7 +26,7 @@ type merger struct {
 const commitEvery = 32
 
 func newMerger(cfg wire.Config) (*merger, error) {
-	store, err := coordinator.OpenPebble("", true)
+	store, err := coordinator.OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator store: %w", err)
 	}

@@ -28,7 +28,7 @@ type server struct {
 
 func startServer(t *testing.T, dir string, cfg wire.Config, token string, clock *fixedClock) *server {
 	t.Helper()
-	opts := coordinator.Options{Dir: dir, Config: cfg, GCInterval: -1, Clock: clock.Now}
+	opts := coordinator.Options{Dir: dir, Config: cfg, GCInterval: -1, Clock: clock}
 	if token != "" {
 		opts.Tokens = strings.Split(token, ",") // several: "a,b"
 	}

@@ -13,7 +13,6 @@ const (
 	DefaultInterval      = 100 * time.Millisecond
 	DefaultJitter        = 0.1
 	DefaultBackoffMax    = 30 * time.Second
-	DefaultStaleAfter    = 0 // 0 means 3 intervals
 	DefaultMaxBatchBytes = 4 << 20
 )
 

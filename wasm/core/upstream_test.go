@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/coordinator"
@@ -19,7 +20,7 @@ type upFleet struct {
 func newUpFleet(t *testing.T, lc wire.LimiterConfig, n int, standalone bool) *upFleet {
 	t.Helper()
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{lc}}
-	store, err := coordinator.OpenPebble("", true)
+	store, err := coordinator.OpenPebble(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,117 @@
+package coordinator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of MergerOptions.
+const (
+	DefaultMaxCachedKeys      = 1 << 18 // 262144 key states
+	DefaultMaxIsolatesPerKey  = 256
+	DefaultMaxIsolateEntries  = 1 << 20 // 1048576 (key, isolate) entries
+	DefaultMaxCachedIsolates  = 1 << 16 // 65536 high-water marks
+	DefaultIsolateTTL         = 24 * time.Hour
+	DefaultCheckpointBytes    = 64 << 20 // 64 MiB of log
+	DefaultCheckpointInterval = 10 * time.Second
+	// DefaultCheckpointKeys is CheckpointKeys with the default
+	// MaxCachedKeys: 131072.
+	DefaultCheckpointKeys = DefaultMaxCachedKeys / 2
+)
+
+// MergerOptions bound the memory of a Merger. Zero fields take the
+// defaults (EnsureDefaults); negative ones are errors (Validate).
+type MergerOptions struct {
+	// MaxCachedKeys is the most (limiter, key) states kept in memory; beyond
+	// it, states are evicted after a commit and re-read from the Store on
+	// demand. Default DefaultMaxCachedKeys (262144).
+	MaxCachedKeys int
+	// MaxIsolatesPerKey is the most isolates remembered per key (for
+	// View.Isolates and strict leases). Default DefaultMaxIsolatesPerKey
+	// (256).
+	MaxIsolatesPerKey int
+	// MaxIsolateEntries is the most (key, isolate) entries in memory across
+	// all keys; past it, new isolates of a key are not tracked (their
+	// Isolates count is not raised and strict mode grants them no lease).
+	// Default DefaultMaxIsolateEntries (1048576).
+	MaxIsolateEntries int
+	// MaxCachedIsolates is the most isolate high-water marks kept in memory.
+	// Default DefaultMaxCachedIsolates (65536).
+	MaxCachedIsolates int
+	// IsolateTTL is how long an isolate may stay silent before GC deletes
+	// its high-water mark, in ns. A batch retried after that is applied
+	// again, so it must exceed any retry horizon. Default
+	// DefaultIsolateTTL (24 h).
+	IsolateTTL int64
+	// MaxClockSkew is how far an isolate's clock may run ahead of the
+	// coordinator's, in ns: a batch cut later than now+MaxClockSkew, or a
+	// windowed entry in a window past the one of now+MaxClockSkew plus one,
+	// is refused (see times.go). Default DefaultMaxClockSkew (10 s).
+	MaxClockSkew int64
+	// CheckpointKeys: a checkpoint is due once this many distinct keys and
+	// isolates were logged since the previous one (see wal.go). Keys logged
+	// but not checkpointed stay in memory, so this bounds the cache's
+	// overshoot. Default MaxCachedKeys/2.
+	CheckpointKeys int
+	// CheckpointBytes: a checkpoint is due once the log since the previous
+	// one holds this many bytes (what a restart after a crash replays).
+	// Default DefaultCheckpointBytes (64 MiB).
+	CheckpointBytes int64
+	// CheckpointInterval: a checkpoint is due this long after the previous
+	// one when anything was logged since, in ns. Default
+	// DefaultCheckpointInterval (10 s).
+	CheckpointInterval int64
+}
+
+// EnsureDefaults sets every zero field of o to its default.
+func (o *MergerOptions) EnsureDefaults() {
+	if o.MaxCachedKeys == 0 {
+		o.MaxCachedKeys = DefaultMaxCachedKeys
+	}
+	if o.MaxIsolatesPerKey == 0 {
+		o.MaxIsolatesPerKey = DefaultMaxIsolatesPerKey
+	}
+	if o.MaxIsolateEntries == 0 {
+		o.MaxIsolateEntries = DefaultMaxIsolateEntries
+	}
+	if o.MaxCachedIsolates == 0 {
+		o.MaxCachedIsolates = DefaultMaxCachedIsolates
+	}
+	if o.IsolateTTL == 0 {
+		o.IsolateTTL = int64(DefaultIsolateTTL)
+	}
+	if o.MaxClockSkew == 0 {
+		o.MaxClockSkew = DefaultMaxClockSkew
+	}
+	if o.CheckpointKeys == 0 {
+		o.CheckpointKeys = max(o.MaxCachedKeys/2, 1)
+	}
+	if o.CheckpointBytes == 0 {
+		o.CheckpointBytes = DefaultCheckpointBytes
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = int64(DefaultCheckpointInterval)
+	}
+}
+
+// Validate reports every field of o out of range (after EnsureDefaults,
+// that is every negative one), joined.
+func (o *MergerOptions) Validate() error {
+	var errs []error
+	check := func(name string, v int64) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("coordinator: MergerOptions.%s must be positive (0 takes the default), got %d", name, v))
+		}
+	}
+	check("MaxCachedKeys", int64(o.MaxCachedKeys))
+	check("MaxIsolatesPerKey", int64(o.MaxIsolatesPerKey))
+	check("MaxIsolateEntries", int64(o.MaxIsolateEntries))
+	check("MaxCachedIsolates", int64(o.MaxCachedIsolates))
+	check("IsolateTTL", o.IsolateTTL)
+	check("MaxClockSkew", o.MaxClockSkew)
+	check("CheckpointKeys", int64(o.CheckpointKeys))
+	check("CheckpointBytes", o.CheckpointBytes)
+	check("CheckpointInterval", o.CheckpointInterval)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,37 @@
+package coordinator
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Validate reports every problem at once, and Open refuses what it reports.
+func TestOptionsValidateReportsEverything(t *testing.T) {
+	o := Options{Config: testConfig(), MaxGroup: -1, Merger: MergerOptions{IsolateTTL: -5, CheckpointKeys: -1}}
+	o.EnsureDefaults()
+	err := o.Validate()
+	for _, want := range []string{"no data directory", "MaxGroup", "IsolateTTL", "CheckpointKeys"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v, want it to name %s", err, want)
+		}
+	}
+	if _, err := Open(o); err == nil {
+		t.Fatal("Open accepted options Validate refuses")
+	}
+	o = Options{InMemory: true, Config: testConfig()}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if o.MaxGroup != DefaultMaxGroup || o.Merger.MaxCachedKeys != DefaultMaxCachedKeys || o.Merger.CheckpointKeys != DefaultCheckpointKeys {
+		t.Fatalf("defaults not applied: %+v", o)
+	}
+	if _, err := OpenPebble(nil, t.TempDir()); err == nil {
+		t.Fatal("OpenPebble without a file system")
+	}
+	if _, err := OpenPebble(vfs.Default, ""); err == nil {
+		t.Fatal("OpenPebble on disk without a directory")
+	}
+}
