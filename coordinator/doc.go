@@ -17,6 +17,11 @@
 //     a restart replays what a crash left in the log.
 //   - PebbleStore (pebble.go) is the Store on Pebble, on disk or on
 //     vfs.NewMem().
+//   - RedisStore (redis.go) is a SharedStore on a Redis Cluster: over it a
+//     Coordinator runs in shared mode (shared.go), holding no state between
+//     groups of batches, so several coordinators serve the same isolates
+//     and keys; each bucket's part of a group is written by one Lua script
+//     that checks key versions and the isolates' marks in that hash slot.
 //   - Coordinator (coordinator.go) runs one committer goroutine around a
 //     Merger: concurrent Sync calls are group-committed, so one fsync covers
 //     every batch that arrived while the previous commit was in flight;

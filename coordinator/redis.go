@@ -294,13 +294,14 @@ func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool)
 // Close closes the connections.
 func (s *RedisStore) Close() error { return s.rdb.Close() }
 
-// ReadShared reads keys and the marks in one pipeline (one round trip per
-// master).
-func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef) ([]Versioned, []int64, error) {
+// ReadShared reads keys, marks and isolates' high-water marks in one
+// pipeline (one round trip per master).
+func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef, isolates []string) ([]Versioned, []int64, [][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	kc := make([]*redis.StringCmd, len(keys))
 	mc := make([]*redis.StringCmd, len(marks))
+	hc := make([]*redis.StringCmd, len(isolates))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			kc[i] = p.Get(ctx, s.rkey(k))
@@ -308,66 +309,61 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []Mark
 		for i, m := range marks {
 			mc[i] = p.Get(ctx, s.tag(m.Bucket)+"m"+m.Isolate)
 		}
+		for i, iso := range isolates {
+			hc[i] = p.HGet(ctx, s.rkey([]byte(hwmStorageKey(iso))), "v")
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+		return nil, nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+	}
+	result := func(c *redis.StringCmd) (string, bool, error) {
+		v, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("coordinator: redis: read: %w", err)
+		}
+		return v, true, nil
 	}
 	vals := make([]Versioned, len(keys))
 	for i, c := range kc {
-		v, err := c.Result()
-		if errors.Is(err, redis.Nil) {
+		v, found, err := result(c)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !found {
 			continue
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
-		}
 		if vals[i], err = splitVersioned(v); err != nil {
-			return nil, nil, fmt.Errorf("coordinator: redis: read %q: %w", keys[i], err)
+			return nil, nil, nil, fmt.Errorf("coordinator: redis: read %q: %w", keys[i], err)
 		}
 	}
 	seqs := make([]int64, len(marks))
 	for i, c := range mc {
-		v, err := c.Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
+		v, found, err := result(c)
 		if err != nil {
-			return nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+			return nil, nil, nil, err
+		}
+		if !found {
+			continue
 		}
 		if seqs[i], err = strconv.ParseInt(v, 10, 64); err != nil {
-			return nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, errCorrupt)
+			return nil, nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, errCorrupt)
 		}
 	}
-	return vals, seqs, nil
-}
-
-// ReadMarks reads isolates' high-water marks in one pipeline.
-func (s *RedisStore) ReadMarks(ctx context.Context, isolates []string) ([][]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	cs := make([]*redis.StringCmd, len(isolates))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, iso := range isolates {
-			cs[i] = p.HGet(ctx, s.rkey([]byte(hwmStorageKey(iso))), "v")
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("coordinator: redis: read marks: %w", err)
-	}
-	out := make([][]byte, len(isolates))
-	for i, c := range cs {
-		v, err := c.Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
+	hwms := make([][]byte, len(isolates))
+	for i, c := range hc {
+		v, found, err := result(c)
 		if err != nil {
-			return nil, fmt.Errorf("coordinator: redis: read marks: %w", err)
+			return nil, nil, nil, err
 		}
-		out[i] = []byte(v)
+		if found {
+			hwms[i] = []byte(v)
+		}
 	}
-	return out, nil
+	return vals, seqs, hwms, nil
 }
 
 // subScript is a SubWrite: KEYS are the M marks, then the records; ARGV[1]

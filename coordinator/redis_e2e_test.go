@@ -205,7 +205,9 @@ func TestRedisClusterEndToEnd(t *testing.T) {
 	}
 	recovered := time.Now().UnixNano()/int64(period) + 1
 	t.Log("every master has its replica again")
-	sleep(4 * time.Second)
+	// Long enough for the edges' sync backoff (doubling from the interval
+	// while syncs failed) to end and for full windows after it.
+	sleep(6 * time.Second)
 	close(stop)
 	wg.Wait()
 

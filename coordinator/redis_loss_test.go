@@ -94,7 +94,7 @@ func measureLoss(t *testing.T, wait int) {
 	}
 	var vals []Versioned
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if vals, _, err = rs.ReadShared(ctx, ks, nil); err == nil || time.Now().After(deadline) {
+		if vals, _, _, err = rs.ReadShared(ctx, ks, nil, nil); err == nil || time.Now().After(deadline) {
 			break
 		}
 	}

@@ -240,3 +240,38 @@ func FuzzDecodeShared(f *testing.F) {
 		}
 	})
 }
+
+// TestRedisRecordsExpire: every record is written with a TTL, so old
+// windows and idle isolates leave Redis without a GC pass: a windowed key
+// until its window is older than the previous one (plus a period and a
+// minute), the isolate's marks after IsolateTTL.
+func TestRedisRecordsExpire(t *testing.T) {
+	rs := openTestRedis(t, RedisOptions{Buckets: 16})
+	clk := &fakeClock{}
+	clk.set(t0 + sec/2) // window 1000 of the 1 s limiters
+	c, err := Open(Options{Store: rs, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}))
+	ctx := context.Background()
+	skey := []byte(keyStorageKey("fw", "k"))
+	ttl, err := rs.Client().PTTL(ctx, rs.rkey(skey)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Useful until window 1002 begins (t0 + 2 s): 1.5 s from now, + 1 s + 1 min.
+	if want := 62500 * time.Millisecond; ttl <= 0 || ttl > want || ttl < want-5*time.Second {
+		t.Fatalf("key record TTL %v, want about %v", ttl, want)
+	}
+	for _, k := range []string{rs.tag(rs.Bucket(skey)) + "ma", rs.rkey([]byte(hwmStorageKey("a")))} {
+		ttl, err := rs.Client().PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl < 23*time.Hour || ttl > 24*time.Hour {
+			t.Fatalf("mark %q TTL %v, want IsolateTTL (24h)", k, ttl)
+		}
+	}
+}

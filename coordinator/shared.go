@@ -52,12 +52,10 @@ type SharedStore interface {
 	Store
 	// Bucket returns the bucket of a key record's storage key.
 	Bucket(key []byte) int
-	// ReadShared returns the records of keys with their versions, and the
-	// Seq of each mark (0: none).
-	ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef) ([]Versioned, []int64, error)
-	// ReadMarks returns the high-water mark records of isolates (scoped
-	// ids; nil: none).
-	ReadMarks(ctx context.Context, isolates []string) ([][]byte, error)
+	// ReadShared returns, in one round trip per master, the records of
+	// keys with their versions, the Seq of each mark (0: none), and the
+	// high-water mark records of isolates (scoped ids; nil: none).
+	ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef, isolates []string) ([]Versioned, []int64, [][]byte, error)
 	// WriteShared performs each SubWrite atomically (each on its own) and
 	// returns their outcomes, in order, and an error when any is SubFailed
 	// or SubUnconfirmed (outcomes is then still one per SubWrite).
@@ -376,35 +374,6 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	if len(live) == 0 {
 		return
 	}
-	isos := make([]string, len(live))
-	for i, r := range live {
-		isos[i] = r.iso
-	}
-	hv, err := s.store.ReadMarks(ctx, isos)
-	if err != nil {
-		for _, r := range live {
-			r.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		return
-	}
-	var refused int64
-	ok := live[:0]
-	for i, r := range live {
-		r.h = hwmState{id: r.iso, hash: isoHash(r.iso)}
-		if hv[i] != nil {
-			if err := r.h.decode(hv[i]); err != nil {
-				r.err = fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", r.iso, err)
-				continue
-			}
-		}
-		r.sum = batchSum(r.b)
-		if r.dup, r.err = checkSeq(&r.h, r.b, r.sum); r.err != nil {
-			refused++
-			continue
-		}
-		ok = append(ok, r)
-	}
-	live = ok
 	// Cut every batch into its parts per bucket.
 	byBucket := map[int]*sharedBucket{}
 	var buckets []*sharedBucket
@@ -445,6 +414,52 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			}
 		}
 	}
+	// One round trip reads the isolates' high-water marks with the first
+	// read of the buckets (a batch the sequence rules refuse had its keys
+	// read for nothing: rare).
+	isos := make([]string, len(live))
+	for i, r := range live {
+		isos[i] = r.iso
+	}
+	rd, hv, err := s.readBuckets(ctx, buckets, isos)
+	if err != nil {
+		for _, r := range live {
+			r.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return
+	}
+	var refused int64
+	ok := live[:0]
+	for i, r := range live {
+		r.h = hwmState{id: r.iso, hash: isoHash(r.iso)}
+		if hv[i] != nil {
+			if err := r.h.decode(hv[i]); err != nil {
+				r.err = fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", r.iso, err)
+				continue
+			}
+		}
+		r.sum = batchSum(r.b)
+		if r.dup, r.err = checkSeq(&r.h, r.b, r.sum); r.err != nil {
+			refused++
+			continue
+		}
+		ok = append(ok, r)
+	}
+	live = ok
+	// Drop the parts of the refused batches.
+	kept := buckets[:0]
+	for _, g := range buckets {
+		subs := g.subs[:0]
+		for _, sb := range g.subs {
+			if sb.req.err == nil {
+				subs = append(subs, sb)
+			}
+		}
+		if g.subs = subs; len(subs) > 0 {
+			kept = append(kept, g)
+		}
+	}
+	buckets = kept
 	pending := buckets
 	for attempt := 0; len(pending) > 0; attempt++ {
 		if attempt == sharedAttempts {
@@ -460,7 +475,8 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			// 0-2^attempt x 100µs (at most ~13 ms) so the two stop colliding.
 			time.Sleep(time.Duration(rand.Int64N(int64(100*time.Microsecond) << min(attempt, 7))))
 		}
-		pending = s.mergeBuckets(ctx, m, pending, now)
+		pending = s.mergeBuckets(ctx, m, pending, now, rd)
+		rd = nil // read again
 	}
 	// Advance the high-water marks of the batches written in full.
 	var adv []MarkSet
@@ -513,9 +529,43 @@ func slicesContains(ss []string, s string) bool {
 	return false
 }
 
-// mergeBuckets reads, merges and writes the buckets of gs once, and
-// returns those to try again (a conflict, or a mark already moved).
-func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*sharedBucket, now int64) []*sharedBucket {
+// sharedRead is what one read of buckets found.
+type sharedRead struct {
+	vals  map[string]Versioned // by storage key
+	marks map[MarkRef]int64
+}
+
+// readBuckets reads the keys of gs and the marks of their parts' isolates,
+// and the high-water marks of isolates, in one round trip per master.
+func (s *sharedMerger) readBuckets(ctx context.Context, gs []*sharedBucket, isolates []string) (*sharedRead, [][]byte, error) {
+	var keys [][]byte
+	var refs []MarkRef
+	for _, g := range gs {
+		for _, k := range g.keys {
+			keys = append(keys, []byte(k))
+		}
+		for _, sb := range g.subs {
+			refs = append(refs, MarkRef{Bucket: g.bucket, Isolate: sb.req.iso})
+		}
+	}
+	vals, marks, hv, err := s.store.ReadShared(ctx, keys, refs, isolates)
+	if err != nil {
+		return nil, nil, err
+	}
+	rd := &sharedRead{vals: make(map[string]Versioned, len(keys)), marks: make(map[MarkRef]int64, len(refs))}
+	for i, k := range keys {
+		rd.vals[string(k)] = vals[i]
+	}
+	for i, r := range refs {
+		rd.marks[r] = marks[i]
+	}
+	return rd, hv, nil
+}
+
+// mergeBuckets merges and writes the buckets of gs once, on what rd holds
+// (nil: read them first), and returns those to try again (a conflict, or a
+// mark already moved).
+func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*sharedBucket, now int64, rd *sharedRead) []*sharedBucket {
 	fail := func(gs []*sharedBucket, err error) []*sharedBucket {
 		for _, g := range gs {
 			for _, sb := range g.subs {
@@ -524,32 +574,20 @@ func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		}
 		return nil
 	}
-	var keys [][]byte
-	var refs []MarkRef
-	for _, g := range gs {
-		for _, k := range g.keys {
-			keys = append(keys, []byte(k))
+	if rd == nil {
+		var err error
+		if rd, _, err = s.readBuckets(ctx, gs, nil); err != nil {
+			return fail(gs, fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
-		for _, sb := range g.subs {
-			if !sb.req.dup {
-				refs = append(refs, MarkRef{Bucket: g.bucket, Isolate: sb.req.iso})
-			}
-		}
-	}
-	vals, marks, err := s.store.ReadShared(ctx, keys, refs)
-	if err != nil {
-		return fail(gs, fmt.Errorf("%w: %w", ErrUnavailable, err))
 	}
 	var writes []SubWrite
 	var wgs []*sharedBucket
-	ki, mi := 0, 0
 	for _, g := range gs {
 		m.resetShared()
 		versions := make(map[string]uint64, len(g.keys))
 		bad := error(nil)
 		for _, k := range g.keys {
-			v := vals[ki]
-			ki++
+			v := rd.vals[k]
 			name, _, _ := splitKeyStorageKey([]byte(k))
 			var rec []byte
 			if v.Version != 0 {
@@ -563,11 +601,7 @@ func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		w := SubWrite{Bucket: g.bucket}
 		for _, sb := range g.subs {
 			r := sb.req
-			subDup := r.dup
-			if !r.dup {
-				subDup = marks[mi] >= r.b.Seq
-				mi++
-			}
+			subDup := r.dup || rd.marks[MarkRef{Bucket: g.bucket, Isolate: r.iso}] >= r.b.Seq
 			if bad != nil {
 				continue
 			}
@@ -673,7 +707,7 @@ func (s *sharedMerger) keyState(ctx context.Context, limiter, key string, now in
 		return nil, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
 	}
 	skey := keyStorageKey(limiter, key)
-	vals, _, err := s.store.ReadShared(ctx, [][]byte{[]byte(skey)}, nil)
+	vals, _, _, err := s.store.ReadShared(ctx, [][]byte{[]byte(skey)}, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
