@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// Clock reads the time and waits.
+// Clock reads the time and waits. Implementations must be safe for
+// concurrent use (a coordinator reads it from several goroutines).
 type Clock interface {
 	// Now returns the current time, ns.
 	Now() int64
