@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -121,17 +123,7 @@ func (s *keyState) upUntil() int64 {
 // opening: the limiter's base doubled n times, between half and all of it
 // (jitter drawn from seed).
 func openFor(lim *wire.LimiterConfig, n uint8, seed uint64) int64 {
-	b := lim.CircuitBase() << min(n, wire.MaxCircuitDoublings)
-	return b/2 + int64(mixHash(seed)%uint64(b/2+1))
-}
-
-// mixHash is SplitMix64's finaliser.
-func mixHash(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return limitmath.Backoff(lim.CircuitBase(), n, wire.MaxCircuitDoublings, seed)
 }
 
 func (u *keyUpstream) open(lim *wire.LimiterConfig, seed uint64, now int64) {
@@ -165,7 +157,7 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire
 		u.fails = 0 // failures that long apart are not consecutive
 	}
 	probe := u.circuit == wire.CircuitHalfOpen && u.probeIso == isolate
-	seed := hash ^ mixHash(uint64(len(st.skey)))
+	seed := hash ^ limitmath.Mix64(uint64(len(st.skey)))
 	switch {
 	case sg.Successes > 0 && probe:
 		u.circuit, u.opens, u.fails, u.probeIso, u.probeUntil = wire.CircuitClosed, 0, 0, "", 0

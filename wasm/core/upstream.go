@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -94,17 +96,7 @@ func (c *Core) markUpUnless(local bool, idx int32, u *upState) {
 // opening: the limiter's base doubled n times, with jitter (between half
 // and all of it, drawn from the key and the time so isolates spread out).
 func backoff(l *limiter, n uint8, seed uint64) int64 {
-	b := l.cfg.CircuitBase() << min(n, wire.MaxCircuitDoublings)
-	return b/2 + int64(mix64(seed)%uint64(b/2+1))
-}
-
-// mix64 is SplitMix64's finaliser: a well-spread hash of x.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
+	return limitmath.Backoff(l.cfg.CircuitBase(), n, wire.MaxCircuitDoublings, seed)
 }
 
 // open opens u's circuit at now.

@@ -38,3 +38,20 @@ func Counts(win, cur, prev, w int64) (curW, prevW int64) {
 func AdvanceTAT(tat, now, cost, period, limit int64) int64 {
 	return AddSat(max(tat, now), MulDiv(cost, period, limit))
 }
+
+// Backoff returns a jittered exponential backoff: base doubled n times
+// (at most maxDoublings), then a point in its upper half drawn from seed,
+// so that isolates and coordinators that back off together spread out.
+func Backoff(base int64, n, maxDoublings uint8, seed uint64) int64 {
+	b := base << min(n, maxDoublings)
+	return b/2 + int64(Mix64(seed)%uint64(b/2+1))
+}
+
+// Mix64 is SplitMix64's finaliser: a well-spread 64-bit hash of x.
+func Mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
