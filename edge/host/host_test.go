@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgelimit/edgelimit/coordinator"
-	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -131,32 +128,7 @@ func TestAutoAloneDecidesLocally(t *testing.T) {
 // leasedHostsShareALimit: two hosts with a leased mode share one limit
 // exactly through a real coordinator.
 func leasedHostsShareALimit(t *testing.T, mode string) {
-	cfg := config(mode, 6)
-	c, err := coordinator.Open(coordinator.Options{Dir: t.TempDir(), Config: cfg, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(ctx, ln) }()
-	defer func() { cancel(); <-served; c.Close() }()
-
-	var srvs []*httptest.Server
-	for i := 0; i < 2; i++ {
-		h, err := New(context.Background(), Options{Config: cfg, Isolates: 2, Coordinator: "http://" + ln.Addr().String(),
-			Sync: syncloop.Options{Interval: 20 * time.Millisecond}, RetryWait: 3 * time.Second, IDPrefix: "h" + string(rune('a'+i))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
-		srv := httptest.NewServer(h.Handler())
-		defer srv.Close()
-		srvs = append(srvs, srv)
-	}
+	srvs := fleetWait(t, config(mode, 6), 2, 3*time.Second)
 	allowed := 0
 	for i := 0; i < 12; i++ {
 		resp, _ := get(t, srvs[i%2], url.Values{"limiter": {"api"}, "key": {"org-1"}})

@@ -19,8 +19,13 @@ import (
 )
 
 // fleet starts a coordinator (Pebble on disk, loopback HTTP) and n hosts
-// of two isolates each syncing with it every 20 ms.
+// of two isolates each syncing with it every 20 ms (SyncRetry waits 1 s).
 func fleet(t *testing.T, cfg wire.Config, n int) []*httptest.Server {
+	return fleetWait(t, cfg, n, time.Second)
+}
+
+// fleetWait is fleet with SyncRetry requests waiting up to retryWait.
+func fleetWait(t *testing.T, cfg wire.Config, n int, retryWait time.Duration) []*httptest.Server {
 	t.Helper()
 	c, err := coordinator.Open(coordinator.Options{Dir: t.TempDir(), Config: cfg, GCInterval: -1})
 	if err != nil {
@@ -37,7 +42,7 @@ func fleet(t *testing.T, cfg wire.Config, n int) []*httptest.Server {
 	var srvs []*httptest.Server
 	for i := 0; i < n; i++ {
 		h, err := New(context.Background(), Options{Config: cfg, Isolates: 2, Coordinator: "http://" + ln.Addr().String(),
-			Sync: syncloop.Options{Interval: 20 * time.Millisecond}, RetryWait: time.Second, IDPrefix: "h" + string(rune('a'+i))})
+			Sync: syncloop.Options{Interval: 20 * time.Millisecond}, RetryWait: retryWait, IDPrefix: "h" + string(rune('a'+i))})
 		if err != nil {
 			t.Fatal(err)
 		}
