@@ -201,18 +201,18 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 			if _, err := m.Apply(bt, now); err != nil {
 				b.Fatal(err)
 			}
-			ops, gen := m.Stage()
+			ops, gen := m.stage()
 			if err := s.Commit(ops); err != nil {
 				b.Fatal(err)
 			}
-			m.Committed(gen, nil)
-			if m.CheckpointDue(now) && to == keys {
-				ck := m.Checkpoint(now)
+			m.committed(gen, nil)
+			if m.checkpointDue(now) && to == keys {
+				ck := m.checkpoint(now)
 				ops, _ := ck.Ops()
 				if err := s.Commit(ops); err != nil {
 					b.Fatal(err)
 				}
-				m.Checkpointed(ck, nil)
+				m.checkpointed(ck, nil)
 			}
 		}
 	}

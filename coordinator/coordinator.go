@@ -217,7 +217,7 @@ func (c *Coordinator) ckptSettle(wait bool) {
 		}
 	}
 	c.ckpt = nil
-	c.m.Checkpointed(j.ck, j.err)
+	c.m.Advance(Done{Checkpoint: j.ck, Err: j.err})
 }
 
 // request is one unit of work for the committer.
@@ -441,12 +441,12 @@ func (c *Coordinator) loop() {
 				r.err = r.fn(c.m, now)
 			}
 		}
-		ops, gen := c.m.Stage()
-		job := &commitJob{group: group, ops: ops, gen: gen, aborts: c.m.Aborts(), done: make(chan struct{})}
+		rd := c.m.Ready(now, c.ckpt != nil)
+		job := &commitJob{group: group, ops: rd.Ops, gen: rd.Gen, aborts: rd.Aborts, done: make(chan struct{})}
 		c.lastJob = job
-		c.ckptLate.Store(c.ckpt != nil && c.m.CheckpointDue(now))
-		if c.ckpt == nil && c.m.CheckpointDue(now) {
-			c.ckpt = &ckptJob{ck: c.m.Checkpoint(now), after: job, done: make(chan struct{})}
+		c.ckptLate.Store(rd.Late)
+		if rd.Checkpoint != nil {
+			c.ckpt = &ckptJob{ck: rd.Checkpoint, after: job, done: make(chan struct{})}
 			go c.checkpoint(c.ckpt)
 		}
 		c.mu.Unlock()
@@ -482,7 +482,7 @@ func (c *Coordinator) commit(j *commitJob) {
 		c.dash.committed(time.Since(start))
 	}
 	c.mu.Lock()
-	c.m.Committed(j.gen, j.err)
+	c.m.Advance(Done{Gen: j.gen, Err: j.err})
 	if j.err != nil {
 		j.aborts = c.m.Aborts()
 	}
@@ -531,13 +531,13 @@ func (c *Coordinator) checkpointNow() error {
 	for c.ckpt != nil {
 		c.ckptSettle(true)
 	}
-	if c.lastJob == nil || !c.m.CheckpointDue(math.MaxInt64) {
+	if c.lastJob == nil || !c.m.checkpointDue(math.MaxInt64) {
 		c.mu.Unlock()
 		return nil
 	}
 	// Between two groups nothing is applied but not staged, and the
 	// checkpoint waits for the last stage to be durable.
-	j := &ckptJob{ck: c.m.Checkpoint(c.opts.Clock.Now()), after: c.lastJob, done: make(chan struct{})}
+	j := &ckptJob{ck: c.m.checkpoint(c.opts.Clock.Now()), after: c.lastJob, done: make(chan struct{})}
 	c.ckpt = j
 	c.mu.Unlock()
 	c.checkpoint(j)

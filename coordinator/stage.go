@@ -2,11 +2,70 @@ package coordinator
 
 import ()
 
-// The commit protocol: what Apply changed is staged as one log record
-// (wal.go), committed by the caller, and checkpointed to the records later.
+// The commit protocol, in the spirit of raft's Ready/Advance: Ready hands
+// out what Apply changed as one stage (a log record, wal.go) and, when
+// one is due, a checkpoint (the logged states to their own records); the
+// caller writes them (the stages in order, a checkpoint after the stage it
+// follows) and reports each outcome with Advance. Commit does both in one
+// call for callers without a pipeline.
 
-// Pending reports whether writes are staged for the next Commit.
-func (m *Merger) Pending() bool {
+// Ready is what a Merger has for its caller to write.
+type Ready struct {
+	// Gen identifies the stage; give it back in Done.Gen.
+	Gen int64
+	// Ops are the stage's ops, to commit atomically and durably (nil:
+	// nothing changed). Stages must be committed in order, each after the
+	// previous one finished; after a failed one, the later ones must not
+	// be committed (their Done carries the failure).
+	Ops []Op
+	// Aborts is the number of times the cached state was dropped when the
+	// stage was cut (a stage cut before a failed one was aborted builds on
+	// state that never became durable).
+	Aborts int64
+	// Checkpoint is a checkpoint due now, when the caller said none is in
+	// flight: commit its Ops (they read nothing of the Merger, so from
+	// another goroutine) after the stage's, and report it in a Done.
+	Checkpoint *CheckpointOps
+	// Late: a checkpoint is due while the caller's previous one is still
+	// in flight (it should stop resting between chunks).
+	Late bool
+}
+
+// Done is the outcome of writing part of a Ready: the stage Gen, or (with
+// Checkpoint set) the checkpoint.
+type Done struct {
+	Gen        int64
+	Checkpoint *CheckpointOps
+	Err        error
+}
+
+// Ready cuts a stage of everything applied since the last Ready and, unless
+// checkpointInFlight, starts a checkpoint when one is due at now (ns).
+func (m *Merger) Ready(now int64, checkpointInFlight bool) Ready {
+	ops, gen := m.stage()
+	rd := Ready{Gen: gen, Ops: ops, Aborts: m.aborts}
+	due := m.checkpointDue(now)
+	rd.Late = checkpointInFlight && due
+	if !checkpointInFlight && due {
+		rd.Checkpoint = m.checkpoint(now)
+	}
+	return rd
+}
+
+// Advance reports the outcome of writing a stage or a checkpoint that Ready
+// handed out. A failed stage drops every staged change and the cache (the
+// Merger continues from what the Store holds, replaying the log first); a
+// failed checkpoint changes nothing (the next one covers its ops again).
+func (m *Merger) Advance(d Done) {
+	if d.Checkpoint != nil {
+		m.checkpointed(d.Checkpoint, d.Err)
+		return
+	}
+	m.committed(d.Gen, d.Err)
+}
+
+// pending reports whether writes are staged for the next Commit.
+func (m *Merger) pending() bool {
 	return len(m.dirtyKeys)+len(m.dirtyHWMs)+len(m.deletes) > 0
 }
 
@@ -16,33 +75,33 @@ func (m *Merger) Pending() bool {
 // state, so the Merger continues from what the Store holds; a failed
 // checkpoint changes nothing and the next one covers it again.
 func (m *Merger) Commit(now int64) error {
-	ops, gen := m.Stage()
+	ops, gen := m.stage()
 	var err error
 	if len(ops) > 0 {
 		err = m.store.Commit(ops)
 	}
-	m.Committed(gen, err)
-	if err != nil || !m.CheckpointDue(now) {
+	m.committed(gen, err)
+	if err != nil || !m.checkpointDue(now) {
 		return err
 	}
-	ck := m.Checkpoint(now)
+	ck := m.checkpoint(now)
 	if ops, err = ck.Ops(); err == nil {
 		err = m.store.Commit(ops)
 	}
-	m.Checkpointed(ck, err)
+	m.checkpointed(ck, err)
 	return err
 }
 
-// Stage takes every staged change out of m as Store ops (one log record,
+// stage takes every staged change out of m as Store ops (one log record,
 // see wal.go), tagged with a generation, so that the caller can commit them
 // while m goes on applying the next batches (pipelining). The caller must
 // commit the stages in order, each after the previous one finished, and
-// report each with Committed; after a failed stage, the later ones must not
+// report each with committed; after a failed stage, the later ones must not
 // be committed.
-func (m *Merger) Stage() (ops []Op, gen int64) {
+func (m *Merger) stage() (ops []Op, gen int64) {
 	m.gen++
 	gen = m.gen
-	if !m.Pending() {
+	if !m.pending() {
 		return nil, gen
 	}
 	size := 0
@@ -112,9 +171,9 @@ func (m *Merger) Stage() (ops []Op, gen int64) {
 	return ops, gen
 }
 
-// CheckpointDue reports whether a checkpoint is due at time now (ns): see
+// checkpointDue reports whether a checkpoint is due at time now (ns): see
 // MergerOptions.CheckpointKeys, CheckpointBytes and CheckpointInterval.
-func (m *Merger) CheckpointDue(now int64) bool {
+func (m *Merger) checkpointDue(now int64) bool {
 	return m.ckptCount >= m.opts.CheckpointKeys || m.ckptBytes >= m.opts.CheckpointBytes ||
 		(m.ckptCount > 0 && now-m.ckptAt >= m.opts.CheckpointInterval)
 }
@@ -122,12 +181,12 @@ func (m *Merger) CheckpointDue(now int64) bool {
 // Checkpoint starts a checkpoint of everything staged so far (up to stage
 // gen): its Ops write the newest logged state of each key and isolate to
 // its own record and delete the log up to gen, as one set of Store ops
-// (Stage keeps them as it logs: one op per key, aliasing the log records).
+// (stage keeps them as it logs: one op per key, aliasing the log records).
 // Ops reads nothing of m, so it may run on another goroutine while m goes
 // on. Commit the ops only once stage gen is durable, in order (chunks may
 // be committed one after the other, the log deletion last), and report the
-// outcome with Checkpointed.
-func (m *Merger) Checkpoint(now int64) *CheckpointOps {
+// outcome with checkpointed.
+func (m *Merger) checkpoint(now int64) *CheckpointOps {
 	ops := append(m.ckptCarry, m.ckptOps...)
 	ck := &CheckpointOps{ops: ops, gen: m.gen, aborts: m.aborts}
 	m.ckptOps, m.ckptCarry = nil, nil
@@ -161,10 +220,10 @@ func (m *Merger) resetCkpt() {
 	m.ckptCount, m.ckptBytes = 0, 0
 }
 
-// Checkpointed reports the outcome of committing ck. On success the states
+// checkpointed reports the outcome of committing ck. On success the states
 // it wrote may leave the cache. On error nothing changed in the store (the
 // ops are atomic), so the next checkpoint covers ck's log records again.
-func (m *Merger) Checkpointed(ck *CheckpointOps, err error) {
+func (m *Merger) checkpointed(ck *CheckpointOps, err error) {
 	if err != nil {
 		if ck.aborts != m.aborts {
 			return // the log is replayed from the store instead (Recover)
@@ -178,20 +237,20 @@ func (m *Merger) Checkpointed(ck *CheckpointOps, err error) {
 	m.evict()
 }
 
-// Committed reports the outcome of committing the stage gen. On error every
+// committed reports the outcome of committing the stage gen. On error every
 // cached state is dropped (including those of later stages, which must then
 // fail too). On success, cached states no longer needed may be evicted.
-func (m *Merger) Committed(gen int64, err error) {
+func (m *Merger) committed(gen int64, err error) {
 	if err != nil {
-		m.Abort()
+		m.abort()
 		return
 	}
 	m.evict()
 }
 
-// Abort discards every staged change (and the cache, which holds them); the
+// abort discards every staged change (and the cache, which holds them); the
 // next operation first replays the log (Recover).
-func (m *Merger) Abort() {
+func (m *Merger) abort() {
 	for _, st := range m.dirtyKeys {
 		st.dirty = false
 	}

@@ -90,7 +90,7 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 	if err := m2.Commit(t0); err != nil {
 		t.Fatal(err)
 	}
-	ck := m2.Checkpoint(t0)
+	ck := m2.checkpoint(t0)
 	ops, err := ck.Ops()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestLogReplayAfterCrashAndCheckpoint(t *testing.T) {
 	if err := s.Commit(ops); err != nil {
 		t.Fatal(err)
 	}
-	m2.Checkpointed(ck, nil)
+	m2.checkpointed(ck, nil)
 	if countRecords(t, s, prefixLog) != 0 || countRecords(t, s, prefixHWM) != 1 {
 		t.Fatalf("after the checkpoint: %d log records (want 0), %d high-water marks (want 1)",
 			countRecords(t, s, prefixLog), countRecords(t, s, prefixHWM))
@@ -124,14 +124,14 @@ func TestFailedCheckpointIsRetried(t *testing.T) {
 		if _, err := m.Apply(batch("a", seq, t0, wire.Delta{Limiter: "fw", Key: key, Window: 1000, Delta: 1}), t0); err != nil {
 			t.Fatal(err)
 		}
-		ops, gen := m.Stage()
+		ops, gen := m.stage()
 		if err := fs.Commit(ops); err != nil {
 			t.Fatal(err)
 		}
-		m.Committed(gen, nil)
+		m.committed(gen, nil)
 	}
 	apply(1, "x")
-	ck := m.Checkpoint(t0)
+	ck := m.checkpoint(t0)
 	fs.failing.Store(true)
 	ops, _ := ck.Ops()
 	err = fs.Commit(ops)
@@ -139,8 +139,8 @@ func TestFailedCheckpointIsRetried(t *testing.T) {
 	if err == nil {
 		t.Fatal("flaky store did not fail")
 	}
-	m.Checkpointed(ck, err)
-	if !m.CheckpointDue(t0) {
+	m.checkpointed(ck, err)
+	if !m.checkpointDue(t0) {
 		t.Fatal("no checkpoint due after a failed one")
 	}
 	apply(2, "y")
