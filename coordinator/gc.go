@@ -60,7 +60,7 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 			if hh, cached := m.hwms[id]; cached && (hh.dirty || hh.gen > m.ckptDone) {
 				break // the record is older than the cached state
 			}
-			if h.decode(v) == nil && h.seen < now-m.opts.IsolateTTL {
+			if h.decode(v) == nil && h.seen < now-int64(m.opts.IsolateTTL) {
 				del = true
 				delete(m.hwms, id)
 			}

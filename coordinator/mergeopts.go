@@ -40,15 +40,14 @@ type MergerOptions struct {
 	// Default DefaultMaxCachedIsolates (65536).
 	MaxCachedIsolates int
 	// IsolateTTL is how long an isolate may stay silent before GC deletes
-	// its high-water mark, in ns. A batch retried after that is applied
-	// again, so it must exceed any retry horizon. Default
-	// DefaultIsolateTTL (24 h).
-	IsolateTTL int64
+	// its high-water mark. A batch retried after that is applied again, so
+	// it must exceed any retry horizon. Default DefaultIsolateTTL (24 h).
+	IsolateTTL time.Duration
 	// MaxClockSkew is how far an isolate's clock may run ahead of the
-	// coordinator's, in ns: a batch cut later than now+MaxClockSkew, or a
-	// windowed entry in a window past the one of now+MaxClockSkew plus one,
-	// is refused (see times.go). Default DefaultMaxClockSkew (10 s).
-	MaxClockSkew int64
+	// coordinator's: a batch cut later than now+MaxClockSkew, or a windowed
+	// entry in a window past the one of now+MaxClockSkew plus one, is
+	// refused (see times.go). Default DefaultMaxClockSkew (10 s).
+	MaxClockSkew time.Duration
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged
 	// but not checkpointed stay in memory, so this bounds the cache's
@@ -59,9 +58,9 @@ type MergerOptions struct {
 	// Default DefaultCheckpointBytes (64 MiB).
 	CheckpointBytes int64
 	// CheckpointInterval: a checkpoint is due this long after the previous
-	// one when anything was logged since, in ns. Default
+	// one when anything was logged since. Default
 	// DefaultCheckpointInterval (10 s).
-	CheckpointInterval int64
+	CheckpointInterval time.Duration
 }
 
 // EnsureDefaults sets every zero field of o to its default.
@@ -79,7 +78,7 @@ func (o *MergerOptions) EnsureDefaults() {
 		o.MaxCachedIsolates = DefaultMaxCachedIsolates
 	}
 	if o.IsolateTTL == 0 {
-		o.IsolateTTL = int64(DefaultIsolateTTL)
+		o.IsolateTTL = DefaultIsolateTTL
 	}
 	if o.MaxClockSkew == 0 {
 		o.MaxClockSkew = DefaultMaxClockSkew
@@ -91,7 +90,7 @@ func (o *MergerOptions) EnsureDefaults() {
 		o.CheckpointBytes = DefaultCheckpointBytes
 	}
 	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = int64(DefaultCheckpointInterval)
+		o.CheckpointInterval = DefaultCheckpointInterval
 	}
 }
 
@@ -108,10 +107,10 @@ func (o *MergerOptions) Validate() error {
 	check("MaxIsolatesPerKey", int64(o.MaxIsolatesPerKey))
 	check("MaxIsolateEntries", int64(o.MaxIsolateEntries))
 	check("MaxCachedIsolates", int64(o.MaxCachedIsolates))
-	check("IsolateTTL", o.IsolateTTL)
-	check("MaxClockSkew", o.MaxClockSkew)
+	check("IsolateTTL", int64(o.IsolateTTL))
+	check("MaxClockSkew", int64(o.MaxClockSkew))
 	check("CheckpointKeys", int64(o.CheckpointKeys))
 	check("CheckpointBytes", o.CheckpointBytes)
-	check("CheckpointInterval", o.CheckpointInterval)
+	check("CheckpointInterval", int64(o.CheckpointInterval))
 	return errors.Join(errs...)
 }

@@ -485,7 +485,7 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			continue
 		}
 		r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
-		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: s.opts.IsolateTTL})
+		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: int64(s.opts.IsolateTTL)})
 	}
 	if len(adv) > 0 {
 		if err := s.store.AdvanceMarks(ctx, adv); err != nil {
@@ -620,7 +620,7 @@ func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
 				DeltasStale: m.stats.DeltasStale - before.DeltasStale}
 			if !subDup {
-				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: s.opts.IsolateTTL})
+				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: int64(s.opts.IsolateTTL)})
 			}
 		}
 		if bad != nil {

@@ -175,7 +175,7 @@ func (m *Merger) stage() (ops []Op, gen int64) {
 // MergerOptions.CheckpointKeys, CheckpointBytes and CheckpointInterval.
 func (m *Merger) checkpointDue(now int64) bool {
 	return m.ckptCount >= m.opts.CheckpointKeys || m.ckptBytes >= m.opts.CheckpointBytes ||
-		(m.ckptCount > 0 && now-m.ckptAt >= m.opts.CheckpointInterval)
+		(m.ckptCount > 0 && now-m.ckptAt >= int64(m.opts.CheckpointInterval))
 }
 
 // Checkpoint starts a checkpoint of everything staged so far (up to stage

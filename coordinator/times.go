@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -27,7 +28,7 @@ import (
 // client in the reply header Edgelimit-Stale-Entries.
 
 // DefaultMaxClockSkew is the default MergerOptions.MaxClockSkew: 10 s.
-const DefaultMaxClockSkew = int64(10 * 1e9)
+const DefaultMaxClockSkew = 10 * time.Second
 
 // ErrClockSkew marks a batch refused for a time or window too far ahead of
 // the coordinator's clock (the error wraps a *wire.FieldError naming the
@@ -37,7 +38,7 @@ var ErrClockSkew = errors.New("ahead of the coordinator's clock")
 // checkTimes refuses a batch whose time or windows run ahead of now (ns) by
 // more than the allowed skew.
 func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
-	horizon := addSat(now, m.opts.MaxClockSkew)
+	horizon := addSat(now, int64(m.opts.MaxClockSkew))
 	if b.At > horizon {
 		return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "at", Err: skewError("batch time "+strconv.FormatInt(b.At, 10)+" ns",
 			strconv.FormatInt(horizon, 10)+" ns")})

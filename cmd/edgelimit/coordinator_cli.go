@@ -138,7 +138,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: int64(*ckptEvery), MaxClockSkew: int64(*skew)}}
+		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew}}
 	where := *data
 	if *inMemory {
 		where = "memory"

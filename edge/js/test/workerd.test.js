@@ -45,7 +45,9 @@ async function drive(ms, gap) {
     const url = wd.urls[i++ % wd.urls.length];
     for (const lim of ['strict', 'approx']) {
       pending.push(fetch(`${url}/limit?limiter=${lim}&key=shared`).then(async (r) => {
-        const d = await r.json();
+        const text = await r.text();
+        let d;
+        try { d = JSON.parse(text); } catch { assert.fail(`${r.status} ${text}\nworkerd: ${wd.output()}`); }
         assert.ok(r.status === 200 || r.status === 429, JSON.stringify(d));
         if (d.success) {
           const w = Math.round(d.reset / 1000) - 1; // the decision's window (period 1 s)
