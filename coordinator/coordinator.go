@@ -163,7 +163,7 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 	start := time.Now()
 	var ops []Op
 	if ops, j.err = j.ck.Ops(); j.err == nil {
-		j.err = commitThrottled(c.store, ops, &c.ckptLate)
+		j.err = commitThrottled(c.store, ops, &c.ckptLate, c.opts.Clock)
 	}
 	c.met.observeCheckpoint(time.Since(start))
 }
@@ -172,23 +172,25 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 const ckptChunk = 4096
 
 // commitThrottled commits ops in chunks of ckptChunk, resting between two
-// chunks as long as the chunk took (measured on the process's monotonic
-// clock, not Options.Clock: it paces CPU, it reads no time of the data),
-// so that a checkpoint takes at most about half of a core from the requests (one large commit holds a
-// core and shows in the sync latency), unless late is set (the next
+// chunks as long as the chunk took on clk (the coordinator's clock: a
+// manual clock in tests never rests), so that a checkpoint takes at most
+// about half of a core from the requests (one large commit holds a core
+// and shows in the sync latency), unless late is set (the next
 // checkpoint is already due: resting would let the log and the cache
 // grow). The last op (the log deletion) goes in the last chunk: until it
 // commits, a restart replays the log over the chunks already written,
 // which only rewrites the same states.
-func commitThrottled(s Store, ops []Op, late *atomic.Bool) error {
+func commitThrottled(s Store, ops []Op, late *atomic.Bool, clk clock.Clock) error {
 	for len(ops) > 0 {
 		n := min(len(ops), ckptChunk)
-		t := time.Now()
+		t := clk.Now()
 		if err := s.Commit(ops[:n]); err != nil {
 			return err
 		}
 		if ops = ops[n:]; len(ops) > 0 && !late.Load() {
-			time.Sleep(time.Since(t))
+			if rest := clk.Now() - t; rest > 0 {
+				<-clk.After(rest)
+			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"github.com/edgelimit/edgelimit/clock"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/core"
@@ -29,9 +30,11 @@ func TestStrictNeverOverrunsWithDelayedReplies(t *testing.T) {
 func strictDelayedReplies(t *testing.T, seed uint64) {
 	const limit, n = 100, 4
 	var now int64 = 1e12
+	var clk atomic.Int64 // what the coordinator's goroutines read
+	clk.Store(now)
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: limit, Period: 1e9, Mode: wire.Strict}}}
-	c, err := Open(Options{InMemory: true, Config: cfg, Clock: clock.Func(func() int64 { return now }), GCInterval: -1})
+	c, err := Open(Options{InMemory: true, Config: cfg, Clock: clock.Func(clk.Load), GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +54,7 @@ func strictDelayedReplies(t *testing.T, seed uint64) {
 	total := int64(0)
 	for step := 0; step < 40000; step++ {
 		now += rng.Int64N(2e6)
+		clk.Store(now)
 		i := rng.IntN(n)
 		// Demand moves: isolate (step/5000)%n is hot.
 		if rng.IntN(3) > 0 {
