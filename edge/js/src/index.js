@@ -83,6 +83,8 @@ export class EdgeLimit {
     this._lastMs = -1;
     this._lastNs = 0n;
     this._inflight = null;
+    this._syncGen = 0; // syncs ended (requests mode polls it)
+    this._lastSyncOk = false;
     this._kicked = false;
     this._timer = null;
     this._closed = false;
@@ -420,6 +422,11 @@ export class EdgeLimit {
   async sync() {
     if (!this._coordinator) return true;
     this.ready();
+    if (this._background === 'requests') {
+      // Not the promise of a sync another request started (see _pollSync).
+      while (this._inflight) await new Promise((r) => setTimeout(r, 1));
+      return this._sync();
+    }
     if (this._inflight) await this._inflight;
     if (this._background === 'timers') {
       this._syncAndArm();
@@ -432,6 +439,8 @@ export class EdgeLimit {
     if (this._inflight) return this._inflight;
     const p = this._syncAttempt().then((ok) => {
       this._inflight = null;
+      this._syncGen++;
+      this._lastSyncOk = ok;
       const ws = this._waiters;
       this._waiters = [];
       for (const w of ws) w(ok);
@@ -444,6 +453,7 @@ export class EdgeLimit {
   // Waits for the end of the next sync (starting one if none is in
   // flight) for at most ms; true when a reply was applied.
   _waitSync(ms, ctx) {
+    if (this._background === 'requests') return this._pollSync(ms, ctx);
     return new Promise((resolve) => {
       const t = setTimeout(() => resolve(false), ms);
       this._waiters.push((ok) => { clearTimeout(t); resolve(ok); });
@@ -452,6 +462,21 @@ export class EdgeLimit {
         ctx?.waitUntil?.(p);
       }
     });
+  }
+
+  // Workers: the sync in flight may have been started by another request,
+  // whose I/O this request may not wait on (workerd fails it with "Promise
+  // will never complete"); so wait for the end of the next sync by polling
+  // with this request's own timers.
+  async _pollSync(ms, ctx) {
+    const end = this._clock() + ms;
+    const gen = this._syncGen;
+    if (!this._inflight) ctx?.waitUntil?.(this._sync());
+    while (this._syncGen === gen) {
+      if (this._clock() >= end) return false;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    return this._lastSyncOk;
   }
 
   async _syncAttempt() {
