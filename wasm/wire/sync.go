@@ -348,6 +348,9 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 // Err returns the first decoding error.
 func (rr *ReplyReader) Err() error { return rr.r.err }
 
+// HasUpstream reports whether the reply carries upstream views.
+func (rr *ReplyReader) HasUpstream() bool { return rr.upStart >= 0 }
+
 // Upstream calls fn for each UpView of the reply, with its limiter and key
 // bytes (valid during the call), after Next has returned false. It returns
 // the first decoding error.
