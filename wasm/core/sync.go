@@ -221,7 +221,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		}
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
 	}
-	c.dropViews(n) // drop the references into reply
+	c.dropViews(n)          // drop the references into reply
 	if c.rr.HasUpstream() { // most replies carry none: no closure to build
 		if err := c.upViews(now); err != nil {
 			return err
