@@ -84,7 +84,7 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	}
 	for i := range st.isos {
 		is := &st.isos[i]
-		if r := st.reservation(is, w); lim.Leased() && r > 0 {
+		if r := st.reservation(is, w, now); lim.Leased() && r > 0 {
 			ks.Leases[is.id] = r
 			ks.LeaseSum = addSat(ks.LeaseSum, r)
 		}

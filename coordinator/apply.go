@@ -143,7 +143,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s := &slots[j]
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
-		m.view(s, isolate, h.hash, now, !dup, v)
+		m.view(s, isolate, h.hash, now, !dup, b.End, v)
 		if s.st.up != nil {
 			m.addUpView(rp, s.st, s.key, isolate, now, false)
 		}
@@ -206,8 +206,9 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 }
 
 // view fills v for slot s; when applied, it first records the isolate's
-// recency and demand and (strict mode) computes its new lease.
-func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied bool, v *wire.View) {
+// recency and demand and (strict mode) computes its new lease, or, for the
+// isolate's last batch (end), gives back its leases.
+func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, end bool, v *wire.View) {
 	st, lim := s.st, s.st.lim
 	P := lim.Period
 	W := int64(0)
@@ -251,7 +252,10 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	if me == nil {
 		return
 	}
-	if applied {
+	switch {
+	case end:
+		m.release(me, now)
+	case applied:
 		if lim.IsBucket() {
 			m.grantBucket(st, me, s.key, now, s.unmet)
 		} else {
@@ -270,6 +274,9 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied b
 	}
 	if me.standUntil == W+1 {
 		v.Stand = me.stand
+	}
+	if !end {
+		v.Life = int64(m.opts.LeaseLife)
 	}
 }
 

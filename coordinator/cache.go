@@ -68,7 +68,7 @@ func (m *Merger) LeasesOutstanding(now int64) int64 {
 		}
 		w := max(limitmath.Window(now, st.lim.Period), st.win)
 		for i := range st.isos {
-			sum = addSat(sum, st.reservation(&st.isos[i], w))
+			sum = addSat(sum, st.reservation(&st.isos[i], w, now))
 		}
 	}
 	return sum

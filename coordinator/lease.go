@@ -52,24 +52,41 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		}
 		used = addSat(used, mulDivUp(prv, P-elapsed, P))
 	}
-	var sumL, sumD, sumNext, mine int64
+	var sumL, sumD, sumNext, mine, active int64
+	var pace float64 // the fleet's demand per window
 	horizon := now - 2*P
 	for i := range st.isos {
 		is := &st.isos[i]
-		r := st.reservation(is, W)
+		r := st.reservation(is, W, now)
 		sumL = addSat(sumL, r)
 		if is == me {
 			mine = r
 		}
 		if is != me {
-			sumNext = addSat(sumNext, st.reservation(is, W+1))
+			sumNext = addSat(sumNext, st.reservation(is, W+1, now))
 		}
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
+			pace += is.perWindow(P)
+			active++
 		}
 	}
+	// The band: the window is far from its limit when what the fleet is
+	// expected to ask until the window ends (its pace over the time left,
+	// plus three Poisson deviations), plus a unit held by every active
+	// isolate, fits in what is neither counted nor reserved. There an
+	// active isolate holds a unit ahead of its next request, which it
+	// then decides locally; nearer the limit a held unit that its holder
+	// does not use would be denied to the others, so it holds only what
+	// it asked for, and the next window's standing units follow the same
+	// test with a whole window's pace.
+	left := float64((W+1)*P-now) / float64(P)
+	far := fits(pace*left, active, limit-used-sumL)
+	farNext := fits(pace, active, limit-sumNext)
 	li := int64(0) // what the isolate may still admit under the lease it was told
+	live := !m.leaseExpired(me, now)
 	switch {
+	case !live: // it admits nothing more under an expired lease
 	case me.leaseWin == W:
 		li = min(me.granted, me.lease)
 	case me.leaseWin < W && W == me.standUntil:
@@ -85,10 +102,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// per window: it will use what it holds) gets what it will ask for
 	// until the window ends at its pace; a sparse one (a request now and
 	// then) gets what it was refused in this batch and nothing to hold.
-	need := unmet
-	if me.gap*4 <= P {
-		need = max(unmet, (2*me.demand+demandScale-1)/demandScale)
-	}
+	need := m.need(me, P, unmet, far)
 	lambda := me.perWindow(P)
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
@@ -103,7 +117,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	grant := min(share, addSat(li, free))
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
 	stand := int64(0)
-	if lim.Algorithm == wire.FixedWindow && lambda >= busyPerWindow && sumD > 0 {
+	if lim.Algorithm == wire.FixedWindow && lambda >= standFloor && sumD > 0 {
 		// A standing lease for the next window: what the isolate will
 		// almost surely use there (its demand per window less three
 		// Poisson deviations: a sparse isolate, whose demand is also
@@ -112,24 +126,97 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// most its demand-proportional share of the limit and what the
 		// others' reservations there leave. It starts the window
 		// without asking, and so without waiting.
+		// An isolate that is active but not busy (it will probably
+		// ask in W+1) stands on one unit, so that its first request
+		// there decides locally; the lease lifetime takes it back if
+		// the isolate goes quiet.
+		// Like a lease, a standing lease is at most what the isolate
+		// uses before its next sync (need): held by an isolate that
+		// dies, it is lost to the window (a lease that outlived its
+		// isolate counts as spent, see reservation).
 		stand = int64(lambda - 3*math.Sqrt(lambda))
-		stand = max(0, min(stand, mulDiv(limit, me.demand, sumD), limit-sumNext))
+		if lambda < busyPerWindow && farNext {
+			stand = 1
+		}
+		stand = max(0, min(stand, max(need, 1), mulDiv(limit, me.demand, sumD), limit-sumNext))
 	}
 	// The isolate may still start W+1 on the standing lease it was told
 	// last: reserve the larger until it has seen this one.
-	if me.standUntil == W+1 {
+	if me.standUntil == W+1 && live {
 		me.standRes = max(me.stand, stand)
 	} else {
 		me.standRes = stand
 	}
 	me.stand, me.standUntil = stand, W+1
+	m.renew(me, now)
 	return max(0, limit-used-(sumL-mine+me.lease))
 }
 
 // busyPerWindow is the demand per window (cost units) from which an
-// isolate counts as busy for leases: it gets leases ahead of need and a
-// standing lease (see grantWindow).
+// isolate counts as busy for leases: it gets leases of twice its demand
+// per sync and a standing lease of what it will almost surely use (see
+// grantWindow).
 const busyPerWindow = 4
+
+// standFloor is the demand per window (cost units) from which an isolate
+// that is not busy gets a standing lease of one unit for the next window:
+// it will probably ask there (at 1/2 per window, 4 times in 10).
+const standFloor = 0.5
+
+// holdFloor is the demand over a lease's life (cost units) from which an
+// isolate that is not busy holds one unit ahead of need: it will probably
+// ask within the lease's life, so its next request decides locally. Below
+// it the unit would mostly sit unused until the lease expires.
+const holdFloor = 0.5
+
+// need returns the cost isolate me should hold after this grant (before
+// its share caps it): what it was refused (unmet); for a busy isolate
+// (a batch at least every quarter period) twice its demand per sync; for
+// an active one at least one unit, so its next request decides locally.
+// Budget held by an isolate that does not use it returns at the lease's
+// expiry, a lifetime later, not at the window's end.
+func (m *Merger) need(me *isoState, P, unmet int64, far bool) int64 {
+	switch {
+	case me.gap*4 <= P:
+		return max(unmet, (2*me.demand+demandScale-1)/demandScale)
+	case far && me.perLife(int64(m.opts.LeaseLife)) >= holdFloor:
+		return max(unmet, 1)
+	}
+	return unmet
+}
+
+// fits reports whether an expected demand of x cost units (Poisson), plus
+// one unit held by each of n isolates, fits in room.
+func fits(x float64, n, room int64) bool {
+	return x+3*math.Sqrt(x)+float64(n) <= float64(room)
+}
+
+// perLife returns the isolate's demand over a lease's life (cost units):
+// its demand per batch over its gap between batches.
+func (is *isoState) perLife(life int64) float64 { return is.perWindow(life) }
+
+// leaseExpired reports whether the lease and standing lease of me are void at
+// now: the isolate stopped admitting under them a grace period ago.
+func (m *Merger) leaseExpired(me *isoState, now int64) bool {
+	return me.expires != 0 && now >= me.expires
+}
+
+// renew starts the life of a lease granted to me at now: the isolate uses
+// it for LeaseLife after it cut its batch (before now), so it has stopped
+// by now+LeaseLife, and reports what it admitted within LeaseGrace after
+// that.
+func (m *Merger) renew(me *isoState, now int64) {
+	me.usable = addSat(now, int64(m.opts.LeaseLife))
+	me.expires = addSat(me.usable, int64(m.opts.LeaseGrace))
+}
+
+// release gives back every lease and standing lease of me (a graceful
+// stop, wire.Batch.End): the isolate reported what it admitted and admits
+// nothing more under them.
+func (m *Merger) release(me *isoState, now int64) {
+	me.lease, me.granted, me.stand, me.standRes, me.standUntil = 0, 0, 0, 0, 0
+	me.expires, me.usable = now, now
+}
 
 // perWindow returns the isolate's demand per window of length period
 // (cost units): its demand per batch over its gap between batches.
@@ -154,9 +241,12 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	tokens := max(0, burst-mulDivUp(debt, limit, P))
 	var sumL, sumD int64
 	horizon := now - 2*P
+	if m.leaseExpired(me, now) {
+		me.lease = 0 // it admits nothing more under it
+	}
 	for i := range st.isos {
 		is := &st.isos[i]
-		sumL = addSat(sumL, max(0, is.lease))
+		sumL = addSat(sumL, st.reservation(is, 0, now))
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 		}
@@ -166,10 +256,7 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	if sumD > 0 {
 		share = mulDiv(tokens, me.demand, sumD)
 	}
-	need := unmet
-	if me.gap*4 <= P {
-		need = max(unmet, (2*me.demand+demandScale-1)/demandScale)
-	}
+	need := m.need(me, P, unmet, false)
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
@@ -177,4 +264,5 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	if g := min(max(0, share-me.lease), free); g > 0 {
 		me.lease += g
 	}
+	m.renew(me, now)
 }

@@ -35,7 +35,7 @@ func checkLeaseInvariant(t *testing.T, c *Coordinator) {
 				cnt, _ := st.windowCounts(W)
 				sum := cnt
 				for i := range st.isos {
-					sum += st.reservation(&st.isos[i], W) // leases and standing leases
+					sum += st.reservation(&st.isos[i], W, 0) // leases (expiry ignored: the strictest check) and standing leases
 				}
 				if sum > limit {
 					t.Errorf("%s/%s window %d: count %d + leases = %d > limit %d", lim.Name, key, W, cnt, sum, limit)
@@ -202,7 +202,7 @@ func TestStandingLeaseAndExhausted(t *testing.T) {
 			}
 			var sum int64
 			for i := range st.isos {
-				sum += st.reservation(&st.isos[i], clk.now()/sec+1)
+				sum += st.reservation(&st.isos[i], clk.now()/sec+1, clk.now())
 			}
 			if sum < v.Stand || sum > 100 {
 				t.Errorf("next window reserves %d, want >= the standing lease %d and <= 100", sum, v.Stand)

@@ -15,6 +15,8 @@ const (
 	DefaultIsolateTTL         = 24 * time.Hour
 	DefaultCheckpointBytes    = 64 << 20 // 64 MiB of log
 	DefaultCheckpointInterval = 10 * time.Second
+	DefaultLeaseLife          = time.Second
+	DefaultLeaseGrace         = time.Second
 	// DefaultCheckpointKeys is CheckpointKeys with the default
 	// MaxCachedKeys: 131072.
 	DefaultCheckpointKeys = DefaultMaxCachedKeys / 2
@@ -61,6 +63,19 @@ type MergerOptions struct {
 	// one when anything was logged since. Default
 	// DefaultCheckpointInterval (10 s).
 	CheckpointInterval time.Duration
+	// LeaseLife is how long an isolate may admit under a lease or standing
+	// lease (leased limiters: strict, auto) after it cut the batch that
+	// brought it, on its own clock (wire.View.Life); every grant renews
+	// it. It bounds how long budget held by a dead or silent isolate
+	// stays reserved, and what a dead isolate may have admitted without
+	// reporting. Default DefaultLeaseLife (1 s).
+	LeaseLife time.Duration
+	// LeaseGrace is how long after a lease's life the coordinator still
+	// reserves it, for the isolate to report what it admitted under it
+	// (its next sync, a round trip) and for clock drift. It must exceed
+	// the isolates' sync interval plus a round trip. Default
+	// DefaultLeaseGrace (1 s).
+	LeaseGrace time.Duration
 }
 
 // EnsureDefaults sets every zero field of o to its default.
@@ -92,6 +107,12 @@ func (o *MergerOptions) EnsureDefaults() {
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = DefaultCheckpointInterval
 	}
+	if o.LeaseLife == 0 {
+		o.LeaseLife = DefaultLeaseLife
+	}
+	if o.LeaseGrace == 0 {
+		o.LeaseGrace = DefaultLeaseGrace
+	}
 }
 
 // Validate reports every field of o out of range (after EnsureDefaults,
@@ -112,5 +133,7 @@ func (o *MergerOptions) Validate() error {
 	check("CheckpointKeys", int64(o.CheckpointKeys))
 	check("CheckpointBytes", o.CheckpointBytes)
 	check("CheckpointInterval", int64(o.CheckpointInterval))
+	check("LeaseLife", int64(o.LeaseLife))
+	check("LeaseGrace", int64(o.LeaseGrace))
 	return errors.Join(errs...)
 }

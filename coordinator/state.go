@@ -68,6 +68,12 @@ type isoState struct {
 	// (>= stand) is what the coordinator reserves for it there until the
 	// isolate has seen its last stand.
 	stand, standRes, standUntil int64
+	// expires (leased): coordinator time from which the isolate's
+	// unreported lease and stand are given back, as far as it could not
+	// have used them (reservation); 0: never (a record written before
+	// lease lifetimes). usable: coordinator time by which the isolate
+	// stopped admitting under them (expires less the grace).
+	expires, usable int64
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
@@ -139,6 +145,15 @@ func (s *keyState) encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, is.standRes)
 		dst = binary.AppendVarint(dst, is.standUntil)
 	}
+	// Lease lifetimes, after the standing leases (records written before
+	// them have none: their leases never expire).
+	if len(s.isos) > 0 {
+		dst = append(dst, 'x')
+		for i := range s.isos {
+			dst = binary.AppendVarint(dst, s.isos[i].expires)
+			dst = binary.AppendVarint(dst, s.isos[i].usable)
+		}
+	}
 	// The upstream section, after the standing leases (records without
 	// one end there).
 	return s.encodeUp(dst)
@@ -200,6 +215,12 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 			is.stand, is.standRes, is.standUntil = d.varint(), d.varint(), d.varint()
 		}
 	}
+	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == 'x' {
+		d.b = d.b[1:]
+		for i := range s.isos {
+			s.isos[i].expires, s.isos[i].usable = d.varint(), d.varint()
+		}
+	}
 	s.up = nil
 	if d.err == nil && len(d.b) > 0 {
 		s.decodeUp(&d)
@@ -238,7 +259,7 @@ func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func
 		// Evict the least recently seen isolate that holds no active lease.
 		victim, oldest := -1, int64(math.MaxInt64)
 		for i := range s.isos {
-			if !s.leaseActive(&s.isos[i], activeWin) && s.isos[i].seen < oldest {
+			if !s.leaseActive(&s.isos[i], activeWin, now) && s.isos[i].seen < oldest {
 				victim, oldest = i, s.isos[i].seen
 			}
 		}
@@ -299,19 +320,27 @@ func (s *keyState) recentIsolates(now int64) int64 {
 }
 
 // leaseActive reports whether is holds a lease that still counts against the
-// key's budget: any positive lease for buckets; for windowed limiters a
-// reservation in window activeWin or (standing leases) the next one.
-func (s *keyState) leaseActive(is *isoState, activeWin int64) bool {
+// key's budget at now: any positive lease for buckets; for windowed
+// limiters a reservation in window activeWin or (standing leases) the next
+// one.
+func (s *keyState) leaseActive(is *isoState, activeWin, now int64) bool {
 	if s.lim.IsBucket() {
-		return is.lease > 0
+		return s.reservation(is, 0, now) > 0
 	}
-	return s.reservation(is, activeWin) > 0 || s.reservation(is, activeWin+1) > 0
+	return s.reservation(is, activeWin, now) > 0 || s.reservation(is, activeWin+1, now) > 0
 }
 
-// reservation returns the budget of window W reserved for is: its lease
-// for W, or, for the window of its standing lease, that.
-func (s *keyState) reservation(is *isoState, W int64) int64 {
+// reservation returns the budget of window W reserved for is at now: its
+// lease for W, or, for the window of its standing lease, that. Once the
+// lease has expired (now >= expires), the isolate may have spent it
+// without reporting (it died): what it held for a window that began while
+// the lease was alive stays reserved, as spent, until that window ends;
+// what it held for a later window, which it could not have used, is given
+// back (see lease.go).
+func (s *keyState) reservation(is *isoState, W, now int64) int64 {
 	switch {
+	case is.expires != 0 && now >= is.expires && !s.lim.IsBucket() && W*s.lim.Period >= is.usable:
+		return 0
 	case s.lim.IsBucket(), is.leaseWin == W:
 		return max(is.lease, 0)
 	case is.leaseWin < W && W == is.standUntil:
@@ -337,7 +366,7 @@ func (s *keyState) prune(now int64) int {
 	oldest := int64(math.MaxInt64)
 	for i := range s.isos {
 		is := s.isos[i]
-		if is.seen < horizon && !s.leaseActive(&is, w) {
+		if is.seen < horizon && !s.leaseActive(&is, w, now) {
 			continue
 		}
 		oldest = min(oldest, is.seen)

@@ -31,6 +31,7 @@ type Core struct {
 	outBuf   []byte      // encoded outstanding batch; empty when none
 	entBuf   []byte      // scratch of SyncOut: the encoded entries of a batch
 	sure     bool        // the last evaluation denied on the global view alone (evalWindow)
+	ending   bool        // a graceful stop's last batch is still to be cut (release.go)
 	views    []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
 	rr       wire.ReplyReader
 	stats    wire.Stats
@@ -142,7 +143,7 @@ func (c *Core) Stats() wire.Stats {
 // wasm32 (their fields are all of fixed size; a test checks them).
 const (
 	entrySize = 168
-	leaseSize = 72
+	leaseSize = 80
 	rateSize  = 32
 )
 

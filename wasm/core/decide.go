@@ -136,6 +136,8 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	s := c.tab.lease(e)
 	lease := int64(0)
 	switch {
+	case s.expires != 0 && now >= s.expires:
+		// Void: the coordinator takes an expired lease back.
 	case s.hasLease && s.leaseWin == w:
 		lease = max64(s.lease, 0)
 	case s.hasLease && !l.bucket && s.leaseWin < w && w == s.standUntil && s.standA > 0:
@@ -149,22 +151,21 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 			// The coordinator has no budget left this window (see
 			// apply): deny here, quietly, until the window ends.
 			c.sure = true
-			r.RetryAfter = max64(r.Reset-now, 1)
+			r.RetryAfter = max64(min64(s.dryUntil, r.Reset)-now, 1)
 		}
 		if r.Allowed && !dry {
 			// Denied only for want of a lease: a sync may bring one.
 			r.RetryAfter = min64(max64(l.cfg.Period/100, 1e6), max64(r.Reset-now, 1))
 			r.SyncRetry = true
 		}
+		if r.Allowed {
+			r.Remaining += cost // the algorithm counted it; a denial consumes nothing
+		}
 		r.Allowed = false
 	}
-	// Remaining is what could be admitted now: after this cost when it
-	// was admitted, the whole lease left when it was not.
-	avail := lease
-	if r.Allowed {
-		avail -= cost
-	}
-	r.Remaining = min64(r.Remaining, max64(avail, 0))
+	// Remaining stays the global estimate (the algorithm's, from the
+	// view and the unsynced local cost), not the lease: the lease is this
+	// isolate's slice of it, and a denial for want of one says SyncRetry.
 	if cost > 0 && (lease-cost)*2 < s.leaseGrant || lease < cost || !s.hasLease {
 		r.SyncWanted = !dry
 	}

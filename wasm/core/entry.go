@@ -79,6 +79,7 @@ type leaseRec struct {
 	dryUntil   int64 // ns time until which the isolate denies locally in dryWin
 	dryN       uint8 // refusals in window dryWin, the dry spell doubles with each
 	hasLease   bool
+	expires    int64 // ns from which lease and standA are void (the coordinator takes them back); 0: never
 }
 
 // rateRec is the estimate of the cost other isolates admit for a key of an

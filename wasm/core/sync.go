@@ -21,8 +21,11 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	if c.cfg.IsolateID == "" {
 		return dst, ErrNoIsolateID
 	}
+	if c.ending {
+		c.dirtyLeased()
+	}
 	if len(c.upDirty) == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
-		return dst, nil
+		return dst, c.ended()
 	}
 	// Entries are encoded into c.entBuf first (their count goes in the
 	// header), without building a wire.Batch: under TinyGo every
@@ -44,7 +47,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			e.roll(max64(window(now, l.cfg.Period), e.win))
 		}
 		key := c.tab.keyBytes(e)
-		if e.pCur > 0 || e.demand > 0 {
+		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
 			count++
@@ -63,16 +66,21 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
 	c.upBuf = c.appendSignals(c.upBuf, now)
 	if count == 0 && len(c.upBuf) == 0 {
-		return dst, nil
+		return dst, c.ended()
 	}
+	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
 	c.seq++
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, count)
 	c.outBuf = append(c.outBuf, ents...)
+	if end {
+		c.ending = false
+		c.dropLeases()
+	}
 	return append(dst, c.outBuf...), nil
 }
 
@@ -103,13 +111,22 @@ func (c *Core) anyUrgent(now int64) bool {
 // A limiter configured to follow its upstream (wire.UpstreamConfig set)
 // reports at every sync too: the reply is how the isolate hears of a
 // pause, a circuit or a limit another isolate learnt.
+//
+// A lease that ends by time must be reported before the coordinator takes
+// it back: cost admitted under it is urgent once the lease has two sync
+// gaps (or round trips) of life left. And a lease spent in the current
+// window is renewed at once (the isolate holds one unit ahead of its next
+// request, see coordinator/lease.go), unless the window is dry.
 func (c *Core) urgent(e *entry, now int64) bool {
 	l := &c.lims[e.lim]
-	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur || l.cfg.Upstream != nil {
+	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur || l.cfg.Upstream != nil || c.ending {
 		return true
 	}
 	w := window(now, l.cfg.Period)
 	s := c.tab.lease(e)
+	if s.expires != 0 && e.pCur+e.pPrev > 0 && now+2*max64(c.gap, c.rtt) >= s.expires {
+		return true
+	}
 	dry := s.dryWin == w && now < s.dryUntil // asking for more is useless now
 	return !dry && e.win == w && s.hasLease && s.leaseWin == w && s.leaseGrant >= 2 && s.lease*2 < s.leaseGrant
 }
@@ -135,7 +152,7 @@ func (c *Core) Reincarnate(newID string) error {
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil
@@ -314,6 +331,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 	}
 	s := c.tab.lease(e)
 	if v.Lease >= 0 {
+		s.expires = leaseExpiry(c.cutAt, v.Life)
 		// The standing lease is for the window after the view's.
 		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
 		if s.hasLease && !l.bucket && v.Window < s.leaseWin {
@@ -364,6 +382,21 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		}
 	}
 	s.asked = 0
+}
+
+// leaseExpiry returns when a lease told with life (wire.View.Life) in the
+// reply to a batch cut at cut is void on this isolate's clock: life after
+// the cut, which precedes the coordinator's grant, so the isolate stops
+// before the coordinator takes the lease back. 0 (no life) never; a
+// negative life (a bad reply) at once.
+func leaseExpiry(cut, life int64) int64 {
+	switch {
+	case life == 0:
+		return 0
+	case life < 0:
+		return max64(cut, 1)
+	}
+	return max64(addSat(cut, life), 1)
 }
 
 // estimate updates the rate record of e (of an approximate window limiter)

@@ -406,7 +406,7 @@ func TestSyncInRefusesBadReplies(t *testing.T) {
 		{"not a map", []byte{0x93, 1, 2, 3}, core.ErrBadInput},
 		{"truncated", goodBytes[:len(goodBytes)-3], core.ErrBadInput},
 		{"trailing", append(append([]byte(nil), goodBytes...), 0xc0), core.ErrBadInput},
-		{"short entry", append(append([]byte(nil), goodBytes[:len(goodBytes)-20]...), 0x92, 0xa1, 'x', 0xa1, 'y'), core.ErrBadInput},
+		{"short entry", append(append([]byte(nil), goodBytes[:len(goodBytes)-21]...), 0x92, 0xa1, 'x', 0xa1, 'y'), core.ErrBadInput},
 	}
 	for _, tc := range cases {
 		errsBefore := c.Stats().Errors
@@ -514,16 +514,17 @@ func TestStrictLease(t *testing.T) {
 			if r := dec(1); r.Allowed || !r.SyncWanted || r.RetryAfter <= 0 || r.RetryAfter > P/100 {
 				t.Fatalf("before any lease: %+v, want denied, sync wanted, retry in (0, %d]", r, P/100)
 			}
-			if r := dec(0); !r.Allowed || r.Remaining != 0 {
-				t.Errorf("peek before any lease: %+v, want allowed with 0 remaining", r)
+			// A peek reports the global estimate, not the (absent) lease.
+			if r := dec(0); !r.Allowed || r.Remaining != 100 {
+				t.Errorf("peek before any lease: %+v, want allowed with the whole limit, 100, remaining", r)
 			}
 			// The denied request's demand goes out; the coordinator grants 3.
 			if !fc.sync(c, now) {
 				t.Fatal("no batch with the demand of a denied request")
 			}
 			for i := int64(0); i < grant; i++ {
-				if r := dec(1); !r.Allowed || r.Remaining != grant-i-1 {
-					t.Fatalf("within the lease, unit %d: %+v", i, r)
+				if r := dec(1); !r.Allowed || r.Remaining != 100-i-1 {
+					t.Fatalf("within the lease, unit %d: %+v, want remaining %d (the global estimate)", i, r, 100-i-1)
 				}
 			}
 			if r := dec(1); r.Allowed || !r.SyncWanted {
@@ -541,8 +542,8 @@ func TestStrictLease(t *testing.T) {
 			if err := c.SyncIn(replyBytes, now); err != nil {
 				t.Fatal(err)
 			}
-			if r := dec(2); !r.Allowed || r.Remaining != 3 {
-				t.Fatalf("after a lease of 5: %+v, want allowed with 3 left", r)
+			if r := dec(2); !r.Allowed || r.Remaining != 100-3-2 {
+				t.Fatalf("after a lease of 5: %+v, want allowed with 95 left (the 3 admitted before, acknowledged, and these 2)", r)
 			}
 			// A fixed window reports cost within its lease lazily (it is
 			// reserved at the coordinator already): no batch while 3 of 5
@@ -568,11 +569,11 @@ func TestStrictLease(t *testing.T) {
 				t.Fatal(err)
 			}
 			// lease 4 - 1 admitted since the cut = 3
-			if r := dec(3); !r.Allowed || r.Remaining != 0 {
-				t.Errorf("lease 4 minus 1 pending: %+v, want 3 admitted, 0 left", r)
+			if r := dec(3); !r.Allowed {
+				t.Errorf("lease 4 minus 1 pending: %+v, want 3 admitted", r)
 			}
-			if r := dec(1); r.Allowed {
-				t.Errorf("beyond the lease: %+v, want denied", r)
+			if r := dec(1); r.Allowed || !r.SyncRetry {
+				t.Errorf("beyond the lease: %+v, want denied with a sync retry", r)
 			}
 			total := fc.count[wkey{lkey{"api", "k"}, now / P}]
 			if alg == wire.TokenBucket || alg == wire.GCRA {
@@ -607,8 +608,9 @@ func TestStrictLeaseIsPerWindow(t *testing.T) {
 	}
 }
 
-// When denied for want of lease, Remaining is still what could be admitted
-// now: the lease left, not the lease minus the cost asked.
+// Remaining is the global estimate (limit less the view and the unsynced
+// local cost), never the isolate's lease: a cost beyond the lease is
+// denied with SyncRetry while the window has room.
 func TestStrictRemainingWhenDenied(t *testing.T) {
 	cfg := strictCfg(wire.FixedWindow, 100, 60*sec)
 	c := mustCore(t, cfg)
@@ -620,11 +622,11 @@ func TestStrictRemainingWhenDenied(t *testing.T) {
 	if err := c.Decide(0, []byte("k"), 3, sec, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Allowed || r.Remaining != 2 {
-		t.Errorf("cost 3 with a lease of 2: %+v, want denied with remaining 2", r)
+	if r.Allowed || !r.SyncRetry || r.Remaining != 100 {
+		t.Errorf("cost 3 with a lease of 2: %+v, want denied with a sync retry and remaining 100", r)
 	}
-	if err := c.Decide(0, []byte("k"), 2, sec, &r); err != nil || !r.Allowed || r.Remaining != 0 {
-		t.Errorf("cost 2 with a lease of 2: %v %+v, want allowed with remaining 0", err, r)
+	if err := c.Decide(0, []byte("k"), 2, sec, &r); err != nil || !r.Allowed || r.Remaining != 98 {
+		t.Errorf("cost 2 with a lease of 2: %v %+v, want allowed with remaining 98", err, r)
 	}
 }
 
@@ -742,8 +744,10 @@ func TestStrictDryDeniesLocally(t *testing.T) {
 	if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil || r.Allowed || r.SyncRetry || r.SyncWanted {
 		t.Fatalf("after a refusal: %+v %v, want denied here, no retry, no sync", r, err)
 	}
-	if r.RetryAfter != (P - now%P) {
-		t.Errorf("retry after %d, want the window's end %d", r.RetryAfter, P-now%P)
+	// The retry is the dry spell's end (then it asks again), not the
+	// window's end: budget others leave unused comes back.
+	if r.RetryAfter <= 0 || r.RetryAfter >= P-now%P {
+		t.Errorf("retry after %d, want within the dry spell, before the window's end %d", r.RetryAfter, P-now%P)
 	}
 	if out, _ := c.SyncOut(now, nil); len(out) != 0 {
 		t.Errorf("a local denial made a batch: %x", out)

@@ -48,7 +48,7 @@ var (
 	}}
 	fixReply = wire.Reply{Version: wire.Version, Seq: 70000, At: 1_763_700_000_223_456_789, Entries: []wire.View{
 		{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Prev: 127, TAT: 0, Lease: -1, Isolates: 3},
-		{Limiter: "customer", Key: key40, Window: 29_395_000, Count: 32768, Prev: 255, Lease: 40, Isolates: 128, Stand: 7, Exhausted: true},
+		{Limiter: "customer", Key: key40, Window: 29_395_000, Count: 32768, Prev: 255, Lease: 40, Isolates: 128, Stand: 7, Exhausted: true, Life: 1_000_000_000},
 		{Limiter: "bucket", Key: key256, TAT: 1_763_700_099_000_000_000, Lease: -33, Isolates: 65536},
 	}}
 	fixDecideRequest = wire.DecideRequest{Version: wire.Version, Now: 1_763_700_000_123_456_789, Checks: []wire.Check{
@@ -157,7 +157,7 @@ func observationGeneric(o *wire.Observation) map[string]any {
 func replyGeneric(rp *wire.Reply) map[string]any {
 	es := []any{}
 	for _, v := range rp.Entries {
-		es = append(es, []any{v.Limiter, v.Key, v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates, v.Stand, v.Exhausted})
+		es = append(es, []any{v.Limiter, v.Key, v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates, v.Stand, v.Exhausted, v.Life})
 	}
 	m := map[string]any{"v": rp.Version, "seq": rp.Seq, "at": rp.At, "e": es}
 	if len(rp.Upstream) > 0 {

@@ -19,6 +19,11 @@ type Batch struct {
 	// previous batch (upstream.go); at most MaxBatchEntries. Encoded only
 	// when there are some.
 	Signals []Signal `msgpack:"up,omitempty"`
+	// End: the isolate's last batch (a graceful stop). After applying it
+	// the coordinator gives back every lease and standing lease the
+	// isolate holds on the batch's keys; the isolate admits nothing more
+	// under them. Encoded only when true.
+	End bool `msgpack:"end,omitempty"`
 }
 
 // Delta is the consumption of one key in one window, encoded as the array
@@ -69,6 +74,12 @@ type View struct {
 	// asking for more is (for now) useless. Optional on the wire: a view
 	// of 8 or 9 elements says false.
 	Exhausted bool
+	// Life (leased limiters): how long, in ns after the batch was cut on
+	// the isolate's clock, the isolate may admit under Lease and Stand;
+	// past it they are void and the coordinator takes them back. 0: until
+	// the window ends (a coordinator without lease lifetimes). Optional on
+	// the wire: a view of 8 to 10 elements has 0.
+	Life int64
 }
 
 // AppendMsg appends b encoded as msgpack.
@@ -80,7 +91,7 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			up = b.Signals[i].AppendMsg(up)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, len(b.Entries))
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -92,14 +103,24 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // follow. up is the encoded array of the batch's signals (AppendSignal
 // after an array header), nil when there are none. With Batch.AppendMsg it
 // is the one encoding of a batch; the guest uses it to encode without
-// building a Batch (no allocation).
-func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, n int) []byte {
+// building a Batch (no allocation). end marks the isolate's last batch
+// (Batch.End).
+func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, n int) []byte {
+	fields := 5
 	if len(up) > 0 {
-		dst = AppendMapHeader(dst, 6)
+		fields++
+	}
+	if end {
+		fields++
+	}
+	dst = AppendMapHeader(dst, fields)
+	if len(up) > 0 {
 		dst = AppendString(dst, "up")
 		dst = append(dst, up...)
-	} else {
-		dst = AppendMapHeader(dst, 5)
+	}
+	if end {
+		dst = AppendString(dst, "end")
+		dst = AppendBool(dst, true)
 	}
 	dst = AppendString(dst, "v")
 	dst = AppendInt(dst, version)
@@ -163,6 +184,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			}
 		case Equal("up", f):
 			b.Signals = readSignals(r)
+		case Equal("end", f):
+			b.End = r.ReadBool()
 		default:
 			r.Skip()
 		}
@@ -236,9 +259,9 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 }
 
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
-// lease, isolates, stand, exhausted].
+// lease, isolates, stand, exhausted, life].
 func (v *View) AppendMsg(dst []byte) []byte {
-	dst = AppendArrayHeader(dst, 10)
+	dst = AppendArrayHeader(dst, 11)
 	dst = AppendString(dst, v.Limiter)
 	dst = AppendString(dst, v.Key)
 	dst = AppendInt(dst, v.Window)
@@ -248,11 +271,12 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	dst = AppendInt(dst, v.Lease)
 	dst = AppendInt(dst, v.Isolates)
 	dst = AppendInt(dst, v.Stand)
-	return AppendBool(dst, v.Exhausted)
+	dst = AppendBool(dst, v.Exhausted)
+	return AppendInt(dst, v.Life)
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted))]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life)))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -319,18 +343,21 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	n := r.ReadArrayHeader()
-	if (n < 8 || n > 10) && r.err == nil {
+	if (n < 8 || n > 11) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
-	v.Stand, v.Exhausted = 0, false
+	v.Stand, v.Exhausted, v.Life = 0, false, 0
 	if n >= 9 {
 		v.Stand = r.ReadInt()
 	}
-	if n == 10 {
+	if n >= 10 {
 		v.Exhausted = r.ReadBool()
+	}
+	if n == 11 {
+		v.Life = r.ReadInt()
 	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)
