@@ -211,10 +211,14 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	return h, nil
 }
 
-// Close stops the sync loops and releases the isolates.
+// Close stops the sync loops, gives the isolates' leases back to the
+// coordinator (release.go: a graceful stop reports what every isolate
+// admitted and returns the rest; bounded by SyncTimeout) and releases the
+// isolates.
 func (h *Host) Close() error {
 	h.cancel()
 	h.wg.Wait()
+	h.release()
 	return h.rt.Close(context.Background())
 }
 

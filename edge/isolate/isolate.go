@@ -45,7 +45,8 @@ type Isolate struct {
 	reset, syncOut, syncIn  api.Function
 	stats, configure, ioBuf api.Function
 	ioPtr, reincarnate      api.Function
-	observe                 api.Function
+	observe, release        api.Function
+	ending                  bool // Release was called and SyncOut has not yet come back empty
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
 	multi                   []byte
@@ -85,7 +86,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.decide, i.decideMulti, i.reset = get("el_decide"), get("el_decide_multi"), get("el_reset")
 	i.syncOut, i.syncIn, i.stats = get("el_sync_out"), get("el_sync_in"), get("el_stats")
 	i.configure, i.ioBuf, i.ioPtr = get("el_configure"), get("el_io_buf"), get("el_io_ptr")
-	i.reincarnate, i.observe = get("el_reincarnate"), get("el_observe")
+	i.reincarnate, i.observe, i.release = get("el_reincarnate"), get("el_observe"), get("el_release")
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
 		mod.Close(ctx)
@@ -253,6 +254,9 @@ func (i *Isolate) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, e
 	if n < 0 {
 		return dst, fmt.Errorf("isolate: sync out: %w", core.ErrorForCode(n))
 	}
+	if n == 0 {
+		i.ending = false // nothing left to report: a graceful stop is done
+	}
 	return i.readIO(ctx, dst, n)
 }
 
@@ -286,6 +290,22 @@ func (i *Isolate) Reincarnate(ctx context.Context) error {
 	i.cfg.IsolateID = id
 	return nil
 }
+
+// Release starts a graceful stop: the next SyncOut calls cut batches that
+// report every key holding a lease, the last of them (wire.Batch.End)
+// giving all leases back to the coordinator. Sync until SyncOut returns
+// nothing, then close the isolate.
+func (i *Isolate) Release(ctx context.Context) error {
+	if err := i.status(ctx, "release", i.release); err != nil {
+		return err
+	}
+	i.ending = true
+	return nil
+}
+
+// Ending reports whether a graceful stop (Release) still has a batch to
+// send: the one in flight, or the last one, not yet cut.
+func (i *Isolate) Ending() bool { return i.ending }
 
 // incarnationID returns base with an incarnation suffix ('~' and 12 hex
 // digits of r), base cut so that the id fits wire.MaxIsolateIDLen. The

@@ -117,6 +117,18 @@ func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
+// el_release starts a graceful stop (core.Core.Release): the next batches
+// report every key holding a lease, the last one giving the leases back.
+//
+//export el_release
+func elRelease() int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	lim.Release()
+	return 0
+}
+
 //export el_reset
 func elReset(limiter, keyLen int32) int32 {
 	if lim == nil {
