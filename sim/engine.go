@@ -56,6 +56,9 @@ type keyInfo struct {
 
 type truth struct {
 	win, offered, admitted, denied int64
+	// spent is what the coordinator had counted or reserved for the
+	// window when it ended (see sampleWindowEnd); -1 when not sampled.
+	spent int64
 }
 
 // engine runs one (strategy, sync interval) of a scenario.
@@ -377,6 +380,9 @@ func (e *engine) want(nd *node, now int64) error {
 func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
 	tr := &e.truth[gid]
 	e.hist.add(added)
+	if added > 0 {
+		e.res.Waited++
+	}
 	if allowed {
 		e.res.Admitted += cost
 		tr.admitted += cost
@@ -391,7 +397,8 @@ func (e *engine) rollWindow(gid int32, now int64) {
 	tr := &e.truth[gid]
 	if w := now / e.keys[gid].period; w != tr.win {
 		e.flush(gid)
-		tr.win, tr.offered, tr.admitted, tr.denied = w, 0, 0, 0
+		tr.win, tr.offered, tr.admitted, tr.denied, tr.spent = w, 0, 0, 0, -1
+		e.scheduleWindowEnd(gid, w)
 	}
 }
 
@@ -546,6 +553,10 @@ func (e *engine) handle(ev event) error {
 		if ev.gen == nd.gen {
 			e.expire(nd, now, false)
 		}
+	case evWindowEnd:
+		if g := int32(ev.tok); e.truth[g].win == ev.t/e.keys[g].period {
+			e.sampleWindowEnd(g)
+		}
 	case evUpstream:
 		a := e.up.unpark(ev.tok)
 		if ev.gen == nd.gen { // else the isolate that sent it is gone
@@ -596,6 +607,9 @@ func (e *engine) flush(gid int32) {
 		e.overs = append(e.overs, pct)
 	}
 	r.Unserved += min(tr.denied, max(k.cap-tr.admitted, 0))
+	if tr.spent >= 0 {
+		r.Stranded += min(tr.denied, max(tr.spent-tr.admitted, 0))
+	}
 	e.utilNum += tr.admitted
 	e.utilDen += min(tr.offered, k.cap)
 }
@@ -605,6 +619,9 @@ func (e *engine) finish() {
 		e.expire(nd, e.duration, true) // still held at the end: denied
 	}
 	for g := range e.truth {
+		if e.truth[g].win >= 0 && e.truth[g].spent < 0 {
+			e.sampleWindowEnd(int32(g)) // a window the run's end cut short
+		}
 		e.flush(int32(g))
 		e.truth[g].win = -1
 	}
@@ -625,9 +642,11 @@ func (e *engine) finish() {
 	}
 	if e.utilDen > 0 {
 		r.UnservedPct = 100 * float64(r.Unserved) / float64(e.utilDen)
+		r.StrandedPct = 100 * float64(r.Stranded) / float64(e.utilDen)
 	}
 	if r.Requests > 0 {
 		r.SyncPerDecision = 100 * float64(r.SyncRequests) / float64(r.Requests)
+		r.WaitedPct = 100 * float64(r.Waited) / float64(r.Requests)
 	}
 	if e.utilDen > 0 {
 		r.Utilisation = 100 * float64(e.utilNum) / float64(e.utilDen)
@@ -635,6 +654,6 @@ func (e *engine) finish() {
 	r.SyncPerSec = float64(r.SyncRequests) / secs
 	r.SyncBytesPerSec = float64(r.SyncBytes) / secs
 	r.CoordWritesPerSec = float64(r.CoordWrites) / secs
-	r.LatencyP50 = Duration(e.hist.quantile(0.50))
-	r.LatencyP99 = Duration(e.hist.quantile(0.99))
+	r.WaitP50 = Duration(e.hist.quantile(0.50))
+	r.WaitP99 = Duration(e.hist.quantile(0.99))
 }

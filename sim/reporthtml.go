@@ -19,7 +19,7 @@ import (
 // and sync requests per second. Strategies without a sync interval
 // (local-only, central) are drawn as dashed horizontal lines.
 func WriteHTML(w io.Writer, rep Report) error {
-	page := htmlPage{Title: "edgelimit sim", Results: rep.Results, Tuning: rep.Tuning}
+	page := htmlPage{Title: "edgelimit sim", Results: rep.Results, Tuning: rep.Tuning, Legend: Legend}
 	if rep.Scenario != nil {
 		page.Title += ": " + rep.Scenario.Name
 		page.Description = rep.Scenario.Description
@@ -33,7 +33,8 @@ func WriteHTML(w io.Writer, rep Report) error {
 		page.Rows = append(page.Rows, htmlRow{Strategy: r.Strategy, Sync: syncLabel(r),
 			Overrun: pct(r.OverrunPct), Worst: pct(r.WorstOverrunPct), Util: pct(r.Utilisation),
 			Unserved: pct(r.UnservedPct), SyncPerSec: strconv.FormatFloat(r.SyncPerSec, 'f', 1, 64),
-			SyncPerDecision: pct(r.SyncPerDecision), P99: fmtDur(int64(r.LatencyP99)),
+			SyncPerDecision: pct(r.SyncPerDecision), Stranded: pct(r.StrandedPct), Waited: pct(r.WaitedPct),
+			P50: fmtDur(int64(r.WaitP50)), P99: fmtDur(int64(r.WaitP99)),
 			Requests: r.Requests, Admitted: r.Admitted, Denied: r.Denied})
 		if r.UpstreamAccepted+r.Upstream429+r.UpstreamFailed > 0 {
 			page.Upstream = append(page.Upstream, htmlUpRow{Strategy: r.Strategy, Sync: syncLabel(r), OK: r.UpstreamAccepted,
@@ -59,6 +60,7 @@ func pct(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "%" }
 
 type htmlPage struct {
 	Title, Description, ScenarioJSON string
+	Legend                           string // the columns, as under the text table
 	Results                          []Result
 	Tuning                           *Tuning
 	Rows                             []htmlRow
@@ -73,8 +75,8 @@ type htmlUpRow struct {
 }
 
 type htmlRow struct {
-	Strategy, Sync, Overrun, Worst, Util, Unserved, SyncPerSec, SyncPerDecision, P99 string
-	Requests, Admitted, Denied                                                       int64
+	Strategy, Sync, Overrun, Worst, Util, Unserved, Stranded, SyncPerSec, SyncPerDecision, Waited, P50, P99 string
+	Requests, Admitted, Denied                                                                              int64
 }
 
 // htmlChart is one SVG panel: W x H pixels, plot area inside the margins.
@@ -253,11 +255,12 @@ svg text { font: 11px system-ui, sans-serif; }
 {{with .Description}}<p>{{.}}</p>{{end}}
 <h2>Results</h2>
 <table id="results">
-<thead><tr><th>strategy</th><th>sync</th><th>requests</th><th>admitted</th><th>denied</th><th>overrun</th><th>worst window</th><th>utilisation</th><th>unserved with room</th><th>syncs/s</th><th>syncs per decision</th><th>added latency p99</th></tr></thead>
+<thead><tr><th>strategy</th><th>sync</th><th>requests</th><th>admitted</th><th>denied</th><th>overrun</th><th>worst window</th><th>utilisation</th><th>unserved with room</th><th>stranded in leases</th><th>syncs/s</th><th>syncs per decision</th><th>waited</th><th>wait p50</th><th>wait p99</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.Requests}}</td><td>{{.Admitted}}</td><td>{{.Denied}}</td><td>{{.Overrun}}</td><td>{{.Worst}}</td><td>{{.Util}}</td><td>{{.Unserved}}</td><td>{{.SyncPerSec}}</td><td>{{.SyncPerDecision}}</td><td>{{.P99}}</td></tr>
+{{range .Rows}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.Requests}}</td><td>{{.Admitted}}</td><td>{{.Denied}}</td><td>{{.Overrun}}</td><td>{{.Worst}}</td><td>{{.Util}}</td><td>{{.Unserved}}</td><td>{{.Stranded}}</td><td>{{.SyncPerSec}}</td><td>{{.SyncPerDecision}}</td><td>{{.Waited}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
 {{end}}</tbody>
 </table>
+<pre id="legend">{{.Legend}}</pre>
 {{if .Upstream}}<h2>Upstream</h2>
 <p>What the API behind the limiter did with the admitted requests: its answers, the use of its true limit (its 200s over min(offered, its limit) per key-window of its own), its key-windows with a 429, and the most 429s one isolate got in one of them.</p>
 <table id="upstream">

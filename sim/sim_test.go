@@ -122,8 +122,8 @@ func TestCentralNeverOverruns(t *testing.T) {
 	if r.Overrun != 0 {
 		t.Fatalf("central overran by %d", r.Overrun)
 	}
-	if r.Admitted == 0 || r.LatencyP50 < Duration(2*time.Millisecond) || r.LatencyP99 < r.LatencyP50 {
-		t.Fatalf("central admitted %d with latency p50 %v p99 %v", r.Admitted, time.Duration(r.LatencyP50), time.Duration(r.LatencyP99))
+	if r.Admitted == 0 || r.WaitP50 < Duration(2*time.Millisecond) || r.WaitP99 < r.WaitP50 {
+		t.Fatalf("central admitted %d with latency p50 %v p99 %v", r.Admitted, time.Duration(r.WaitP50), time.Duration(r.WaitP99))
 	}
 	if r.SyncRequests <= r.Requests {
 		t.Fatalf("with 10%% loss, %d round trips for %d requests: no retries", r.SyncRequests, r.Requests)
@@ -497,8 +497,14 @@ func TestCorpusLoads(t *testing.T) {
 	if len(rows) != 2 || rows[0].Seeds != 2 || rows[0].Overloaded {
 		t.Fatalf("rows %+v", rows)
 	}
-	if m := rows[1].Misses(); len(m) != 1 || !strings.HasPrefix(m[0], "p50") {
-		t.Errorf("central under the limit misses %v, want only the p50 latency (a round trip per request)", m)
+	// 100 units per window: the wait targets apply, and central waits a
+	// round trip for every request.
+	if m := rows[1].Misses(); len(m) != 2 || !strings.HasPrefix(m[0], "wait p50") || m[1] != "waited 100%" {
+		t.Errorf("central under the limit misses %v, want only the wait p50 and waited %% (a round trip per request)", m)
+	}
+	if r := rows[1]; r.CapacityPerWindow != 100 || r.WaitedPct != 100 || r.StrandedPct != 0 {
+		t.Errorf("central: %.1f units per window, waited %.1f%%, stranded %.2f%%; want 100, 100, 0", r.CapacityPerWindow,
+			r.WaitedPct, r.StrandedPct)
 	}
 }
 
@@ -530,8 +536,8 @@ func TestCorpusDefaultModeTargets(t *testing.T) {
 			if r.WorstOverrunPct > 0 || r.SyncPerDecision > 100 {
 				t.Errorf("%s auto: worst window %.2f%% over, %.1f%% sync per decision", r.Scenario, r.WorstOverrunPct, r.SyncPerDecision)
 			}
-			if r.DecisionsPerIsolate >= 100 && r.LatencyP50 != 0 {
-				t.Errorf("%s auto: busy isolates, yet the median request waited %v", r.Scenario, time.Duration(r.LatencyP50))
+			if r.DecisionsPerIsolate >= 100 && r.WaitP50 != 0 {
+				t.Errorf("%s auto: busy isolates, yet the median request waited %v", r.Scenario, time.Duration(r.WaitP50))
 			}
 		case Approximate:
 			if r.WorstOverrunPct > TargetWorstPct {
