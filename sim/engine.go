@@ -33,6 +33,7 @@ type node struct {
 	sentAt  int64  // when the live attempt was sent, ns
 	share   *failpolicy.Share[int32]
 	waiting []waiter // requests held for a sync (SyncRetry answers)
+	dead    bool     // killed and not restarted yet (see Kill); iso is nil
 }
 
 // waiter is a request the module answered with SyncRetry (a strict lease
@@ -229,9 +230,43 @@ func (e *engine) setup() error {
 			return err
 		}
 		e.nodes = append(e.nodes, nd)
-		if _, ok := st.(localOnly); e.lifetime > 0 && (ok || st.early()) {
+		if e.churns() {
 			e.scheduleEvict(nd, 0)
 		}
+	}
+	e.scheduleKills()
+	return nil
+}
+
+// churns reports whether the strategy's nodes are evicted (Churn): the
+// isolates of local-only and of edgelimit's strategies.
+func (e *engine) churns() bool {
+	_, ok := e.strat.(localOnly)
+	return e.lifetime > 0 && (ok || e.strat.early())
+}
+
+// stop ends nd's isolate at now, as a kill -9 or an eviction does: the
+// requests it holds are denied, its unsynced and in-flight deltas are lost
+// (its events are stale from now on).
+func (e *engine) stop(nd *node, now int64) error {
+	e.expire(nd, now, true)
+	err := nd.iso.Close(e.ctx)
+	nd.iso = nil
+	nd.gen++
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return nil
+}
+
+// restart starts a new incarnation of nd at now (cold, a new id).
+func (e *engine) restart(nd *node, now int64) error {
+	nd.dead = false
+	if err := e.start(nd, now); err != nil {
+		return err
+	}
+	if e.churns() {
+		e.scheduleEvict(nd, now)
 	}
 	return nil
 }
@@ -286,7 +321,9 @@ func (e *engine) armTimer(nd *node) {
 
 func (e *engine) close() {
 	for _, nd := range e.nodes {
-		nd.iso.Close(e.ctx)
+		if nd.iso != nil {
+			nd.iso.Close(e.ctx)
+		}
 	}
 	if e.coord != nil {
 		e.coord.Close()
@@ -344,6 +381,11 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 	e.res.Requests++
 	if e.up != nil {
 		e.up.arrive(gid, now, cost)
+	}
+	isoIdx, ok := e.live(isoIdx)
+	if !ok { // every isolate is dead: nothing answers
+		e.record(gid, cost, false, 0)
+		return nil
 	}
 	allowed, added, held, err := e.strat.decide(e, now, isoIdx, gid, lim, cost)
 	if err != nil || held {
@@ -574,15 +616,16 @@ func (e *engine) handle(ev event) error {
 			return nil
 		}
 		e.res.Evictions++
-		e.expire(nd, now, true) // the isolate and its held requests are gone
-		if err := nd.iso.Close(e.ctx); err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		nd.gen++
-		if err := e.start(nd, now); err != nil {
+		if err := e.stop(nd, now); err != nil { // the isolate and its held requests are gone
 			return err
 		}
-		e.scheduleEvict(nd, now)
+		return e.restart(nd, now)
+	case evKill:
+		return e.kill(nd, now, e.sc.Kills[ev.tok])
+	case evRestart:
+		if ev.gen == nd.gen && nd.dead {
+			return e.restart(nd, now)
+		}
 	}
 	return nil
 }

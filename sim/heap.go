@@ -10,6 +10,8 @@ const (
 	evDeadline         // requests the node holds for a sync reach their deadline
 	evUpstream         // an upstream's answer reaches the node (tok: its parked index)
 	evWindowEnd        // a key's window ends (tok: the key's index; node unused)
+	evKill             // the node's isolate is killed (tok: the scenario's kill index)
+	evRestart          // a killed node's new incarnation starts
 )
 
 // event is one entry of the event heap; ordered by (t, seq), so events at

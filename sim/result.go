@@ -81,6 +81,8 @@ type Result struct {
 	CoordWrites       int64   `json:"coordinator_writes"`
 	CoordWritesPerSec float64 `json:"coordinator_writes_per_sec"`
 	Evictions         int64   `json:"evictions"`
+	// Kills counts the isolates killed (Scenario.Kills).
+	Kills int64 `json:"kills"`
 	// TraceNotReplayed counts the trace's requests that fall after the
 	// simulated time and were not replayed.
 	TraceNotReplayed int64 `json:"trace_not_replayed"`
