@@ -83,8 +83,7 @@ func (r CorpusRow) Misses() []string {
 	if !r.Overloaded && r.UnservedPct > TargetUnservedPct {
 		m = append(m, fmt.Sprintf("unserved %.1f%%", r.UnservedPct))
 	}
-	// The wait histogram has 12.5% resolution.
-	if float64(r.WaitP99) > 1.125*float64(r.RoundTrip) {
+	if !withinWait(r.WaitP99, r.RoundTrip) {
 		m = append(m, "wait p99 "+fmtDur(int64(r.WaitP99)))
 	}
 	if r.CapacityPerWindow >= TargetBusyUnits {
@@ -156,7 +155,7 @@ func (s *Simulator) RunCorpus(ctx context.Context, scs []*Scenario, o CorpusOpti
 // aggregate folds the results of one scenario and strategy over seeds.
 func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 	row := CorpusRow{Scenario: sc.Name, Strategy: strategy, Sync: rs[0].Sync, Seeds: len(rs),
-		RoundTrip: Duration(2 * sc.Network.Latency.Mean)}
+		RoundTrip: roundTrip(sc)}
 	n := float64(len(rs))
 	var offered, capacity, windows int64
 	var p50, p99 float64
@@ -183,6 +182,10 @@ func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 	row.Overloaded = offered > capacity
 	return row
 }
+
+// roundTrip is sc's median round trip: twice the one-way latency's mean
+// (fixed, uniform) or median (lognormal).
+func roundTrip(sc *Scenario) Duration { return 2 * sc.Network.Latency.Mean }
 
 // WriteCorpusTable prints corpus rows as a table, with the targets each
 // row misses.

@@ -93,6 +93,10 @@ func syncLabel(r Result) string {
 	return time.Duration(r.Sync).String()
 }
 
+// Short formats d as the tables print waits: 0, or rounded to 10 µs
+// ("41.94ms").
+func (d Duration) Short() string { return fmtDur(int64(d)) }
+
 func fmtDur(ns int64) string {
 	if ns == 0 {
 		return "0"

@@ -42,6 +42,24 @@ func WriteHTML(w io.Writer, rep Report) error {
 				Worst: r.Upstream429WorstIsolate})
 		}
 	}
+	if t := rep.Tuning; t != nil {
+		page.TuneBounds = fmt.Sprintf("%s key-window overrun at most %g%%", t.Metric, t.Target)
+		if t.MaxWait >= 0 {
+			page.TuneBounds += ", wait p99 at most " + time.Duration(t.MaxWait).String()
+		}
+		if t.MinUtil >= 0 {
+			page.TuneBounds += fmt.Sprintf(", utilisation at least %g%%", t.MinUtil)
+		}
+		for _, p := range t.Curve {
+			meets := "yes"
+			if !p.Meets {
+				meets = "no: " + strings.Join(p.Misses, ", ")
+			}
+			page.TuneRows = append(page.TuneRows, htmlTuneRow{Interval: time.Duration(p.Interval).String(),
+				Metric: pct(p.Metric), Waited: pct(p.WaitedPct), P50: p.WaitP50.Short(), P99: p.WaitP99.Short(),
+				Util: pct(p.Utilisation), Meets: meets})
+		}
+	}
 	page.Charts = []htmlChart{
 		chartOf("worst-window overrun (% of the limit)", "overrun", rep.Results,
 			func(r Result) float64 { return r.WorstOverrunPct }),
@@ -61,11 +79,18 @@ func pct(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "%" }
 type htmlPage struct {
 	Title, Description, ScenarioJSON string
 	Legend                           string // the columns, as under the text table
+	TuneBounds                       string // the tuner's bounds, when it ran
+	TuneRows                         []htmlTuneRow
 	Results                          []Result
 	Tuning                           *Tuning
 	Rows                             []htmlRow
 	Upstream                         []htmlUpRow // scenarios with an upstream
 	Charts                           []htmlChart
+}
+
+// htmlTuneRow is one scanned interval of the tuner.
+type htmlTuneRow struct {
+	Interval, Metric, Waited, P50, P99, Util, Meets string
 }
 
 // htmlUpRow is one row of the upstream table (see UpstreamLegend).
@@ -269,7 +294,15 @@ svg text { font: 11px system-ui, sans-serif; }
 {{range .Upstream}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.OK}}</td><td>{{.R429}}</td><td>{{.R503}}</td><td>{{.Util}}</td><td>{{.Windows}}</td><td>{{.Worst}}</td></tr>
 {{end}}</tbody>
 </table>
-{{end}}{{with .Tuning}}<p id="tuning">Tuning ({{.Strategy}}, {{.Metric}} at most {{.Target}}%): {{if .Found}}the largest interval that keeps it is {{.Interval}}{{else}}no interval scanned meets the target{{end}}.</p>{{end}}
+{{end}}{{with .Tuning}}<h2>Tuning</h2>
+<p id="tuning">Tuning {{.Strategy}} ({{$.TuneBounds}}, on every seed): {{if .Found}}the largest interval that meets every bound is {{.Interval}}{{else}}no interval scanned meets every bound; none is recommended{{end}}.</p>
+<table id="tuning-curve">
+<thead><tr><th>interval</th><th>{{.Metric}} window overrun</th><th>waited</th><th>wait p50</th><th>wait p99</th><th>utilisation</th><th>meets</th></tr></thead>
+<tbody>
+{{range $.TuneRows}}<tr><td>{{.Interval}}</td><td>{{.Metric}}</td><td>{{.Waited}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Util}}</td><td>{{.Meets}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}
 <h2>Against the sync interval</h2>
 {{range .Charts}}<figure id="chart-{{.ID}}">
 <figcaption>{{.Title}}</figcaption>
