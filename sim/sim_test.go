@@ -570,3 +570,21 @@ func TestTraceUnixTimes(t *testing.T) {
 		t.Fatal("a timestamp past 1e10 s was accepted")
 	}
 }
+
+// Approximate mode has no overrun bound (README, "Modes"): at a limit of
+// 6/s offered 12/s by 8 isolates its worst window is more than twice the
+// limit.
+func TestApproximateHasNoOverrunBound(t *testing.T) {
+	sc, err := Builtin("approx-6rps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Isolates = 8
+	r, err := testSim(t).Run(context.Background(), sc, Approximate, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.WorstOverrunPct <= 100 {
+		t.Errorf("worst window %.1f%% over with 8 isolates; the README says +117-133%%", r.WorstOverrunPct)
+	}
+}
