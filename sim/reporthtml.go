@@ -50,6 +50,7 @@ func WriteHTML(w io.Writer, rep Report) error {
 		if t.MinUtil >= 0 {
 			page.TuneBounds += fmt.Sprintf(", utilisation at least %g%%", t.MinUtil)
 		}
+		page.TunePick = time.Duration(t.Interval).String()
 		for _, p := range t.Curve {
 			meets := "yes"
 			if !p.Meets {
@@ -80,6 +81,7 @@ type htmlPage struct {
 	Title, Description, ScenarioJSON string
 	Legend                           string // the columns, as under the text table
 	TuneBounds                       string // the tuner's bounds, when it ran
+	TunePick                         string // the interval it picked
 	TuneRows                         []htmlTuneRow
 	Results                          []Result
 	Tuning                           *Tuning
@@ -295,7 +297,7 @@ svg text { font: 11px system-ui, sans-serif; }
 {{end}}</tbody>
 </table>
 {{end}}{{with .Tuning}}<h2>Tuning</h2>
-<p id="tuning">Tuning {{.Strategy}} ({{$.TuneBounds}}, on every seed): {{if .Found}}the largest interval that meets every bound is {{.Interval}}{{else}}no interval scanned meets every bound; none is recommended{{end}}.</p>
+<p id="tuning">Tuning {{.Strategy}} ({{$.TuneBounds}}, on every seed): {{if .Found}}the largest interval that meets every bound is {{$.TunePick}}{{else}}no interval scanned meets every bound; none is recommended{{end}}.</p>
 <table id="tuning-curve">
 <thead><tr><th>interval</th><th>{{.Metric}} window overrun</th><th>waited</th><th>wait p50</th><th>wait p99</th><th>utilisation</th><th>meets</th></tr></thead>
 <tbody>

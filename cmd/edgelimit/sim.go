@@ -362,7 +362,7 @@ func writeTuning(w io.Writer, t sim.Tuning) {
 				if p.WaitP99 < wait.WaitP99 {
 					wait = p
 				}
-				if p.Utilisation > util.Utilisation {
+				if min(p.Utilisation, 100) > min(util.Utilisation, 100) { // above 100 is overrun
 					util = p
 				}
 			}
