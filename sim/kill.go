@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Kill kills isolates mid-run as kill -9 does: at At each stops deciding
 // and syncing at once; its unsynced and in-flight deltas are lost, the
@@ -34,7 +37,7 @@ func (s *Scenario) validateKills(bad func(string, ...any)) {
 		p := fmt.Sprintf("kills[%d]", i)
 		if k.At < 0 || k.First < 0 || k.Count < 0 || k.First >= s.Isolates || k.First+k.Count > s.Isolates {
 			bad("%s: want at >= 0 and 0 <= first < first+count <= isolates (%d), got at %v, first %d, count %d",
-				p, s.Isolates, k.At, k.First, k.Count, s.Isolates)
+				p, s.Isolates, time.Duration(k.At), k.First, k.Count)
 		}
 		if k.Restart < 0 && k.First == 0 && (k.Count == 0 || k.Count == s.Isolates) {
 			bad("%s: every isolate killed and none restarts: nothing would answer", p)
