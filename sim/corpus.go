@@ -33,17 +33,25 @@ type CorpusRow struct {
 	// summed over key-windows.
 	Overloaded bool `json:"overloaded"`
 	// DecisionsPerIsolate is decisions per second per isolate.
-	DecisionsPerIsolate float64  `json:"decisions_per_isolate_per_sec"`
-	WorstOverrunPct     float64  `json:"worst_overrun_pct"`
-	P99OverrunPct       float64  `json:"p99_overrun_pct"`
-	OverWindowsPct      float64  `json:"over_windows_pct"`
-	UnservedPct         float64  `json:"unserved_with_room_pct"`
-	Utilisation         float64  `json:"utilisation_pct"`
-	SyncPerDecision     float64  `json:"sync_per_decision_pct"`
-	LatencyP50          Duration `json:"latency_p50"`
-	LatencyP99          Duration `json:"latency_p99"`
+	DecisionsPerIsolate float64 `json:"decisions_per_isolate_per_sec"`
+	WorstOverrunPct     float64 `json:"worst_overrun_pct"`
+	P99OverrunPct       float64 `json:"p99_overrun_pct"`
+	OverWindowsPct      float64 `json:"over_windows_pct"`
+	UnservedPct         float64 `json:"unserved_with_room_pct"`
+	Utilisation         float64 `json:"utilisation_pct"`
+	SyncPerDecision     float64 `json:"sync_per_decision_pct"`
+	// StrandedPct is Result.StrandedPct: budget stranded in leases while
+	// demand was refused, % of min(offered, capacity).
+	StrandedPct float64 `json:"stranded_pct"`
+	// WaitedPct is Result.WaitedPct: the share of decisions that waited.
+	WaitedPct float64  `json:"waited_pct"`
+	WaitP50   Duration `json:"wait_p50"`
+	WaitP99   Duration `json:"wait_p99"`
+	// CapacityPerWindow is the mean capacity of a key-window (cost units):
+	// from TargetBusyUnits on, Misses checks the wait p50 and waited %.
+	CapacityPerWindow float64 `json:"capacity_per_window"`
 	// RoundTrip is the scenario's median round trip (twice the one-way
-	// latency's mean or median), the bound of LatencyP99 in Misses.
+	// latency's mean or median), the bound of WaitP99 in Misses.
 	RoundTrip Duration `json:"round_trip"`
 }
 
@@ -55,6 +63,12 @@ const (
 	TargetUnservedPct    = 1.0   // when it does not
 	TargetSyncPct        = 100.0 // sync requests per decision, %, everywhere
 	TargetBusySyncPct    = 5.0   // the same where isolates see >= 100 decisions/s
+	// TargetBusyUnits is the capacity per key-window (cost units) from
+	// which a row must also decide its median request without waiting
+	// (wait p50 = 0) and have at most TargetWaitedPct of its decisions
+	// wait.
+	TargetBusyUnits = 100.0
+	TargetWaitedPct = 25.0 // % of decisions that waited, rows of >= TargetBusyUnits
 )
 
 // Misses lists the targets the row misses (empty when it meets all).
@@ -69,12 +83,16 @@ func (r CorpusRow) Misses() []string {
 	if !r.Overloaded && r.UnservedPct > TargetUnservedPct {
 		m = append(m, fmt.Sprintf("unserved %.1f%%", r.UnservedPct))
 	}
-	if r.LatencyP50 > 0 {
-		m = append(m, "p50 "+fmtDur(int64(r.LatencyP50)))
+	if !withinWait(r.WaitP99, r.RoundTrip) {
+		m = append(m, "wait p99 "+fmtDur(int64(r.WaitP99)))
 	}
-	// The latency histogram has 12.5% resolution.
-	if float64(r.LatencyP99) > 1.125*float64(r.RoundTrip) {
-		m = append(m, "p99 "+fmtDur(int64(r.LatencyP99)))
+	if r.CapacityPerWindow >= TargetBusyUnits {
+		if r.WaitP50 > 0 {
+			m = append(m, "wait p50 "+fmtDur(int64(r.WaitP50)))
+		}
+		if r.WaitedPct > TargetWaitedPct {
+			m = append(m, fmt.Sprintf("waited %.0f%%", r.WaitedPct))
+		}
 	}
 	if r.SyncPerDecision > TargetSyncPct || (r.DecisionsPerIsolate >= 100 && r.SyncPerDecision > TargetBusySyncPct) {
 		m = append(m, fmt.Sprintf("sync %.0f%%", r.SyncPerDecision))
@@ -137,9 +155,9 @@ func (s *Simulator) RunCorpus(ctx context.Context, scs []*Scenario, o CorpusOpti
 // aggregate folds the results of one scenario and strategy over seeds.
 func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 	row := CorpusRow{Scenario: sc.Name, Strategy: strategy, Sync: rs[0].Sync, Seeds: len(rs),
-		RoundTrip: Duration(2 * sc.Network.Latency.Mean)}
+		RoundTrip: roundTrip(sc)}
 	n := float64(len(rs))
-	var offered, capacity int64
+	var offered, capacity, windows int64
 	var p50, p99 float64
 	for _, r := range rs {
 		row.WorstOverrunPct = math.Max(row.WorstOverrunPct, r.WorstOverrunPct)
@@ -148,30 +166,40 @@ func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 		row.UnservedPct += r.UnservedPct / n
 		row.Utilisation += r.Utilisation / n
 		row.SyncPerDecision += r.SyncPerDecision / n
+		row.StrandedPct += r.StrandedPct / n
+		row.WaitedPct += r.WaitedPct / n
 		row.DecisionsPerIsolate += float64(r.Requests) / (float64(r.Duration) / 1e9) / float64(r.Isolates) / n
-		p50 += float64(r.LatencyP50) / n
-		p99 += float64(r.LatencyP99) / n
+		p50 += float64(r.WaitP50) / n
+		p99 += float64(r.WaitP99) / n
 		offered += r.Offered
 		capacity += r.Capacity
+		windows += r.Windows
 	}
-	row.LatencyP50, row.LatencyP99 = Duration(p50), Duration(p99)
+	row.WaitP50, row.WaitP99 = Duration(p50), Duration(p99)
+	if windows > 0 {
+		row.CapacityPerWindow = float64(capacity) / float64(windows)
+	}
 	row.Overloaded = offered > capacity
 	return row
 }
+
+// roundTrip is sc's median round trip: twice the one-way latency's mean
+// (fixed, uniform) or median (lognormal).
+func roundTrip(sc *Scenario) Duration { return 2 * sc.Network.Latency.Mean }
 
 // WriteCorpusTable prints corpus rows as a table, with the targets each
 // row misses.
 func WriteCorpusTable(w io.Writer, rows []CorpusRow) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tstrategy\tdec/s/iso\tworst win %\tp99 win %\twins over %\tunserved %\tutil %\tsync/dec %\tlat p50\tlat p99\tmisses")
+	fmt.Fprintln(tw, "scenario\tstrategy\tdec/s/iso\tworst win %\tp99 win %\twins over %\tunserved %\tutil %\tstranded %\tsync/dec %\twaited %\twait p50\twait p99\tmisses")
 	for _, r := range rows {
 		miss := strings.Join(r.Misses(), ", ")
 		if miss == "" {
 			miss = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\n", r.Scenario, r.Strategy,
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t%s\t%s\t%s\n", r.Scenario, r.Strategy,
 			r.DecisionsPerIsolate, r.WorstOverrunPct, r.P99OverrunPct, r.OverWindowsPct, r.UnservedPct, r.Utilisation,
-			r.SyncPerDecision, fmtDur(int64(r.LatencyP50)), fmtDur(int64(r.LatencyP99)), miss)
+			r.StrandedPct, r.SyncPerDecision, r.WaitedPct, fmtDur(int64(r.WaitP50)), fmtDur(int64(r.WaitP99)), miss)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("sim: corpus table: %w", err)

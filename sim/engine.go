@@ -33,6 +33,7 @@ type node struct {
 	sentAt  int64  // when the live attempt was sent, ns
 	share   *failpolicy.Share[int32]
 	waiting []waiter // requests held for a sync (SyncRetry answers)
+	dead    bool     // killed and not restarted yet (see Kill); iso is nil
 }
 
 // waiter is a request the module answered with SyncRetry (a strict lease
@@ -56,6 +57,9 @@ type keyInfo struct {
 
 type truth struct {
 	win, offered, admitted, denied int64
+	// spent is what the coordinator had counted or reserved for the
+	// window when it ended (see sampleWindowEnd); -1 when not sampled.
+	spent int64
 }
 
 // engine runs one (strategy, sync interval) of a scenario.
@@ -226,9 +230,43 @@ func (e *engine) setup() error {
 			return err
 		}
 		e.nodes = append(e.nodes, nd)
-		if _, ok := st.(localOnly); e.lifetime > 0 && (ok || st.early()) {
+		if e.churns() {
 			e.scheduleEvict(nd, 0)
 		}
+	}
+	e.scheduleKills()
+	return nil
+}
+
+// churns reports whether the strategy's nodes are evicted (Churn): the
+// isolates of local-only and of edgelimit's strategies.
+func (e *engine) churns() bool {
+	_, ok := e.strat.(localOnly)
+	return e.lifetime > 0 && (ok || e.strat.early())
+}
+
+// stop ends nd's isolate at now, as a kill -9 or an eviction does: the
+// requests it holds are denied, its unsynced and in-flight deltas are lost
+// (its events are stale from now on).
+func (e *engine) stop(nd *node, now int64) error {
+	e.expire(nd, now, true)
+	err := nd.iso.Close(e.ctx)
+	nd.iso = nil
+	nd.gen++
+	if err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return nil
+}
+
+// restart starts a new incarnation of nd at now (cold, a new id).
+func (e *engine) restart(nd *node, now int64) error {
+	nd.dead = false
+	if err := e.start(nd, now); err != nil {
+		return err
+	}
+	if e.churns() {
+		e.scheduleEvict(nd, now)
 	}
 	return nil
 }
@@ -283,7 +321,9 @@ func (e *engine) armTimer(nd *node) {
 
 func (e *engine) close() {
 	for _, nd := range e.nodes {
-		nd.iso.Close(e.ctx)
+		if nd.iso != nil {
+			nd.iso.Close(e.ctx)
+		}
 	}
 	if e.coord != nil {
 		e.coord.Close()
@@ -342,6 +382,11 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 	if e.up != nil {
 		e.up.arrive(gid, now, cost)
 	}
+	isoIdx, ok := e.live(isoIdx)
+	if !ok { // every isolate is dead: nothing answers
+		e.record(gid, cost, false, 0)
+		return nil
+	}
 	allowed, added, held, err := e.strat.decide(e, now, isoIdx, gid, lim, cost)
 	if err != nil || held {
 		return err
@@ -377,6 +422,9 @@ func (e *engine) want(nd *node, now int64) error {
 func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
 	tr := &e.truth[gid]
 	e.hist.add(added)
+	if added > 0 {
+		e.res.Waited++
+	}
 	if allowed {
 		e.res.Admitted += cost
 		tr.admitted += cost
@@ -391,7 +439,8 @@ func (e *engine) rollWindow(gid int32, now int64) {
 	tr := &e.truth[gid]
 	if w := now / e.keys[gid].period; w != tr.win {
 		e.flush(gid)
-		tr.win, tr.offered, tr.admitted, tr.denied = w, 0, 0, 0
+		tr.win, tr.offered, tr.admitted, tr.denied, tr.spent = w, 0, 0, 0, -1
+		e.scheduleWindowEnd(gid, w)
 	}
 }
 
@@ -546,6 +595,10 @@ func (e *engine) handle(ev event) error {
 		if ev.gen == nd.gen {
 			e.expire(nd, now, false)
 		}
+	case evWindowEnd:
+		if g := int32(ev.tok); e.truth[g].win == ev.t/e.keys[g].period {
+			e.sampleWindowEnd(g)
+		}
 	case evUpstream:
 		a := e.up.unpark(ev.tok)
 		if ev.gen == nd.gen { // else the isolate that sent it is gone
@@ -563,15 +616,16 @@ func (e *engine) handle(ev event) error {
 			return nil
 		}
 		e.res.Evictions++
-		e.expire(nd, now, true) // the isolate and its held requests are gone
-		if err := nd.iso.Close(e.ctx); err != nil {
-			return fmt.Errorf("sim: %w", err)
-		}
-		nd.gen++
-		if err := e.start(nd, now); err != nil {
+		if err := e.stop(nd, now); err != nil { // the isolate and its held requests are gone
 			return err
 		}
-		e.scheduleEvict(nd, now)
+		return e.restart(nd, now)
+	case evKill:
+		return e.kill(nd, now, e.sc.Kills[ev.tok])
+	case evRestart:
+		if ev.gen == nd.gen && nd.dead {
+			return e.restart(nd, now)
+		}
 	}
 	return nil
 }
@@ -596,6 +650,9 @@ func (e *engine) flush(gid int32) {
 		e.overs = append(e.overs, pct)
 	}
 	r.Unserved += min(tr.denied, max(k.cap-tr.admitted, 0))
+	if tr.spent >= 0 {
+		r.Stranded += min(tr.denied, max(tr.spent-tr.admitted, 0))
+	}
 	e.utilNum += tr.admitted
 	e.utilDen += min(tr.offered, k.cap)
 }
@@ -605,6 +662,9 @@ func (e *engine) finish() {
 		e.expire(nd, e.duration, true) // still held at the end: denied
 	}
 	for g := range e.truth {
+		if e.truth[g].win >= 0 && e.truth[g].spent < 0 {
+			e.sampleWindowEnd(int32(g)) // a window the run's end cut short
+		}
 		e.flush(int32(g))
 		e.truth[g].win = -1
 	}
@@ -625,9 +685,11 @@ func (e *engine) finish() {
 	}
 	if e.utilDen > 0 {
 		r.UnservedPct = 100 * float64(r.Unserved) / float64(e.utilDen)
+		r.StrandedPct = 100 * float64(r.Stranded) / float64(e.utilDen)
 	}
 	if r.Requests > 0 {
 		r.SyncPerDecision = 100 * float64(r.SyncRequests) / float64(r.Requests)
+		r.WaitedPct = 100 * float64(r.Waited) / float64(r.Requests)
 	}
 	if e.utilDen > 0 {
 		r.Utilisation = 100 * float64(e.utilNum) / float64(e.utilDen)
@@ -635,6 +697,6 @@ func (e *engine) finish() {
 	r.SyncPerSec = float64(r.SyncRequests) / secs
 	r.SyncBytesPerSec = float64(r.SyncBytes) / secs
 	r.CoordWritesPerSec = float64(r.CoordWrites) / secs
-	r.LatencyP50 = Duration(e.hist.quantile(0.50))
-	r.LatencyP99 = Duration(e.hist.quantile(0.99))
+	r.WaitP50 = Duration(e.hist.quantile(0.50))
+	r.WaitP99 = Duration(e.hist.quantile(0.99))
 }

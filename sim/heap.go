@@ -2,13 +2,16 @@ package sim
 
 // Event kinds.
 const (
-	evTimer    = iota // a node's sync is due
-	evArrive          // a batch reaches the coordinator
-	evReply           // a reply reaches the node
-	evTimeout         // the node gives up waiting for a reply
-	evEvict           // the node's isolate is evicted (churn)
-	evDeadline        // requests the node holds for a sync reach their deadline
-	evUpstream        // an upstream's answer reaches the node (tok: its parked index)
+	evTimer     = iota // a node's sync is due
+	evArrive           // a batch reaches the coordinator
+	evReply            // a reply reaches the node
+	evTimeout          // the node gives up waiting for a reply
+	evEvict            // the node's isolate is evicted (churn)
+	evDeadline         // requests the node holds for a sync reach their deadline
+	evUpstream         // an upstream's answer reaches the node (tok: its parked index)
+	evWindowEnd        // a key's window ends (tok: the key's index; node unused)
+	evKill             // the node's isolate is killed (tok: the scenario's kill index)
+	evRestart          // a killed node's new incarnation starts
 )
 
 // event is one entry of the event heap; ordered by (t, seq), so events at

@@ -19,13 +19,17 @@ total over %: all overrun / all capacity (a total: it hides bad windows among go
 unserved %: demand left unserved while there was room, per key-window min(denied, limit - admitted),
   % of min(offered, limit); util %: admitted / min(offered, limit), summed over key-windows;
 syncs/s, sync/dec %: sync requests (batches, retries; central: round trips) per second and per decision;
-KB/s: sync bytes both ways; lat p50/p99: latency a request waits (lease or read-through sync, round trip).
+KB/s: sync bytes both ways; waited %: share of decisions that waited for the coordinator before their answer
+  (a request held for a lease or read-through sync; every central round trip); wait p50/p99: how long a request
+  waited, over all decisions (0 for one that did not wait; 12.5% buckets);
+stranded %: budget stranded in leases, per key-window min(denied, reserved in leases at the window's end and
+  never used: counted + reserved at the coordinator - admitted), % of min(offered, limit) (part of unserved %).
 `
 
 // WriteTable prints results as an aligned text table.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tsync\tadmitted\tworst win %\tp99 win %\twins over %\ttotal over %\tunserved %\tutil %\tsyncs/s\tsync/dec %\tKB/s\tlat p50\tlat p99\t")
+	fmt.Fprintln(tw, "strategy\tsync\tadmitted\tworst win %\tp99 win %\twins over %\ttotal over %\tunserved %\tutil %\tstranded %\tsyncs/s\tsync/dec %\tKB/s\twaited %\twait p50\twait p99\t")
 	printed := map[string]bool{}
 	for _, r := range rs {
 		if r.Strategy == LocalOnly || r.Strategy == Central {
@@ -34,10 +38,10 @@ func WriteTable(w io.Writer, rs []Result) error {
 			}
 			printed[r.Strategy] = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.0f\t%.2f\t%.1f\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.0f\t%.2f\t%.1f\t%.1f\t%s\t%s\t\n",
 			r.Strategy, syncLabel(r), r.Admitted, r.WorstOverrunPct, r.P99OverrunPct, r.OverWindowsPct, r.OverrunPct,
-			r.UnservedPct, r.Utilisation, r.SyncPerSec, r.SyncPerDecision, r.SyncBytesPerSec/1000,
-			fmtDur(int64(r.LatencyP50)), fmtDur(int64(r.LatencyP99)))
+			r.UnservedPct, r.Utilisation, r.StrandedPct, r.SyncPerSec, r.SyncPerDecision, r.SyncBytesPerSec/1000,
+			r.WaitedPct, fmtDur(int64(r.WaitP50)), fmtDur(int64(r.WaitP99)))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("sim: table: %w", err)
@@ -89,6 +93,10 @@ func syncLabel(r Result) string {
 	return time.Duration(r.Sync).String()
 }
 
+// Short formats d as the tables print waits: 0, or rounded to 10 µs
+// ("41.94ms").
+func (d Duration) Short() string { return fmtDur(int64(d)) }
+
 func fmtDur(ns int64) string {
 	if ns == 0 {
 		return "0"
@@ -99,9 +107,9 @@ func fmtDur(ns int64) string {
 var csvHeader = []string{"scenario", "strategy", "sync_interval_ms", "isolates", "duration_s", "seed",
 	"requests", "admitted", "denied", "windows", "capacity", "overrun", "overrun_pct", "worst_overrun",
 	"worst_overrun_pct", "p99_overrun_pct", "over_windows", "over_windows_pct", "unserved_with_room",
-	"unserved_with_room_pct", "utilisation_pct", "sync_requests",
+	"unserved_with_room_pct", "utilisation_pct", "stranded", "stranded_pct", "sync_requests",
 	"sync_per_sec", "sync_per_decision_pct", "sync_bytes", "sync_bytes_per_sec", "sync_failures",
-	"latency_p50_ms", "latency_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions",
+	"waited", "waited_pct", "wait_p50_ms", "wait_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions", "kills",
 	"upstream_accepted", "upstream_429", "upstream_failed", "upstream_utilisation_pct", "upstream_pause_events",
 	"upstream_429_worst_isolate"}
 
@@ -116,9 +124,10 @@ func WriteCSV(w io.Writer, rs []Result) error {
 		cw.Write([]string{r.Scenario, r.Strategy, ms(r.Sync), strconv.Itoa(r.Isolates), f(float64(r.Duration) / 1e9),
 			strconv.FormatUint(r.Seed, 10), i(r.Requests), i(r.Admitted), i(r.Denied), i(r.Windows), i(r.Capacity),
 			i(r.Overrun), f(r.OverrunPct), i(r.WorstOverrun), f(r.WorstOverrunPct), f(r.P99OverrunPct),
-			i(r.OverWindows), f(r.OverWindowsPct), i(r.Unserved), f(r.UnservedPct), f(r.Utilisation), i(r.SyncRequests), f(r.SyncPerSec), f(r.SyncPerDecision),
-			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), ms(r.LatencyP50), ms(r.LatencyP99),
-			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions),
+			i(r.OverWindows), f(r.OverWindowsPct), i(r.Unserved), f(r.UnservedPct), f(r.Utilisation),
+			i(r.Stranded), f(r.StrandedPct), i(r.SyncRequests), f(r.SyncPerSec), f(r.SyncPerDecision),
+			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), i(r.Waited), f(r.WaitedPct), ms(r.WaitP50), ms(r.WaitP99),
+			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions), i(r.Kills),
 			i(r.UpstreamAccepted), i(r.Upstream429), i(r.UpstreamFailed), f(r.UpstreamUtilisation), i(r.UpstreamPauseEvents),
 			i(r.Upstream429WorstIsolate)})
 	}

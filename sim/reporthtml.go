@@ -19,7 +19,7 @@ import (
 // and sync requests per second. Strategies without a sync interval
 // (local-only, central) are drawn as dashed horizontal lines.
 func WriteHTML(w io.Writer, rep Report) error {
-	page := htmlPage{Title: "edgelimit sim", Results: rep.Results, Tuning: rep.Tuning}
+	page := htmlPage{Title: "edgelimit sim", Results: rep.Results, Tuning: rep.Tuning, Legend: Legend}
 	if rep.Scenario != nil {
 		page.Title += ": " + rep.Scenario.Name
 		page.Description = rep.Scenario.Description
@@ -33,12 +33,32 @@ func WriteHTML(w io.Writer, rep Report) error {
 		page.Rows = append(page.Rows, htmlRow{Strategy: r.Strategy, Sync: syncLabel(r),
 			Overrun: pct(r.OverrunPct), Worst: pct(r.WorstOverrunPct), Util: pct(r.Utilisation),
 			Unserved: pct(r.UnservedPct), SyncPerSec: strconv.FormatFloat(r.SyncPerSec, 'f', 1, 64),
-			SyncPerDecision: pct(r.SyncPerDecision), P99: fmtDur(int64(r.LatencyP99)),
+			SyncPerDecision: pct(r.SyncPerDecision), Stranded: pct(r.StrandedPct), Waited: pct(r.WaitedPct),
+			P50: fmtDur(int64(r.WaitP50)), P99: fmtDur(int64(r.WaitP99)),
 			Requests: r.Requests, Admitted: r.Admitted, Denied: r.Denied})
 		if r.UpstreamAccepted+r.Upstream429+r.UpstreamFailed > 0 {
 			page.Upstream = append(page.Upstream, htmlUpRow{Strategy: r.Strategy, Sync: syncLabel(r), OK: r.UpstreamAccepted,
 				R429: r.Upstream429, R503: r.UpstreamFailed, Util: pct(r.UpstreamUtilisation), Windows: r.UpstreamPauseEvents,
 				Worst: r.Upstream429WorstIsolate})
+		}
+	}
+	if t := rep.Tuning; t != nil {
+		page.TuneBounds = fmt.Sprintf("%s key-window overrun at most %g%%", t.Metric, t.Target)
+		if t.MaxWait >= 0 {
+			page.TuneBounds += ", wait p99 at most " + time.Duration(t.MaxWait).String()
+		}
+		if t.MinUtil >= 0 {
+			page.TuneBounds += fmt.Sprintf(", utilisation at least %g%%", t.MinUtil)
+		}
+		page.TunePick = time.Duration(t.Interval).String()
+		for _, p := range t.Curve {
+			meets := "yes"
+			if !p.Meets {
+				meets = "no: " + strings.Join(p.Misses, ", ")
+			}
+			page.TuneRows = append(page.TuneRows, htmlTuneRow{Interval: time.Duration(p.Interval).String(),
+				Metric: pct(p.Metric), Waited: pct(p.WaitedPct), P50: p.WaitP50.Short(), P99: p.WaitP99.Short(),
+				Util: pct(p.Utilisation), Meets: meets})
 		}
 	}
 	page.Charts = []htmlChart{
@@ -59,11 +79,20 @@ func pct(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "%" }
 
 type htmlPage struct {
 	Title, Description, ScenarioJSON string
+	Legend                           string // the columns, as under the text table
+	TuneBounds                       string // the tuner's bounds, when it ran
+	TunePick                         string // the interval it picked
+	TuneRows                         []htmlTuneRow
 	Results                          []Result
 	Tuning                           *Tuning
 	Rows                             []htmlRow
 	Upstream                         []htmlUpRow // scenarios with an upstream
 	Charts                           []htmlChart
+}
+
+// htmlTuneRow is one scanned interval of the tuner.
+type htmlTuneRow struct {
+	Interval, Metric, Waited, P50, P99, Util, Meets string
 }
 
 // htmlUpRow is one row of the upstream table (see UpstreamLegend).
@@ -73,8 +102,8 @@ type htmlUpRow struct {
 }
 
 type htmlRow struct {
-	Strategy, Sync, Overrun, Worst, Util, Unserved, SyncPerSec, SyncPerDecision, P99 string
-	Requests, Admitted, Denied                                                       int64
+	Strategy, Sync, Overrun, Worst, Util, Unserved, Stranded, SyncPerSec, SyncPerDecision, Waited, P50, P99 string
+	Requests, Admitted, Denied                                                                              int64
 }
 
 // htmlChart is one SVG panel: W x H pixels, plot area inside the margins.
@@ -253,11 +282,12 @@ svg text { font: 11px system-ui, sans-serif; }
 {{with .Description}}<p>{{.}}</p>{{end}}
 <h2>Results</h2>
 <table id="results">
-<thead><tr><th>strategy</th><th>sync</th><th>requests</th><th>admitted</th><th>denied</th><th>overrun</th><th>worst window</th><th>utilisation</th><th>unserved with room</th><th>syncs/s</th><th>syncs per decision</th><th>added latency p99</th></tr></thead>
+<thead><tr><th>strategy</th><th>sync</th><th>requests</th><th>admitted</th><th>denied</th><th>overrun</th><th>worst window</th><th>utilisation</th><th>unserved with room</th><th>stranded in leases</th><th>syncs/s</th><th>syncs per decision</th><th>waited</th><th>wait p50</th><th>wait p99</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.Requests}}</td><td>{{.Admitted}}</td><td>{{.Denied}}</td><td>{{.Overrun}}</td><td>{{.Worst}}</td><td>{{.Util}}</td><td>{{.Unserved}}</td><td>{{.SyncPerSec}}</td><td>{{.SyncPerDecision}}</td><td>{{.P99}}</td></tr>
+{{range .Rows}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.Requests}}</td><td>{{.Admitted}}</td><td>{{.Denied}}</td><td>{{.Overrun}}</td><td>{{.Worst}}</td><td>{{.Util}}</td><td>{{.Unserved}}</td><td>{{.Stranded}}</td><td>{{.SyncPerSec}}</td><td>{{.SyncPerDecision}}</td><td>{{.Waited}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
 {{end}}</tbody>
 </table>
+<pre id="legend">{{.Legend}}</pre>
 {{if .Upstream}}<h2>Upstream</h2>
 <p>What the API behind the limiter did with the admitted requests: its answers, the use of its true limit (its 200s over min(offered, its limit) per key-window of its own), its key-windows with a 429, and the most 429s one isolate got in one of them.</p>
 <table id="upstream">
@@ -266,7 +296,15 @@ svg text { font: 11px system-ui, sans-serif; }
 {{range .Upstream}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.OK}}</td><td>{{.R429}}</td><td>{{.R503}}</td><td>{{.Util}}</td><td>{{.Windows}}</td><td>{{.Worst}}</td></tr>
 {{end}}</tbody>
 </table>
-{{end}}{{with .Tuning}}<p id="tuning">Tuning ({{.Strategy}}, {{.Metric}} at most {{.Target}}%): {{if .Found}}the largest interval that keeps it is {{.Interval}}{{else}}no interval scanned meets the target{{end}}.</p>{{end}}
+{{end}}{{with .Tuning}}<h2>Tuning</h2>
+<p id="tuning">Tuning {{.Strategy}} ({{$.TuneBounds}}, on every seed): {{if .Found}}the largest interval that meets every bound is {{$.TunePick}}{{else}}no interval scanned meets every bound; none is recommended{{end}}.</p>
+<table id="tuning-curve">
+<thead><tr><th>interval</th><th>{{.Metric}} window overrun</th><th>waited</th><th>wait p50</th><th>wait p99</th><th>utilisation</th><th>meets</th></tr></thead>
+<tbody>
+{{range $.TuneRows}}<tr><td>{{.Interval}}</td><td>{{.Metric}}</td><td>{{.Waited}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Util}}</td><td>{{.Meets}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}
 <h2>Against the sync interval</h2>
 {{range .Charts}}<figure id="chart-{{.ID}}">
 <figcaption>{{.Title}}</figcaption>

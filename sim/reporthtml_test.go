@@ -101,6 +101,25 @@ func TestWriteHTML(t *testing.T) {
 	if i < 0 || !strings.Contains(up[i:], "<td>360</td><td>17</td><td>0</td><td>97.50%</td>") {
 		t.Fatal("the upstream table lacks the result's figures")
 	}
+	// The tuner's bounds and curve, with what each interval misses.
+	rep = htmlTestReport()
+	rep.Tuning = &Tuning{Strategy: Strict, Metric: MetricWorst, Target: 1, MaxWait: Duration(40 * time.Millisecond),
+		MinUtil: 97, Curve: []TunePoint{
+			{Interval: Duration(10 * time.Millisecond), WaitP99: Duration(41943039), Utilisation: 99, Meets: true},
+			{Interval: Duration(time.Second), WaitP50: Duration(20 * time.Millisecond), WaitP99: Duration(125829119),
+				WaitedPct: 30, Utilisation: 95, Misses: []string{"wait", "util"}}}}
+	rep.Tuning.Found, rep.Tuning.Interval = true, rep.Tuning.Curve[0].Interval
+	buf.Reset()
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	tu := buf.String()
+	for _, want := range []string{"wait p99 at most 40ms, utilisation at least 97%", "meets every bound is 10ms",
+		"<td>1s</td><td>0.00%</td><td>30.00%</td><td>20ms</td><td>125.83ms</td><td>95.00%</td><td>no: wait, util</td>"} {
+		if !strings.Contains(tu, want) {
+			t.Errorf("the tuning section lacks %q", want)
+		}
+	}
 	buf.Reset()
 	if err := WriteHTML(&buf, Report{}); err != nil {
 		t.Fatalf("empty report: %v", err)

@@ -55,17 +55,34 @@ type Result struct {
 
 	// SyncRequests counts messages sent to the coordinator (batches
 	// including retries; for central, one round trip per attempt).
-	SyncRequests      int64    `json:"sync_requests"`
-	SyncPerSec        float64  `json:"sync_per_sec"`
-	SyncPerDecision   float64  `json:"sync_per_decision_pct"`
-	SyncBytes         int64    `json:"sync_bytes"`
-	SyncBytesPerSec   float64  `json:"sync_bytes_per_sec"`
-	SyncFailures      int64    `json:"sync_failures"`
-	LatencyP50        Duration `json:"latency_p50"`
-	LatencyP99        Duration `json:"latency_p99"`
-	CoordWrites       int64    `json:"coordinator_writes"`
-	CoordWritesPerSec float64  `json:"coordinator_writes_per_sec"`
-	Evictions         int64    `json:"evictions"`
+	SyncRequests    int64   `json:"sync_requests"`
+	SyncPerSec      float64 `json:"sync_per_sec"`
+	SyncPerDecision float64 `json:"sync_per_decision_pct"`
+	SyncBytes       int64   `json:"sync_bytes"`
+	SyncBytesPerSec float64 `json:"sync_bytes_per_sec"`
+	SyncFailures    int64   `json:"sync_failures"`
+	// Waited counts the decisions that waited for the coordinator before
+	// their answer (a request held for a sync, SyncRetry; every central
+	// round trip); WaitedPct is Waited / Requests, in percent.
+	Waited    int64   `json:"waited"`
+	WaitedPct float64 `json:"waited_pct"`
+	// WaitP50 and WaitP99 are quantiles over all decisions (0 for one that
+	// did not wait) of how long a request waited for its answer, from a
+	// histogram with 12.5% buckets (the bucket's upper bound).
+	WaitP50 Duration `json:"wait_p50"`
+	WaitP99 Duration `json:"wait_p99"`
+	// Stranded is budget stranded in leases while demand was refused: per
+	// key-window min(denied cost, what the coordinator had counted plus
+	// reserved in leases for the window at its end - the cost admitted),
+	// summed (see stranded.go). It is part of Unserved; StrandedPct is
+	// Stranded / Σ min(offered, capacity), as UnservedPct.
+	Stranded          int64   `json:"stranded"`
+	StrandedPct       float64 `json:"stranded_pct"`
+	CoordWrites       int64   `json:"coordinator_writes"`
+	CoordWritesPerSec float64 `json:"coordinator_writes_per_sec"`
+	Evictions         int64   `json:"evictions"`
+	// Kills counts the isolates killed (Scenario.Kills).
+	Kills int64 `json:"kills"`
 	// TraceNotReplayed counts the trace's requests that fall after the
 	// simulated time and were not replayed.
 	TraceNotReplayed int64 `json:"trace_not_replayed"`

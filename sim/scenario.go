@@ -135,6 +135,9 @@ type Scenario struct {
 	RetryWait Duration `json:"retry_wait,omitempty"`
 	// Churn evicts isolates (see Churn).
 	Churn Churn `json:"churn"`
+	// Kills kill isolates mid-run, as kill -9 does (see Kill); none by
+	// default.
+	Kills []Kill `json:"kills,omitempty"`
 	// Upstream models the API behind the limiters (see Upstream); nil
 	// means none. With one, the default strategies add the feedback
 	// variants (FeedbackStrategies).
@@ -566,6 +569,7 @@ func (s *Scenario) Validate() error {
 	if s.Churn.Lifetime < 0 {
 		bad("churn.lifetime must be >= 0")
 	}
+	s.validateKills(bad)
 	return errors.Join(errs...)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -16,14 +17,26 @@ const (
 	MetricP99   = "p99"
 )
 
+// DefaultMinUtil is the default TuneOptions.MinUtil, percent.
+const DefaultMinUtil = TargetUtilisationPct
+
 // TuneOptions configure Tune. Zero fields take the documented defaults.
 type TuneOptions struct {
-	// Strategy is the strategy to tune. Default Approximate.
+	// Strategy is the strategy to tune. Default the scenario's only
+	// strategy; an error when it runs several.
 	Strategy string
 	// Metric is MetricWorst (default) or MetricP99.
 	Metric string
 	// Target is the largest acceptable Metric, percent of the limit.
 	Target float64
+	// MaxWait bounds the wait p99 (Result.WaitP99) on every seed, compared
+	// at the resolution of the wait histogram (12.5% buckets). Default
+	// one round trip of the scenario (twice the one-way latency's mean or
+	// median); negative: no bound.
+	MaxWait time.Duration
+	// MinUtil is the least utilisation (Result.Utilisation, percent) on
+	// every seed. Default DefaultMinUtil (97); negative: no bound.
+	MinUtil float64
 	// Min and Max bound the intervals scanned. Defaults 10ms and the
 	// smaller of 5s and a quarter of the scenario's duration.
 	Min, Max time.Duration
@@ -43,8 +56,18 @@ type TunePoint struct {
 	Interval Duration `json:"interval"`
 	// Metric is the largest value of the tuned metric over the seeds.
 	Metric float64 `json:"metric_pct"`
-	// Meets reports whether every seed kept the metric within the target.
+	// WaitP50 and WaitP99 are the largest over the seeds, WaitedPct the
+	// mean, Utilisation the smallest (percent).
+	WaitP50     Duration `json:"wait_p50"`
+	WaitP99     Duration `json:"wait_p99"`
+	WaitedPct   float64  `json:"waited_pct"`
+	Utilisation float64  `json:"utilisation_pct"`
+	// Meets reports whether every seed met every bound: the metric within
+	// the target, the wait p99 within MaxWait, the utilisation at least
+	// MinUtil. Misses names the bounds some seed missed ("overrun",
+	// "wait", "util").
 	Meets   bool     `json:"meets"`
+	Misses  []string `json:"misses,omitempty"`
 	Results []Result `json:"results"` // one per seed
 }
 
@@ -53,9 +76,11 @@ type Tuning struct {
 	Strategy string   `json:"strategy"`
 	Metric   string   `json:"metric"`
 	Target   float64  `json:"target_pct"`
+	MaxWait  Duration `json:"max_wait"`     // negative: no bound
+	MinUtil  float64  `json:"min_util_pct"` // negative: no bound
 	Seeds    []uint64 `json:"seeds"`
-	// Found reports whether an interval meets the target; Interval is the
-	// largest that does.
+	// Found reports whether an interval meets every bound; Interval is the
+	// largest that does. When none does, nothing is recommended.
 	Found    bool        `json:"found"`
 	Interval Duration    `json:"interval"`
 	Curve    []TunePoint `json:"curve"` // every interval scanned, ascending
@@ -68,7 +93,20 @@ type Tuning struct {
 // jump up and down), so it runs the whole grid.
 func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuning, error) {
 	if o.Strategy == "" {
-		o.Strategy = Approximate
+		if len(sc.Strategies) != 1 {
+			return Tuning{}, fmt.Errorf("sim: tune: the scenario runs %d strategies (%s): name the one to tune",
+				len(sc.Strategies), strings.Join(sc.Strategies, ", "))
+		}
+		o.Strategy = sc.Strategies[0]
+	}
+	if !validStrategy(o.Strategy) {
+		return Tuning{}, fmt.Errorf("sim: tune: unknown strategy %q", o.Strategy)
+	}
+	if o.MaxWait == 0 {
+		o.MaxWait = time.Duration(roundTrip(sc))
+	}
+	if o.MinUtil == 0 {
+		o.MinUtil = DefaultMinUtil
 	}
 	if o.Metric == "" {
 		o.Metric = MetricWorst
@@ -85,7 +123,8 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 	if len(o.Seeds) == 0 {
 		o.Seeds = []uint64{1, 2, 3}
 	}
-	t := Tuning{Strategy: o.Strategy, Metric: o.Metric, Target: o.Target, Seeds: o.Seeds}
+	t := Tuning{Strategy: o.Strategy, Metric: o.Metric, Target: o.Target, MaxWait: Duration(o.MaxWait),
+		MinUtil: o.MinUtil, Seeds: o.Seeds}
 	metric := func(r Result) float64 { return r.WorstOverrunPct }
 	switch o.Metric {
 	case MetricWorst:
@@ -113,20 +152,40 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 		done += len(ivs)
 		for i, r := range rs {
 			if len(t.Curve) <= i {
-				t.Curve = append(t.Curve, TunePoint{Interval: Duration(ivs[i]), Meets: true})
+				t.Curve = append(t.Curve, TunePoint{Interval: Duration(ivs[i]), Utilisation: math.Inf(1)})
 			}
 			p := &t.Curve[i]
 			p.Results = append(p.Results, r)
 			p.Metric = math.Max(p.Metric, metric(r))
-			p.Meets = p.Meets && metric(r) <= o.Target
+			p.WaitP50, p.WaitP99 = max(p.WaitP50, r.WaitP50), max(p.WaitP99, r.WaitP99)
+			p.WaitedPct += r.WaitedPct / float64(len(o.Seeds))
+			p.Utilisation = math.Min(p.Utilisation, r.Utilisation)
 		}
 	}
-	for _, p := range t.Curve {
+	for i := range t.Curve {
+		p := &t.Curve[i]
+		if p.Metric > o.Target {
+			p.Misses = append(p.Misses, "overrun")
+		}
+		if o.MaxWait >= 0 && !withinWait(p.WaitP99, Duration(o.MaxWait)) {
+			p.Misses = append(p.Misses, "wait")
+		}
+		if o.MinUtil >= 0 && p.Utilisation < o.MinUtil {
+			p.Misses = append(p.Misses, "util")
+		}
+		p.Meets = len(p.Misses) == 0
 		if p.Meets {
 			t.Found, t.Interval = true, p.Interval
 		}
 	}
 	return t, nil
+}
+
+// withinWait reports whether a wait quantile read from the wait histogram
+// (the upper bound of its bucket) is within bound at the histogram's
+// resolution: whether it is at most the upper bound of bound's bucket.
+func withinWait(w, bound Duration) bool {
+	return bound >= 0 && int64(w) <= upper(bucket(int64(bound)))
 }
 
 // logGrid returns n intervals log-spaced from lo to hi, rounded to the

@@ -92,11 +92,27 @@ func TestSimTuneOnATrace(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(out, "pick: sync every") && !strings.Contains(out, "no interval in the scan meets the target") {
+	if !strings.Contains(out, "pick: sync every") && !strings.Contains(out, "no interval in the scan meets every bound") {
 		t.Errorf("no answer:\n%s", out)
+	}
+	for _, want := range []string{"wait p99 <= 40ms, util >= 97%", "waited %", "wait p50", "util %"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the curve lacks %q:\n%s", want, out)
+		}
 	}
 	if _, _, err := run(t, "sim", "--target-overrun", "1%", "--target-metric", "mean"); err == nil {
 		t.Error("unknown target metric accepted")
+	}
+	// Two strategies and none named: refused, naming the choices.
+	_, _, err = run(t, "sim", "--strategies", "approximate,auto", "--target-overrun", "1%", "--quiet")
+	if err == nil || !strings.Contains(err.Error(), "approximate, auto") || !strings.Contains(err.Error(), "--target-strategy") {
+		t.Errorf("ambiguous strategy: %v, want a refusal naming approximate, auto and --target-strategy", err)
+	}
+	out, stderr, err = run(t, "sim", "--trace", trace, "--strategies", "approximate,auto", "--target-strategy", "auto",
+		"--sync", "100ms", "--quiet", "--target-overrun", "1%", "--target-points", "2", "--target-max", "1s", "--seeds", "1",
+		"--max-wait", "1s", "--min-util", "50%")
+	if err != nil || !strings.Contains(out, "tuning auto: worst key-window overrun <= 1% of the limit, wait p99 <= 1s, util >= 50%") {
+		t.Errorf("--target-strategy auto: %v\n%s%s", err, out, stderr)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,8 +40,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same output")
 	strategies := fs.String("strategies", "", "comma-separated strategies: "+strings.Join(sim.AllStrategies, ",")+" (default: the scenario's)")
 	out := fs.String("out", "", "directory to write results.csv, results.json and chart.svg to")
-	target := fs.String("target-overrun", "", "tune: scan sync intervals and pick the largest whose key-window overrun (--target-metric) stays within this on every seed, e.g. 1%")
-	targetStrategy := fs.String("target-strategy", sim.Approximate, "strategy for --target-overrun")
+	target := fs.String("target-overrun", "", "tune: scan sync intervals and pick the largest whose key-window overrun (--target-metric) stays within this on every seed, e.g. 1%, while the wait stays within --max-wait and the utilisation above --min-util")
+	targetStrategy := fs.String("target-strategy", "", "strategy for --target-overrun (default: the one strategy --strategies names)")
+	maxWait := fs.Duration("max-wait", 0, "with --target-overrun: the largest wait p99 on every seed (default one round trip: twice the scenario's one-way latency; negative: no bound)")
+	minUtil := fs.String("min-util", fmt.Sprintf("%g%%", sim.DefaultMinUtil), "with --target-overrun: the least utilisation on every seed (negative: no bound)")
 	targetMetric := fs.String("target-metric", sim.MetricWorst, "what --target-overrun bounds: worst (the worst key-window, the \"worst win %\" column) or p99 (the 99th percentile key-window, \"p99 win %\"), % of the limit")
 	targetMin := fs.Duration("target-min", 10*time.Millisecond, "smallest sync interval --target-overrun scans")
 	targetMax := fs.Duration("target-max", 0, "largest sync interval --target-overrun scans (default: the smaller of 5s and a quarter of the duration)")
@@ -127,12 +130,21 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *targetMetric != sim.MetricWorst && *targetMetric != sim.MetricP99 {
 		return fmt.Errorf("sim: --target-metric: want %s or %s, got %q", sim.MetricWorst, sim.MetricP99, *targetMetric)
 	}
+	var minUtilPct float64
 	if *target != "" {
-		v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(*target), "%"), 64)
-		if err != nil || v < 0 {
-			return fmt.Errorf("sim: --target-overrun: want a percentage like 1%%, got %q", *target)
+		if targetPct, err = parsePercent("--target-overrun", *target); err != nil {
+			return err
 		}
-		targetPct = v
+		if targetPct < 0 {
+			return fmt.Errorf("sim: --target-overrun: want a percentage >= 0, got %q", *target)
+		}
+		if minUtilPct, err = parsePercent("--min-util", *minUtil); err != nil {
+			return err
+		}
+		if *targetStrategy == "" && len(sc.Strategies) != 1 {
+			return fmt.Errorf("sim: --target-overrun tunes one strategy and this run has %d (%s): give --strategies one of them, or --target-strategy",
+				len(sc.Strategies), strings.Join(sc.Strategies, ", "))
+		}
 	}
 
 	s, err := sim.New(ctx)
@@ -168,8 +180,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		o := sim.TuneOptions{Strategy: *targetStrategy, Metric: *targetMetric, Target: targetPct, Min: *targetMin,
-			Max: *targetMax, Points: *targetPoints, Seeds: seeds, Parallel: *parallel}
+		o := sim.TuneOptions{Strategy: *targetStrategy, Metric: *targetMetric, Target: targetPct, MaxWait: *maxWait,
+			MinUtil: minUtilPct, Min: *targetMin, Max: *targetMax, Points: *targetPoints, Seeds: seeds, Parallel: *parallel}
 		bar := newProgressBar(stderr, *quiet)
 		o.Progress = bar.set
 		t, err := s.Tune(ctx, sc, o)
@@ -303,28 +315,65 @@ func parseSeeds(list string) ([]uint64, error) {
 	return seeds, nil
 }
 
-// writeTuning prints the scanned curve and the interval the tuner picked.
+// parsePercent reads a flag's percentage ("97%" or "97").
+func parsePercent(name, v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), "%"), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("sim: %s: want a percentage like 1%%, got %q", name, v)
+	}
+	return f, nil
+}
+
+// writeTuning prints the scanned curve and the interval the tuner picked,
+// or, when no interval meets every bound, the best figures measured.
 func writeTuning(w io.Writer, t sim.Tuning) {
-	fmt.Fprintf(w, "\ntuning %s: %s key-window overrun <= %g%% of the limit on every seed %v\n", t.Strategy, t.Metric, t.Target, t.Seeds)
-	fmt.Fprintf(w, "%10s %12s %8s %10s %10s %10s\n", "interval", t.Metric+" win %", "meets", "util %", "unserved %", "sync/dec %")
+	bounds := fmt.Sprintf("%s key-window overrun <= %g%% of the limit", t.Metric, t.Target)
+	if t.MaxWait >= 0 {
+		bounds += fmt.Sprintf(", wait p99 <= %v", time.Duration(t.MaxWait))
+	}
+	if t.MinUtil >= 0 {
+		bounds += fmt.Sprintf(", util >= %g%%", t.MinUtil)
+	}
+	fmt.Fprintf(w, "\ntuning %s: %s on every seed %v\n", t.Strategy, bounds, t.Seeds)
+	fmt.Fprintf(w, "%10s %12s %9s %10s %10s %8s %11s %11s  %s\n", "interval", t.Metric+" win %", "waited %", "wait p50",
+		"wait p99", "util %", "unserved %", "sync/dec %", "meets")
 	for _, p := range t.Curve {
-		var util, uns, spd float64
+		var uns, spd float64
 		for _, r := range p.Results {
-			util += r.Utilisation / float64(len(p.Results))
 			uns += r.UnservedPct / float64(len(p.Results))
 			spd += r.SyncPerDecision / float64(len(p.Results))
 		}
-		mark := "no"
-		if p.Meets {
-			mark = "yes"
+		mark := "yes"
+		if !p.Meets {
+			mark = "no: " + strings.Join(p.Misses, ", ")
 		}
-		fmt.Fprintf(w, "%10v %12.2f %8s %10.1f %10.2f %10.2f\n", time.Duration(p.Interval), p.Metric, mark, util, uns, spd)
+		fmt.Fprintf(w, "%10v %12.2f %9.1f %10s %10s %8.1f %11.2f %11.2f  %s\n", time.Duration(p.Interval), p.Metric,
+			p.WaitedPct, p.WaitP50.Short(), p.WaitP99.Short(), p.Utilisation, uns, spd, mark)
 	}
+	fmt.Fprintln(w, "(per interval: the worst seed's overrun, wait and utilisation; the mean of the rest)")
 	if !t.Found {
-		fmt.Fprintf(w, "no interval in the scan meets the target: lower --target-min, or choose another strategy\n")
+		fmt.Fprintf(w, "no interval in the scan meets every bound: none is recommended.\n")
+		if len(t.Curve) > 0 {
+			over, wait, util := t.Curve[0], t.Curve[0], t.Curve[0]
+			for _, p := range t.Curve[1:] {
+				if p.Metric < over.Metric {
+					over = p
+				}
+				if p.WaitP99 < wait.WaitP99 {
+					wait = p
+				}
+				if min(p.Utilisation, 100) > min(util.Utilisation, 100) { // above 100 is overrun
+					util = p
+				}
+			}
+			fmt.Fprintf(w, "best measured: overrun %.2f%% (at %v), wait p99 %s (at %v), util %.1f%% (at %v)\n", over.Metric,
+				time.Duration(over.Interval), wait.WaitP99.Short(), time.Duration(wait.Interval), util.Utilisation,
+				time.Duration(util.Interval))
+		}
+		fmt.Fprintf(w, "widen the scan (--target-min, --target-max), relax a bound (--target-overrun, --max-wait, --min-util), or tune another strategy\n")
 		return
 	}
-	fmt.Fprintf(w, "pick: sync every %v (the largest interval that meets the target on every seed)\n", time.Duration(t.Interval))
+	fmt.Fprintf(w, "pick: sync every %v (the largest interval that meets every bound on every seed)\n", time.Duration(t.Interval))
 }
 
 // runCorpus runs the scenario corpus and prints its table.
@@ -387,8 +436,10 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 	}
 	fmt.Fprint(stdout, "\n"+sim.Legend)
 	fmt.Fprintf(stdout, "misses: targets a row misses: worst key-window <= %g%%; utilisation >= %g%% when offered exceeds the limit,\n"+
-		"  unserved <= %g%% when it does not; latency p50 = 0 and p99 <= one round trip; sync/dec <= %g%%, <= %g%% at >= 100 dec/s/iso\n",
-		sim.TargetWorstPct, sim.TargetUtilisationPct, sim.TargetUnservedPct, sim.TargetSyncPct, sim.TargetBusySyncPct)
+		"  unserved <= %g%% when it does not; wait p99 <= one round trip; where a key-window holds >= %g units, wait p50 = 0\n"+
+		"  and waited <= %g%%; sync/dec <= %g%%, <= %g%% at >= 100 dec/s/iso\n",
+		sim.TargetWorstPct, sim.TargetUtilisationPct, sim.TargetUnservedPct, sim.TargetBusyUnits, sim.TargetWaitedPct,
+		sim.TargetSyncPct, sim.TargetBusySyncPct)
 	if out != "" {
 		if err := os.MkdirAll(out, 0o755); err != nil {
 			return fmt.Errorf("sim: out: %w", err)

@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kill kills isolates mid-run as kill -9 does: at At each stops deciding
+// and syncing at once; its unsynced and in-flight deltas are lost, the
+// requests it holds for a sync are denied, and whatever it reserved at the
+// coordinator (leases) stays reserved until it lapses there. After Restart
+// a new incarnation (a cold isolate with a new id) takes each killed
+// isolate's place; until then the requests it would have received go to
+// the next live isolate (in index order, wrapping), as a load balancer
+// sends them elsewhere. A request that finds no live isolate is denied.
+//
+// Kills apply to the strategies whose nodes are isolates (local-only,
+// approximate, strict, auto and their feedback variants); the central and
+// per-location counters do not die. A graceful stop (an isolate that
+// reports and returns its leases first) is not modelled.
+type Kill struct {
+	// At is when the isolates die (simulated time).
+	At Duration `json:"at"`
+	// First is the index of the first isolate killed. Default 0.
+	First int `json:"first,omitempty"`
+	// Count is how many isolates die: First..First+Count-1. Default 0:
+	// every isolate from First on (with First 0, a fleet restart).
+	Count int `json:"count,omitempty"`
+	// Restart is how long after At a new incarnation takes each killed
+	// isolate's place. Default 0: at once. Negative: never.
+	Restart Duration `json:"restart,omitempty"`
+}
+
+// validateKills reports the problems of s.Kills.
+func (s *Scenario) validateKills(bad func(string, ...any)) {
+	for i, k := range s.Kills {
+		p := fmt.Sprintf("kills[%d]", i)
+		if k.At < 0 || k.First < 0 || k.Count < 0 || k.First >= s.Isolates || k.First+k.Count > s.Isolates {
+			bad("%s: want at >= 0 and 0 <= first < first+count <= isolates (%d), got at %v, first %d, count %d",
+				p, s.Isolates, time.Duration(k.At), k.First, k.Count)
+		}
+		if k.Restart < 0 && k.First == 0 && (k.Count == 0 || k.Count == s.Isolates) {
+			bad("%s: every isolate killed and none restarts: nothing would answer", p)
+		}
+	}
+}
+
+// killable reports whether the strategy's nodes are isolates that kills
+// apply to.
+func (e *engine) killable() bool {
+	switch st := e.strat.(type) {
+	case localOnly:
+		return true
+	case edge:
+		return !st.byLocation
+	}
+	return false
+}
+
+// scheduleKills queues an evKill for every isolate of every kill.
+func (e *engine) scheduleKills() {
+	if !e.killable() {
+		return
+	}
+	for i, k := range e.sc.Kills {
+		n := k.Count
+		if n == 0 {
+			n = e.isolates - k.First
+		}
+		for idx := k.First; idx < k.First+n; idx++ {
+			e.heap.push(event{t: int64(k.At), tok: uint64(i), node: int32(idx), kind: evKill})
+		}
+	}
+}
+
+// kill kills nd at now (kill k of the scenario) and restarts it, or
+// schedules its restart.
+func (e *engine) kill(nd *node, now int64, k Kill) error {
+	if nd.dead {
+		return nil // already dead: its restart stays as scheduled
+	}
+	e.res.Kills++
+	if err := e.stop(nd, now); err != nil {
+		return err
+	}
+	if k.Restart == 0 {
+		return e.restart(nd, now)
+	}
+	nd.dead = true
+	if k.Restart > 0 {
+		e.heap.push(event{t: now + int64(k.Restart), node: int32(nd.index), gen: nd.gen, kind: evRestart})
+	}
+	return nil
+}
+
+// live returns the isolate that takes a request sent to isolate i: i, or
+// when it is dead the next live one; ok is false when all are dead.
+func (e *engine) live(i int) (int, bool) {
+	if len(e.sc.Kills) == 0 || !e.killable() {
+		return i, true
+	}
+	for j := 0; j < len(e.nodes); j++ {
+		if k := (i + j) % len(e.nodes); !e.nodes[k].dead {
+			return k, true
+		}
+	}
+	return i, false
+}
