@@ -11,7 +11,8 @@ package coordinator
 // the limiter is unknown or a bucket, or the key is not cached (it has not
 // been synced since the coordinator started, or was evicted). Like Apply,
 // it must not run concurrently with other calls on m.
-func (m *Merger) Reserved(limiter, key string, w int64) (count, reserved int64, ok bool) {
+// now (ns, coordinator time) decides which leases have expired.
+func (m *Merger) Reserved(limiter, key string, w, now int64) (count, reserved int64, ok bool) {
 	lim := m.lims[limiter]
 	if lim == nil || lim.IsBucket() {
 		return 0, 0, false
@@ -24,7 +25,7 @@ func (m *Merger) Reserved(limiter, key string, w int64) (count, reserved int64, 
 	count, _ = st.windowCounts(w)
 	if lim.Leased() {
 		for i := range st.isos {
-			reserved = addSat(reserved, st.reservation(&st.isos[i], w))
+			reserved = addSat(reserved, st.reservation(&st.isos[i], w, now))
 		}
 	}
 	return count, reserved, true

@@ -20,17 +20,17 @@ func TestReserved(t *testing.T) {
 	}
 	c.withMerger(func(m *Merger) {
 		cached := m.CachedKeys()
-		if cnt, res, ok := m.Reserved("sfw", "k", W); !ok || cnt != 3 || res < lease {
+		if cnt, res, ok := m.Reserved("sfw", "k", W, t0); !ok || cnt != 3 || res < lease {
 			t.Errorf("strict: count %d, reserved %d, ok %v; want 3, >= the lease %d", cnt, res, ok, lease)
 		}
-		if cnt, res, ok := m.Reserved("fw", "k", W); !ok || cnt != 7 || res != 0 {
+		if cnt, res, ok := m.Reserved("fw", "k", W, t0); !ok || cnt != 7 || res != 0 {
 			t.Errorf("approximate: count %d, reserved %d, ok %v; want 7, 0", cnt, res, ok)
 		}
-		if cnt, _, ok := m.Reserved("sfw", "k", W+5); !ok || cnt != 0 {
+		if cnt, _, ok := m.Reserved("sfw", "k", W+5, t0); !ok || cnt != 0 {
 			t.Errorf("a later window: count %d, ok %v; want 0", cnt, ok)
 		}
 		for _, q := range [][2]string{{"stb", "k"}, {"nope", "k"}, {"sfw", "never-synced"}} {
-			if _, _, ok := m.Reserved(q[0], q[1], W); ok {
+			if _, _, ok := m.Reserved(q[0], q[1], W, t0); ok {
 				t.Errorf("Reserved(%q, %q) ok", q[0], q[1])
 			}
 		}

@@ -597,7 +597,7 @@ func (e *engine) handle(ev event) error {
 		}
 	case evWindowEnd:
 		if g := int32(ev.tok); e.truth[g].win == ev.t/e.keys[g].period {
-			e.sampleWindowEnd(g)
+			e.sampleWindowEnd(g, now)
 		}
 	case evUpstream:
 		a := e.up.unpark(ev.tok)
@@ -663,7 +663,7 @@ func (e *engine) finish() {
 	}
 	for g := range e.truth {
 		if e.truth[g].win >= 0 && e.truth[g].spent < 0 {
-			e.sampleWindowEnd(int32(g)) // a window the run's end cut short
+			e.sampleWindowEnd(int32(g), e.duration) // a window the run's end cut short
 		}
 		e.flush(int32(g))
 		e.truth[g].win = -1

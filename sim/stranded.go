@@ -26,13 +26,13 @@ func (e *engine) scheduleWindowEnd(gid int32, w int64) {
 }
 
 // sampleWindowEnd records what the coordinator has counted or reserved for
-// key gid's current window (truth.spent).
-func (e *engine) sampleWindowEnd(gid int32) {
+// key gid's current window (truth.spent) at now (virtual ns).
+func (e *engine) sampleWindowEnd(gid int32, now int64) {
 	if e.coord == nil {
 		return
 	}
 	k := &e.keys[gid]
-	count, reserved, ok := e.coord.m.Reserved(e.cfg.Limiters[k.lim].Name, k.name, e.truth[gid].win)
+	count, reserved, ok := e.coord.m.Reserved(e.cfg.Limiters[k.lim].Name, k.name, e.truth[gid].win, now)
 	if ok {
 		e.truth[gid].spent = count + reserved
 	}
