@@ -78,11 +78,12 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// active isolate holds a unit ahead of its next request, which it
 	// then decides locally; nearer the limit a held unit that its holder
 	// does not use would be denied to the others, so it holds only what
-	// it asked for, and the next window's standing units follow the same
-	// test with a whole window's pace.
+	// it asked for. (A standing unit for the next window given the same
+	// way to isolates that are not busy was measured and dropped: it
+	// made isolates start windows without hearing the upstream's circuit
+	// close, and the corpus rarely passes the test.)
 	left := float64((W+1)*P-now) / float64(P)
 	far := fits(pace*left, active, limit-used-sumL)
-	farNext := fits(pace, active, limit-sumNext)
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -117,7 +118,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	grant := min(share, addSat(li, free))
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
 	stand := int64(0)
-	if lim.Algorithm == wire.FixedWindow && lambda >= standFloor && sumD > 0 {
+	if lim.Algorithm == wire.FixedWindow && lambda >= busyPerWindow && sumD > 0 {
 		// A standing lease for the next window: what the isolate will
 		// almost surely use there (its demand per window less three
 		// Poisson deviations: a sparse isolate, whose demand is also
@@ -126,18 +127,11 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// most its demand-proportional share of the limit and what the
 		// others' reservations there leave. It starts the window
 		// without asking, and so without waiting.
-		// An isolate that is active but not busy (it will probably
-		// ask in W+1) stands on one unit, so that its first request
-		// there decides locally; the lease lifetime takes it back if
-		// the isolate goes quiet.
 		// Like a lease, a standing lease is at most what the isolate
 		// uses before its next sync (need): held by an isolate that
 		// dies, it is lost to the window (a lease that outlived its
 		// isolate counts as spent, see reservation).
 		stand = int64(lambda - 3*math.Sqrt(lambda))
-		if lambda < busyPerWindow && farNext {
-			stand = 1
-		}
 		stand = max(0, min(stand, max(need, 1), mulDiv(limit, me.demand, sumD), limit-sumNext))
 	}
 	// The isolate may still start W+1 on the standing lease it was told
@@ -158,10 +152,6 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 // grantWindow).
 const busyPerWindow = 4
 
-// standFloor is the demand per window (cost units) from which an isolate
-// that is not busy gets a standing lease of one unit for the next window:
-// it will probably ask there (at 1/2 per window, 4 times in 10).
-const standFloor = 0.5
 
 // holdFloor is the demand over a lease's life (cost units) from which an
 // isolate that is not busy holds one unit ahead of need: it will probably

@@ -12,8 +12,9 @@ import (
 // strict never overruns, so only those bounds can refuse an interval.
 // Judged from each seed's results, every interval meets exactly when all
 // three bounds hold on every seed, the pick is the largest such, and on
-// this scenario (a sparse isolate waits two round trips at p99) no
-// interval is recommended, where an overrun-only tuner picked the largest.
+// this scenario, with a wait bound of 1 ms (strict makes a sparse isolate
+// wait a round trip for its lease), no interval is recommended, where an
+// overrun-only tuner picked the largest.
 func TestTuneBoundsWait(t *testing.T) {
 	sc, err := Builtin("default")
 	if err != nil {
@@ -21,14 +22,14 @@ func TestTuneBoundsWait(t *testing.T) {
 	}
 	sc.Duration = Duration(5 * time.Second)
 	o := TuneOptions{Strategy: Strict, Target: 1, Min: 10 * time.Millisecond, Max: time.Second, Points: 4,
-		Seeds: []uint64{1, 2}}
+		Seeds: []uint64{1, 2}, MaxWait: time.Millisecond}
 	tu, err := testSim(t).Tune(context.Background(), sc, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rtt := Duration(40 * time.Millisecond)
+	rtt := Duration(time.Millisecond)
 	if tu.MaxWait != rtt || tu.MinUtil != DefaultMinUtil {
-		t.Fatalf("bounds wait %v, util %g; want one round trip (40ms) and %g", time.Duration(tu.MaxWait), tu.MinUtil, DefaultMinUtil)
+		t.Fatalf("bounds wait %v, util %g; want the 1ms asked for and %g", time.Duration(tu.MaxWait), tu.MinUtil, DefaultMinUtil)
 	}
 	largest := Duration(0)
 	waitMissed := 0

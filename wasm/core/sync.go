@@ -112,11 +112,10 @@ func (c *Core) anyUrgent(now int64) bool {
 // reports at every sync too: the reply is how the isolate hears of a
 // pause, a circuit or a limit another isolate learnt.
 //
-// A lease that ends by time must be reported before the coordinator takes
-// it back: cost admitted under it is urgent once the lease has two sync
-// gaps (or round trips) of life left. And a lease spent in the current
-// window is renewed at once (the isolate holds one unit ahead of its next
-// request, see coordinator/lease.go), unless the window is dry.
+// Leases end by time, and this stays safe: the coordinator keeps an
+// expired lease reserved, as spent, for the window it was alive in (see
+// coordinator/state.go, reservation), so cost reported after the expiry
+// lands where it was reserved.
 func (c *Core) urgent(e *entry, now int64) bool {
 	l := &c.lims[e.lim]
 	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur || l.cfg.Upstream != nil || c.ending {
@@ -124,9 +123,6 @@ func (c *Core) urgent(e *entry, now int64) bool {
 	}
 	w := window(now, l.cfg.Period)
 	s := c.tab.lease(e)
-	if s.expires != 0 && e.pCur+e.pPrev > 0 && now+2*max64(c.gap, c.rtt) >= s.expires {
-		return true
-	}
 	dry := s.dryWin == w && now < s.dryUntil // asking for more is useless now
 	return !dry && e.win == w && s.hasLease && s.leaseWin == w && s.leaseGrant >= 2 && s.lease*2 < s.leaseGrant
 }
