@@ -152,7 +152,6 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 // grantWindow).
 const busyPerWindow = 4
 
-
 // holdFloor is the demand over a lease's life (cost units) from which an
 // isolate that is not busy holds one unit ahead of need: it will probably
 // ask within the lease's life, so its next request decides locally. Below
