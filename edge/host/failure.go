@@ -24,7 +24,7 @@ func (s *slot) stale(now, after int64) bool {
 // asks the module, and lets the policy decide in its place a single check
 // of a leased or read-through limiter the module denied for want of a
 // lease or a view (failpolicy.Leased). A denial's Retry-After is at most
-// Sync.ProbeInterval: the next request probes again.
+// Sync.ProbeInterval (capRetry): the next request probes again.
 func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check, now int64) (Decision, error) {
 	s.loop.Kick()
 	out := Decision{Stale: true}
@@ -38,11 +38,19 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 			d = h.decideAlone(s, checks[0], d, now)
 		}
 	}
-	if !d.Allowed && d.RetryAfter > int64(h.opts.Sync.ProbeInterval) && h.opts.Sync.ProbeInterval > 0 {
-		d.RetryAfter = int64(h.opts.Sync.ProbeInterval)
-	}
-	out.Decision, out.Policy = d, h.policies[d.Limiter]
+	out.Decision, out.Policy = h.capRetry(d), h.policies[d.Limiter]
 	return out, nil
+}
+
+// capRetry caps the Retry-After of a denial on a stale view, or for want
+// of a lease or a view (SyncRetry: a sync may bring one), at
+// Sync.ProbeInterval: the next probe or sync may change the answer, so the
+// client is not sent away for a share of the period.
+func (h *Host) capRetry(d isolate.Decision) isolate.Decision {
+	if p := int64(h.opts.Sync.ProbeInterval); !d.Allowed && p > 0 && d.RetryAfter > p {
+		d.RetryAfter = p
+	}
+	return d
 }
 
 // decideAlone returns the module's decision d of check c on a stale view,

@@ -253,7 +253,8 @@ type Decision struct {
 // fail policy decides (decideStale). A SyncRetry answer on a fresh isolate
 // (a lease to renew after an idle spell, a read-through cold key) waits
 // for its next sync (at most Options.RetryWait) and is decided once more;
-// if the syncs fail meanwhile, the fail policy decides it.
+// if that sync fails, the fail policy decides it at once (the syncs fail:
+// the request is decided as on a stale view).
 func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() int64) (Decision, error) {
 	s := h.slots[h.next.Add(1)%uint64(len(h.slots))]
 	t := now()
@@ -261,12 +262,15 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 	if !s.stale(t, after) {
 		d, wait, err := s.decide(ctx, checks, t)
 		if err == nil && d.SyncRetry && s.loop != nil {
-			d, err = s.retry(ctx, checks, d, wait, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, after, t, now)
+			d, err = s.retry(ctx, checks, d, wait, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
 		}
 		if err != nil {
 			return Decision{}, err
 		}
-		if t = now(); !d.SyncRetry || !s.stale(t, after) {
+		if t = now(); !d.SyncRetry || (s.failures.Load() == 0 && !s.stale(t, after)) {
+			if d.SyncRetry {
+				d = h.capRetry(d)
+			}
 			out := Decision{Decision: d, Policy: h.policies[d.Limiter]}
 			h.met.decided(h, out)
 			return out, nil
@@ -284,9 +288,9 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 // within policy p (see syncloop.RetryPolicy, which the simulator runs too):
 // it is decided again after each applied reply while it still answers
 // SyncRetry and may wait; at the deadline it stands denied. wait is closed
-// when the next attempt ends; a failed attempt that leaves the view stale
-// (after ns) ends the wait too (the caller applies the fail policy).
-func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, p syncloop.RetryPolicy, after, t int64, now func() int64) (isolate.Decision, error) {
+// when the next attempt ends; a failed attempt ends the wait too (the
+// caller applies the fail policy).
+func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, p syncloop.RetryPolicy, t int64, now func() int64) (isolate.Decision, error) {
 	r, ok := p.Begin(t)
 	if !ok {
 		return d, nil
@@ -301,16 +305,8 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		case <-ctx.Done():
 			return d, ctx.Err()
 		}
-		if s.replies.Load() == replies {
-			// The attempt failed: give up once the view is stale, else
-			// wait for the next one.
-			if s.stale(now(), after) {
-				return d, nil
-			}
-			s.syncMu.Lock()
-			wait = s.synced
-			s.syncMu.Unlock()
-			continue
+		if s.replies.Load() == replies && s.failures.Load() > 0 {
+			return d, nil // the attempt failed
 		}
 		if !r.Replied(now()) {
 			return d, nil

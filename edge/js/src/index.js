@@ -139,11 +139,15 @@ export class EdgeLimit {
    * together, all or nothing. ctx (Workers' ExecutionContext) receives the
    * background sync through waitUntil.
    */
-  decide(opts, ctx) {
+  decide(opts, ctx) { return this._decide(opts, ctx, false); }
+
+  // decide; failing: a sync this request waited for failed, so the view
+  // counts as stale for it (the fail policy decides) whatever its age.
+  _decide(opts, ctx, failing) {
     if (!this._mod) this.ready();
     const now = this._clock();
     const checks = opts.checks;
-    const stale = this._sched ? this._sched.stale(now) : false;
+    const stale = this._sched ? failing || this._sched.stale(now) : false;
     let st;
     let d = null;
     if (checks === undefined) {
@@ -176,7 +180,10 @@ export class EdgeLimit {
       const wanted = (st & 2) !== 0 || stale;
       this._background === 'requests' ? this._pump(now, wanted, ctx) : wanted && this._kick(now);
     }
-    if (stale && !d.success && d.retryAfterMs > this._schedOpts.probeInterval && this._schedOpts.probeInterval > 0) {
+    // A denial on a stale view, or for want of a lease or a view (a sync
+    // may bring one), is worth retrying after the next probe or sync: its
+    // retryAfterMs is at most probeInterval, not a share of the period.
+    if ((stale || d.syncRetry) && !d.success && d.retryAfterMs > this._schedOpts.probeInterval && this._schedOpts.probeInterval > 0) {
       d.retryAfterMs = this._schedOpts.probeInterval;
     }
     return d;
@@ -312,14 +319,12 @@ export class EdgeLimit {
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
     // wait for the next ones too, within retryWait in all (three at most).
-    // After a sync that failed the request is decided again too: once the
-    // view is stale, the fail policy decides it.
+    // When the sync fails (or none ends within retryWait) the syncs fail:
+    // the fail policy decides the request at once, as on a stale view.
     const end = this._clock() + this._retryWait;
     for (let round = 0; round < 3 && d.syncRetry && !d.stale; round++) {
-      const left = end - this._clock();
-      if (left <= 0) break;
-      await this._waitSync(left, ctx);
-      d = this.decide(opts, ctx);
+      const ok = await this._waitSync(Math.max(end - this._clock(), 0), ctx);
+      d = this._decide(opts, ctx, !ok);
     }
     return d;
   }
