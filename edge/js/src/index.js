@@ -505,7 +505,8 @@ export class EdgeLimit {
       return ok; // an abandoned attempt's end changes nothing
     });
     this._inflight = p;
-    this._inflightDeadline = now + this._syncTimeout * Math.max(this._coordinators.length, 1) + 100;
+    this._inflightSpan = this._syncTimeout * Math.max(this._coordinators.length, 1) + 100;
+    this._inflightDeadline = now + this._inflightSpan;
     return p;
   }
 
@@ -532,7 +533,7 @@ export class EdgeLimit {
     this._attemptGen++;
     this.counters.abandoned++;
     this._sched.failure(now);
-    this._fail(new EdgeLimitError(`sync abandoned: it did not end within ${Math.round(this._inflightDeadline - this._sched.lastStart)} ms (cancelled by the runtime, e.g. a Worker request without ctx, or hanging)`, 'sync_abandoned'));
+    this._fail(new EdgeLimitError(`sync abandoned: it did not end within ${this._inflightSpan} ms (cancelled by the runtime, e.g. a Worker request without ctx, or hanging)`, 'sync_abandoned'));
     this._ended(false);
     return false;
   }
