@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, offBoundary } from './helpers.js';
 import { startCoordinator } from './coordinator.js';
 
 const coords = [];
@@ -22,6 +22,7 @@ for (const background of ['requests', 'timers']) {
     try {
       for (let i = 0; i < 5; i++) {
         if (i > 0) await sleep(600);
+        await offBoundary();
         const d = await rl.limit({ limiter: 'rps', key: 'k' });
         assert.deepEqual([d.success, d.stale], [true, false], `request ${i}: ${JSON.stringify(d)} ${rl.lastError}`);
       }
