@@ -9,7 +9,7 @@ WASM         := wasm/edgelimit.wasm
 STATICCHECK  := $(CURDIR)/.tools/bin/staticcheck
 STATICCHECK_VER := v0.6.1
 
-.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js
+.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js bench-recover
 
 ## tools: install TinyGo (and its Debian packages) into .tools/, staticcheck, redis-server and Chromium (idempotent)
 tools: $(TINYGO) $(STATICCHECK) redis chromium
@@ -81,6 +81,11 @@ test-js:
 ## and the example Worker's requests/s with and without the limiter (README "JavaScript")
 bench-js: tools-js
 	@go build -o bin/edgelimit ./cmd/edgelimit && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit node edge/js/bench/bench.js
+
+## bench-recover: recovery figures with real processes and default options (README "JavaScript"):
+## idle Workers, 2 keys, bursts, and the coordinator killed for 8 s under the Go host, Node and workerd (about 90 s)
+bench-recover: tools-js
+	@go build -o bin/edgelimit ./cmd/edgelimit && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit node edge/js/bench/recover.js
 
 ## fuzz: run each fuzz target briefly (FUZZTIME=30s by default)
 FUZZTIME ?= 30s

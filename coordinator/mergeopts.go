@@ -47,8 +47,9 @@ type MergerOptions struct {
 	IsolateTTL time.Duration
 	// MaxClockSkew is how far an isolate's clock may run ahead of the
 	// coordinator's: a batch cut later than now+MaxClockSkew, or a windowed
-	// entry in a window past the one of now+MaxClockSkew plus one, is
-	// refused (see times.go). Default DefaultMaxClockSkew (10 s).
+	// entry in a window past the coordinator's current one, or past the
+	// next one when that starts later than now+MaxClockSkew, is refused
+	// (see times.go). Default DefaultMaxClockSkew (2 s).
 	MaxClockSkew time.Duration
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged

@@ -64,7 +64,8 @@ func globalCount(addr, limiter, key string) (KeyState, error) {
 // one approximate key, plus a key that admits everything (its count is the
 // acknowledged total). Mid-run one coordinator is killed with SIGKILL, then
 // one Redis master (its replica takes over; the old master is restarted
-// and rejoins as a replica). Strict never admits past the limit in a
+// and rejoins as a replica). Strict (with fail_policy closed: open would
+// admit alone while syncs fail) never admits past the limit in a
 // window; approximate stays within 10% before the failures and within the
 // fail-open bound (isolates x limit) during them; the edges keep answering;
 // and once the edges have synced, the global count equals what the edges
@@ -97,7 +98,7 @@ func TestRedisClusterEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "limits.json")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"limiters": [
-		{"name": "strict", "algorithm": "fixed_window", "limit": %d, "period": "1s", "mode": "strict"},
+		{"name": "strict", "algorithm": "fixed_window", "limit": %d, "period": "1s", "mode": "strict", "fail_policy": "closed"},
 		{"name": "approx", "algorithm": "fixed_window", "limit": %d, "period": "1s", "mode": "approximate"},
 		{"name": "total", "algorithm": "fixed_window", "limit": 1000000000, "period": "1h", "mode": "approximate"}]}`, limit, limit)), 0o644); err != nil {
 		t.Fatal(err)

@@ -60,8 +60,10 @@ logged or --checkpoint-interval passed. Smaller values shorten the replay of
 a restart after a crash and cost more writes.
 
 Each bearer token is its own namespace of isolate ids. A batch whose time
-or window is more than --max-clock-skew ahead of this server's clock is
-refused (400), so keep the edges' clocks synchronised (NTP).
+is more than --max-clock-skew (default 2s) ahead of this server's clock, or
+that names a window past this server's current one (the next one only when
+it starts within --max-clock-skew), is refused (400 clock_skew), so keep
+the edges' clocks synchronised (NTP).
 
 flags:
 `
@@ -86,7 +88,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	storeURL := fs.String("store", env("EDGELIMIT_STORE"), "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
 	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
 	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
-	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's (default 10s)")
+	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
 	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -21,17 +21,19 @@ func init() {
 }
 
 const edgeUsage = `usage: edgelimit edge [--config FILE] [--listen ADDR] [--coordinator URL] [--token T] [--isolates N] [--sync D]
-                     [--fail-policy open|closed|local-share] [--stale-after D] [--retry-wait D] ...
+                     [--fail-policy open|closed|local-share] [--stale-after D] [--probe-interval D] [--retry-wait D] ...
 
 Runs N isolates of the edge module behind an HTTP API:
   GET|POST /v1/decide?limiter=NAME&key=KEY[&cost=N]   200 allowed, 429 denied (Retry-After,
                                                     RateLimit and RateLimit-Policy headers)
-  GET /healthz    JSON; 503 once an isolate has had no good sync for --stale-after
+  GET /healthz    JSON; 503 when an isolate's syncs fail, or the coordinator (probed
+                  when no isolate heard from it within --stale-after) does not answer
   GET /metrics    Prometheus text
 With --coordinator, each isolate syncs its deltas with it every --sync interval; a
 comma-separated list names coordinators sharing one Redis Cluster (coordinator --store
 redis://...): a batch one cannot take goes to the next at once. When an
-isolate's view is stale, each limiter's "fail_policy" (config file) or --fail-policy applies.
+isolate's syncs fail and its view is stale (--stale-after), each limiter's "fail_policy"
+(config file) or --fail-policy applies; an isolate merely idle is never stale.
 Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN (the flag wins).
 
 flags:
@@ -48,8 +50,9 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	token := fs.String("token", os.Getenv("EDGELIMIT_TOKEN"), "bearer `TOKEN` for the coordinator")
 	isolates := fs.Int("isolates", host.DefaultIsolates, "number of isolates")
 	interval := fs.Duration("sync", syncloop.DefaultInterval, "sync interval")
-	policy := fs.String("fail-policy", wire.FailOpen, "fail policy of limiters whose config names none: open (decide from the last view), closed (deny), local-share (limit/isolates per window per key)")
-	staleAfter := fs.Duration("stale-after", 0, "how long after its last good sync an isolate's view is stale: the fail policy applies and /healthz answers 503 (0: 3 sync intervals)")
+	policy := fs.String("fail-policy", wire.FailOpen, "fail policy of limiters whose config names none: open (decide alone, as approximate mode, in every mode), closed (deny), local-share (limit/isolates per window per key)")
+	staleAfter := fs.Duration("stale-after", 0, "while an isolate's syncs fail, how long after its last good sync its view turns stale: the fail policy applies (0: 3 sync intervals)")
+	probeInterval := fs.Duration("probe-interval", syncloop.DefaultProbeInterval, "while syncs fail, requests probe the coordinator past the backoff at most this often (and stale denials say Retry-After at most this); negative: no probes")
 	retryWait := fs.Duration("retry-wait", host.DefaultRetryWait, "how long a request the module answers with SyncRetry (strict lease miss, read-through) waits for a sync; negative: deny at once")
 	syncTimeout := fs.Duration("sync-timeout", syncloop.DefaultHTTPTimeout, "bound on one sync round trip with the coordinator")
 	shareIsolates := fs.Int("share-isolates", 0, "isolates across the fleet sharing the limits, the divisor of local-share (0: --isolates)")
@@ -86,7 +89,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("edge: --stale-after must be >= 0, got %v", *staleAfter)
 	}
 	h, err := host.New(ctx, host.Options{Config: cfg, Isolates: *isolates, Coordinator: *coord, Token: *token,
-		Sync: syncloop.Options{Interval: *interval, StaleAfter: *staleAfter}, SyncTimeout: *syncTimeout,
+		Sync: syncloop.Options{Interval: *interval, StaleAfter: *staleAfter, ProbeInterval: *probeInterval}, SyncTimeout: *syncTimeout,
 		RetryWait: *retryWait, FailPolicy: fp, ShareIsolates: *shareIsolates, Logger: log,
 		Server: host.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxBodyBytes: *maxBody}})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -95,9 +96,21 @@ func TestEdgeCommandFailsClosed(t *testing.T) {
 	if r := get("/v1/decide?limiter=llm&key=a"); r.StatusCode != 200 {
 		t.Fatalf("first request: %d", r.StatusCode)
 	}
-	for deadline := time.Now().Add(10 * time.Second); get("/healthz").StatusCode != 503; time.Sleep(20 * time.Millisecond) {
+	// /healthz is 503 at once (the probe of the coordinator fails); the
+	// fail policy applies once the isolate is stale.
+	stale := func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var hl struct{ Status string }
+		json.NewDecoder(resp.Body).Decode(&hl)
+		return resp.StatusCode == 503 && hl.Status == "stale"
+	}
+	for deadline := time.Now().Add(10 * time.Second); !stale(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("/healthz not 503 10s after the coordinator stopped answering")
+			t.Fatal("/healthz not 503 stale 10s after the coordinator stopped answering")
 		}
 	}
 	if r := get("/v1/decide?limiter=llm&key=a"); r.StatusCode != 429 || r.Header.Get("EdgeLimit-Fail-Policy") != "closed" {

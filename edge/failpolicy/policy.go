@@ -4,16 +4,20 @@
 // are passed in, in ns), no goroutines; a Share is not safe for
 // concurrent use (one per isolate, used under the isolate's lock).
 //
-// A policy applies only while the isolate's view is stale: its last
-// successful sync is older than the host's stale bound
-// (syncloop.Scheduler.Stale). Then, per limiter:
+// A policy applies only while the isolate's view is stale: its syncs fail
+// and its last successful one is older than the host's stale bound
+// (syncloop.Scheduler.Stale; an idle isolate is not stale). Then, per
+// limiter:
 //
 //   - Open: the policy lets every request through to the module, which
-//     decides from its last view as if it were fresh.
+//     decides from its last view as if it were fresh; on a leased limiter
+//     the policy admits in the module's place what it denies for want of
+//     a lease (see Leased).
 //   - Closed: every request is denied.
 //   - LocalShare: a request passes only within the isolate's share of the
 //     key's limit, max(limit/isolates, 1) per window of the limiter's
-//     period, and is then decided by the module as well.
+//     period, and is then decided by the module as well (a lease miss
+//     admitted, see Leased).
 package failpolicy
 
 import (

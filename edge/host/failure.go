@@ -1,17 +1,80 @@
 package host
 
 import (
+	"context"
+
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/isolate"
+	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // stale reports whether the slot's view is stale at now (ns): it syncs
-// with a coordinator and its last good sync is older than after (ns), the
-// definition of syncloop.Scheduler.Stale (the scheduler itself belongs to
-// the loop's goroutine).
+// with a coordinator, its last good sync is older than after (ns) and its
+// syncs fail (syncloop.IsStale, the definition of Scheduler.Stale; the
+// scheduler itself belongs to the loop's goroutine). An idle isolate is
+// not stale.
 func (s *slot) stale(now, after int64) bool {
-	return s.loop != nil && now-s.lastOK.Load() > after
+	return s.loop != nil && syncloop.IsStale(now, s.lastOK.Load(), s.attemptAt.Load(), int(s.failures.Load()), after)
+}
+
+// decideStale decides checks at now on a slot whose view is stale: it
+// asks the loop for a probe of the coordinator (past the backoff, at most
+// once per Sync.ProbeInterval), applies the fail policies (applyPolicies),
+// asks the module, and lets the policy decide in its place a single check
+// of a leased or read-through limiter the module denied for want of a
+// lease or a view (failpolicy.Leased). A denial's Retry-After is at most
+// Sync.ProbeInterval (capRetry): the next request probes again.
+func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check, now int64) (Decision, error) {
+	s.loop.Kick()
+	out := Decision{Stale: true}
+	d, denied := h.applyPolicies(s, checks, now)
+	if !denied {
+		var err error
+		if d, _, err = s.decide(ctx, checks, now); err != nil {
+			return out, err
+		}
+		if len(checks) == 1 {
+			d = h.decideAlone(s, checks[0], d, now)
+		}
+	}
+	out.Decision, out.Policy = h.capRetry(d), h.policies[d.Limiter]
+	return out, nil
+}
+
+// capRetry caps the Retry-After of a denial on a stale view, or for want
+// of a lease or a view (SyncRetry: a sync may bring one), at
+// Sync.ProbeInterval: the next probe or sync may change the answer, so the
+// client is not sent away for a share of the period.
+func (h *Host) capRetry(d isolate.Decision) isolate.Decision {
+	if p := int64(h.opts.Sync.ProbeInterval); !d.Allowed && p > 0 && d.RetryAfter > p {
+		d.RetryAfter = p
+	}
+	return d
+}
+
+// decideAlone returns the module's decision d of check c on a stale view,
+// or an admission when the fail policy admits what the module denied only
+// for want of a lease (see failpolicy.Leased).
+func (h *Host) decideAlone(s *slot, c isolate.Check, d isolate.Decision, now int64) isolate.Decision {
+	l := &h.opts.Config.Limiters[c.Limiter]
+	if !l.Leased() && !l.ReadThrough {
+		return d
+	}
+	q := h.quota(c)
+	k := shareKey{c.Limiter, c.Key}
+	s.mu.Lock()
+	ok := failpolicy.Leased(h.policies[c.Limiter], s.share, k, c.Cost, q, now, d.Allowed, d.SyncRetry)
+	rem := s.share.Remaining(k, q.Alone(), now)
+	if h.policies[c.Limiter] == failpolicy.LocalShare {
+		rem = s.share.Remaining(k, q, now)
+	}
+	s.mu.Unlock()
+	if !ok || d.Allowed {
+		return d
+	}
+	return isolate.Decision{Allowed: true, Limiter: c.Limiter, Limit: q.Limit, Remaining: rem,
+		Reset: (now/q.Period + 1) * q.Period}
 }
 
 // applyPolicies applies each check's fail policy on a stale slot at now,

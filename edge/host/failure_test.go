@@ -1,6 +1,7 @@
 package host
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -58,8 +59,8 @@ func TestCoordinatorDownFailPolicies(t *testing.T) {
 		t.Fatalf("health %+v", hl)
 	}
 	for _, ih := range hl.Isolates {
-		if !ih.Stale || ih.LastSyncAgeMS < 150 || ih.Failures == 0 {
-			t.Errorf("isolate %+v: want stale, age >= 150 ms, failures > 0", ih)
+		if !ih.Stale || ih.LastSyncAgeMS != -1 || ih.Failures == 0 {
+			t.Errorf("isolate %+v: want stale, no sync ever (age -1), failures > 0", ih)
 		}
 	}
 	for _, tc := range []struct {
@@ -127,21 +128,30 @@ func TestCoordinatorDownFailPolicies(t *testing.T) {
 }
 
 // TestOpenPolicyHostTakesNoWaitOnStrict: with the open policy a strict
-// request on a stale isolate asks the module (no lease: denied) and does
-// not wait for a sync that cannot come.
+// request on a stale isolate (no lease: the module denies) is admitted by
+// the policy, deciding alone, without waiting for a sync that cannot
+// come; up to the limit (6) counted on the isolate, then denied with a
+// Retry-After of at most the probe interval.
 func TestOpenPolicyHostTakesNoWaitOnStrict(t *testing.T) {
 	s := serve(t, Options{Config: policyConfig(), Isolates: 1, Coordinator: "http://" + deadAddr(t),
 		Sync: fastSync, SyncTimeout: 100 * time.Millisecond, RetryWait: 5 * time.Second})
 	s.warm(t, 1)
 	s.waitAllStale(t)
 	client := &http.Client{Timeout: 3 * time.Second}
-	resp, err := client.Get(s.url + "/v1/decide?limiter=strict&key=k")
-	if err != nil {
-		t.Fatalf("waited for a sync on a stale isolate: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 429 || resp.Header.Get("EdgeLimit-Fail-Policy") != "open" {
-		t.Errorf("strict, open policy, stale: %d %v", resp.StatusCode, resp.Header)
+	for i := 0; i < 8; i++ {
+		resp, err := client.Get(s.url + "/v1/decide?limiter=strict&key=k")
+		if err != nil {
+			t.Fatalf("waited for a sync on a stale isolate: %v", err)
+		}
+		var d decisionJSON
+		json.NewDecoder(resp.Body).Decode(&d)
+		resp.Body.Close()
+		if want := map[bool]int{true: 200, false: 429}[i < 6]; resp.StatusCode != want || resp.Header.Get("EdgeLimit-Fail-Policy") != "open" {
+			t.Errorf("request %d, strict, open policy, stale: %d %v, want %d", i, resp.StatusCode, resp.Header, want)
+		}
+		if resp.StatusCode == 429 && d.RetryAfter > int64(syncloop.DefaultProbeInterval) {
+			t.Errorf("request %d: retry_after_ns %d past the probe interval", i, d.RetryAfter)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -8,9 +9,12 @@ import (
 
 // Health is the body of GET /healthz.
 type Health struct {
-	// Status is "ok", or "stale" when an isolate's view is stale (its
-	// syncs have failed, or taken, longer than StaleAfterMS): the answer
-	// is then 503.
+	// Status is "ok" (answered 200) or, answered 503: "stale" when an
+	// isolate's view is stale (its syncs fail and its last good one is
+	// older than StaleAfterMS: the fail policies apply), "failing" when an
+	// isolate's last sync attempt failed, "unreachable" when no isolate
+	// has heard from the coordinator within StaleAfterMS (it never synced,
+	// or all were idle) and a probe of it failed just now.
 	Status string `json:"status"`
 	// Coordinator is the coordinator's URL; empty when the host runs alone.
 	Coordinator string `json:"coordinator"`
@@ -18,6 +22,12 @@ type Health struct {
 	StaleAfterMS int64 `json:"stale_after_ms"`
 	// SyncErrors counts failed sync attempts since the start.
 	SyncErrors int64 `json:"sync_errors"`
+	// CoordinatorAgeMS is the time since the coordinator last answered
+	// (an applied reply of any isolate, or a probe), ms; -1 when it never
+	// did or the host runs alone.
+	CoordinatorAgeMS int64 `json:"coordinator_age_ms"`
+	// ProbeError is the error of the probe made for this answer, if any.
+	ProbeError string `json:"probe_error,omitempty"`
 	// Isolates holds one entry per isolate, in order.
 	Isolates []IsolateHealth `json:"isolates"`
 }
@@ -26,8 +36,9 @@ type Health struct {
 type IsolateHealth struct {
 	// ID is the id the isolate syncs under ("<prefix>-N", "/rK" after K restarts).
 	ID string `json:"id"`
-	// LastSyncAgeMS is the time since the isolate's last good sync (or
-	// since it last had nothing to sync), ms; -1 without a coordinator.
+	// LastSyncAgeMS is the time since the isolate's last applied reply
+	// from the coordinator (a real round trip), ms; -1 when it never had
+	// one, or without a coordinator.
 	LastSyncAgeMS int64 `json:"last_sync_age_ms"`
 	// Failures counts the consecutive failed sync attempts.
 	Failures int64 `json:"failures"`
@@ -37,31 +48,74 @@ type IsolateHealth struct {
 	Restarts int `json:"restarts"`
 }
 
-// Health reports the state of the isolates' syncs at now (ns).
+// Health reports the state of the isolates' syncs at now (ns), without
+// I/O: Status is "ok", "stale" or "failing" (see Health.Status); the
+// handler of /healthz adds the probe of an idle host (CheckHealth).
 func (h *Host) Health(now int64) Health {
 	hl := Health{Status: "ok", Coordinator: h.opts.Coordinator, StaleAfterMS: h.opts.Sync.StaleAfter.Milliseconds(),
-		SyncErrors: h.errs.Load()}
+		SyncErrors: h.errs.Load(), CoordinatorAgeMS: -1}
+	heard := h.probedAt.Load()
 	for _, s := range h.slots {
 		s.mu.Lock()
 		ih := IsolateHealth{ID: s.iso.ID(), LastSyncAgeMS: -1, Restarts: s.iso.Restarts()}
 		s.mu.Unlock()
 		if s.loop != nil {
-			ih.LastSyncAgeMS = time.Duration(now - s.lastOK.Load()).Milliseconds()
+			if at := s.lastReply.Load(); at != 0 {
+				ih.LastSyncAgeMS = time.Duration(now - at).Milliseconds()
+				heard = max(heard, at)
+			}
 			ih.Failures = s.failures.Load()
 			ih.Stale = s.stale(now, int64(h.opts.Sync.StaleAfter))
 		}
-		if ih.Stale {
+		switch {
+		case ih.Stale:
 			hl.Status = "stale"
+		case ih.Failures > 0 && hl.Status == "ok":
+			hl.Status = "failing"
 		}
 		hl.Isolates = append(hl.Isolates, ih)
+	}
+	if heard != 0 {
+		hl.CoordinatorAgeMS = time.Duration(now - heard).Milliseconds()
 	}
 	return hl
 }
 
-// handleHealth answers GET /healthz: 200 with Health, or 503 when an
-// isolate's view is stale.
-func (h *Host) handleHealth(w http.ResponseWriter, r *http.Request) {
+// CheckHealth is Health at the host clock's now, and, when the syncs do
+// not fail but no isolate has heard from the coordinator within the stale
+// bound (the host never synced, or was idle), a probe of the coordinator
+// (syncloop.HTTPTransport.Probe, bounded by the sync timeout): "unreachable"
+// when it fails. Concurrent calls share one probe.
+func (h *Host) CheckHealth(ctx context.Context) Health {
 	hl := h.Health(h.opts.Clock.Now())
+	if hl.Status != "ok" || h.opts.Coordinator == "" || h.heardWithin(hl) {
+		return hl
+	}
+	h.probeMu.Lock()
+	defer h.probeMu.Unlock()
+	if hl = h.Health(h.opts.Clock.Now()); hl.Status != "ok" || h.heardWithin(hl) {
+		return hl // another call probed meanwhile
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.opts.SyncTimeout)
+	defer cancel()
+	if err := h.probe.Probe(ctx); err != nil {
+		hl.Status, hl.ProbeError = "unreachable", err.Error()
+		return hl
+	}
+	h.probedAt.Store(h.opts.Clock.Now())
+	return h.Health(h.opts.Clock.Now())
+}
+
+// heardWithin reports whether hl says the coordinator answered within the
+// stale bound.
+func (h *Host) heardWithin(hl Health) bool {
+	return hl.CoordinatorAgeMS >= 0 && hl.CoordinatorAgeMS <= hl.StaleAfterMS
+}
+
+// handleHealth answers GET /healthz: 200 with Health, or 503 when the
+// status is not "ok" (CheckHealth).
+func (h *Host) handleHealth(w http.ResponseWriter, r *http.Request) {
+	hl := h.CheckHealth(r.Context())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if hl.Status != "ok" {

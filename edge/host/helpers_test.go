@@ -107,6 +107,22 @@ func (s served) waitHealth(t *testing.T, status int) Health {
 	}
 }
 
+// waitStatus polls /healthz until its status is status (at most 10 s).
+func (s served) waitStatus(t *testing.T, status string) Health {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, hl := s.health(t)
+		if hl.Status == status {
+			return hl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz still %+v after 10s, want status %q", hl, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitAllStale polls /healthz until it answers 503 with every isolate
 // stale (at most 10 s): isolates go stale one by one.
 func (s served) waitAllStale(t *testing.T) Health {

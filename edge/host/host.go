@@ -41,8 +41,11 @@ type Options struct {
 	Token string
 	// Sync configures the sync loops (interval default 100ms). Its
 	// StaleAfter (default 3 intervals) is how long after its last good
-	// sync an isolate's view counts as stale: the fail policy applies and
-	// /healthz answers 503.
+	// sync an isolate whose syncs fail counts as stale: the fail policy
+	// applies and /healthz answers 503 (an idle isolate is never stale).
+	// Its ProbeInterval (default 500ms) is how often requests on a stale
+	// isolate probe the coordinator past the backoff, and the most a
+	// stale denial's Retry-After says.
 	Sync syncloop.Options
 	// SyncTimeout bounds one sync round trip with the coordinator.
 	// Default 5s (syncloop.DefaultHTTPTimeout).
@@ -93,6 +96,9 @@ type Host struct {
 	wg       sync.WaitGroup
 	errs     atomic.Int64
 	met      *metrics
+	probe    *syncloop.HTTPTransport // probes the coordinator for /healthz (CheckHealth)
+	probeMu  sync.Mutex              // one probe at a time
+	probedAt atomic.Int64            // ns of the last successful probe; 0 before
 }
 
 // slot is one isolate with its lock, its sync loop, a broadcast of
@@ -107,11 +113,14 @@ type slot struct {
 	share  *failpolicy.Share[shareKey] // local-share counts; under mu
 	loop   *syncloop.Loop
 	syncMu sync.Mutex
-	synced chan struct{} // closed and replaced after every applied reply
+	synced chan struct{} // closed and replaced after every attempt that ends (applied or failed)
 
-	lastOK   atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
-	failures atomic.Int64 // consecutive failed sync attempts
-	unacked  atomic.Int64 // cost in the batch sent and not yet acknowledged
+	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
+	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
+	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
+	replies   atomic.Int64 // applied replies
+	failures  atomic.Int64 // consecutive failed sync attempts
+	unacked   atomic.Int64 // cost in the batch sent and not yet acknowledged
 }
 
 // shareKey identifies a key of a limiter in a local share.
@@ -173,9 +182,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		h.policies = append(h.policies, failpolicy.For(&opts.Config.Limiters[i], opts.FailPolicy))
 	}
 	h.met = newMetrics(h)
-	var tr syncloop.Transport = &syncloop.HTTPTransport{URL: opts.Coordinator, Token: opts.Token,
+	h.probe = &syncloop.HTTPTransport{URL: opts.Coordinator, Token: opts.Token,
 		Client: &http.Client{Timeout: opts.SyncTimeout}}
-	tr = timedTransport{tr: tr, m: h.met}
+	var tr syncloop.Transport = timedTransport{tr: h.probe, m: h.met}
 	start := opts.Clock.Now()
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
@@ -198,9 +207,11 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		s.loop.OnError = func(err error) {
 			h.errs.Add(1)
+			s.attemptAt.Store(0)
 			if s.failures.Add(1) == 1 {
-				s.log.Warn("host: sync failing; the isolate decides from its last view until a sync succeeds", "err", err)
+				s.log.Warn("host: sync failing; the fail policies decide once the view is stale, until a sync succeeds", "err", err)
 			}
+			s.ended()
 		}
 		h.wg.Add(1)
 		go func() {
@@ -241,31 +252,38 @@ type Decision struct {
 }
 
 // Decide decides checks (all or nothing) at now (ns) on the next isolate.
-// When that isolate's view is stale (no good sync for Sync.StaleAfter),
-// each limiter's fail policy applies first (see package failpolicy). A
-// SyncRetry answer on a fresh isolate waits for its next sync (at most
-// Options.RetryWait) and is decided once more.
+// When that isolate's view is stale (its syncs fail and its last good one
+// is older than Sync.StaleAfter; see syncloop.IsStale), each limiter's
+// fail policy decides (decideStale). A SyncRetry answer on a fresh isolate
+// (a lease to renew after an idle spell, a read-through cold key) waits
+// for its next sync (at most Options.RetryWait) and is decided once more;
+// if that sync fails, the fail policy decides it at once (the syncs fail:
+// the request is decided as on a stale view).
 func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() int64) (Decision, error) {
 	s := h.slots[h.next.Add(1)%uint64(len(h.slots))]
 	t := now()
-	var out Decision
-	out.Stale = s.stale(t, int64(h.opts.Sync.StaleAfter))
-	if out.Stale {
-		if d, denied := h.applyPolicies(s, checks, t); denied {
-			out.Decision, out.Policy = d, h.policies[d.Limiter]
+	after := int64(h.opts.Sync.StaleAfter)
+	if !s.stale(t, after) {
+		d, wait, err := s.decide(ctx, checks, t)
+		if err == nil && d.SyncRetry && s.loop != nil {
+			d, err = s.retry(ctx, checks, d, wait, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
+		}
+		if err != nil {
+			return Decision{}, err
+		}
+		if t = now(); !d.SyncRetry || (s.failures.Load() == 0 && !s.stale(t, after)) {
+			if d.SyncRetry {
+				d = h.capRetry(d)
+			}
+			out := Decision{Decision: d, Policy: h.policies[d.Limiter]}
 			h.met.decided(h, out)
 			return out, nil
 		}
 	}
-	d, wait, err := s.decide(ctx, checks, t)
-	if err == nil && d.SyncRetry && s.loop != nil && !out.Stale {
-		d, err = s.retry(ctx, checks, d, wait, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
-	}
+	out, err := h.decideStale(ctx, s, checks, t)
 	if err != nil {
 		return out, err
 	}
-	out.Decision = d
-	out.Policy = h.policies[d.Limiter]
 	h.met.decided(h, out)
 	return out, nil
 }
@@ -274,13 +292,15 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 // within policy p (see syncloop.RetryPolicy, which the simulator runs too):
 // it is decided again after each applied reply while it still answers
 // SyncRetry and may wait; at the deadline it stands denied. wait is closed
-// by the next applied reply.
+// when the next attempt ends; a failed attempt ends the wait too (the
+// caller applies the fail policy).
 func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, p syncloop.RetryPolicy, t int64, now func() int64) (isolate.Decision, error) {
 	r, ok := p.Begin(t)
 	if !ok {
 		return d, nil
 	}
 	expired := s.clk.After(r.Deadline() - t)
+	replies := s.replies.Load()
 	for {
 		select {
 		case <-wait:
@@ -289,10 +309,14 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		case <-ctx.Done():
 			return d, ctx.Err()
 		}
+		if s.replies.Load() == replies && s.failures.Load() > 0 {
+			return d, nil // the attempt failed
+		}
 		if !r.Replied(now()) {
 			return d, nil
 		}
 		var err error
+		replies = s.replies.Load()
 		if d, wait, err = s.decide(ctx, checks, now()); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
@@ -344,6 +368,7 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 			m.s.lastOK.Store(now)
 		}
 	default:
+		m.s.attemptAt.Store(max(now, 1))
 		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}
 	return b, err
@@ -373,15 +398,23 @@ func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error
 		return err
 	}
 	m.s.lastOK.Store(now)
+	m.s.lastReply.Store(now)
+	m.s.attemptAt.Store(0)
+	m.s.replies.Add(1)
 	if n := m.s.failures.Swap(0); n > 0 {
 		m.s.log.Info("host: sync recovered", "failed_attempts", n)
 	}
 	m.s.unacked.Store(0)
-	m.s.syncMu.Lock()
-	close(m.s.synced)
-	m.s.synced = make(chan struct{})
-	m.s.syncMu.Unlock()
+	m.s.ended()
 	return nil
+}
+
+// ended wakes the requests waiting for the end of the slot's attempt.
+func (s *slot) ended() {
+	s.syncMu.Lock()
+	close(s.synced)
+	s.synced = make(chan struct{})
+	s.syncMu.Unlock()
 }
 
 // ErrBadRequest marks a request the host refuses (see the HTTP handler).

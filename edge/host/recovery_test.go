@@ -120,7 +120,7 @@ func TestSlowAndPartitionedCoordinatorLoseNothing(t *testing.T) {
 	for _, mode := range []int32{proxySlow, proxyDrop} {
 		p.mode.Store(mode)
 		s.admit(t, "k", 20)
-		if hl := s.waitHealth(t, http.StatusServiceUnavailable); hl.SyncErrors == 0 {
+		if hl := s.waitStatus(t, "stale"); hl.SyncErrors == 0 {
 			t.Fatalf("mode %d: stale without sync errors: %+v", mode, hl)
 		}
 		s.admit(t, "k", 10) // decided on the stale view by the open policy

@@ -79,8 +79,9 @@ func NewLoop(opts Options, clock Clock, tr Transport, mod Module, seed uint64) (
 // drive it while Run runs).
 func (l *Loop) Scheduler() *Scheduler { return l.sched }
 
-// Kick asks for an early sync (the module returned SyncWanted). It never
-// blocks; the loop honours Options.MinSpacing.
+// Kick asks for an early sync (the module returned SyncWanted), or, while
+// syncs fail, for a probe of the coordinator (Scheduler.Probe). It never
+// blocks; the loop honours Options.MinSpacing and Options.ProbeInterval.
 func (l *Loop) Kick() {
 	select {
 	case l.kick <- struct{}{}:
@@ -101,7 +102,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-l.kick:
-			if l.sched.Want(l.clock.Now()) {
+			if now := l.clock.Now(); l.sched.Want(now) || l.sched.Probe(now) {
 				l.report(l.SyncOnce(ctx))
 			}
 		case <-wait:

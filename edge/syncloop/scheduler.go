@@ -13,6 +13,7 @@ const (
 	DefaultInterval      = 100 * time.Millisecond
 	DefaultJitter        = 0.1
 	DefaultBackoffMax    = 30 * time.Second
+	DefaultProbeInterval = 500 * time.Millisecond
 	DefaultMaxBatchBytes = 4 << 20
 )
 
@@ -35,9 +36,18 @@ type Options struct {
 	BackoffBase time.Duration
 	// BackoffMax caps the backoff. Default 30s.
 	BackoffMax time.Duration
+	// ProbeInterval is the least time between the starts of two attempts
+	// while syncs fail, when a request asks for one (Scheduler.Probe): the
+	// backoff spares an idle isolate's coordinator, and a request probes it
+	// past the backoff, so admissions resume within about ProbeInterval
+	// (plus a round trip) of the coordinator answering again. It also bounds
+	// the Retry-After of a denial on a stale view. Default 500ms; negative
+	// disables probes (only the backoff retries).
+	ProbeInterval time.Duration
 	// StaleAfter is how long after the last successful sync the view
-	// counts as stale (see Scheduler.Stale), for the host's fail policy.
-	// Default 3*Interval.
+	// counts as stale once syncs fail (see Scheduler.Stale): the host's
+	// fail policy applies from then on. An isolate merely idle (no
+	// traffic, nothing to sync) is never stale. Default 3*Interval.
 	StaleAfter time.Duration
 	// MaxBatchBytes caps the batch Loop buffers and sends, in bytes.
 	// Default 4 MiB (the coordinator's default body limit).
@@ -66,6 +76,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.StaleAfter == 0 {
 		o.StaleAfter = 3 * o.Interval
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = DefaultProbeInterval
 	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
@@ -147,9 +160,42 @@ func (s *Scheduler) Failures() int { return s.failures }
 // time before the first).
 func (s *Scheduler) LastSuccess() int64 { return s.lastOK }
 
-// Stale reports whether the last successful sync is older than
-// Options.StaleAfter at now: the host's fail policy applies.
-func (s *Scheduler) Stale(now int64) bool { return now-s.lastOK > int64(s.opts.StaleAfter) }
+// Stale reports whether the view is stale at now: the last successful
+// sync is older than Options.StaleAfter and syncs fail (the last attempt
+// failed, or the one in flight began more than StaleAfter ago). The
+// host's fail policy applies then. An isolate that was merely idle is not
+// stale: its next sync refreshes it (see IsStale).
+func (s *Scheduler) Stale(now int64) bool {
+	started := int64(0)
+	if s.inflight {
+		started = s.lastStart
+	}
+	return IsStale(now, s.lastOK, started, s.failures, int64(s.opts.StaleAfter))
+}
+
+// IsStale is the definition of a stale view shared by Scheduler.Stale and
+// the edge host (which tracks the same times atomically): at now (ns) the
+// last successful sync (lastOK) is older than after (ns) and either the
+// last attempt failed (failures > 0) or the attempt in flight, started at
+// inflightSince (0: none in flight), began more than after ago.
+func IsStale(now, lastOK, inflightSince int64, failures int, after int64) bool {
+	if now-lastOK <= after {
+		return false
+	}
+	return failures > 0 || (inflightSince != 0 && now-inflightSince > after)
+}
+
+// Probe records that a request found the isolate's syncs failing at now
+// and reports whether an attempt should start now, past the backoff: no
+// attempt is in flight and the last one began at least
+// Options.ProbeInterval ago. It is false while syncs succeed (Want and the
+// interval apply then) and when probes are disabled.
+func (s *Scheduler) Probe(now int64) bool {
+	if s.opts.ProbeInterval < 0 || s.inflight || s.failures == 0 {
+		return false
+	}
+	return now-s.lastStart >= int64(s.opts.ProbeInterval)
+}
 
 // Want records that the module asked for an early sync at now. It returns
 // true when the sync should start now; otherwise the next sync is moved

@@ -121,16 +121,36 @@ func TestBackoff(t *testing.T) {
 
 func TestStale(t *testing.T) {
 	s := newSched(t, Options{Interval: 100 * time.Millisecond})
+	if s.Stale(10_000 * ms) {
+		t.Fatal("stale while idle: no sync failed")
+	}
+	s.Begin(100 * ms)
 	if s.Stale(300 * ms) {
 		t.Fatal("stale at exactly 3 intervals")
 	}
-	if !s.Stale(301 * ms) {
-		t.Fatal("not stale after 3 intervals without a sync")
+	if !s.Stale(401 * ms) {
+		t.Fatal("not stale with an attempt in flight for more than 3 intervals, 3 intervals after the last sync")
 	}
-	s.Begin(300 * ms)
-	s.Success(301 * ms)
-	if s.Stale(400 * ms) {
-		t.Fatal("stale right after a success")
+	s.Failure(402 * ms)
+	if !s.Stale(403 * ms) {
+		t.Fatal("not stale after a failure, 3 intervals after the last sync")
+	}
+	probe := int64(DefaultProbeInterval)
+	if s.Want(403*ms) || s.Probe(100*ms+probe-1) || !s.Probe(100*ms+probe) {
+		t.Fatal("a request on failing syncs does not probe past the backoff, once per probe interval after the last start")
+	}
+	s.Begin(100*ms + probe)
+	if s.Probe(100*ms + 2*probe) {
+		t.Fatal("a probe while an attempt is in flight")
+	}
+	s.Failure(101*ms + probe)
+	if !s.Probe(100*ms + 2*probe) {
+		t.Fatal("no probe one probe interval after the last")
+	}
+	s.Begin(1000 * ms)
+	s.Success(1001 * ms)
+	if s.Stale(1400*ms) || s.Probe(2000*ms) {
+		t.Fatal("stale or probing after a success")
 	}
 }
 

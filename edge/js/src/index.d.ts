@@ -95,12 +95,35 @@ export interface EdgeLimitOptions {
   token?: string;
   /** Time between regular syncs, ms. Default 100. */
   syncInterval?: number;
-  /** A sync attempt's timeout, ms. Default 5000. */
+  /**
+   * A sync attempt's timeout, ms. Default 5000. A sync still in flight
+   * this long after it began (per coordinator listed, plus 100 ms) is
+   * abandoned (counters.abandoned): the runtime cancelled it (a Worker
+   * request that ended without ctx.waitUntil) or it hangs; a new one may
+   * start and the old one's late end, if any, is ignored.
+   */
   syncTimeout?: number;
-  /** How long limit() waits for a sync after a syncRetry denial, ms. Default 1000; negative: never. */
+  /**
+   * How long limit() waits for a sync after a syncRetry denial (a lease to
+   * renew, a cold read-through key), ms. Default 1000; negative: never.
+   * If that sync fails, the fail policy decides at once.
+   */
   retryWait?: number;
-  /** The view is stale after this long without a good sync, ms. Default 3 sync intervals. */
+  /**
+   * While syncs fail, the view turns stale (the fail policies apply) this
+   * long after the last good sync, ms. Default 3 sync intervals (300). An
+   * isolate that was only idle (a Worker without requests) is never
+   * stale: its next request syncs once and is decided on a fresh view.
+   */
   staleAfter?: number;
+  /**
+   * While syncs fail, a request probes the coordinator past the backoff at
+   * most this often, ms: decisions are fresh again within about this long
+   * (plus a round trip) of the coordinator answering again. Also the most
+   * retryAfterMs of a denial on a stale view or for want of a lease.
+   * Default 500; negative: no probes (only the backoff retries).
+   */
+  probeInterval?: number;
   /** Cap of the backoff after failed syncs, ms. Default 30000. */
   backoffMax?: number;
   /** Jitter of the sync interval, a fraction in [0, 1). Default 0.1. */
@@ -170,7 +193,7 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
@@ -188,7 +211,7 @@ export class EdgeLimit {
   /** The isolate id in sync batches (changes when the coordinator asks for a new incarnation). */
   readonly isolateId: string | undefined;
   /** failovers: times a sync moved on to the next coordinator of the list. */
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number };
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */

@@ -78,18 +78,23 @@ export class EdgeLimit {
     this._clock = opts.clock ?? Date.now;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
-    this._schedOpts = { interval: this._interval, staleAfter: opts.staleAfter, backoffMax: opts.backoffMax, jitter: opts.jitter };
+    this._schedOpts = {
+      interval: this._interval, staleAfter: opts.staleAfter, backoffMax: opts.backoffMax, jitter: opts.jitter,
+      probeInterval: opts.probeInterval ?? 500,
+    };
     this._mod = null;
     this._lastMs = -1;
     this._lastNs = 0n;
-    this._inflight = null;
+    this._inflight = null; // the promise of the sync in flight
+    this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
+    this._attemptGen = 0; // generation of the sync in flight: an abandoned one's end is ignored
     this._syncGen = 0; // syncs ended (requests mode polls it)
     this._lastSyncOk = false;
     this._kicked = false;
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0 };
     this.lastError = null;
   }
 
@@ -134,35 +139,58 @@ export class EdgeLimit {
    * together, all or nothing. ctx (Workers' ExecutionContext) receives the
    * background sync through waitUntil.
    */
-  decide(opts, ctx) {
+  decide(opts, ctx) { return this._decide(opts, ctx, false); }
+
+  // decide; failing: a sync this request waited for failed, so the view
+  // counts as stale for it (the fail policy decides) whatever its age.
+  _decide(opts, ctx, failing) {
     if (!this._mod) this.ready();
     const now = this._clock();
     const checks = opts.checks;
-    const stale = this._sched ? this._sched.stale(now) : false;
+    const stale = this._sched ? failing || this._sched.stale(now) : false;
     let st;
+    let d = null;
     if (checks === undefined) {
       const li = this._limiterIndex(opts.limiter ?? 0);
       const cost = opts.cost ?? 1;
-      if (stale) {
-        const d = this._policyDeny(li, opts.key, cost, now);
-        if (d) return d;
+      if (stale) d = this._policyDeny(li, opts.key, cost, now);
+      if (!d) {
+        try {
+          st = this._mod.decide(li, opts.key, cost, this._ns(now));
+        } catch (e) { this._trapped('decide', e); }
+        if (st < 0) this._throwCode('decide', st, opts.key);
+        d = this._result(st, stale);
+        if (stale) d = this._decideAlone(li, opts.key, cost, now, d);
       }
-      try {
-        st = this._mod.decide(li, opts.key, cost, this._ns(now));
-      } catch (e) { this._trapped('decide', e); }
-      if (st < 0) this._throwCode('decide', st, opts.key);
     } else {
       const cs = checks.map((c) => ({ limiter: this._limiterIndex(c.limiter ?? 0), key: c.key, cost: c.cost ?? 1 }));
-      if (stale) {
-        const d = this._policyDenyMulti(cs, now);
-        if (d) return d;
+      if (stale) d = this._policyDenyMulti(cs, now);
+      if (!d) {
+        try {
+          st = this._mod.decideMulti(cs, this._ns(now));
+        } catch (e) { this._trapped('decide', e); }
+        if (st < 0) this._throwCode('decide', st);
+        d = this._result(st, stale);
       }
-      try {
-        st = this._mod.decideMulti(cs, this._ns(now));
-      } catch (e) { this._trapped('decide', e); }
-      if (st < 0) this._throwCode('decide', st);
     }
-    if (this._sched) this._background === 'requests' ? this._pump(now, (st & 2) !== 0, ctx) : (st & 2) && this._kick(now);
+    if (this._sched) {
+      // A stale isolate probes the coordinator (past the backoff, at most
+      // once per probeInterval): the next request after it answers again
+      // decides on a fresh view.
+      const wanted = (st & 2) !== 0 || stale;
+      this._background === 'requests' ? this._pump(now, wanted, ctx) : wanted && this._kick(now);
+    }
+    // A denial on a stale view, or for want of a lease or a view (a sync
+    // may bring one), is worth retrying after the next probe or sync: its
+    // retryAfterMs is at most probeInterval, not a share of the period.
+    if ((stale || d.syncRetry) && !d.success && d.retryAfterMs > this._schedOpts.probeInterval && this._schedOpts.probeInterval > 0) {
+      d.retryAfterMs = this._schedOpts.probeInterval;
+    }
+    return d;
+  }
+
+  // The module's result for status word st.
+  _result(st, stale) {
     const m = this._mod;
     const li = m.resultInt(6);
     const ra = m.resultInt(4);
@@ -176,6 +204,35 @@ export class EdgeLimit {
       syncRetry: (st & 4) !== 0,
       stale,
       policy: stale ? this._policies[li] : null,
+    };
+  }
+
+  // On a stale view, a leased limiter (auto, strict) or a read-through one
+  // gets no lease or view: the module denies past the lease it holds
+  // (syncRetry). The fail policy then decides in its place (as
+  // edge/failpolicy Leased): open admits within the key's whole limit per
+  // window counted on this isolate alone (what the module admitted within
+  // its lease on the stale view counts too), local-share admits what its
+  // share let through. Returns d or the policy's admission.
+  _decideAlone(li, key, cost, now, d) {
+    const l = this._norm.limiters[li];
+    if (l.mode === 'approximate' && !l.readThrough) return d;
+    const p = this._policies[li];
+    const k = this._shareKey(li, key);
+    const limit = this._limitFor(li, key);
+    const period = this._periodMs[li];
+    let share = limit;
+    if (p === OPEN && (d.success || d.syncRetry)) {
+      if (!this._share.take(k, cost, limit, period, now) && !d.success) return d;
+    } else if (p === LOCAL_SHARE && d.syncRetry && !d.success) {
+      share = Math.max(Math.floor(limit / this._shareIsolates), 1);
+    } else {
+      return d;
+    }
+    if (d.success) return d;
+    return {
+      ...d, success: true, limit, remaining: this._share.remaining(k, share, period, now),
+      reset: (Math.floor(now / period) + 1) * period, retryAfterMs: 0, syncRetry: false,
     };
   }
 
@@ -236,6 +293,9 @@ export class EdgeLimit {
     return null;
   }
 
+  // A denial of the fail policy: retry after one sync interval (closed:
+  // until a sync succeeds), or at the window's end (local-share), capped
+  // by decide at probeInterval (the next request probes again).
   _policyDenial(li, limit, now) {
     this.counters.policyDenials++;
     const period = this._periodMs[li];
@@ -259,11 +319,12 @@ export class EdgeLimit {
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
     // wait for the next ones too, within retryWait in all (three at most).
+    // When the sync fails (or none ends within retryWait) the syncs fail:
+    // the fail policy decides the request at once, as on a stale view.
     const end = this._clock() + this._retryWait;
-    for (let round = 0; round < 3 && d.syncRetry; round++) {
-      const left = end - this._clock();
-      if (left <= 0 || !(await this._waitSync(left, ctx))) break;
-      d = this.decide(opts, ctx);
+    for (let round = 0; round < 3 && d.syncRetry && !d.stale; round++) {
+      const ok = await this._waitSync(Math.max(end - this._clock(), 0), ctx);
+      d = this._decide(opts, ctx, !ok);
     }
     return d;
   }
@@ -378,10 +439,10 @@ export class EdgeLimit {
   // requests mode (Workers): each decision checks whether a sync is due or
   // was asked for, and hands it to ctx.waitUntil.
   _pump(now, wanted, ctx) {
-    if (this._inflight) return;
+    if (this._busy(now)) return;
     if (wanted) this._kicked = true;
     let go = this._sched.due(now);
-    if (!go && this._kicked) go = this._sched.want(now);
+    if (!go && this._kicked) go = this._sched.want(now) || this._sched.probe(now);
     if (go) {
       this._kicked = false;
       const p = this._sync();
@@ -391,13 +452,13 @@ export class EdgeLimit {
 
   // timers mode (Node): the module asked for an early sync.
   _kick(now) {
-    if (this._inflight || this._closed) return;
-    if (this._sched.want(now)) this._syncAndArm();
+    if (this._busy(now) || this._closed) return;
+    if (this._sched.want(now) || this._sched.probe(now)) this._syncAndArm();
     else this._arm();
   }
 
   _arm() {
-    if (this._closed || this._inflight) return;
+    if (this._closed || this._busy(this._clock())) return;
     if (this._timer) clearTimeout(this._timer);
     const delay = Math.max(this._sched.next - this._clock(), 0);
     this._timer = setTimeout(() => {
@@ -424,10 +485,10 @@ export class EdgeLimit {
     this.ready();
     if (this._background === 'requests') {
       // Not the promise of a sync another request started (see _pollSync).
-      while (this._inflight) await new Promise((r) => setTimeout(r, 1));
+      while (this._busy(this._clock())) await new Promise((r) => setTimeout(r, 1));
       return this._sync();
     }
-    if (this._inflight) await this._inflight;
+    if (this._busy(this._clock())) await this._inflight;
     if (this._background === 'timers') {
       this._syncAndArm();
       return this._inflight;
@@ -436,18 +497,45 @@ export class EdgeLimit {
   }
 
   _sync() {
-    if (this._inflight) return this._inflight;
-    const p = this._syncAttempt().then((ok) => {
-      this._inflight = null;
-      this._syncGen++;
-      this._lastSyncOk = ok;
-      const ws = this._waiters;
-      this._waiters = [];
-      for (const w of ws) w(ok);
-      return ok;
+    const now = this._clock();
+    if (this._busy(now)) return this._inflight;
+    const gen = ++this._attemptGen;
+    const p = this._syncAttempt(gen).then((ok) => {
+      if (gen === this._attemptGen) this._ended(ok);
+      return ok; // an abandoned attempt's end changes nothing
     });
     this._inflight = p;
+    this._inflightSpan = this._syncTimeout * Math.max(this._coordinators.length, 1) + 100;
+    this._inflightDeadline = now + this._inflightSpan;
     return p;
+  }
+
+  _ended(ok) {
+    this._inflight = null;
+    this._syncGen++;
+    this._lastSyncOk = ok;
+    const ws = this._waiters;
+    this._waiters = [];
+    for (const w of ws) w(ok);
+  }
+
+  // Whether a sync is in flight at now. One past its deadline (syncTimeout
+  // per coordinator after it began, plus 100 ms: a live attempt has ended
+  // by then) was cancelled by the runtime (in Workers, I/O started by a
+  // request that ended without ctx.waitUntil never completes) or hangs:
+  // it is abandoned as a failed attempt (counters.abandoned, lastError),
+  // its end, if it ever comes, is ignored (the module keeps its batch
+  // outstanding, and the next sync sends it again under the same sequence
+  // number, which the coordinator applies once), and a new sync may start.
+  _busy(now) {
+    if (!this._inflight) return false;
+    if (now < this._inflightDeadline) return true;
+    this._attemptGen++;
+    this.counters.abandoned++;
+    this._sched.failure(now);
+    this._fail(new EdgeLimitError(`sync abandoned: it did not end within ${this._inflightSpan} ms (cancelled by the runtime, e.g. a Worker request without ctx, or hanging)`, 'sync_abandoned'));
+    this._ended(false);
+    return false;
   }
 
   // Waits for the end of the next sync (starting one if none is in
@@ -457,7 +545,7 @@ export class EdgeLimit {
     return new Promise((resolve) => {
       const t = setTimeout(() => resolve(false), ms);
       this._waiters.push((ok) => { clearTimeout(t); resolve(ok); });
-      if (!this._inflight) {
+      if (!this._busy(this._clock())) {
         const p = this._background === 'timers' ? (this._syncAndArm(), this._inflight) : this._sync();
         ctx?.waitUntil?.(p);
       }
@@ -471,7 +559,12 @@ export class EdgeLimit {
   async _pollSync(ms, ctx) {
     const end = this._clock() + ms;
     const gen = this._syncGen;
-    if (!this._inflight) ctx?.waitUntil?.(this._sync());
+    if (!this._busy(this._clock())) {
+      // Without ctx the sync is this request's own I/O: it polls for its
+      // end below, so the runtime keeps it alive meanwhile.
+      const p = this._sync();
+      ctx?.waitUntil?.(p);
+    }
     while (this._syncGen === gen) {
       if (this._clock() >= end) return false;
       await new Promise((r) => setTimeout(r, 1));
@@ -479,7 +572,10 @@ export class EdgeLimit {
     return this._lastSyncOk;
   }
 
-  async _syncAttempt() {
+  // One attempt of generation gen; once abandoned (see _busy) it changes
+  // nothing more (no reply applied, no scheduler update).
+  async _syncAttempt(gen) {
+    const live = () => gen === this._attemptGen;
     const s = this._sched;
     const mod = this._mod;
     let now = this._clock();
@@ -499,6 +595,7 @@ export class EdgeLimit {
     s.begin(now);
     try {
       let r = await this._post(batch);
+      if (!live()) return false;
       if (r.seqProblem) {
         // The coordinator refused the sequence number and applied nothing
         // (it lost this isolate's state, or another client used its id):
@@ -511,6 +608,7 @@ export class EdgeLimit {
         batch = mod.syncOut(this._ns(this._clock()));
         if (batch === null) throw new EdgeLimitError(`no batch to resend after reincarnating (${r.detail})`, 'sync');
         r = await this._post(batch);
+        if (!live()) return false;
         if (r.seqProblem) throw new EdgeLimitError(`coordinator refused the new incarnation's batch: ${r.detail}`, 'sync_refused');
       }
       now = this._clock();
@@ -521,6 +619,7 @@ export class EdgeLimit {
       this.counters.syncs++;
       return true;
     } catch (e) {
+      if (!live()) return false;
       s.failure(this._clock());
       this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync', e, false) : e);
       return false;

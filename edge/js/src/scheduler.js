@@ -1,13 +1,16 @@
 // When an isolate syncs: the same rules as the Go edge host's scheduler
 // (edge/syncloop/scheduler.go), in milliseconds: a jittered interval, early
 // syncs when the module asks (no closer than minSpacing), exponential
-// backoff after failures, at most one attempt in flight, and a stale bound
-// for the fail policies.
+// backoff after failures, probes past the backoff when requests come
+// (no closer than probeInterval), at most one attempt in flight, and a
+// stale bound for the fail policies (reached only while syncs fail: an
+// idle isolate is not stale).
 
 export class Scheduler {
   /**
    * @param {{interval: number, jitter?: number, minSpacing?: number,
-   *   backoffBase?: number, backoffMax?: number, staleAfter?: number}} o ms
+   *   backoffBase?: number, backoffMax?: number, staleAfter?: number,
+   *   probeInterval?: number}} o ms
    * @param {number} now ms
    * @param {() => number} [rand] uniform in [0, 1)
    */
@@ -19,6 +22,7 @@ export class Scheduler {
     this.backoffBase = o.backoffBase ?? o.interval;
     this.backoffMax = o.backoffMax ?? 30000;
     this.staleAfter = o.staleAfter ?? 3 * o.interval;
+    this.probeInterval = o.probeInterval ?? 500;
     this.rand = rand;
     this.lastOK = now;
     this.lastStart = 0;
@@ -31,8 +35,27 @@ export class Scheduler {
   /** Whether a regular sync should start at now. */
   due(now) { return !this.inflight && now >= this.next; }
 
-  /** Whether the view is stale at now (the fail policies apply). */
-  stale(now) { return now - this.lastOK > this.staleAfter; }
+  /**
+   * Whether the view is stale at now (the fail policies apply): the last
+   * good sync is older than staleAfter and syncs fail (the last attempt
+   * failed, or the one in flight began more than staleAfter ago). An
+   * isolate that was only idle is not stale: its next sync refreshes it.
+   */
+  stale(now) {
+    if (now - this.lastOK <= this.staleAfter) return false;
+    return this.failures > 0 || (this.inflight && now - this.lastStart > this.staleAfter);
+  }
+
+  /**
+   * A request found the syncs failing at now: true when an attempt should
+   * start now, past the backoff (none in flight, the last one began at
+   * least probeInterval ago). False while syncs succeed, or when
+   * probeInterval is negative.
+   */
+  probe(now) {
+    if (this.probeInterval < 0 || this.inflight || this.failures === 0) return false;
+    return now - this.lastStart >= this.probeInterval;
+  }
 
   /**
    * The module asked for an early sync at now: true when it should start

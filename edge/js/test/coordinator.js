@@ -40,14 +40,15 @@ export async function waitUp(url, ms = 20000) {
 }
 
 /**
- * Starts a coordinator with config (the JSON file format) and resolves to
- * {url, stop(), output()}.
+ * Starts a coordinator with config (the JSON file format), on port (a
+ * free one by default; give the port of one stopped to restart it there),
+ * and resolves to {url, port, stop(), output()}.
  */
-export async function startCoordinator(config, extraArgs = []) {
+export async function startCoordinator(config, extraArgs = [], port = 0) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edgelimit-coord-'));
   const cfgPath = path.join(dir, 'limits.json');
   writeFileSync(cfgPath, JSON.stringify(config));
-  const port = await freePort();
+  port ||= await freePort();
   const bin = edgelimitBin();
   if (!existsSync(bin)) throw new Error(`no edgelimit binary at ${bin}`);
   const p = spawn(bin, ['coordinator', '--in-memory', '--config', cfgPath, '--listen', `127.0.0.1:${port}`, ...extraArgs],

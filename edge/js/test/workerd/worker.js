@@ -6,9 +6,12 @@ import wasmBytes from './edgelimit.bin';
 
 let rl;
 
+// Options left unset in env take the package's defaults.
 function limiter(env) {
+  const num = (v) => (v === undefined ? undefined : Number(v));
   rl ??= new EdgeLimit({
-    wasm, config: JSON.parse(env.LIMITS), coordinator: env.COORDINATOR, syncInterval: Number(env.SYNC_MS),
+    wasm, config: JSON.parse(env.LIMITS), coordinator: env.COORDINATOR, syncInterval: num(env.SYNC_MS),
+    syncTimeout: num(env.SYNC_TIMEOUT_MS), backoffMax: num(env.BACKOFF_MAX_MS),
   });
   return rl;
 }
@@ -20,6 +23,12 @@ export default {
     switch (url.pathname) {
       case '/limit': {
         const d = await rl.limit({ limiter: url.searchParams.get('limiter'), key: url.searchParams.get('key') }, ctx);
+        return Response.json(d, { status: d.success ? 200 : 429 });
+      }
+      case '/decide-noctx': {
+        // A request that does not pass ctx: a sync it starts is cancelled
+        // when the response goes out.
+        const d = rl.decide({ limiter: url.searchParams.get('limiter'), key: url.searchParams.get('key') });
         return Response.json(d, { status: d.success ? 200 : 429 });
       }
       case '/observe': {

@@ -1,0 +1,112 @@
+// Recovery in real workerd with the package's default options: idle
+// Workers decide fresh, the open policy admits while the coordinator is
+// down and requests probe it when it is back, and a request without ctx
+// on a stale Worker does not wedge its syncs.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startCoordinator } from './coordinator.js';
+import { startWorkerd, workerdBin } from './workerd/run.js';
+import { offBoundary } from './helpers.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const skip = workerdBin() ? false : 'workerd is not installed (run `make tools-js` or `npm ci` in edge/js)';
+const config = { limiters: [
+  { name: 'rps', algorithm: 'fixed_window', limit: 6, period: '1s' },
+  { name: 'big-open', algorithm: 'fixed_window', limit: 1e9, period: '1h', fail_policy: 'open' },
+  { name: 'big-closed', algorithm: 'fixed_window', limit: 1e9, period: '1h', fail_policy: 'closed' },
+] };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const running = [];
+after(async () => { for (const s of running.reverse()) await s.stop(); });
+
+async function start(n, bindings = {}) {
+  const coord = await startCoordinator(config);
+  running.push(coord);
+  const wd = await startWorkerd({ n, workerFile: path.join(here, 'workerd/worker.js'),
+    bindings: { LIMITS: JSON.stringify(config), COORDINATOR: coord.url, ...bindings } });
+  running.push(wd);
+  return { coord, wd };
+}
+
+async function limit(wd, url, limiter, key = 'k') {
+  const r = await fetch(`${url}/limit?limiter=${limiter}&key=${key}`);
+  const text = await r.text();
+  try { return JSON.parse(text); } catch { return assert.fail(`${r.status} ${text}\nworkerd: ${wd.output()}`); }
+}
+
+const stats = async (url) => (await fetch(`${url}/stats`)).json();
+
+test('workerd, default options, 4 Workers: one request a second on a 6/s key (each Worker idle 4 s) is always admitted', { skip, timeout: 60000 }, async () => {
+  const { wd } = await start(4);
+  const results = [];
+  for (let i = 0; i < 8; i++) {
+    if (i > 0) await sleep(1000);
+    await offBoundary(); // see helpers.js
+    results.push(await limit(wd, wd.urls[i % 4], 'rps'));
+  }
+  const admitted = results.filter((d) => d.success && !d.stale).length;
+  console.log(`# 1 request/s on a 6/s key over 4 Workers: ${admitted} of ${results.length} admitted on a fresh view`);
+  assert.equal(admitted, results.length, JSON.stringify(results.filter((d) => !d.success || d.stale)));
+});
+
+test('workerd, default options: coordinator killed for 8 s under load; open admits throughout, closed admits again soon after it is back', { skip, timeout: 90000 }, async () => {
+  const { coord, wd } = await start(4);
+  for (const url of wd.urls) for (const lim of ['big-open', 'big-closed']) assert.equal((await limit(wd, url, lim)).success, true);
+  await coord.stop();
+  const down = { open: 0, openOk: 0, closedOk: 0 };
+  let i = 0;
+  const outageEnd = Date.now() + 8000;
+  while (Date.now() < outageEnd) {
+    const url = wd.urls[i++ % 4];
+    const [o, c] = await Promise.all([limit(wd, url, 'big-open'), limit(wd, url, 'big-closed')]);
+    down.open++;
+    if (o.success) down.openOk++;
+    if (c.success && !c.stale) down.closedOk++;
+    if (!c.success) assert.ok(c.retryAfterMs <= 500, `closed: a stale denial's retryAfterMs ${c.retryAfterMs}`);
+    await sleep(25);
+  }
+  console.log(`# coordinator down 8 s: open admitted ${down.openOk} of ${down.open}`);
+  assert.equal(down.openOk, down.open, 'open admits every request on a limiter far from its limit');
+  const back = await startCoordinator(config, [], coord.port);
+  running.push(back);
+  const t0 = Date.now();
+  const recovered = new Map();
+  while (recovered.size < 4) {
+    assert.ok(Date.now() - t0 < 15000, `Workers ${[...recovered.keys()]} admit closed requests again, the others not, 15 s after the coordinator came back`);
+    const k = i++ % 4;
+    const c = await limit(wd, wd.urls[k], 'big-closed');
+    if (c.success && !c.stale && !recovered.has(k)) recovered.set(k, Date.now() - t0);
+    await sleep(25);
+  }
+  console.log(`# closed admits again per Worker, ms after the coordinator came back: ${JSON.stringify([...recovered.values()])}`);
+});
+
+test('workerd: a request without ctx on a stale Worker (its probe sync cancelled) does not wedge it: it syncs afterwards', { skip, timeout: 60000 }, async () => {
+  const { coord, wd } = await start(1, { SYNC_TIMEOUT_MS: 500 });
+  const url = wd.urls[0];
+  assert.equal((await limit(wd, url, 'big-closed')).success, true);
+  await coord.stop();
+  const end = Date.now() + 10000;
+  while (!(await limit(wd, url, 'big-closed')).stale) {
+    assert.ok(Date.now() < end, 'not stale 10 s after the coordinator stopped');
+    await sleep(50);
+  }
+  const back = await startCoordinator(config, [], coord.port);
+  running.push(back);
+  await sleep(600); // past the probe interval: the next request probes
+  const r = await fetch(`${url}/decide-noctx?limiter=big-closed&key=k`);
+  await r.text();
+  const before = await stats(url);
+  let d;
+  const t0 = Date.now();
+  do {
+    assert.ok(Date.now() - t0 < 10000, `still stale 10 s later: ${JSON.stringify(d)} ${JSON.stringify(await stats(url))}\n${wd.output()}`);
+    await sleep(50);
+    d = await limit(wd, url, 'big-closed');
+  } while (!d.success || d.stale);
+  const s = await stats(url);
+  console.log(`# fresh again ${Date.now() - t0} ms after the request without ctx; syncs ${before.syncs} -> ${s.syncs}, abandoned ${s.abandoned}`);
+  assert.ok(s.syncs > before.syncs, JSON.stringify(s));
+});

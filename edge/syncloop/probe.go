@@ -1,0 +1,43 @@
+package syncloop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Probe asks the coordinator in use whether it answers this transport's
+// token, without a batch: GET /v1/limiters with the bearer token must
+// answer 200 with JSON (a proxy's HTML page is no answer). A host whose isolates have had nothing to sync for a while
+// probes before reporting itself healthy, rather than trusting old sync
+// ages. Only the coordinator in use is probed (no failover).
+func (t *HTTPTransport) Probe(ctx context.Context) error {
+	urls := t.coordinators()
+	base := urls[int(t.cur.Load())%len(urls)]
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/limiters", nil)
+	if err != nil {
+		return fmt.Errorf("syncloop: probe: %w", err)
+	}
+	if t.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.Token)
+	}
+	c := t.Client
+	if c == nil {
+		c = defaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("syncloop: probe: %w", err)
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("syncloop: probe: %w: %s", ErrRefused, resp.Status)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return fmt.Errorf("syncloop: probe: %w: 200 with Content-Type %q, not the coordinator's JSON", ErrRefused, ct)
+	}
+	return nil
+}
