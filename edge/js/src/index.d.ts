@@ -236,7 +236,7 @@ export class EdgeLimit {
   reset(opts: { limiter?: string | number; key: string | Uint8Array }): void;
   stats(): Stats;
   /** Stops the background timers (Node). */
-  close(): void;
+  close(): Promise<boolean>;
 }
 
 /** Parses a Go duration ("1s", "1m30s", "250ms") into ns. */

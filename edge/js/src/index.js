@@ -689,10 +689,33 @@ export class EdgeLimit {
     }
   }
 
-  /** Stops the background timers (Node); pending syncs finish. */
+  /**
+   * Stops the background timers (Node) and gives the isolate's leases back
+   * to the coordinator: what it admitted is reported and the rest returned
+   * (a graceful stop), so a restart strands nothing. Returns a promise that
+   * resolves to true when the coordinator took the last batch, false when
+   * it could not be reached (the leases then expire on their own, within
+   * the coordinator's lease life and grace, 2 s by default). Pending syncs
+   * finish.
+   */
   close() {
     this._closed = true;
     if (this._timer) { clearTimeout(this._timer); this._timer = null; }
+    if (!this._coordinator || !this._mod) return Promise.resolve(true);
+    try { this._mod.release(); } catch { return Promise.resolve(false); }
+    return this._lastSyncs();
+  }
+
+  async _lastSyncs() {
+    // The batch in flight, the last batch, and a margin for more leased
+    // keys than one batch carries.
+    for (let i = 0; i < 4; i++) {
+      while (this._busy(this._clock())) await new Promise((r) => setTimeout(r, 1));
+      try {
+        if (!(await this._sync())) return false;
+      } catch { return false; }
+    }
+    return true;
   }
 }
 

@@ -53,7 +53,7 @@ export class Module {
     const inst = new WebAssembly.Instance(wasmModule, this._kernel.imports);
     const x = inst.exports;
     for (const name of ['el_key_buf', 'el_result_buf', 'el_io_buf', 'el_io_ptr', 'el_decide', 'el_decide_multi',
-      'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', 'el_observe', '_initialize']) {
+      'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', 'el_observe', 'el_release', '_initialize']) {
       if (typeof x[name] !== 'function') throw new EdgeLimitError(`the module does not export ${name}`, 'bad_module');
     }
     this.exports = x;
@@ -215,6 +215,15 @@ export class Module {
     const c = this.exports.el_sync_in(reply.length, nowNs);
     this._refresh();
     if (c < 0) throw codeError('sync in', c);
+  }
+
+  /**
+   * Starts a graceful stop: the next batches report every key holding a
+   * lease, the last one giving the leases back to the coordinator.
+   */
+  release() {
+    const c = this.exports.el_release();
+    if (c < 0) throw codeError('release', c);
   }
 
   /**
