@@ -1,0 +1,64 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A lease carries its life, a graceful stop (Batch.End) gives every lease
+// back at once, and a lease that outlived its isolate stays reserved, as
+// spent, for its own window only: the next window's standing lease is
+// given back.
+func TestLeaseLifeAndRelease(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	reserved := func(w int64) int64 {
+		t.Helper()
+		var r int64
+		c.withMerger(func(m *Merger) {
+			_, r, _ = m.Reserved("sfw", "k", w, clk.now())
+		})
+		return r
+	}
+	v := viewOf(t, mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 0, Demand: 10})), "sfw", "k")
+	if v.Lease <= 0 || v.Life != int64(DefaultLeaseLife) {
+		t.Fatalf("lease %d, life %d; want a lease with life %d", v.Lease, v.Life, int64(DefaultLeaseLife))
+	}
+	if r := reserved(W); r != v.Lease {
+		t.Fatalf("reserved %d, want the lease %d", r, v.Lease)
+	}
+	end := batch("a", 2, t0+1, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 3})
+	end.End = true
+	v = viewOf(t, mustSync(t, c, end), "sfw", "k")
+	if v.Lease != 0 || v.Count != 3 {
+		t.Fatalf("after the last batch: lease %d, count %d; want 0 and the 3 reported", v.Lease, v.Count)
+	}
+	if r := reserved(W); r != 0 {
+		t.Fatalf("after the last batch %d stay reserved, want 0", r)
+	}
+
+	// A busy isolate gets a standing lease for W+1, then dies.
+	var stand int64
+	at := t0
+	for seq := int64(1); seq <= 8; seq++ {
+		at = t0 + seq*sec/20
+		clk.set(at)
+		v = viewOf(t, mustSync(t, c, batch("b", seq, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 1, Demand: 1})), "sfw", "k")
+		stand = v.Stand
+	}
+	if stand <= 0 {
+		t.Skipf("no standing lease on this schedule (stand %d): nothing to check", stand)
+	}
+	if r := reserved(W + 1); r < stand {
+		t.Fatalf("W+1 reserves %d, want at least the standing lease %d", r, stand)
+	}
+	held := reserved(W)
+	clk.set(at + int64(DefaultLeaseLife+DefaultLeaseGrace)) // past the expiry, still in W or later
+	if r := reserved(W + 1); (W+1)*sec >= at+int64(DefaultLeaseLife) && r != 0 {
+		t.Errorf("W+1 began after the dead isolate's lease ended, yet %d stay reserved there", r)
+	}
+	if r := reserved(W); r != held {
+		t.Errorf("W (alive under the lease) reserves %d after the expiry, want the %d held (counted as spent)", r, held)
+	}
+}
