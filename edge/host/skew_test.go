@@ -22,7 +22,10 @@ func (c fastClock) After(d int64) <-chan struct{} { return clock.Real.After(d) }
 // clock runs 2 s fast. The coordinator refuses its windows ahead (400
 // clock_skew: the host reports failing syncs) instead of letting them
 // move the key forward and drop the honest host's counts: the honest host
-// never admits more than 6 in a window of its own.
+// never admits more than 6 in a window of its own (fewer once the fast
+// host's refused batches are accepted late: its admissions count too).
+// With the rule before (any window up to (now+10s)/period+1) the honest
+// host admitted 35 and 38 in a window.
 func TestFastClockChangesNothingForOthers(t *testing.T) {
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "fw", Algorithm: wire.FixedWindow, Limit: 6, Period: int64(time.Second)}}}
@@ -43,7 +46,7 @@ func TestFastClockChangesNothingForOthers(t *testing.T) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	if len(perWindow) < 3 {
+	if len(perWindow) < 2 {
 		t.Fatalf("the honest host admitted in %d windows: %v", len(perWindow), perWindow)
 	}
 	for w, n := range perWindow {

@@ -106,7 +106,7 @@ async function outage(make) {
   let coord = await startCoordinator(config);
   const h = await make(coord);
   for (let i = 0; i < h.n; i++) { await h.decide(i, 'big-open', 'k'); await h.decide(i, 'big-closed', 'k'); }
-  await coord.stop(); // SIGTERM to the coordinator process; it answers nothing more
+  await coord.kill();
   let open = 0; let openOk = 0; let i = 0;
   const end = Date.now() + 8000;
   while (Date.now() < end) {

@@ -42,7 +42,7 @@ export async function waitUp(url, ms = 20000) {
 /**
  * Starts a coordinator with config (the JSON file format), on port (a
  * free one by default; give the port of one stopped to restart it there),
- * and resolves to {url, port, stop(), output()}.
+ * and resolves to {url, port, stop(), kill(), output()}.
  */
 export async function startCoordinator(config, extraArgs = [], port = 0) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edgelimit-coord-'));
@@ -65,6 +65,10 @@ export async function startCoordinator(config, extraArgs = [], port = 0) {
     output: () => out,
     async stop() {
       if (p.exitCode === null) { p.kill('SIGTERM'); await exited; }
+    },
+    /** Kills the process (SIGKILL: no shutdown) and waits for its end. */
+    async kill() {
+      if (p.exitCode === null && p.signalCode === null) { p.kill('SIGKILL'); await exited; }
     },
   };
 }
