@@ -168,7 +168,7 @@ func (m *Merger) need(me *isoState, P, unmet int64, far bool) int64 {
 	switch {
 	case me.gap*4 <= P:
 		return max(unmet, (2*me.demand+demandScale-1)/demandScale)
-	case far && me.perLife(int64(m.opts.LeaseLife)) >= holdFloor:
+	case far && me.perWindow(int64(m.opts.LeaseLife)) >= holdFloor:
 		return max(unmet, 1)
 	}
 	return unmet
@@ -179,10 +179,6 @@ func (m *Merger) need(me *isoState, P, unmet int64, far bool) int64 {
 func fits(x float64, n, room int64) bool {
 	return x+3*math.Sqrt(x)+float64(n) <= float64(room)
 }
-
-// perLife returns the isolate's demand over a lease's life (cost units):
-// its demand per batch over its gap between batches.
-func (is *isoState) perLife(life int64) float64 { return is.perWindow(life) }
 
 // leaseExpired reports whether the lease and standing lease of me are void at
 // now: the isolate stopped admitting under them a grace period ago.

@@ -1,9 +1,6 @@
 package host
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // releaseSyncs bounds the syncs of one isolate's graceful stop: the batch
 // still in flight, the last batch (wire.Batch.End) and, when the isolate
@@ -20,11 +17,7 @@ func (h *Host) release() {
 	if h.opts.Coordinator == "" {
 		return
 	}
-	timeout := h.opts.SyncTimeout
-	if timeout <= 0 {
-		timeout = 2 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.SyncTimeout) // defaulted by New
 	defer cancel()
 	for _, s := range h.slots {
 		if s.loop == nil {

@@ -95,14 +95,16 @@ const DefaultHTTPTimeout = 5 * time.Second
 
 var defaultClient = &http.Client{Timeout: DefaultHTTPTimeout}
 
-// syncOne posts batch to the coordinator at base; retry reports a failure
-// another coordinator may not have (unreachable, 502, 503, 504).
-func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []byte) (_ []byte, retry bool, _ error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sync", bytes.NewReader(batch))
+// do sends one request to a coordinator with the transport's token and
+// client (msgpack when it has a body).
+func (t *HTTPTransport) do(ctx context.Context, method, url string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
-		return dst, false, fmt.Errorf("syncloop: http: %w", err)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/msgpack")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/msgpack")
+	}
 	if t.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.Token)
 	}
@@ -110,7 +112,13 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 	if c == nil {
 		c = defaultClient
 	}
-	resp, err := c.Do(req)
+	return c.Do(req)
+}
+
+// syncOne posts batch to the coordinator at base; retry reports a failure
+// another coordinator may not have (unreachable, 502, 503, 504).
+func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []byte) (_ []byte, retry bool, _ error) {
+	resp, err := t.do(ctx, http.MethodPost, base+"/v1/sync", bytes.NewReader(batch))
 	if err != nil {
 		return dst, true, fmt.Errorf("syncloop: http: %w", err)
 	}

@@ -16,18 +16,7 @@ import (
 func (t *HTTPTransport) Probe(ctx context.Context) error {
 	urls := t.coordinators()
 	base := urls[int(t.cur.Load())%len(urls)]
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/limiters", nil)
-	if err != nil {
-		return fmt.Errorf("syncloop: probe: %w", err)
-	}
-	if t.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+t.Token)
-	}
-	c := t.Client
-	if c == nil {
-		c = defaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := t.do(ctx, http.MethodGet, base+"/v1/limiters", nil)
 	if err != nil {
 		return fmt.Errorf("syncloop: probe: %w", err)
 	}

@@ -13,9 +13,6 @@ func (c *Core) Release() {
 	c.ending = true
 }
 
-// Ending reports whether a graceful stop's last batch is still to be cut.
-func (c *Core) Ending() bool { return c.ending }
-
 // dirtyLeased puts every key that holds a lease on the dirty list, so the
 // last batch names it (the coordinator releases the leases of the batch's
 // keys).
@@ -43,11 +40,4 @@ func (c *Core) dropLeases() {
 			s.lease, s.leaseGrant, s.standA, s.hasLease = 0, 0, 0, false
 		}
 	}
-}
-
-// ended finishes a graceful stop that has nothing left to report: no last
-// batch is needed (no key holds a lease), so none is cut.
-func (c *Core) ended() error {
-	c.ending = false
-	return nil
 }

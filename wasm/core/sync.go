@@ -25,7 +25,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		c.dirtyLeased()
 	}
 	if len(c.upDirty) == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
-		return dst, c.ended()
+		c.ending = false // nothing to report: a graceful stop needs no last batch
+		return dst, nil
 	}
 	// Entries are encoded into c.entBuf first (their count goes in the
 	// header), without building a wire.Batch: under TinyGo every
@@ -66,7 +67,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
 	c.upBuf = c.appendSignals(c.upBuf, now)
 	if count == 0 && len(c.upBuf) == 0 {
-		return dst, c.ended()
+		c.ending = false
+		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
 	c.seq++
