@@ -259,10 +259,12 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, 
 		if lim.IsBucket() {
 			m.grantBucket(st, me, s.key, now, s.unmet)
 		} else {
+			// Cost refused in a window that ended while the batch was on
+			// its way (the isolate asked at the boundary) is asked again
+			// now, in W: the isolate decides its held requests again when
+			// the reply comes. Serve it in W rather than answer a grant of
+			// nothing, which the isolate would take for a dry window.
 			unmet := s.unmet
-			if s.maxWin < W {
-				unmet = 0 // refused in a window that is over: nothing to serve now
-			}
 			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet) == 0
 		}
 	}
@@ -276,7 +278,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, 
 		v.Stand = me.stand
 	}
 	if !end {
-		v.Life = int64(m.opts.LeaseLife)
+		v.Life = lifeLeft(me, now)
 	}
 }
 

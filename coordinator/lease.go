@@ -52,8 +52,12 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		}
 		used = addSat(used, mulDivUp(prv, P-elapsed, P))
 	}
-	var sumL, sumD, sumNext, mine, active int64
+	var sumL, sumD, sumNext, mine int64
 	var pace float64 // the fleet's demand per window
+	// The units the others hold that they will not use before W ends
+	// (uNow), and of their standing leases in W+1 (uNext): see strand.go.
+	var uNow, uNext float64
+	left := float64((W+1)*P-now) / float64(P)
 	horizon := now - 2*P
 	for i := range st.isos {
 		is := &st.isos[i]
@@ -61,29 +65,34 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		sumL = addSat(sumL, r)
 		if is == me {
 			mine = r
+			continue
 		}
-		if is != me {
-			sumNext = addSat(sumNext, st.reservation(is, W+1, now))
+		rn := st.reservation(is, W+1, now)
+		sumNext = addSat(sumNext, rn)
+		lam := 0.0 // an isolate whose lease is void asks nothing under it
+		if !m.leaseExpired(is, now) {
+			lam = is.perWindow(P)
 		}
+		uNow += unusedUnits(r, lam*left)
+		uNext += unusedUnits(rn, lam*standShare(is, W+1, P))
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
-			pace += is.perWindow(P)
-			active++
+			pace += lam
 		}
 	}
-	// The band: the window is far from its limit when what the fleet is
-	// expected to ask until the window ends (its pace over the time left,
-	// plus three Poisson deviations), plus a unit held by every active
-	// isolate, fits in what is neither counted nor reserved. There an
-	// active isolate holds a unit ahead of its next request, which it
-	// then decides locally; nearer the limit a held unit that its holder
-	// does not use would be denied to the others, so it holds only what
-	// it asked for. (A standing unit for the next window given the same
-	// way to isolates that are not busy was measured and dropped: it
-	// made isolates start windows without hearing the upstream's circuit
-	// close, and the corpus rarely passes the test.)
-	left := float64((W+1)*P-now) / float64(P)
-	far := fits(pace*left, active, limit-used-sumL)
+	if me.seen >= horizon {
+		sumD = addSat(sumD, me.demand)
+		pace += me.perWindow(P)
+	}
+	lambda := me.perWindow(P)
+	// The band: an active isolate holds a unit ahead of its next request,
+	// which it then decides locally, while the budget that units held
+	// and never used are expected to strand (held by every isolate, this
+	// one's included) stays within StrandBudget of the limit; nearer the
+	// limit it holds only what it asked for and waits for the rest.
+	budget := m.opts.StrandBudget * float64(limit)
+	hold := m.holdsAhead(me, P) &&
+		strandCost(pace*left, uNow+unusedUnits(1, lambda*left), float64(limit-used)) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -103,11 +112,17 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// per window: it will use what it holds) gets what it will ask for
 	// until the window ends at its pace; a sparse one (a request now and
 	// then) gets what it was refused in this batch and nothing to hold.
-	need := m.need(me, P, unmet, far)
-	lambda := me.perWindow(P)
+	need := m.need(me, P, unmet, hold)
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
+	}
+	if hold && !frequent(me, P) {
+		// A sparse isolate's unit ahead is decided against what the
+		// window can spare (strand.go), not the demand-proportional
+		// share: with many sparse isolates that share is under two
+		// units, and the unit ahead would never be granted.
+		share = need
 	}
 	// The grant may shrink (shares follow demand), but the reservation
 	// only shrinks once the isolate has seen the smaller lease: until its
@@ -117,8 +132,10 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// is left of the grant after the cost it reported.
 	grant := min(share, addSat(li, free))
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
-	stand := int64(0)
-	if lim.Algorithm == wire.FixedWindow && lambda >= busyPerWindow && sumD > 0 {
+	stand, sparseStand := int64(0), false
+	switch {
+	case lim.Algorithm != wire.FixedWindow || sumD == 0:
+	case lambda >= busyPerWindow:
 		// A standing lease for the next window: what the isolate will
 		// almost surely use there (its demand per window less three
 		// Poisson deviations: a sparse isolate, whose demand is also
@@ -133,6 +150,19 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// isolate counts as spent, see reservation).
 		stand = int64(lambda - 3*math.Sqrt(lambda))
 		stand = max(0, min(stand, max(need, 1), mulDiv(limit, me.demand, sumD), limit-sumNext))
+	case m.holdsAhead(me, P) && limit-sumNext >= 1 && lim.Upstream == nil:
+		// Not busy: a unit to start W+1 with, so that its first request
+		// there decides locally, while the budget such units are
+		// expected to strand in W+1 (the fleet's pace against the whole
+		// limit) stays within StrandBudget. Not for a limiter that
+		// follows its upstream: its sparse isolates hear of pauses and
+		// of the circuit closing by asking at a window's start (with
+		// standing units, the corpus's outage test saw the circuit let
+		// 27 through after the outage instead of 60).
+		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1) // renewFrom below
+		if strandCost(pace, uNext+unusedUnits(1, mu), float64(limit)) <= budget {
+			stand, sparseStand = 1, true
+		}
 	}
 	// The isolate may still start W+1 on the standing lease it was told
 	// last: reserve the larger until it has seen this one.
@@ -143,6 +173,13 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	}
 	me.stand, me.standUntil = stand, W+1
 	m.renew(me, now)
+	if sparseStand {
+		// A sparse isolate's standing unit lives from the window it is
+		// for: held a lifetime into W+1 whenever in W it was granted (a
+		// busy isolate syncs again before W ends: its life runs from
+		// then).
+		m.renewFrom(me, now, (W+1)*P)
+	}
 	return max(0, limit-used-(sumL-mine+me.lease))
 }
 
@@ -161,23 +198,38 @@ const holdFloor = 0.5
 // need returns the cost isolate me should hold after this grant (before
 // its share caps it): what it was refused (unmet); for a busy isolate
 // (a batch at least every quarter period) twice its demand per sync; for
-// an active one at least one unit, so its next request decides locally.
-// Budget held by an isolate that does not use it returns at the lease's
-// expiry, a lifetime later, not at the window's end.
-func (m *Merger) need(me *isoState, P, unmet int64, far bool) int64 {
+// one that holds ahead (hold, see grantWindow) a unit more, so its next
+// request decides locally. Budget held by an isolate that does not use it
+// returns at the lease's expiry, a lifetime later, not at the window's end.
+func (m *Merger) need(me *isoState, P, unmet int64, hold bool) int64 {
 	switch {
-	case me.gap*4 <= P:
+	case frequent(me, P):
 		return max(unmet, (2*me.demand+demandScale-1)/demandScale)
-	case far && me.perWindow(int64(m.opts.LeaseLife)) >= holdFloor:
-		return max(unmet, 1)
+	case hold:
+		return addSat(unmet, 1)
 	}
 	return unmet
 }
 
-// fits reports whether an expected demand of x cost units (Poisson), plus
-// one unit held by each of n isolates, fits in room.
-func fits(x float64, n, room int64) bool {
-	return x+3*math.Sqrt(x)+float64(n) <= float64(room)
+// frequent reports whether me syncs a key of period P at least four times
+// a window: it then holds twice its demand per sync (need).
+func frequent(me *isoState, P int64) bool { return me.gap*4 <= P }
+
+// holdsAhead reports whether isolate me asks often enough to hold a unit
+// ahead of need: at least holdFloor within a lease's life, so it will
+// probably use the unit before the lease expires.
+func (m *Merger) holdsAhead(me *isoState, P int64) bool {
+	return me.perWindow(int64(m.opts.LeaseLife)) >= holdFloor
+}
+
+// standShare returns the share of window win (of length P) in which is
+// may still use its standing lease: until its lease is void, at most the
+// whole window.
+func standShare(is *isoState, win, P int64) float64 {
+	if is.usable == 0 {
+		return 1 // a record from before lease lifetimes: until the window ends
+	}
+	return min(max(float64(is.usable-win*P)/float64(P), 0), 1)
 }
 
 // leaseExpired reports whether the lease and standing lease of me are void at
@@ -190,9 +242,24 @@ func (m *Merger) leaseExpired(me *isoState, now int64) bool {
 // it for LeaseLife after it cut its batch (before now), so it has stopped
 // by now+LeaseLife, and reports what it admitted within LeaseGrace after
 // that.
-func (m *Merger) renew(me *isoState, now int64) {
-	me.usable = addSat(now, int64(m.opts.LeaseLife))
+func (m *Merger) renew(me *isoState, now int64) { m.renewFrom(me, now, now) }
+
+// renewFrom is renew for a lease whose life starts at from (>= now: a
+// standing lease for a window that starts then); the reply tells the
+// isolate the life from now (lifeLeft).
+func (m *Merger) renewFrom(me *isoState, now, from int64) {
+	me.usable = addSat(max(now, from), int64(m.opts.LeaseLife))
 	me.expires = addSat(me.usable, int64(m.opts.LeaseGrace))
+}
+
+// lifeLeft returns the life a reply at now tells me for its lease and
+// standing lease (wire.View.Life, from the isolate's cut, which precedes
+// now): until usable; -1 (void at once) when that is past.
+func lifeLeft(me *isoState, now int64) int64 {
+	if me.usable <= now {
+		return -1
+	}
+	return me.usable - now
 }
 
 // release gives back every lease and standing lease of me (a graceful

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -17,6 +18,7 @@ const (
 	DefaultCheckpointInterval = 10 * time.Second
 	DefaultLeaseLife          = time.Second
 	DefaultLeaseGrace         = time.Second
+	DefaultStrandBudget       = 0.01
 	// DefaultCheckpointKeys is CheckpointKeys with the default
 	// MaxCachedKeys: 131072.
 	DefaultCheckpointKeys = DefaultMaxCachedKeys / 2
@@ -77,6 +79,14 @@ type MergerOptions struct {
 	// the isolates' sync interval plus a round trip. Default
 	// DefaultLeaseGrace (1 s).
 	LeaseGrace time.Duration
+	// StrandBudget bounds what leased limiters hold ahead of need: an
+	// isolate that is not busy gets a unit before it asks (and one to
+	// start the next window with), so it decides its next request
+	// without a round trip, while the budget such units are expected to
+	// leave unused in windows that reach their limit stays within this
+	// share of the limit (strand.go). 0 takes the default; a negative
+	// value holds nothing ahead. Default DefaultStrandBudget (0.01, 1%).
+	StrandBudget float64
 }
 
 // EnsureDefaults sets every zero field of o to its default.
@@ -114,6 +124,9 @@ func (o *MergerOptions) EnsureDefaults() {
 	if o.LeaseGrace == 0 {
 		o.LeaseGrace = DefaultLeaseGrace
 	}
+	if o.StrandBudget == 0 {
+		o.StrandBudget = DefaultStrandBudget
+	}
 }
 
 // Validate reports every field of o out of range (after EnsureDefaults,
@@ -136,5 +149,8 @@ func (o *MergerOptions) Validate() error {
 	check("CheckpointInterval", int64(o.CheckpointInterval))
 	check("LeaseLife", int64(o.LeaseLife))
 	check("LeaseGrace", int64(o.LeaseGrace))
+	if math.IsNaN(o.StrandBudget) || math.IsInf(o.StrandBudget, 0) || o.StrandBudget > 1 {
+		errs = append(errs, fmt.Errorf("coordinator: MergerOptions.StrandBudget must be a share of the limit, at most 1 (negative: nothing ahead), got %g", o.StrandBudget))
+	}
 	return errors.Join(errs...)
 }

@@ -29,6 +29,7 @@ func init() {
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D]
+       [--lease-life D] [--lease-grace D] [--strand-budget F]
    or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
@@ -89,6 +90,9 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
 	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
 	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
+	leaseLife := fs.Duration("lease-life", envDuration("EDGELIMIT_LEASE_LIFE"), "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands (default 1s)")
+	leaseGrace := fs.Duration("lease-grace", envDuration("EDGELIMIT_LEASE_GRACE"), "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
+	strand := fs.Float64("strand-budget", envFloat("EDGELIMIT_STRAND_BUDGET"), "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -140,7 +144,8 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew}}
+		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
+			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}}
 	where := *data
 	if *inMemory {
 		where = "memory"
@@ -187,6 +192,7 @@ var flagEnv = map[string]string{
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
+	"lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }
 
@@ -235,6 +241,12 @@ func applyFileSettings(fs *flag.FlagSet, path string) error {
 func envInt(k string) int {
 	n, _ := strconv.Atoi(os.Getenv(k))
 	return n
+}
+
+// envFloat returns $k as a float64, 0 when unset or not a number.
+func envFloat(k string) float64 {
+	f, _ := strconv.ParseFloat(os.Getenv(k), 64)
+	return f
 }
 
 // envDuration returns $k as a duration, 0 when unset or not a duration.
