@@ -70,3 +70,43 @@ func TestLeaseLifeAndRelease(t *testing.T) {
 		t.Errorf("W (alive under the lease) reserves %d after the expiry, want the %d held (counted as spent)", r, held)
 	}
 }
+
+// A bucket lease of an isolate silent past its life and grace becomes
+// cost (it may have been spent): the bucket refills it at its rate, where
+// it used to stay reserved for good and starve the others.
+func TestBucketLeaseOfDeadIsolateRefills(t *testing.T) {
+	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
+	c, clk := newTestCoordinator(t, t0, func(o *Options) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	// stb: 50 per second, burst 100. The isolate asks for all of it, then dies.
+	v := viewOf(t, mustSync(t, c, batch("dead", 1, t0, wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+	if v.Lease < 50 {
+		t.Fatalf("lease %d, want most of the burst of 100", v.Lease)
+	}
+	held := v.Lease
+	// Another isolate asks before the expiry: only what the lease leaves.
+	clk.set(t0 + int64(life)/2)
+	v = viewOf(t, mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+	if v.Lease > 100-held+2 {
+		t.Fatalf("before the expiry b got %d, more than the %d the dead lease leaves", v.Lease, 100-held)
+	}
+	before := v.Lease
+	// Two seconds after the expiry the bucket (50/s) has refilled what the
+	// dead isolate held, as if it had spent it when its life ended.
+	clk.set(t0 + int64(life+grace) + 2*sec)
+	v = viewOf(t, mustSync(t, c, batch("b", 2, clk.now(), wire.Delta{Limiter: "stb", Key: "k", Delta: before, Demand: 100})), "stb", "k")
+	if v.Lease < held/2 {
+		t.Fatalf("2 s after the dead isolate's lease ended b got %d, want at least %d: the dead lease still holds the bucket", v.Lease, held/2)
+	}
+	c.withMerger(func(m *Merger) {
+		for _, st := range m.keys {
+			if st.lim.Name != "stb" {
+				continue
+			}
+			for i := range st.isos {
+				if st.isos[i].id == "dead" && st.isos[i].lease != 0 {
+					t.Errorf("the dead isolate still holds %d", st.isos[i].lease)
+				}
+			}
+		}
+	})
+}
