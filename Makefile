@@ -45,10 +45,10 @@ demo:
 ## test: everything CI checks
 test: tools wasm-check vet fmt-check tidy-check lint test-go test-js
 
-## vet: go vet of the host packages and of the guest for wasip1
+## vet: go vet of the host packages, and of every package under wasm/ (tests included) built for wasip1
 vet:
 	@go vet ./...
-	@GOOS=wasip1 GOARCH=wasm go vet ./wasm/guest/
+	@GOOS=wasip1 GOARCH=wasm go vet ./wasm/...
 
 tidy-check:
 	@go mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; exit 1; }
