@@ -56,7 +56,7 @@ func runReadme(ctx context.Context, re *regexp.Regexp, runs, floodKeys int, syst
 	fig := map[string]string{}
 	fig[benchmarks.RowModuleSize] = benchmarks.KB(benchmarks.ModuleBytes())
 	if r, ok := ns["compile module"]; ok {
-		fig[benchmarks.RowModuleSize] += fmt.Sprintf("; wazero compiles it in %.0f ms (`compile module`)", r.ns/1e6)
+		fig[benchmarks.RowModuleSize] += fmt.Sprintf("; wazero compiles it in %.0f ms (`compile module`, wall time)", r.ns/1e6)
 	}
 	if r, ok := ns["instantiate isolate"]; ok {
 		fig["instantiate an isolate"] = fmt.Sprintf("%.0f µs, %.0f KiB idle linear memory", r.ns/1e3, r.extra["idle-KiB"])
