@@ -51,7 +51,7 @@ var DecisionCostRows = []string{
 // (wasm/edgelimit.wasm).
 func ModuleBytes() int { return len(wasm.Module) }
 
-// KB formats n bytes as the README does: "154 KB (153,348 bytes)", KB
+// KB formats n bytes as the README does: "153 KB (153,348 bytes)", KB
 // being 1,000 bytes.
 func KB(n int) string {
 	return fmt.Sprintf("%.0f KB (%s bytes)", float64(n)/1000, Thousands(int64(n)))
