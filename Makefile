@@ -9,7 +9,7 @@ WASM         := wasm/edgelimit.wasm
 STATICCHECK  := $(CURDIR)/.tools/bin/staticcheck
 STATICCHECK_VER := v0.6.1
 
-.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js bench-recover
+.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js bench-recover figures
 
 ## tools: install TinyGo (and its Debian packages) into .tools/, staticcheck, redis-server and Chromium (idempotent)
 tools: $(TINYGO) $(STATICCHECK) redis chromium
@@ -45,10 +45,10 @@ demo:
 ## test: everything CI checks
 test: tools wasm-check vet fmt-check tidy-check lint test-go test-js
 
-## vet: go vet of the host packages and of the guest for wasip1
+## vet: go vet of the host packages, and of every package under wasm/ (tests included) built for wasip1
 vet:
 	@go vet ./...
-	@GOOS=wasip1 GOARCH=wasm go vet ./wasm/guest/
+	@GOOS=wasip1 GOARCH=wasm go vet ./wasm/...
 
 tidy-check:
 	@go mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run 'go mod tidy'" >&2; exit 1; }
@@ -100,6 +100,12 @@ fuzz:
 ## limiters; coordinator ingest on Pebble and Redis Cluster vs Redis INCRBY), about 3 minutes
 bench:
 	@go run ./cmd/edgelimit bench -runs 3
+
+## figures: every README figure `edgelimit bench -readme` reproduces, in one run, in the README's rows
+## (module size, memory per key, the module and peer benchmark tables, the simulator table; a few
+## minutes), then the commands of the figures it leaves out (coordinator, accuracy corpus, JavaScript)
+figures:
+	@go run ./cmd/edgelimit bench -readme -runs 3
 
 clean:
 	rm -rf .tools

@@ -28,6 +28,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	filter := fs.String("run", "", "only benchmarks whose name matches this regular expression")
 	systems := fs.Bool("systems", true, "also run the system benchmarks (servers on loopback: edge host vs central Redis limiters, coordinator ingest on Pebble and Redis Cluster vs Redis INCRBY)")
 	sysDur := fs.Duration("duration", 4*time.Second, "measured time of each system benchmark (after a 1s warm-up)")
+	floodKeys := fs.Int("flood-keys", 1_000_000, "with -readme: distinct keys of the isolate flood figure (the README's: 1,000,000)")
+	readme := fs.Bool("readme", false, "print every README figure this command reproduces (`make figures`), in the README's rows and units, then the ones it leaves to their own commands")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,41 +37,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("bench: -run: %w", err)
 	}
-	type row struct {
-		name         string
-		ns           float64
-		bytes, alloc int64
-		extra        map[string]float64
+	if *readme {
+		return runReadme(ctx, re, *runs, *floodKeys, *systems, *sysDur, stdout, stderr)
 	}
-	var rows []row
+	rows, err := measureModule(ctx, re, *runs, stderr)
+	if err != nil {
+		return err
+	}
 	base := 0.0
-	for _, bm := range benchmarks.All() {
-		if !re.MatchString(bm.Name) {
-			continue
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var ns []float64
-		var last testing.BenchmarkResult
-		for i := 0; i < *runs; i++ {
-			last = testing.Benchmark(bm.F)
-			if last.N == 0 {
-				break // skipped (a peer that is not installed) or failed
-			}
-			ns = append(ns, float64(last.T.Nanoseconds())/float64(last.N))
-		}
-		if len(ns) == 0 {
-			fmt.Fprintf(stderr, "bench: %s did not run (skipped: a peer not installed? `make tools` installs redis-server)\n", bm.Name)
-			continue
-		}
-		sort.Float64s(ns)
-		r := row{name: bm.Name, ns: ns[len(ns)/2], bytes: last.AllocedBytesPerOp(), alloc: last.AllocsPerOp(), extra: last.Extra}
-		if bm.Name == "x/time/rate AllowN" {
+	for _, r := range rows {
+		if r.name == "x/time/rate AllowN" {
 			base = r.ns
 		}
-		rows = append(rows, r)
-		fmt.Fprintf(stderr, "bench: %s done\n", bm.Name)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "benchmark\tmedian ns/op\tx x/time/rate\tB/op\tallocs/op\textra\n")
@@ -93,6 +72,45 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	return runSystems(ctx, re, *sysDur, stdout, stderr)
+}
+
+// benchRow is the median of one benchmark of package benchmarks.
+type benchRow struct {
+	name         string
+	ns           float64
+	bytes, alloc int64
+	extra        map[string]float64
+}
+
+// measureModule runs each benchmark of package benchmarks matching re runs
+// times and returns their medians, in the order of benchmarks.All.
+func measureModule(ctx context.Context, re *regexp.Regexp, runs int, stderr io.Writer) ([]benchRow, error) {
+	var rows []benchRow
+	for _, bm := range benchmarks.All() {
+		if !re.MatchString(bm.Name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var ns []float64
+		var last testing.BenchmarkResult
+		for i := 0; i < runs; i++ {
+			last = testing.Benchmark(bm.F)
+			if last.N == 0 {
+				break // skipped (a peer that is not installed) or failed
+			}
+			ns = append(ns, float64(last.T.Nanoseconds())/float64(last.N))
+		}
+		if len(ns) == 0 {
+			fmt.Fprintf(stderr, "bench: %s did not run (skipped: a peer not installed? `make tools` installs redis-server)\n", bm.Name)
+			continue
+		}
+		sort.Float64s(ns)
+		rows = append(rows, benchRow{name: bm.Name, ns: ns[len(ns)/2], bytes: last.AllocedBytesPerOp(), alloc: last.AllocsPerOp(), extra: last.Extra})
+		fmt.Fprintf(stderr, "bench: %s done\n", bm.Name)
+	}
+	return rows, nil
 }
 
 // runSystems runs the system benchmarks matching re and prints them, each

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/edgelimit/edgelimit/benchmarks"
 )
 
 func run(t *testing.T, args ...string) (string, string, error) {
@@ -121,6 +123,40 @@ func TestHelpSucceedsEverywhere(t *testing.T) {
 	for name := range commands {
 		if _, stderr, err := run(t, name, "-h"); err != nil || !strings.Contains(stderr, "-") {
 			t.Errorf("%s -h: %v, %q", name, err, stderr)
+		}
+	}
+}
+
+// TestBenchReadme runs `bench -readme` with one cheap module benchmark and
+// no system benchmarks: it prints a row for every row of the README's
+// module table (measured or marked not run), the memory row with the
+// module's figures, the simulator's table and the figures it leaves to
+// their own commands.
+func TestBenchReadme(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures memory and runs the simulator")
+	}
+	out, _, err := run(t, "bench", "-readme", "-runs", "1", "-systems=false", "-flood-keys", "300000",
+		"-run", `^(x/time/rate AllowN|native core, 1 hot key)$`)
+	if err != nil {
+		t.Fatalf("bench -readme: %v\n%s", err, out)
+	}
+	for _, n := range benchmarks.ModuleRows {
+		if !strings.Contains(out, "| "+n+" | ") && !strings.Contains(out, "| "+n+" (") {
+			t.Errorf("no row %q:\n%s", n, out)
+		}
+	}
+	for _, s := range []string{
+		"| " + benchmarks.RowModuleSize + " | " + benchmarks.KB(benchmarks.ModuleBytes()),
+		"| " + benchmarks.RowMemory + " | 32 MiB (",
+		"| " + benchmarks.RowFlood + " (here 300,000 keys) | memory plateaus at 32 MiB once the table is full (32 MiB at 300,000 keys); 200,000 evictions |",
+		"| instantiate an isolate | (not run",
+		"approximate",
+		"Left to their own commands",
+		"KeyFloodHTTP",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 	done := map[lkey]int{}
 	for _, d := range b.Entries {
 		k := lkey{d.Limiter, d.Key}
-		l := fc.cfg.Limiter(d.Limiter)
+		l := limiterNamed(fc.cfg, d.Limiter)
 		if l == nil {
 			fc.t.Fatalf("coordinator: unknown limiter %q", d.Limiter)
 		}
@@ -69,7 +69,7 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 			}
 			fc.seen[k][b.Isolate] = true
 			if l.IsBucket() {
-				per := l.Period / l.LimitFor(d.Key)
+				per := l.Period / limitFor(l, d.Key)
 				fc.tat[k] = max(fc.tat[k], b.At) + d.Delta*per
 			} else {
 				fc.count[wkey{k, d.Window}] += d.Delta
@@ -98,6 +98,28 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 		rp.Entries = append(rp.Entries, v)
 	}
 	return rp.AppendMsg(nil)
+}
+
+// limiterNamed returns cfg's limiter named name, or nil. (wire.Config's
+// Limiter and LimitFor are host helpers, not built for wasip1, where this
+// package is vetted too.)
+func limiterNamed(cfg wire.Config, name string) *wire.LimiterConfig {
+	for i := range cfg.Limiters {
+		if cfg.Limiters[i].Name == name {
+			return &cfg.Limiters[i]
+		}
+	}
+	return nil
+}
+
+// limitFor returns l's limit for key, overrides applied.
+func limitFor(l *wire.LimiterConfig, key string) int64 {
+	for _, o := range l.Overrides {
+		if o.Key == key {
+			return o.Limit
+		}
+	}
+	return l.Limit
 }
 
 // sync runs one SyncOut/SyncIn round of c through fc at time now. It

@@ -1,3 +1,8 @@
+//go:build !wasip1
+
+// The fleet tests here merge through the coordinator (a host package, not
+// built for wasip1).
+
 package core_test
 
 import (

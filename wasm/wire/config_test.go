@@ -139,7 +139,7 @@ func TestConfigValidateBounds(t *testing.T) {
 	}
 }
 
-func TestEffectiveBurstAndLimitFor(t *testing.T) {
+func TestEffectiveBurst(t *testing.T) {
 	l := wire.LimiterConfig{Name: "x", Algorithm: wire.TokenBucket, Limit: 10, Period: 1e9, Burst: 3,
 		Overrides: []wire.Override{{Key: "vip", Limit: 100}}}
 	if l.EffectiveBurst(10) != 3 || l.EffectiveBurst(100) != 100 {
@@ -149,45 +149,13 @@ func TestEffectiveBurstAndLimitFor(t *testing.T) {
 	if l.EffectiveBurst(10) != 10 {
 		t.Errorf("EffectiveBurst with burst 0: %d", l.EffectiveBurst(10))
 	}
-	if l.LimitFor("vip") != 100 || l.LimitFor("other") != 10 {
-		t.Error("LimitFor")
-	}
 	if !l.IsBucket() || (&wire.LimiterConfig{Algorithm: wire.SlidingWindow}).IsBucket() {
 		t.Error("IsBucket")
 	}
 }
 
-func TestParseConfigJSON(t *testing.T) {
-	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [
-	  {"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1s"},
-	  {"name": "customer", "algorithm": "sliding_window", "limit": 100, "period": "1m",
-	   "mode": "strict", "overrides": {"zeta": 5, "acme": 1000}}
-	], "max_keys": 5000}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Version != wire.Version || c.MaxKeys != 5000 || len(c.Limiters) != 2 || c.Limiters[1].Period != 60e9 ||
-		len(c.Limiters[1].Overrides) != 2 || c.Limiters[1].Overrides[0].Key != "acme" {
-		t.Errorf("parsed %+v", c)
-	}
-	if c.Limiter("customer") != &c.Limiters[1] || c.Limiter("none") != nil {
-		t.Error("Limiter lookup")
-	}
-	for _, bad := range []string{
-		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1d"}]}`,
-		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "extra": 1}]}`,
-		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 0, "period": "1s"}]}`,
-		`{"limiters": []}`,
-		`not json`,
-	} {
-		if _, err := wire.ParseConfigJSON([]byte(bad)); err == nil {
-			t.Errorf("accepted %s", bad)
-		}
-	}
-}
-
-// TestFailPolicyField: the optional fail policy is validated by name, read
-// from the JSON file, carried through msgpack when set and left out of the
+// TestFailPolicyField: the optional fail policy is validated by name,
+// carried through msgpack when set and left out of the
 // encoding when empty (the bytes of a config without it are unchanged, so
 // modules built before the field decode it).
 func TestFailPolicyField(t *testing.T) {
@@ -216,40 +184,5 @@ func TestFailPolicyField(t *testing.T) {
 	var back wire.Config
 	if got := fieldsOf(t, back.UnmarshalMsg(c.AppendMsg(nil))); strings.Join(got, ",") != "limiters[0].fail_policy" {
 		t.Errorf("decoding a bad fail policy reported %v", got)
-	}
-	fc, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "fail_policy": "local-share"}]}`))
-	if err != nil || fc.Limiters[0].FailPolicy != wire.FailLocalShare {
-		t.Errorf("JSON fail_policy: %+v, %v", fc, err)
-	}
-	if _, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "fail_policy": "shut"}]}`)); err == nil ||
-		!strings.Contains(err.Error(), "limiters[0].fail_policy") {
-		t.Errorf("JSON bad fail_policy: %v", err)
-	}
-}
-
-// The config file's default mode is auto (leases when synced); a host
-// whose isolates never sync runs auto limiters as approximate, and strict
-// ones as they are.
-func TestFileDefaultModeAuto(t *testing.T) {
-	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [
-		{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"},
-		{"name": "s", "algorithm": "fixed_window", "limit": 5, "period": "1s", "mode": "strict"},
-		{"name": "x", "algorithm": "fixed_window", "limit": 5, "period": "1s", "mode": "approximate"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := c.Limiters[0].Mode; m != wire.Auto || !c.Limiters[0].Leased() {
-		t.Fatalf("omitted mode: %q, want auto (leased)", m)
-	}
-	if c.Limiters[2].Leased() {
-		t.Fatal("approximate is leased")
-	}
-	alone := c.Alone()
-	if alone.Limiters[0].Mode != wire.Approximate || alone.Limiters[1].Mode != wire.Strict || c.Limiters[0].Mode != wire.Auto {
-		t.Fatalf("alone: %+v (original %+v)", alone.Limiters, c.Limiters)
-	}
-	// A wire Config's empty mode stays approximate (the module's zero value).
-	if (&wire.LimiterConfig{}).Leased() {
-		t.Fatal("empty wire mode is leased")
 	}
 }

@@ -1,0 +1,92 @@
+//go:build !wasip1
+
+package wire_test
+
+// Tests of file.go (the JSON configuration file and the helpers the host
+// packages use), which is not built for the guest: like file.go, this file
+// is left out of GOOS=wasip1 builds, so `GOOS=wasip1 go vet ./wasm/...`
+// checks the rest.
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+func TestLimitFor(t *testing.T) {
+	l := wire.LimiterConfig{Name: "x", Algorithm: wire.TokenBucket, Limit: 10, Period: 1e9,
+		Overrides: []wire.Override{{Key: "vip", Limit: 100}}}
+	if l.LimitFor("vip") != 100 || l.LimitFor("other") != 10 {
+		t.Errorf("LimitFor: vip %d, other %d; want 100, 10", l.LimitFor("vip"), l.LimitFor("other"))
+	}
+}
+
+func TestParseConfigJSON(t *testing.T) {
+	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [
+	  {"name": "llm", "algorithm": "fixed_window", "limit": 6, "period": "1s"},
+	  {"name": "customer", "algorithm": "sliding_window", "limit": 100, "period": "1m",
+	   "mode": "strict", "overrides": {"zeta": 5, "acme": 1000}}
+	], "max_keys": 5000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != wire.Version || c.MaxKeys != 5000 || len(c.Limiters) != 2 || c.Limiters[1].Period != 60e9 ||
+		len(c.Limiters[1].Overrides) != 2 || c.Limiters[1].Overrides[0].Key != "acme" {
+		t.Errorf("parsed %+v", c)
+	}
+	if c.Limiter("customer") != &c.Limiters[1] || c.Limiter("none") != nil {
+		t.Error("Limiter lookup")
+	}
+	for _, bad := range []string{
+		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1d"}]}`,
+		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "extra": 1}]}`,
+		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 0, "period": "1s"}]}`,
+		`{"limiters": []}`,
+		`not json`,
+	} {
+		if _, err := wire.ParseConfigJSON([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
+
+// TestFailPolicyJSON: the fail policy is read from the JSON file, and a bad
+// one is an error naming its field.
+func TestFailPolicyJSON(t *testing.T) {
+	fc, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "fail_policy": "local-share"}]}`))
+	if err != nil || fc.Limiters[0].FailPolicy != wire.FailLocalShare {
+		t.Errorf("JSON fail_policy: %+v, %v", fc, err)
+	}
+	if _, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "fail_policy": "shut"}]}`)); err == nil ||
+		!strings.Contains(err.Error(), "limiters[0].fail_policy") {
+		t.Errorf("JSON bad fail_policy: %v", err)
+	}
+}
+
+// The config file's default mode is auto (leases when synced); a host
+// whose isolates never sync runs auto limiters as approximate, and strict
+// ones as they are.
+func TestFileDefaultModeAuto(t *testing.T) {
+	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [
+		{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"},
+		{"name": "s", "algorithm": "fixed_window", "limit": 5, "period": "1s", "mode": "strict"},
+		{"name": "x", "algorithm": "fixed_window", "limit": 5, "period": "1s", "mode": "approximate"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Limiters[0].Mode; m != wire.Auto || !c.Limiters[0].Leased() {
+		t.Fatalf("omitted mode: %q, want auto (leased)", m)
+	}
+	if c.Limiters[2].Leased() {
+		t.Fatal("approximate is leased")
+	}
+	alone := c.Alone()
+	if alone.Limiters[0].Mode != wire.Approximate || alone.Limiters[1].Mode != wire.Strict || c.Limiters[0].Mode != wire.Auto {
+		t.Fatalf("alone: %+v (original %+v)", alone.Limiters, c.Limiters)
+	}
+	// A wire Config's empty mode stays approximate (the module's zero value).
+	if (&wire.LimiterConfig{}).Leased() {
+		t.Fatal("empty wire mode is leased")
+	}
+}
