@@ -74,14 +74,14 @@ func (c *Core) applyResets(now int64) {
 
 // forget drops what the entry at idx cached of the coordinator's state of
 // its key, which the coordinator has reset: the global counts or TAT, the
-// lease and dry spell, the upstream pause, circuit and limits (the
+// estimate of the others' rate, the lease and dry spell, the upstream pause, circuit and limits (the
 // coordinator reset those too). The cost admitted here and not yet
 // acknowledged stays: it is reported and counted after the reset.
 func (c *Core) forget(idx int32, e *entry, now int64) {
 	l := &c.lims[e.lim]
 	e.vCur, e.vPrev = 0, 0
 	if rt := c.tab.rate(e); rt != nil {
-		rt.bAt, rt.bBase = now, 0
+		*rt = rateRec{bAt: now} // the others' rate was measured on the old count
 	}
 	if l.bucket {
 		e.tat = 0
