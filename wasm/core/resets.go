@@ -13,17 +13,23 @@ import (
 // them (forget). And an isolate that holds such a denial keeps syncing,
 // with an empty batch when it has nothing to report (a heartbeat), so
 // that it hears of a reset while it only denies: until the denial's
-// retry-after has passed, at most maxHold after the denial.
+// retry-after has passed, at most maxHold after the denial. A denial that
+// lapses within minHold is not held: it ends by itself soon enough, and
+// heartbeats for every short denial would multiply the syncs of sparse
+// traffic (measured on the corpus: up to 13 syncs per decision).
 
 // maxHold bounds how long after a denial an isolate keeps sending
 // heartbeats for it: 1 hour.
 const maxHold = int64(3600e9)
 
+// minHold is the shortest denial held with heartbeats: 1 s.
+const minHold = int64(1e9)
+
 // holdFor notes at now that a denial cached here lasts for d more ns (a
-// retry-after; <= 0: nothing to hold): the isolate sends heartbeats until
+// retry-after): when d >= minHold, the isolate sends heartbeats until
 // then, at most maxHold.
 func (c *Core) holdFor(now, d int64) {
-	if d > 0 {
+	if d >= minHold {
 		c.hold = max64(c.hold, addSat(now, min64(d, maxHold)))
 	}
 }
