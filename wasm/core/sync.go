@@ -384,7 +384,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 			}
 			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
 			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
-			c.holdFor(now, spell)
+			c.holdFor(now, min64(spell, addSat(v.Window, 1)*l.cfg.Period-now)) // the spell ends with its window
 		case v.Exhausted && !l.bucket:
 			n := uint8(0)
 			if s.dryWin == v.Window {
