@@ -73,8 +73,10 @@ func (m *Merger) ResetAt(limiter, key string, now int64) error {
 func (m *Merger) finishReply(rp *wire.Reply, rg, now int64) {
 	l := &m.resets
 	l.start(now)
-	rp.ResetGen = l.gen
-	if rg == 0 {
+	if !m.opts.NoResetNotices {
+		rp.ResetGen = l.gen
+	}
+	if rg == 0 || m.opts.NoResetNotices {
 		for i := range rp.Upstream {
 			rp.Upstream[i].Life = 0
 		}
