@@ -92,9 +92,11 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	return ks, nil
 }
 
-// Reset clears (limiter, key): counts, bucket and leases. It is staged for
-// the next Commit. Isolates still holding a strict lease on the key may
-// admit up to it after the reset.
+// Reset clears (limiter, key): counts, bucket, leases and upstream state
+// (pause, circuit, announced limits). It is staged for the next Commit.
+// An isolate still holding a strict lease on the key may admit up to it
+// until it hears of the reset: with its next reply when the reset is
+// made through ResetAt (resetlog.go), as Coordinator.ResetKey does.
 func (m *Merger) Reset(limiter, key string) error {
 	lim := m.lims[limiter]
 	if lim == nil {
@@ -109,7 +111,7 @@ func (m *Merger) Reset(limiter, key string) error {
 	}
 	m.isoEntries -= len(st.isos)
 	st.win, st.count, st.prev, st.tat, st.isos, st.oldest = 0, 0, 0, 0, nil, math.MinInt64
-	st.sk = isoSketch{}
+	st.sk, st.up = isoSketch{}, nil
 	m.markKey(st)
 	return nil
 }

@@ -154,6 +154,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			m.addUpView(rp, st, b.Signals[i].Key, isolate, now, true)
 		}
 	}
+	m.finishReply(rp, b.ResetGen, now)
 	if !dup {
 		m.dash.applied(b, rp, now)
 	}

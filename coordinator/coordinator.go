@@ -345,7 +345,7 @@ func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 		}
 		return err
 	}
-	err := c.do(ctx, func(m *Merger, _ int64) error { return m.Reset(limiter, key) })
+	err := c.do(ctx, func(m *Merger, now int64) error { return m.ResetAt(limiter, key, now) })
 	if err == nil {
 		c.dash.forget(limiter, key)
 	}

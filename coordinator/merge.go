@@ -58,6 +58,7 @@ type Merger struct {
 	slots      []slot      // scratch of Apply
 	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
 	at         []int32     // scratch of Apply
+	resets     resetLog    // recent resets, told to every isolate (resetlog.go)
 }
 
 // NewMerger returns a Merger for the limiters of cfg over store.

@@ -53,6 +53,10 @@ type MergerOptions struct {
 	// next one when that starts later than now+MaxClockSkew, is refused
 	// (see times.go). Default DefaultMaxClockSkew (2 s).
 	MaxClockSkew time.Duration
+	// NoResetNotices turns reset notices off (resetlog.go): replies carry
+	// no reset generation, so isolates send no heartbeats and hear of a
+	// reset only with a reply for the key. Default false (notices on).
+	NoResetNotices bool
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged
 	// but not checkpointed stay in memory, so this bounds the cache's

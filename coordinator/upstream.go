@@ -232,6 +232,23 @@ func (st *keyState) upView(key, isolate string, now int64, v *wire.UpView) {
 	}
 	v.Probe = v.Circuit == wire.CircuitHalfOpen && u.probeIso == isolate && now < u.probeUntil
 	v.Limit = st.agreedLimit(key, now)
+	if v.Limit > 0 {
+		v.Life = st.limitLife(now)
+	}
+}
+
+// limitLife is how long the agreed limit stands at now if no report
+// arrives: until the oldest report it rests on leaves the horizon (the
+// agreement may change then), ns, at least 1.
+func (st *keyState) limitLife(now int64) int64 {
+	h := reportHorizon(st.lim)
+	until := int64(0)
+	for _, r := range st.up.reps {
+		if t := addSat(r.seen, h); t > now && (until == 0 || t < until) {
+			until = t
+		}
+	}
+	return max(until-now, 1)
 }
 
 // encodeUp appends st's upstream section ('u' and its fields) when it has

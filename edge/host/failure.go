@@ -35,7 +35,7 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 			return out, err
 		}
 		if len(checks) == 1 {
-			d = h.decideAlone(s, checks[0], d, now)
+			d = h.decideAlone(ctx, s, checks[0], d, now)
 		}
 	}
 	out.Decision, out.Policy = h.capRetry(d), h.policies[d.Limiter]
@@ -55,8 +55,10 @@ func (h *Host) capRetry(d isolate.Decision) isolate.Decision {
 
 // decideAlone returns the module's decision d of check c on a stale view,
 // or an admission when the fail policy admits what the module denied only
-// for want of a lease (see failpolicy.Leased).
-func (h *Host) decideAlone(s *slot, c isolate.Check, d isolate.Decision, now int64) isolate.Decision {
+// for want of a lease (see failpolicy.Leased). Such an admission is
+// recorded in the module (isolate.Isolate.Admit), so the coordinator
+// counts it once it is back.
+func (h *Host) decideAlone(ctx context.Context, s *slot, c isolate.Check, d isolate.Decision, now int64) isolate.Decision {
 	l := &h.opts.Config.Limiters[c.Limiter]
 	if !l.Leased() && !l.ReadThrough {
 		return d
@@ -69,7 +71,14 @@ func (h *Host) decideAlone(s *slot, c isolate.Check, d isolate.Decision, now int
 	if h.policies[c.Limiter] == failpolicy.LocalShare {
 		rem = s.share.Remaining(k, q, now)
 	}
+	var err error
+	if ok && !d.Allowed {
+		err = s.iso.Admit(ctx, c.Limiter, c.Key, c.Cost, now)
+	}
 	s.mu.Unlock()
+	if err != nil {
+		s.log.Warn("host: a fail-policy admission was not recorded; the coordinator will not count it", "err", err)
+	}
 	if !ok || d.Allowed {
 		return d
 	}

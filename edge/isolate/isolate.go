@@ -45,7 +45,7 @@ type Isolate struct {
 	reset, syncOut, syncIn  api.Function
 	stats, configure, ioBuf api.Function
 	ioPtr, reincarnate      api.Function
-	observe, release        api.Function
+	observe, release, admit api.Function
 	ending                  bool // Release was called and SyncOut has not yet come back empty
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
@@ -87,6 +87,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.syncOut, i.syncIn, i.stats = get("el_sync_out"), get("el_sync_in"), get("el_stats")
 	i.configure, i.ioBuf, i.ioPtr = get("el_configure"), get("el_io_buf"), get("el_io_ptr")
 	i.reincarnate, i.observe, i.release = get("el_reincarnate"), get("el_observe"), get("el_release")
+	i.admit = get("el_admit")
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
 		mod.Close(ctx)

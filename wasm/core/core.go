@@ -12,6 +12,7 @@ type limiter struct {
 	sliding   bool
 	strict    bool
 	readThru  bool
+	bound     int64 // the largest limit, burst or lease any key may have (check.go)
 	overrides map[string]int64
 }
 
@@ -40,6 +41,10 @@ type Core struct {
 	upDirty []int32            // entries whose upstream state is to be reported
 	upBuf   []byte             // encoded signals of the outstanding batch
 	upEnt   []byte             // scratch of appendSignals
+
+	rgen    int64 // reset generation of the last reply applied (resets.go); 0: none
+	hold    int64 // ns: until then a denial is cached here, and SyncOut sends heartbeats
+	stopped bool  // Release was called: no more heartbeats
 }
 
 type ref struct {
@@ -78,7 +83,7 @@ func New(cfg wire.Config) (*Core, error) {
 	c.tab.max = int(c.cfg.MaxKeys)
 	for _, l := range cfg.Limiters {
 		lm := limiter{cfg: l, bucket: l.IsBucket(), sliding: l.Algorithm == wire.SlidingWindow,
-			strict: l.Leased(), readThru: l.ReadThrough && !l.Leased()}
+			strict: l.Leased(), readThru: l.ReadThrough && !l.Leased(), bound: bound(&l)}
 		if len(l.Overrides) > 0 {
 			lm.overrides = make(map[string]int64, len(l.Overrides))
 			for _, o := range l.Overrides {
@@ -211,11 +216,19 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
 	c.sure = false
+	quiet := true
+	if len(c.ups) != 0 {
+		c.upExpire(lim, idx, e, now)
+		quiet = !c.fleetLimited(idx, e)
+	}
 	c.evaluate(lim, e, cost, now, r)
 	if len(c.ups) != 0 {
 		c.upCheck(lim, idx, e, cost, now, r)
 	}
-	c.record(lim, idx, cost, now, r.Allowed, c.sure && !r.SyncRetry)
+	c.record(lim, idx, cost, now, r.Allowed, quiet && c.sure && !r.SyncRetry)
+	if !r.Allowed {
+		c.holdFor(now, r.RetryAfter)
+	}
 	return nil
 }
 
@@ -260,6 +273,9 @@ merge:
 		e := c.tab.at(idx)
 		idxs[i], gens[i] = idx, e.gen
 		times[i] = c.clamp(e, now)
+		if len(c.ups) != 0 {
+			c.upExpire(ch.Limiter, idx, e, times[i])
+		}
 		c.evaluate(ch.Limiter, e, ch.Cost, times[i], &one)
 		if len(c.ups) != 0 {
 			c.upCheck(ch.Limiter, idx, e, ch.Cost, times[i], &one)
@@ -294,6 +310,7 @@ merge:
 	}
 	if !allowed {
 		r.Allowed = false
+		c.holdFor(now, r.RetryAfter)
 	}
 	return nil
 }

@@ -25,6 +25,17 @@ func FuzzSyncIn(f *testing.F) {
 	good.Entries[0].Limiter = "zz"
 	f.Add(good.AppendMsg(nil), int64(3*sec))
 	f.Add([]byte{0x84, 0xa1, 'v', 1, 0xa3, 's', 'e', 'q', 1, 0xa2, 'a', 't', 0, 0xa1, 'e', 0x90}, int64(1))
+	// Reset notices, upstream views with lives, and the values a bad
+	// proxy sent (a window and a TAT of MaxInt64, a forged limit).
+	good.Entries[0].Limiter = "w"
+	notice := good
+	notice.ResetGen, notice.Resets = 9, []wire.ResetKey{{Limiter: "w", Key: "k"}, {Limiter: "zz", Key: "j"}}
+	notice.Upstream = []wire.UpView{{Limiter: "w", Key: "k", Pause: 2 * sec, Limit: 1, Life: sec}}
+	f.Add(notice.AppendMsg(nil), int64(2*sec))
+	bad := good
+	bad.Entries = []wire.View{{Limiter: "w", Key: "k", Window: 1<<63 - 1, Lease: -1, Isolates: 1},
+		{Limiter: "b", Key: "k", TAT: 1<<63 - 1, Lease: 5, Isolates: 1}}
+	f.Add(bad.AppendMsg(nil), int64(2*sec))
 	f.Fuzz(func(t *testing.T, reply []byte, now int64) {
 		c, err := core.New(cfg)
 		if err != nil {
@@ -59,12 +70,16 @@ func FuzzSyncIn(f *testing.F) {
 			t.Fatal("an accepted reply left the batch outstanding")
 		}
 		// The core still works after whatever the reply did.
+		// No reply can make a key wait longer than the longest pause the
+		// configuration honours (1 h) plus a period.
 		for _, k := range []string{"k", "j", "new"} {
-			if err := c.Decide(0, []byte(k), 1, now+3*sec, &r); err != nil {
-				t.Fatal(err)
-			}
-			if r.Remaining < 0 || (r.Allowed && r.RetryAfter != 0) {
-				t.Fatalf("bad result after the reply: %+v", r)
+			for lim := range 2 {
+				if err := c.Decide(lim, []byte(k), 1, now+3*sec, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Remaining < 0 || (r.Allowed && r.RetryAfter != 0) || r.RetryAfter > 3601*sec {
+					t.Fatalf("bad result after the reply: %+v", r)
+				}
 			}
 		}
 	})

@@ -10,7 +10,7 @@ package core
 // Release starts a graceful stop (see above). The decisions after it still
 // work, but a leased key asks for a new lease.
 func (c *Core) Release() {
-	c.ending = true
+	c.ending, c.stopped = true, true
 }
 
 // dirtyLeased puts every key that holds a lease on the dirty list, so the

@@ -24,7 +24,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	if c.ending {
 		c.dirtyLeased()
 	}
-	if len(c.upDirty) == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
+	beat := c.heartbeat(now) // a batch even with nothing to report (resets.go)
+	if !beat && len(c.upDirty) == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
 		c.ending = false // nothing to report: a graceful stop needs no last batch
 		return dst, nil
 	}
@@ -66,7 +67,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.entBuf = ents
 	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
 	c.upBuf = c.appendSignals(c.upBuf, now)
-	if count == 0 && len(c.upBuf) == 0 {
+	if count == 0 && len(c.upBuf) == 0 && !beat {
 		c.ending = false
 		return dst, nil
 	}
@@ -77,7 +78,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, c.rgen, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -150,7 +151,7 @@ func (c *Core) Reincarnate(newID string) error {
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, c.rgen, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil
@@ -200,6 +201,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			c.dropViews(n)
 			return unknownLimiter(lim)
 		}
+		if !checkView(&c.lims[rv.lim], &rv.v, now) {
+			c.dropViews(n)
+			return badInput(errBadView)
+		}
 		rv.key = key
 		n++
 	}
@@ -207,6 +212,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if err := rr.Err(); err != nil {
 		c.dropViews(n)
 		return badInput(err)
+	}
+	if err := c.checkReplyRest(); err != nil {
+		c.dropViews(n)
+		return err
 	}
 	// The batch is acknowledged: its deltas are now in the global view.
 	for _, it := range c.inflight {
@@ -228,6 +237,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if now > c.cutAt {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
+	c.applyResets(now) // before the views: they are newer than the resets they list
 	for i := range views {
 		rv := &views[i]
 		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
@@ -236,12 +246,16 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		}
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
 	}
-	c.dropViews(n)          // drop the references into reply
 	if c.rr.HasUpstream() { // most replies carry none: no closure to build
 		if err := c.upViews(now); err != nil {
+			c.dropViews(n)
 			return err
 		}
 	}
+	if len(c.ups) != 0 {
+		c.unheard(views)
+	}
+	c.dropViews(n) // drop the references into reply
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.stats.Replies++
@@ -311,8 +325,10 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 	}
 	if l.bucket {
 		// The coordinator's TAT includes every acknowledged consumption;
-		// add what was admitted here since the batch was cut.
-		e.tat = max64(e.tat, addSat(v.TAT, mulDiv(e.pCur, l.cfg.Period, e.limit)))
+		// add what was admitted here since the batch was cut. It replaces
+		// the local TAT rather than raising it: a bad reply's TAT is
+		// undone by the next honest one.
+		e.tat = addSat(v.TAT, mulDiv(e.pCur, l.cfg.Period, e.limit))
 	} else {
 		// Strict limiters do not estimate the others' rate (leases bound
 		// it), and keep no rate record.
@@ -332,7 +348,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		s.expires = leaseExpiry(c.cutAt, v.Life)
 		// The standing lease is for the window after the view's.
 		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
-		if s.hasLease && !l.bucket && v.Window < s.leaseWin {
+		if s.hasLease && !l.bucket && v.Window < s.leaseWin && s.leaseWin <= window(now, l.cfg.Period) {
 			// A reply made before a window ended, arriving after this
 			// isolate began the next one on its standing lease: keep
 			// that lease (the coordinator reserved it).
@@ -368,6 +384,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 			}
 			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
 			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
+			c.holdFor(now, min64(spell, addSat(v.Window, 1)*l.cfg.Period-now)) // the spell ends with its window
 		case v.Exhausted && !l.bucket:
 			n := uint8(0)
 			if s.dryWin == v.Window {

@@ -24,6 +24,9 @@ type upState struct {
 	halfAt     int64  // ns: when the circuit turned half-open, or the probe was sent
 	ownLimit   int64  // limit this isolate's upstream answers announced (0: none)
 	fleetLimit int64  // limit the coordinator says several isolates saw announced (0: none)
+	ownUntil   int64  // ns: ownLimit lapses then (the report horizon after the answer)
+	fleetUntil int64  // ns: fleetLimit lapses then (its life, see wire.UpView.Life)
+	heard      int64  // Stats.Replies when a reply last carried an upstream view of the key
 
 	// To report in the next batch (wire.Signal).
 	dirty  bool
@@ -225,6 +228,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, l
 		if now+pause > u.pauseUntil {
 			u.pauseUntil = now + pause
 			c.stats.UpstreamPauses++
+			c.holdFor(now, pause)
 		}
 		u.sPause = max64(u.sPause, u.pauseUntil)
 		o.Sync = true
@@ -266,6 +270,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, l
 			o.Sync = true
 		}
 		u.ownLimit, u.sLimit = n, n
+		u.ownUntil = addSat(now, horizon(l))
 		c.markUpUnless(local, idx, u)
 		c.setLimit(lim, e, u, base)
 	}
@@ -352,9 +357,11 @@ func (c *Core) applyUpView(lim int, key []byte, v *wire.UpView, now int64) {
 		}
 		u = c.upGet(idx, e)
 	}
+	u.heard = c.stats.Replies
 	if v.Pause > 0 && now+v.Pause > u.pauseUntil {
 		u.pauseUntil = now + min64(v.Pause, c.lims[lim].cfg.PauseCap())
 		c.stats.UpstreamPauses++
+		c.holdFor(now, u.pauseUntil-now)
 	}
 	switch v.Circuit {
 	case wire.CircuitOpen:
@@ -375,8 +382,68 @@ func (c *Core) applyUpView(lim int, key []byte, v *wire.UpView, now int64) {
 			u.circuit, u.probe, u.opens, u.fails = wire.CircuitClosed, probeNone, 0, 0
 		}
 	}
+	if v.Limit > 0 {
+		h := horizon(&c.lims[lim])
+		if v.Life > 0 {
+			h = min64(v.Life, h)
+		}
+		u.fleetUntil = addSat(now, h)
+	}
 	if v.Limit != u.fleetLimit {
 		u.fleetLimit = max64(v.Limit, 0)
 		c.setLimit(lim, e, u, c.baseLimit(lim, key))
+	}
+}
+
+// horizon is how long an announced limit holds without news: the
+// coordinator's report horizon, max(10 periods, 60 s).
+func horizon(l *limiter) int64 { return max64(10*l.cfg.Period, 60e9) }
+
+// upExpire drops the announced limits of the entry at idx that have
+// lapsed at now, before a decision reads the entry's limit.
+func (c *Core) upExpire(lim int, idx int32, e *entry, now int64) {
+	u := c.upFor(idx, e)
+	if u == nil {
+		return
+	}
+	lapsed := false
+	if u.fleetLimit > 0 && now >= u.fleetUntil {
+		u.fleetLimit, lapsed = 0, true
+	}
+	if u.ownLimit > 0 && now >= u.ownUntil {
+		u.ownLimit, lapsed = 0, true
+	}
+	if lapsed {
+		c.setLimit(lim, e, u, c.baseLimit(lim, c.tab.keyBytes(e)))
+	}
+}
+
+// fleetLimited reports whether the entry at idx runs under a limit the
+// fleet told it (wire.UpView.Limit). Its denials are not quiet: they
+// sync the key, so that the next honest reply can lift a limit that a bad
+// one imposed, or one the coordinator has since dropped.
+func (c *Core) fleetLimited(idx int32, e *entry) bool {
+	u := c.upFor(idx, e)
+	return u != nil && u.fleetLimit > 0
+}
+
+// unheard drops the fleet limit of each key of the reply's views that
+// the reply gave no upstream view: the coordinator has no upstream state
+// for it any more (it sends an upstream view for every key of a batch
+// that has some).
+//
+//go:noinline
+func (c *Core) unheard(views []replyView) {
+	for i := range views {
+		rv := &views[i]
+		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
+		if idx < 0 {
+			continue
+		}
+		e := c.tab.at(idx)
+		if u := c.upFor(idx, e); u != nil && u.fleetLimit > 0 && u.heard != c.stats.Replies {
+			u.fleetLimit = 0
+			c.setLimit(rv.lim, e, u, c.baseLimit(rv.lim, rv.key))
+		}
 	}
 }

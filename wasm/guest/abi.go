@@ -15,7 +15,7 @@ import (
 // and bits are defined once, in package abi):
 //
 //	key buffer (el_key_buf, abi.KeyBufSize bytes):
-//	  el_decide / el_reset: the key bytes at offset 0.
+//	  el_decide / el_reset / el_admit: the key bytes at offset 0.
 //	  el_decide_multi: n records, each a 16-byte header
 //	  [u32 limiter index][u32 key length][i64 cost] followed by the key bytes.
 //	result buffer (el_result_buf, abi.ResultSlots x i64):
@@ -127,6 +127,21 @@ func elRelease() int32 {
 	}
 	lim.Release()
 	return 0
+}
+
+// el_admit records cost admitted by the host without a decision (a fail
+// policy admitting in the module's place; core.Core.Admit): the key bytes
+// at offset 0 of the key buffer. It returns 0 or an error code.
+//
+//export el_admit
+func elAdmit(limiter, keyLen int32, cost, now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if keyLen < 0 || keyLen > wire.MaxKeyLen {
+		return core.Code(core.ErrKeyTooLong)
+	}
+	return core.Code(lim.Admit(int(limiter), keyBuf[:keyLen], cost, now))
 }
 
 //export el_reset

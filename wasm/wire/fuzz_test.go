@@ -88,11 +88,15 @@ func FuzzBatch(f *testing.F) {
 }
 
 func FuzzReply(f *testing.F) {
-	seeds(f, &fixReply, &fixReplyUpstream, &wire.Reply{Version: 1, Seq: 1})
+	seeds(f, &fixReply, &fixReplyUpstream, &wire.Reply{Version: 1, Seq: 1},
+		&wire.Reply{Version: 1, Seq: 1, ResetGen: 7, Resets: []wire.ResetKey{{Limiter: "a", Key: "k"}}})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, func(rp *wire.Reply) {
 			if len(rp.Upstream) == 0 {
 				rp.Upstream = nil
+			}
+			if len(rp.Resets) == 0 {
+				rp.Resets = nil
 			}
 		})
 		var rp wire.Reply

@@ -64,12 +64,13 @@ var (
 	fixBatchSignals = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Seq: 3, At: 1_763_700_000_123_456_789,
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Delta: 1, Demand: 1}},
 		Signals: []wire.Signal{{Limiter: "llm", Key: "user-1", Pause: 30e9, Failures: 0, Successes: 2, Limit: 6},
-			{Limiter: "customer", Key: key256, Failures: 5, Probe: true}}}
+			{Limiter: "customer", Key: key256, Failures: 5, Probe: true}}, ResetGen: 1_763_699_999_000_000_000}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
-		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6},
-			{Limiter: "customer", Key: key256, Circuit: wire.CircuitHalfOpen, Probe: true},
-			{Limiter: "g", Key: "x", Circuit: wire.CircuitOpen, Open: 1_500_000_000}}}
+		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6, Life: 59_000_000_000},
+			{Limiter: "customer", Key: key256, Circuit: wire.CircuitHalfOpen, Probe: true, Life: 1},
+			{Limiter: "g", Key: "x", Circuit: wire.CircuitOpen, Open: 1_500_000_000, Life: 1}},
+		ResetGen: 1_763_700_000_000_000_000, Resets: []wire.ResetKey{{Limiter: "llm", Key: "user-2"}}, ResetAll: true}
 	fixObservation = wire.Observation{Version: wire.Version, Limiter: "llm", Key: "user-1", Now: 1_763_700_000_123_456_789,
 		Status: 429, Headers: [][2]string{{"Retry-After", "30"}, {"X-RateLimit-Remaining", "0"}}}
 	fixObserved = wire.Observed{Paused: 30e9, Circuit: wire.CircuitClosed, Limit: 6, Sync: true, Ignored: "x-ratelimit-reset: not a number"}
@@ -143,6 +144,9 @@ func batchGeneric(b *wire.Batch) map[string]any {
 		}
 		m["up"] = up
 	}
+	if b.ResetGen > 0 {
+		m["rg"] = b.ResetGen
+	}
 	return m
 }
 
@@ -163,9 +167,26 @@ func replyGeneric(rp *wire.Reply) map[string]any {
 	if len(rp.Upstream) > 0 {
 		up := []any{}
 		for _, u := range rp.Upstream {
-			up = append(up, []any{u.Limiter, u.Key, u.Pause, u.Circuit, u.Open, u.Probe, u.Limit})
+			a := []any{u.Limiter, u.Key, u.Pause, u.Circuit, u.Open, u.Probe, u.Limit}
+			if u.Life > 0 {
+				a = append(a, u.Life)
+			}
+			up = append(up, a)
 		}
 		m["up"] = up
+	}
+	if rp.ResetGen > 0 {
+		m["rg"] = rp.ResetGen
+	}
+	if len(rp.Resets) > 0 {
+		rs := []any{}
+		for _, r := range rp.Resets {
+			rs = append(rs, []any{r.Limiter, r.Key})
+		}
+		m["rs"] = rs
+	}
+	if rp.ResetAll {
+		m["ra"] = true
 	}
 	return m
 }

@@ -24,6 +24,10 @@ type Batch struct {
 	// isolate holds on the batch's keys; the isolate admits nothing more
 	// under them. Encoded only when true.
 	End bool `msgpack:"end,omitempty"`
+	// ResetGen is the reset generation of the last reply the isolate
+	// applied (Reply.ResetGen; 0: none yet), so the coordinator tells it
+	// of the resets made since (resets.go). Encoded only when > 0.
+	ResetGen int64 `msgpack:"rg,omitempty"`
 }
 
 // Delta is the consumption of one key in one window, encoded as the array
@@ -50,6 +54,19 @@ type Reply struct {
 	// of its Signals; at most MaxBatchEntries. Encoded only when there
 	// are some.
 	Upstream []UpView `msgpack:"up,omitempty"`
+	// ResetGen is the coordinator's reset generation after this reply
+	// (resets.go): the isolate sends it back in its next batch. 0: a
+	// coordinator without reset notices. Encoded only when > 0.
+	ResetGen int64 `msgpack:"rg,omitempty"`
+	// Resets names the keys reset at the coordinator since the batch's
+	// ResetGen (at most MaxBatchEntries); the isolate drops what it
+	// cached of them. Encoded only when there are some.
+	Resets []ResetKey `msgpack:"rs,omitempty"`
+	// ResetAll: the coordinator cannot list the resets since the batch's
+	// ResetGen (it restarted, or too many since); the isolate drops its
+	// dry spells and the limits it adopted from the fleet. Encoded only
+	// when true.
+	ResetAll bool `msgpack:"ra,omitempty"`
 }
 
 // View is the global state of one key, encoded as the array [limiter, key,
@@ -91,7 +108,7 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			up = b.Signals[i].AppendMsg(up)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, len(b.Entries))
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, b.ResetGen, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -104,8 +121,8 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // after an array header), nil when there are none. With Batch.AppendMsg it
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
-// (Batch.End).
-func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, n int) []byte {
+// (Batch.End); rg is Batch.ResetGen (written when > 0).
+func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, rg int64, n int) []byte {
 	fields := 5
 	if len(up) > 0 {
 		fields++
@@ -113,7 +130,14 @@ func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64,
 	if end {
 		fields++
 	}
+	if rg > 0 {
+		fields++
+	}
 	dst = AppendMapHeader(dst, fields)
+	if rg > 0 {
+		dst = AppendString(dst, "rg")
+		dst = AppendInt(dst, rg)
+	}
 	if len(up) > 0 {
 		dst = AppendString(dst, "up")
 		dst = append(dst, up...)
@@ -186,6 +210,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.Signals = readSignals(r)
 		case Equal("end", f):
 			b.End = r.ReadBool()
+		case Equal("rg", f):
+			b.ResetGen = r.ReadInt()
 		default:
 			r.Skip()
 		}
@@ -205,6 +231,8 @@ func (b *Batch) Validate() error {
 		return &FieldError{"iso", errors.New("isolate id must be 1 to " + strconv.Itoa(MaxIsolateIDLen) + " bytes")}
 	case b.Seq < 1:
 		return &FieldError{"seq", errors.New("sequence numbers start at 1")}
+	case b.ResetGen < 0:
+		return &FieldError{"rg", errors.New("must be >= 0")}
 	case len(b.Entries) > MaxBatchEntries:
 		return &FieldError{"e", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " entries")}
 	case len(b.Signals) > MaxBatchEntries:
@@ -234,16 +262,21 @@ func (b *Batch) Validate() error {
 
 // AppendMsg appends r encoded as msgpack.
 func (rp *Reply) AppendMsg(dst []byte) []byte {
+	n := 4
+	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen > 0, len(rp.Resets) > 0, rp.ResetAll} {
+		if on {
+			n++
+		}
+	}
+	dst = AppendMapHeader(dst, n)
 	if len(rp.Upstream) > 0 {
-		dst = AppendMapHeader(dst, 5)
 		dst = AppendString(dst, "up")
 		dst = AppendArrayHeader(dst, len(rp.Upstream))
 		for i := range rp.Upstream {
 			dst = rp.Upstream[i].AppendMsg(dst)
 		}
-	} else {
-		dst = AppendMapHeader(dst, 4)
 	}
+	dst = rp.appendResets(dst)
 	dst = AppendString(dst, "v")
 	dst = AppendInt(dst, rp.Version)
 	dst = AppendString(dst, "seq")
@@ -291,12 +324,17 @@ type ReplyReader struct {
 	eEnd    int // offset just past the entries array
 	entries bool
 	upStart int // offset of the upstream array; -1 when absent
+	// ResetGen and ResetAll are the reply's (Reply.ResetGen, ResetAll).
+	ResetGen int64
+	ResetAll bool
+	rsStart  int // offset of the resets array; -1 when absent
 }
 
 // Reset starts reading src. The map's fields may come in any order.
 func (rr *ReplyReader) Reset(src []byte) error {
 	// Field by field: under TinyGo a whole-struct zeroing is a memory.fill.
 	rr.Version, rr.Seq, rr.At, rr.left, rr.eEnd, rr.entries, rr.upStart = 0, 0, 0, 0, 0, false, -1
+	rr.ResetGen, rr.ResetAll, rr.rsStart = 0, false, -1
 	rr.r.Reset(src)
 	r := &rr.r
 	eStart := 0
@@ -315,6 +353,13 @@ func (rr *ReplyReader) Reset(src []byte) error {
 			rr.entries = true
 		case Equal("up", f):
 			rr.upStart = r.off
+			r.Skip()
+		case Equal("rg", f):
+			rr.ResetGen = r.ReadInt()
+		case Equal("ra", f):
+			rr.ResetAll = r.ReadBool()
+		case Equal("rs", f):
+			rr.rsStart = r.off
 			r.Skip()
 		default:
 			r.Skip()
@@ -414,6 +459,7 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		return err
 	}
 	rp.Version, rp.Seq, rp.At = rr.Version, rr.Seq, rr.At
+	rp.ResetGen, rp.ResetAll = rr.ResetGen, rr.ResetAll
 	var v View
 	for {
 		lim, key, ok := rr.Next(&v)
@@ -423,9 +469,14 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		v.Limiter, v.Key = string(lim), string(key)
 		rp.Entries = append(rp.Entries, v)
 	}
-	return rr.Upstream(func(lim, key []byte, u *UpView) {
+	if err := rr.Upstream(func(lim, key []byte, u *UpView) {
 		w := *u
 		w.Limiter, w.Key = string(lim), string(key)
 		rp.Upstream = append(rp.Upstream, w)
+	}); err != nil {
+		return err
+	}
+	return rr.Resets(func(lim, key []byte) {
+		rp.Resets = append(rp.Resets, ResetKey{Limiter: string(lim), Key: string(key)})
 	})
 }

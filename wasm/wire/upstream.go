@@ -201,7 +201,7 @@ type Signal struct {
 
 // UpView is the coordinator's view of one key's upstream, sent to every
 // isolate that syncs the key, encoded as the array [limiter, key, pause,
-// circuit, open, probe, limit].
+// circuit, open, probe, limit(, life)].
 type UpView struct {
 	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
@@ -212,6 +212,13 @@ type UpView struct {
 	Open     int64 // CircuitOpen: it stays open this long after the reply's At, ns
 	Probe    bool  // CircuitHalfOpen: this isolate is the fleet's probe
 	Limit    int64 // the limit the fleet's upstream announced, agreed by several isolates (0: none)
+	// Life is how long after the reply's At Limit holds unless a later
+	// reply says otherwise, ns (the coordinator forgets the reports it
+	// rests on then). 0: not said (7 elements on the wire; an older
+	// coordinator, or an isolate that never sent a reset generation):
+	// the isolate keeps the limit for the report horizon, max(10
+	// periods, 60 s).
+	Life int64
 }
 
 // AppendSignal appends one Signal.
@@ -233,14 +240,22 @@ func (s *Signal) AppendMsg(dst []byte) []byte {
 
 // AppendMsg appends v as its array.
 func (v *UpView) AppendMsg(dst []byte) []byte {
-	dst = AppendArrayHeader(dst, 7)
+	n := 7
+	if v.Life > 0 {
+		n = 8
+	}
+	dst = AppendArrayHeader(dst, n)
 	dst = AppendString(dst, v.Limiter)
 	dst = AppendString(dst, v.Key)
 	dst = AppendInt(dst, v.Pause)
 	dst = AppendInt(dst, v.Circuit)
 	dst = AppendInt(dst, v.Open)
 	dst = AppendBool(dst, v.Probe)
-	return AppendInt(dst, v.Limit)
+	dst = AppendInt(dst, v.Limit)
+	if n == 8 {
+		dst = AppendInt(dst, v.Life)
+	}
+	return dst
 }
 
 func readSignals(r *Reader) []Signal {
@@ -266,14 +281,19 @@ func readSignals(r *Reader) []Signal {
 // readUpView decodes one UpView; the limiter and key bytes are returned
 // (valid until the input is reused), not stored in v.
 func readUpView(r *Reader, v *UpView) (limiter, key []byte) {
-	if r.ReadArrayHeader() != 7 && r.err == nil {
-		r.SetErr("up", errors.New("want [limiter, key, pause, circuit, open, probe, limit]"))
+	n := r.ReadArrayHeader()
+	if (n < 7 || n > 8) && r.err == nil {
+		r.SetErr("up", errors.New("want [limiter, key, pause, circuit, open, probe, limit(, life)]"))
 		return nil, nil
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Pause, v.Circuit, v.Open = r.ReadInt(), r.ReadInt(), r.ReadInt()
 	v.Probe = r.ReadBool()
 	v.Limit = r.ReadInt()
+	v.Life = 0
+	if n == 8 {
+		v.Life = r.ReadInt()
+	}
 	return limiter, key
 }
 

@@ -230,6 +230,11 @@ export class EdgeLimit {
       return d;
     }
     if (d.success) return d;
+    // Recorded in the module, so its next batch reports it and the
+    // coordinator counts it once back.
+    try {
+      this._mod.admit(li, key, cost, this._ns(now));
+    } catch (e) { this._trapped('admit', e, false); }
     return {
       ...d, success: true, limit, remaining: this._share.remaining(k, share, period, now),
       reset: (Math.floor(now / period) + 1) * period, retryAfterMs: 0, syncRetry: false,

@@ -138,6 +138,22 @@ export class Module {
     return this.i32[j + 1] * 4294967296 + this.u32[j];
   }
 
+  /**
+   * Records cost of (limiter index, key) admitted by the host without a
+   * decision (a fail policy admitting in the module's place, so the
+   * coordinator counts it once back); returns 0 or an error code. A module
+   * without el_admit records nothing (returns 0).
+   */
+  admit(limiter, key, cost, nowNs) {
+    if (typeof this.exports.el_admit !== 'function') return 0;
+    const kb = this.keyBytes(key);
+    if (kb.length > MAX_KEY_LEN) return -3;
+    this.u8.set(kb, this.keyBuf);
+    const st = this.exports.el_admit(limiter, kb.length, BigInt(cost), nowNs);
+    if (this.memory.buffer !== this._buf) this._refresh();
+    return st;
+  }
+
   /** Forgets the local state of (limiter index, key); returns 0 or an error code. */
   reset(limiter, key) {
     const kb = this.keyBytes(key);

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+)
+
+// Reset notices (wire/resets.go). A key the coordinator reset (the admin
+// API) must be admitted again by every isolate within two sync intervals,
+// also by one that no longer syncs the key because it denies it from what
+// it cached: a dry spell, a full window in its view, an upstream pause or
+// limit the fleet told it. Each reply names the keys reset since the
+// generation the isolate last applied; the isolate drops what it cached of
+// them (forget). And an isolate that holds such a denial keeps syncing,
+// with an empty batch when it has nothing to report (a heartbeat), so
+// that it hears of a reset while it only denies: until the denial's
+// retry-after has passed, at most maxHold after the denial. A denial that
+// lapses within minHold is not held: it ends by itself soon enough, and
+// heartbeats for every short denial would multiply the syncs of sparse
+// traffic (measured on the corpus: up to 13 syncs per decision).
+
+// maxHold bounds how long after a denial an isolate keeps sending
+// heartbeats for it: 1 hour.
+const maxHold = int64(3600e9)
+
+// minHold is the shortest denial held with heartbeats: 1 s.
+const minHold = int64(1e9)
+
+// holdFor notes at now that a denial cached here lasts for d more ns (a
+// retry-after): when d >= minHold, the isolate sends heartbeats until
+// then, at most maxHold.
+func (c *Core) holdFor(now, d int64) {
+	if d >= minHold {
+		c.hold = max64(c.hold, addSat(now, min64(d, maxHold)))
+	}
+}
+
+// heartbeat reports whether SyncOut should cut a batch at now even with
+// nothing to report: the isolate holds a denial, its coordinator sends
+// reset notices (a generation), and it is not stopping.
+func (c *Core) heartbeat(now int64) bool {
+	return c.rgen > 0 && now < c.hold && !c.stopped && !c.cfg.Standalone
+}
+
+// applyResets applies the reply's reset notices at now: each named key
+// this isolate tracks forgets what it cached from the coordinator, and
+// ResetAll drops every dry spell and fleet limit.
+//
+//go:noinline
+func (c *Core) applyResets(now int64) {
+	rr := &c.rr
+	if rr.HasResets() {
+		_ = rr.Resets(func(lim, key []byte) { // checked by checkReplyRest
+			li := c.limiterIndexBytes(lim)
+			if li < 0 {
+				return // a limiter this isolate does not run
+			}
+			if idx := c.tab.find(uint8(li), key, hashKey(uint16(li), key)); idx >= 0 {
+				c.forget(idx, c.tab.at(idx), now)
+			}
+		})
+	}
+	if rr.ResetAll {
+		for i := 0; i < c.tab.n; i++ {
+			e := c.tab.at(int32(i))
+			if !e.inUse() {
+				continue
+			}
+			if c.lims[e.lim].strict {
+				s := c.tab.lease(e)
+				s.dryWin, s.dryN = -1, 0
+			}
+			if u := c.upFor(int32(i), e); u != nil && u.fleetLimit > 0 {
+				u.fleetLimit = 0
+				c.setLimit(int(e.lim), e, u, c.baseLimit(int(e.lim), c.tab.keyBytes(e)))
+			}
+		}
+	}
+	c.rgen = rr.ResetGen
+}
+
+// forget drops what the entry at idx cached of the coordinator's state of
+// its key, which the coordinator has reset: the global counts or TAT, the
+// estimate of the others' rate, the lease and dry spell, the upstream pause, circuit and limits (the
+// coordinator reset those too). The cost admitted here and not yet
+// acknowledged stays: it is reported and counted after the reset.
+func (c *Core) forget(idx int32, e *entry, now int64) {
+	l := &c.lims[e.lim]
+	e.vCur, e.vPrev = 0, 0
+	if rt := c.tab.rate(e); rt != nil {
+		*rt = rateRec{bAt: now} // the others' rate was measured on the old count
+	}
+	if l.bucket {
+		e.tat = 0
+		if e.pCur > 0 {
+			e.tat = limitmath.AdvanceTAT(0, now, e.pCur, l.cfg.Period, e.limit)
+		}
+	}
+	if l.strict {
+		*c.tab.lease(e) = leaseRec{dryWin: -1}
+	}
+	if c.upFor(idx, e) != nil {
+		delete(c.ups, idx)
+	}
+	e.limit = c.baseLimit(int(e.lim), c.tab.keyBytes(e))
+}
