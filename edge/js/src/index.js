@@ -204,7 +204,7 @@ export class EdgeLimit {
         try {
           st = this._mod.decideMulti(cs, this._ns(now));
         } catch (e) { this._trapped('decide', e); }
-        if (st < 0) this._throwCode('decide', st);
+        if (st < 0) this._throwCode('decide', st, st === -3 || st === -4 ? cs.find((c) => !this._keyFits(c.key))?.key : undefined);
         d = this._result(st, stale);
       }
     }
@@ -285,6 +285,12 @@ export class EdgeLimit {
     this.lastError = err;
     if (rethrow) throw err;
     return err;
+  }
+
+  // Whether key is 1 to MAX_KEY_LEN bytes (a string as UTF-8).
+  _keyFits(key) {
+    const n = typeof key === 'string' ? new TextEncoder().encode(key).length : key?.length;
+    return n >= 1 && n <= MAX_KEY_LEN;
   }
 
   _throwCode(op, st, key) {

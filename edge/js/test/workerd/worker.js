@@ -5,6 +5,14 @@ import wasm from './edgelimit.wasm';
 import wasmBytes from './edgelimit.bin';
 
 let rl;
+const warmed = new Set();
+let many = [];
+
+// k distinct keys of 32 bytes (bench.js's keys).
+function manyKeys(k) {
+  if (many.length !== k) many = Array.from({ length: k }, (_, i) => `key-${String(i).padStart(28, '0')}`);
+  return many;
+}
 
 // Options left unset in env take the package's defaults.
 function limiter(env) {
@@ -52,13 +60,21 @@ export default {
         });
       }
       case '/bench': {
-        // n decisions of one key (key copy included); the caller times the
-        // request against one with n=0 (Date.now does not advance while a
-        // Worker computes).
+        // n decisions of one key (key copy included), or, with keys=K, n
+        // decisions going round K distinct 32-byte keys (after one
+        // decision of each); the caller times the request against one with
+        // n=0 (Date.now does not advance while a Worker computes).
         const n = Number(url.searchParams.get('n'));
-        const key = url.searchParams.get('key') ?? 'bench-key-0123456789abcdefghijkl';
+        const k = Number(url.searchParams.get('keys') ?? 0);
         let ok = 0;
-        for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
+        if (k > 0) {
+          const keys = manyKeys(k);
+          if (!warmed.has(k)) { for (const key of keys) rl.decide({ limiter: 'bench', key }); warmed.add(k); }
+          for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key: keys[i % k] }).success ? 1 : 0;
+        } else {
+          const key = url.searchParams.get('key') ?? 'bench-key-0123456789abcdefghijkl';
+          for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
+        }
         return Response.json({ n, ok });
       }
     }
