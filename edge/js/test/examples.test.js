@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCoordinator, freePort, waitUp } from './coordinator.js';
 import { startWorkerd, workerdBin } from './workerd/run.js';
-import { buildStarter, wranglerBin } from './starter.js';
+import { buildStarter, esbuildStarter, wranglerBin } from './starter.js';
 import { wasmBytes } from './helpers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -31,7 +31,7 @@ async function expectLimited(url, output = () => '') {
   assert.equal((await fetch(`${url}/?key=bob`)).status, 200, 'another key has its own limit');
 }
 
-test('the starter Worker: npm install of the packed package, wrangler bundle, workerd',
+test('the starter Worker: npm install of the packed package, bundled by wrangler and by esbuild, served by workerd',
   { skip: workerdBin() && wranglerBin() ? false : 'workerd or wrangler is not installed (npm ci in edge/js)', timeout: 120000 }, async () => {
     const s = buildStarter();
     for (const f of ['edgelimit.wasm', 'LICENSE', 'README.md', 'package.json', 'src/index.js', 'src/index.d.ts', 'src/node.js', 'src/wasm.d.ts']) {
@@ -51,6 +51,17 @@ test('the starter Worker: npm install of the packed package, wrangler bundle, wo
       bindings: { LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord.url, EDGELIMIT_SYNC_MS: 50 } });
     stops.push(() => wd.stop());
     await expectLimited(wd.urls[0], wd.output);
+
+    // esbuild alone: the .wasm import kept external, the module given to
+    // workerd under its import name.
+    const out = esbuildStarter(s.project);
+    assert.match(readFileSync(path.join(out, 'worker.js'), 'utf8'), /import \w+ from "edgelimit\/edgelimit\.wasm"/);
+    const coord2 = await startCoordinator(config);
+    stops.push(() => coord2.stop());
+    const wd2 = await startWorkerd({ n: 1, bundle: out, wasmModules: { 'edgelimit/edgelimit.wasm': path.join(installed, 'edgelimit.wasm') },
+      bindings: { LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord2.url, EDGELIMIT_SYNC_MS: 50 } });
+    stops.push(() => wd2.stop());
+    await expectLimited(wd2.urls[0], wd2.output);
   });
 
 test('the example Node server', { timeout: 60000 }, async () => {

@@ -55,3 +55,20 @@ export function buildStarter() {
   const dist = path.join(project, 'dist');
   return { project, dist, tarball, files, bundleFiles: readdirSync(dist) };
 }
+
+/**
+ * Bundles the starter project with esbuild alone (the esbuild wrangler
+ * depends on), keeping the .wasm import external: the bundle imports
+ * 'edgelimit/edgelimit.wasm', a module workerd is given by that name.
+ * Returns the output directory.
+ */
+export function esbuildStarter(project) {
+  const esbuild = path.join(path.dirname(require.resolve('esbuild/package.json')), 'bin', 'esbuild');
+  const out = path.join(project, 'dist-esbuild');
+  try {
+    execFileSync(esbuild, ['worker.js', '--bundle', '--format=esm', '--platform=neutral', '--external:*.wasm', `--outdir=${out}`], { ...quiet, cwd: project });
+  } catch (e) {
+    throw new Error(`esbuild: ${e.stdout}${e.stderr}`);
+  }
+  return out;
+}

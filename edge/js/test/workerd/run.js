@@ -26,11 +26,12 @@ const src = path.join(root, 'edge/js/src');
  * Starts workerd with n services running workerFile (modules: the worker,
  * the package's src/*.js, edgelimit.wasm and its bytes as edgelimit.bin)
  * and bindings (text); or, given bundle (a directory of wrangler's output),
- * that bundle. extraServices: [{workerFile, withPackage} or {bundle}]. tls:
+ * that bundle, with wasmModules ({module name: file}) beside it (an
+ * esbuild bundle that kept its .wasm imports external). extraServices: [{workerFile, withPackage} or {bundle}]. tls:
  * PEM certificates the Workers' fetch trusts (a coordinator's self-signed
  * one). Resolves to {urls, extraUrls, stop(), output()}.
  */
-export async function startWorkerd({ n, workerFile, bundle, bindings = {}, extraServices = [], tls }) {
+export async function startWorkerd({ n, workerFile, bundle, wasmModules = {}, bindings = {}, extraServices = [], tls }) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edgelimit-workerd-'));
   const ports = [];
   for (let i = 0; i < n + extraServices.length; i++) ports.push(await freePort());
@@ -64,6 +65,7 @@ const ${name} :Workerd.Worker = (
     const files = readdirSync(bundle).filter((f) => f.endsWith('.js') || f.endsWith('.wasm'));
     files.sort((a, b) => (a === 'worker.js' ? -1 : b === 'worker.js' ? 1 : a < b ? -1 : 1));
     const mods = files.map((f) => `(name = ${q(f)}, ${f.endsWith('.wasm') ? 'wasm' : 'esModule'} = embed ${q(rel(path.join(bundle, f)))})`);
+    for (const [m, f] of Object.entries(wasmModules)) mods.push(`(name = ${q(m)}, wasm = embed ${q(rel(f))})`);
     return `
 const ${name} :Workerd.Worker = (
   modules = [${mods.join(', ')}],

@@ -8,9 +8,10 @@ let rl;
 const warmed = new Set();
 let many = [];
 
-// k distinct keys of 32 bytes (bench.js's keys).
+// k distinct keys of 32 bytes as flat strings (bench.js's flatKeys).
 function manyKeys(k) {
-  if (many.length !== k) many = Array.from({ length: k }, (_, i) => `key-${String(i).padStart(28, '0')}`);
+  const td = new TextDecoder(); const te = new TextEncoder();
+  if (many.length !== k) many = Array.from({ length: k }, (_, i) => td.decode(te.encode(`key-${String(i).padStart(28, '0')}`)));
   return many;
 }
 
