@@ -57,15 +57,20 @@ async function nodeManyKeys() {
   for (const key of keys) rl.decide({ limiter: 'bench', key });
   const N = 1_000_000;
   const time = (fn) => { const t = process.hrtime.bigint(); fn(); return Number(process.hrtime.bigint() - t) / N; };
-  const hot = []; const many = []; const ratio = [];
+  const hot = []; const many = []; const ratio = []; const rawHot = []; const rawMany = [];
+  const m = rl.module; const now = BigInt(Date.now()) * 1000000n;
   for (let r = 0; r < RUNS; r++) {
     hot.push(time(() => { for (let i = 0; i < N; i++) rl.decide({ limiter: 'bench', key: KEY }); }));
     many.push(time(() => { for (let i = 0; i < N; i++) rl.decide({ limiter: 'bench', key: keys[i % KEYS] }); }));
     ratio.push(many[r] / hot[r]);
+    rawHot.push(time(() => { for (let i = 0; i < N; i++) m.decide(0, KEY, 1, now); }));
+    rawMany.push(time(() => { for (let i = 0; i < N; i++) m.decide(0, keys[i % KEYS], 1, now); }));
   }
   console.log(`node: decide() over ${KEYS.toLocaleString('en')} keys ${median(many).toFixed(0)} ns (runs ${range(many)}) against ${median(hot).toFixed(0)} ns (${range(hot)}) ` +
-    `for the hot key: ${median(ratio).toFixed(2)}x (runs ${Math.min(...ratio).toFixed(2)}-${Math.max(...ratio).toFixed(2)}x)`);
+    `for the hot key: ${median(ratio).toFixed(2)}x (runs ${ratios(ratio)}); the module alone (Module.decide) ${median(rawMany).toFixed(0)} ns (${range(rawMany)}) against ${median(rawHot).toFixed(0)} ns (${range(rawHot)})`);
 }
+
+const ratios = (xs) => `${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)}x`;
 
 async function nodeMemory() {
   const rl = await EdgeLimit.create({ wasm: wasmModule, config: big });
@@ -86,7 +91,7 @@ function get(agent, url) {
 async function workerdDecisions(url) {
   const agent = new http.Agent({ keepAlive: true });
   const N = 1_000_000;
-  const timed = async (n) => { const t = process.hrtime.bigint(); await get(agent, `${url}/bench?n=${n}`); return Number(process.hrtime.bigint() - t); };
+  const timed = async (n, q = '') => { const t = process.hrtime.bigint(); await get(agent, `${url}/bench?n=${n}${q}`); return Number(process.hrtime.bigint() - t); };
   await timed(1000); // instantiate, warm up
   const per = [];
   for (let r = 0; r < RUNS; r++) {
@@ -96,17 +101,19 @@ async function workerdDecisions(url) {
   console.log(`workerd: ${median(per).toFixed(0)} ns per decide() (runs ${range(per)}), hot 32-byte key`);
   // 100,000 keys against the hot key, runs interleaved.
   await timedKeys(1000); // one decision of each key first
-  const hot = []; const many = []; const ratio = [];
+  const hot = []; const many = []; const ratio = []; const rawHot = []; const rawMany = [];
   for (let r = 0; r < RUNS; r++) {
     const empty = await timed(0);
     hot.push((await timed(N) - empty) / N);
     many.push((await timedKeys(N) - empty) / N);
     ratio.push(many[r] / hot[r]);
+    rawHot.push((await timed(N, '&raw=1') - empty) / N);
+    rawMany.push((await timedKeys(N, '&raw=1') - empty) / N);
   }
   agent.destroy();
   console.log(`workerd: decide() over ${KEYS.toLocaleString('en')} keys ${median(many).toFixed(0)} ns (runs ${range(many)}) against ${median(hot).toFixed(0)} ns (${range(hot)}) ` +
-    `for the hot key: ${median(ratio).toFixed(2)}x (runs ${Math.min(...ratio).toFixed(2)}-${Math.max(...ratio).toFixed(2)}x)`);
-  async function timedKeys(n) { const t = process.hrtime.bigint(); await get(agent, `${url}/bench?n=${n}&keys=${KEYS}`); return Number(process.hrtime.bigint() - t); }
+    `for the hot key: ${median(ratio).toFixed(2)}x (runs ${ratios(ratio)}); the module alone (Module.decide) ${median(rawMany).toFixed(0)} ns (${range(rawMany)}) against ${median(rawHot).toFixed(0)} ns (${range(rawHot)})`);
+  async function timedKeys(n, q = '') { const t = process.hrtime.bigint(); await get(agent, `${url}/bench?n=${n}&keys=${KEYS}${q}`); return Number(process.hrtime.bigint() - t); }
 }
 
 async function load(url, ms, conc) {

@@ -68,13 +68,19 @@ export default {
         const n = Number(url.searchParams.get('n'));
         const k = Number(url.searchParams.get('keys') ?? 0);
         let ok = 0;
+        // raw=1: the module alone (Module.decide: key copy and el_decide).
+        const raw = url.searchParams.get('raw') === '1';
+        const m = rl.module;
+        const now = BigInt(Date.now()) * 1000000n;
         if (k > 0) {
           const keys = manyKeys(k);
           if (!warmed.has(k)) { for (const key of keys) rl.decide({ limiter: 'bench', key }); warmed.add(k); }
-          for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key: keys[i % k] }).success ? 1 : 0;
+          if (raw) for (let i = 0; i < n; i++) ok += m.decide(0, keys[i % k], 1, now) & 1;
+          else for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key: keys[i % k] }).success ? 1 : 0;
         } else {
           const key = url.searchParams.get('key') ?? 'bench-key-0123456789abcdefghijkl';
-          for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
+          if (raw) for (let i = 0; i < n; i++) ok += m.decide(0, key, 1, now) & 1;
+          else for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
         }
         return Response.json({ n, ok });
       }
