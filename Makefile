@@ -62,25 +62,28 @@ fmt-check:
 test-go:
 	@go test -race -count=1 -timeout 15m ./...
 
-## tools-js: install the JavaScript package's dev dependencies (workerd) from
-## the npm registry, exactly as edge/js/package-lock.json pins them
+## tools-js: install the JavaScript package's dev dependencies (workerd, wrangler,
+## typescript, @cloudflare/workers-types) from the npm registry, exactly as
+## edge/js/package-lock.json pins them (npm ci; again only when the lock file changed)
 tools-js:
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "tools-js: SKIPPED: node or npm is not installed" >&2; exit 0; fi; \
-	cd edge/js && npm ci --no-audit --no-fund --loglevel=error
+	cd edge/js && if ! cmp -s package-lock.json node_modules/.edgelimit-lock; then \
+	npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.edgelimit-lock; fi
 
 ## test-js: the JavaScript package (edge/js): node --test, with the real
-## coordinator and real workerd on loopback (bounded: 3 minutes); one test
+## coordinator and real workerd on loopback, the packed package installed into
+## the starter and bundled by wrangler (bounded: 5 minutes); one test
 ## file at a time (files start their own servers: run together on 2 cores
 ## they raced for ports and CPU)
 test-js:
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "test-js: SKIPPED: node or npm is not installed; the JavaScript package (edge/js) was not tested" >&2; exit 0; fi; \
 	$(MAKE) --no-print-directory tools-js && go build -o bin/edgelimit ./cmd/edgelimit && \
-	cd edge/js && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit timeout 180 node --test --test-concurrency=1 --test-timeout=120000 test/*.test.js
+	cd edge/js && node scripts/assets.js && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit timeout 300 node --test --test-concurrency=1 --test-timeout=120000 test/*.test.js
 
 ## bench-js: decisions per second of the JavaScript package in Node and workerd,
 ## and the example Worker's requests/s with and without the limiter (README "JavaScript")
 bench-js: tools-js
-	@go build -o bin/edgelimit ./cmd/edgelimit && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit node edge/js/bench/bench.js
+	@go build -o bin/edgelimit ./cmd/edgelimit && node edge/js/scripts/assets.js && EDGELIMIT_BIN=$(CURDIR)/bin/edgelimit node edge/js/bench/bench.js
 
 ## bench-recover: recovery figures with real processes and default options (README "JavaScript"):
 ## idle Workers, 2 keys, bursts, and the coordinator killed for 8 s under the Go host, Node and workerd (about 90 s)

@@ -220,6 +220,9 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if c.refuseVersion(w, buf.Bytes()) {
+		return
+	}
 	b, err := DecodeBatch(buf.Bytes())
 	if err != nil {
 		var fe *wire.FieldError

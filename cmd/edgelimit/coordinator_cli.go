@@ -28,7 +28,7 @@ func init() {
 }
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
-       [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D]
+       [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D] [--tls-cert FILE --tls-key FILE]
        [--lease-life D] [--lease-grace D] [--strand-budget F]
    or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N] [--redis-buckets N] [--listen ADDR] ...
 
@@ -48,7 +48,8 @@ Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
 EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
 EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
-EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
+EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_TLS_CERT, EDGELIMIT_TLS_KEY,
+EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
@@ -59,6 +60,10 @@ Group commits append to a log; a checkpoint writes the logged states to
 their own records and empties the log, when --checkpoint-keys keys were
 logged or --checkpoint-interval passed. Smaller values shorten the replay of
 a restart after a crash and cost more writes.
+
+With --tls-cert and --tls-key the server speaks HTTPS (TLS 1.2 or later);
+SIGHUP reads both files again (a renewed certificate serves new
+connections; a pair that fails to load is logged and the old one stays).
 
 Each bearer token is its own namespace of isolate ids. A batch whose time
 is more than --max-clock-skew (default 2s) ahead of this server's clock, or
@@ -89,6 +94,8 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	storeURL := fs.String("store", env("EDGELIMIT_STORE"), "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
 	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
 	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
+	tlsCert := fs.String("tls-cert", env("EDGELIMIT_TLS_CERT"), "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both read again on SIGHUP)")
+	tlsKey := fs.String("tls-key", env("EDGELIMIT_TLS_KEY"), "the PEM private key `FILE` of --tls-cert")
 	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
 	leaseLife := fs.Duration("lease-life", envDuration("EDGELIMIT_LEASE_LIFE"), "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands (default 1s)")
 	leaseGrace := fs.Duration("lease-grace", envDuration("EDGELIMIT_LEASE_GRACE"), "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
@@ -142,6 +149,12 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
+	sln, err := coordinatorTLS(ctx, ln, *tlsCert, *tlsKey, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ln = sln
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
 		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
@@ -193,6 +206,7 @@ var flagEnv = map[string]string{
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 	"lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
+	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }
 

@@ -16,8 +16,15 @@ type Health struct {
 	// has heard from the coordinator within StaleAfterMS (it never synced,
 	// or all were idle) and a probe of it failed just now.
 	Status string `json:"status"`
-	// Coordinator is the coordinator's URL; empty when the host runs alone.
+	// Coordinator is the coordinator's URL (or the comma-separated list
+	// of them); empty when the host runs alone.
 	Coordinator string `json:"coordinator"`
+	// CoordinatorInUse is the URL of the coordinator the syncs go to (one
+	// of Coordinator's list); empty when the host runs alone.
+	CoordinatorInUse string `json:"coordinator_in_use"`
+	// CoordinatorFailovers counts the times the syncs moved on to the next
+	// coordinator of the list.
+	CoordinatorFailovers int64 `json:"coordinator_failovers"`
 	// StaleAfterMS is the stale bound, ms.
 	StaleAfterMS int64 `json:"stale_after_ms"`
 	// SyncErrors counts failed sync attempts since the start.
@@ -54,6 +61,9 @@ type IsolateHealth struct {
 func (h *Host) Health(now int64) Health {
 	hl := Health{Status: "ok", Coordinator: h.opts.Coordinator, StaleAfterMS: h.opts.Sync.StaleAfter.Milliseconds(),
 		SyncErrors: h.errs.Load(), CoordinatorAgeMS: -1}
+	if h.opts.Coordinator != "" && h.probe != nil {
+		hl.CoordinatorInUse, hl.CoordinatorFailovers = h.probe.Current(), h.probe.Failovers()
+	}
 	heard := h.probedAt.Load()
 	for _, s := range h.slots {
 		s.mu.Lock()

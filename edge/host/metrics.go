@@ -31,6 +31,8 @@ import (
 //	edgelimit_edge_upstream_pauses_total{isolate}               key pauses an upstream's answer began, here or via the coordinator (module stats)
 //	edgelimit_edge_upstream_circuit_opens_total{isolate}        key circuits opened (module stats)
 //	edgelimit_edge_upstream_ignored_total{isolate}              upstream header values ignored as unreadable or out of range (module stats)
+//	edgelimit_edge_coordinator_failovers_total                  times the syncs moved on to the next coordinator of --coordinator's list
+//	edgelimit_edge_coordinator_info{url}                        1, labelled with the URL of the coordinator in use (coordinator.go)
 type metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec
@@ -56,6 +58,9 @@ func newMetrics(h *Host) *metrics {
 			Help: "Failed sync attempts (transport errors, timeouts, refusals, replies the module rejected)."},
 			func() float64 { return float64(h.errs.Load()) }),
 		slotCollector{h})
+	if h.opts.Coordinator != "" {
+		m.reg.MustRegister(coordinatorCollector{h})
+	}
 	for i, l := range h.opts.Config.Limiters {
 		m.limiters = append(m.limiters, l.Name)
 		for _, r := range []string{"allowed", "denied"} {

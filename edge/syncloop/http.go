@@ -64,6 +64,13 @@ func (t *HTTPTransport) coordinators() []string {
 // coordinator.
 func (t *HTTPTransport) Failovers() int64 { return t.failovers.Load() }
 
+// Current returns the URL of the coordinator in use: the first of URL
+// until a failover, then the one the last failover moved to.
+func (t *HTTPTransport) Current() string {
+	urls := t.coordinators()
+	return urls[int(t.cur.Load())%len(urls)]
+}
+
 // Sync implements Transport: it posts batch (to the coordinator in use,
 // then to the next ones, once each, while they fail; see HTTPTransport)
 // and appends the reply to dst. A non-200 answer is an error (ErrRefused)

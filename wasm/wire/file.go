@@ -112,6 +112,9 @@ func (fc *FileConfig) Config() (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("wire: config: limiters[%d].period: %w", i, err)
 		}
+		if fl.Burst != 0 && fl.Algorithm != TokenBucket && fl.Algorithm != GCRA {
+			return Config{}, fmt.Errorf("wire: config: limiters[%d].burst: only token_bucket and gcra have a burst (a %s admits its limit per window)", i, fl.Algorithm)
+		}
 		mode := fl.Mode
 		if mode == "" {
 			mode = Auto // the file's default mode

@@ -79,7 +79,11 @@ export interface WaitUntil {
 }
 
 export interface EdgeLimitOptions {
-  /** The module: a WebAssembly.Module (Workers: `import wasm from './edgelimit.wasm'`) or its bytes (Node). */
+  /**
+   * The module: a WebAssembly.Module (Workers: `import wasm from
+   * 'edgelimit/edgelimit.wasm'`; Node: `await loadWasm()` from
+   * 'edgelimit/node') or its bytes (Node).
+   */
   wasm: WebAssembly.Module | BufferSource;
   /** The limiters: the coordinator's config file as an object or JSON text. */
   config: Config | string;
@@ -197,12 +201,33 @@ export interface Stats {
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
+/**
+ * The code of an EdgeLimitError (ERROR_CODES says what each means; the
+ * README's "Errors" table lists them).
+ */
+export type ErrorCode =
+  | 'bad_options' | 'bad_config' | 'bad_module' | 'version_mismatch' | 'bad_input' | 'bad_key' | 'bad_cost'
+  | 'bad_checks' | 'unknown_limiter' | 'bad_time' | 'trap' | 'rate_limited' | 'aborted' | 'sync'
+  | 'sync_refused' | 'sync_timeout' | 'sync_abandoned' | 'sync_reply' | 'internal';
+
+/** Every ErrorCode with what it means. */
+export const ERROR_CODES: Readonly<Record<ErrorCode, string>>;
+
+/** Every error the package throws or rejects with (the caller's own callbacks' errors pass through). */
 export class EdgeLimitError extends Error {
-  /** "bad_key", "bad_config", "unknown_limiter", "trap", "rate_limited", "sync", "sync_refused", "sync_timeout", ... */
-  code: string;
+  constructor(message: string, code: ErrorCode, options?: { cause?: unknown });
+  code: ErrorCode;
   /** schedule()'s last decision when code is "rate_limited". */
   result?: WaitResult;
+  /** The coordinator's HTTP status when code is "sync_refused". */
+  status?: number;
 }
+
+/** The package's version; its major is PROTOCOL_VERSION. */
+export const VERSION: string;
+
+/** The wire protocol version the package, its module and the coordinator speak. */
+export const PROTOCOL_VERSION: number;
 
 export class EdgeLimit {
   /** Creates a limiter; the module is instantiated at the first decision (or ready()). */

@@ -4,15 +4,18 @@
 // deltas are synced in msgpack batches to the edgelimit coordinator
 // (POST /v1/sync) in the background.
 
-import { Module, EdgeLimitError, codeError, CODES, MAX_KEY_LEN } from './module.js';
+import { Module, MAX_KEY_LEN } from './module.js';
+import { EdgeLimitError, ERROR_CODES, codeError, CODES } from './errors.js';
 import { normalizeConfig, toWire, parseDuration } from './config.js';
+import { checkOptions } from './options.js';
+import { refusal, unreachable } from './syncerror.js';
 import { Scheduler } from './scheduler.js';
-import { Share, OPEN, CLOSED, LOCAL_SHARE } from './failpolicy.js';
+import { Share, OPEN, LOCAL_SHARE, CLOSED } from './failpolicy.js';
+import { VERSION, PROTOCOL_VERSION } from './version.js';
 
-export { Module, EdgeLimitError, CODES, parseDuration, Scheduler, Share };
+export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, Share, VERSION, PROTOCOL_VERSION };
 
 const MAX_ISOLATE_ID = 128;
-const SEQ_PROBLEM = 'urn:edgelimit:problem:seq_';
 
 function randomHex(n) {
   const b = new Uint8Array(Math.ceil(n / 2));
@@ -26,12 +29,34 @@ function inWorkers() {
   return typeof navigator !== 'undefined' && navigator.userAgent === 'Cloudflare-Workers';
 }
 
+// The error of a wait whose signal aborted: code "aborted", the signal's
+// reason as its cause (and in its message).
+const aborted = (signal) => {
+  const r = signal.reason;
+  return new EdgeLimitError(`wait: aborted${r === undefined ? '' : `: ${r?.message ?? r}`}`, 'aborted', { cause: r });
+};
+
 const sleep = (ms, signal) => new Promise((resolve, reject) => {
-  if (signal?.aborted) { reject(signal.reason ?? new EdgeLimitError('aborted', 'aborted')); return; }
+  if (signal?.aborted) { reject(aborted(signal)); return; }
   const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, Math.max(0, ms));
-  const onAbort = () => { clearTimeout(t); reject(signal.reason ?? new EdgeLimitError('aborted', 'aborted')); };
+  const onAbort = () => { clearTimeout(t); reject(aborted(signal)); };
   signal?.addEventListener('abort', onAbort, { once: true });
 });
+
+// A check's cost: an integer from 0 to 2^40 (default 1).
+function checkCost(cost) {
+  if (cost === undefined) return 1;
+  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > 2 ** 40) {
+    throw new EdgeLimitError(`cost must be an integer between 0 and 2^40, got ${typeof cost === 'string' ? JSON.stringify(cost) : String(cost)}`, 'bad_cost');
+  }
+  return cost;
+}
+
+function checkOpts(op, opts) {
+  if (opts === null || typeof opts !== 'object') {
+    throw new EdgeLimitError(`${op}: takes an object ({limiter, key, cost} or {checks}), got ${opts === null ? 'null' : typeof opts}`, 'bad_input');
+  }
+}
 
 /**
  * A rate limiter backed by one instance of the edgelimit module (one
@@ -50,8 +75,12 @@ export class EdgeLimit {
   }
 
   constructor(opts) {
-    if (!opts || opts.wasm == null) throw new EdgeLimitError('create: "wasm" (the module, or its bytes) is required', 'bad_options');
-    this._wasm = opts.wasm instanceof WebAssembly.Module ? opts.wasm : new WebAssembly.Module(opts.wasm);
+    checkOptions(opts);
+    this._wasm = opts.wasm instanceof WebAssembly.Module ? opts.wasm : compile(opts.wasm);
+    const exports = new Set(WebAssembly.Module.exports(this._wasm).map((e) => e.name));
+    if (!exports.has('el_decide') || !exports.has('el_configure')) {
+      throw new EdgeLimitError('create: option wasm: not the edgelimit module (no el_decide export): use edgelimit/edgelimit.wasm', 'bad_module');
+    }
     // One coordinator URL, or several sharing one store (Redis Cluster) to
     // fail over between: a batch one cannot take goes to the next at once.
     const coords = (Array.isArray(opts.coordinator) ? opts.coordinator : [opts.coordinator])
@@ -67,9 +96,6 @@ export class EdgeLimit {
     this._syncTimeout = opts.syncTimeout ?? 5000;
     this._retryWait = opts.retryWait ?? 1000;
     this._defaultPolicy = opts.failPolicy ?? OPEN;
-    if (![OPEN, CLOSED, LOCAL_SHARE].includes(this._defaultPolicy)) {
-      throw new EdgeLimitError(`create: unknown failPolicy ${JSON.stringify(opts.failPolicy)} (want open, closed or local-share)`, 'bad_options');
-    }
     this._policies = this._norm.limiters.map((l) => l.failPolicy || this._defaultPolicy);
     this._periodMs = this._norm.limiters.map((l) => Math.max(Number(l.periodNs) / 1e6, 1e-6));
     this._shareIsolates = Math.max(opts.shareIsolates ?? 1, 1);
@@ -103,7 +129,6 @@ export class EdgeLimit {
     if (this._mod) return this;
     const mod = new Module(this._wasm);
     const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
-    if (new TextEncoder().encode(id).length > MAX_ISOLATE_ID) throw new EdgeLimitError(`isolate id longer than ${MAX_ISOLATE_ID} bytes`, 'bad_options');
     mod.configure(toWire(this._norm, id));
     this._mod = mod;
     this._firstId ??= id; // restarts and incarnations derive their ids from it
@@ -119,12 +144,15 @@ export class EdgeLimit {
   get module() { return this.ready()._mod; }
 
   _ns(ms) {
-    if (ms !== this._lastMs) { this._lastMs = ms; const whole = Math.floor(ms); this._lastNs = BigInt(whole) * 1000000n + BigInt(Math.round((ms - whole) * 1e6)); }
+    if (ms !== this._lastMs) {
+      if (typeof ms !== 'number' || !(ms >= 0) || ms > 9e15) throw new EdgeLimitError(`the clock gave ${String(ms)}: want ms since the epoch, >= 0`, 'bad_time');
+      this._lastMs = ms; const whole = Math.floor(ms); this._lastNs = BigInt(whole) * 1000000n + BigInt(Math.round((ms - whole) * 1e6));
+    }
     return this._lastNs;
   }
 
   _limiterIndex(name) {
-    const i = typeof name === 'number' ? name : this._index.get(name);
+    const i = typeof name === 'number' ? name : typeof name === 'string' ? this._index.get(name) : undefined;
     if (i === undefined || !(i >= 0 && i < this._norm.limiters.length)) {
       throw new EdgeLimitError(`unknown limiter ${JSON.stringify(name)}`, 'unknown_limiter');
     }
@@ -144,6 +172,7 @@ export class EdgeLimit {
   // decide; failing: a sync this request waited for failed, so the view
   // counts as stale for it (the fail policy decides) whatever its age.
   _decide(opts, ctx, failing) {
+    checkOpts('decide', opts);
     if (!this._mod) this.ready();
     const now = this._clock();
     const checks = opts.checks;
@@ -152,7 +181,7 @@ export class EdgeLimit {
     let d = null;
     if (checks === undefined) {
       const li = this._limiterIndex(opts.limiter ?? 0);
-      const cost = opts.cost ?? 1;
+      const cost = checkCost(opts.cost);
       if (stale) d = this._policyDeny(li, opts.key, cost, now);
       if (!d) {
         try {
@@ -163,13 +192,19 @@ export class EdgeLimit {
         if (stale) d = this._decideAlone(li, opts.key, cost, now, d);
       }
     } else {
-      const cs = checks.map((c) => ({ limiter: this._limiterIndex(c.limiter ?? 0), key: c.key, cost: c.cost ?? 1 }));
+      if (!Array.isArray(checks) || checks.length < 1 || checks.length > 8) {
+        throw new EdgeLimitError(`decide: checks must be an array of 1 to 8 {limiter, key, cost}, got ${Array.isArray(checks) ? `${checks.length} checks` : typeof checks}`, 'bad_checks');
+      }
+      const cs = checks.map((c) => {
+        if (c === null || typeof c !== 'object') throw new EdgeLimitError('decide: each check must be an object {limiter, key, cost}', 'bad_checks');
+        return { limiter: this._limiterIndex(c.limiter ?? 0), key: c.key, cost: checkCost(c.cost) };
+      });
       if (stale) d = this._policyDenyMulti(cs, now);
       if (!d) {
         try {
           st = this._mod.decideMulti(cs, this._ns(now));
         } catch (e) { this._trapped('decide', e); }
-        if (st < 0) this._throwCode('decide', st);
+        if (st < 0) this._throwCode('decide', st, st === -3 || st === -4 ? cs.find((c) => !this._keyFits(c.key))?.key : undefined);
         d = this._result(st, stale);
       }
     }
@@ -255,6 +290,12 @@ export class EdgeLimit {
     this.lastError = err;
     if (rethrow) throw err;
     return err;
+  }
+
+  // Whether key is 1 to MAX_KEY_LEN bytes (a string as UTF-8).
+  _keyFits(key) {
+    const n = typeof key === 'string' ? new TextEncoder().encode(key).length : key?.length;
+    return n >= 1 && n <= MAX_KEY_LEN;
   }
 
   _throwCode(op, st, key) {
@@ -344,7 +385,9 @@ export class EdgeLimit {
    * waitedMs.
    */
   async wait(opts, ctx) {
+    checkOpts('wait', opts);
     const maxWait = opts.maxWaitMs ?? 10000;
+    if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new EdgeLimitError(`wait: maxWaitMs must be a number of ms >= 0, got ${String(maxWait)}`, 'bad_input');
     const start = this._clock();
     for (;;) {
       const d = await this.limit(opts, ctx);
@@ -364,6 +407,7 @@ export class EdgeLimit {
    */
   async schedule(opts, fn, ctx) {
     if (typeof opts === 'function') [opts, fn] = [fn, opts];
+    if (typeof fn !== 'function') throw new EdgeLimitError('schedule: takes (opts, fn): fn must be a function', 'bad_input');
     const d = await this.wait(opts, ctx);
     if (!d.success) {
       const e = new EdgeLimitError(`rate limited on ${JSON.stringify(d.limiter)}: no slot within ${opts.maxWaitMs ?? 10000} ms`, 'rate_limited');
@@ -384,6 +428,7 @@ export class EdgeLimit {
    * {pausedMs, circuit ("closed", "open", "half-open"), limit, ignored}.
    */
   observe(opts, ctx) {
+    if (opts === null || typeof opts !== 'object') throw new EdgeLimitError('observe: takes an object {limiter, key, response} or {limiter, key, status, headers}', 'bad_input');
     if (!this._mod) this.ready();
     const li = this._limiterIndex(opts.limiter ?? 0);
     const res = opts.response;
@@ -408,7 +453,7 @@ export class EdgeLimit {
     const now = this._clock();
     let o;
     try {
-      o = this._mod.observe({ v: 1, limiter: this._norm.limiters[li].name, key: opts.key, now: this._ns(now), status, h });
+      o = this._mod.observe({ v: PROTOCOL_VERSION, limiter: this._norm.limiters[li].name, key: opts.key, now: this._ns(now), status, h });
     } catch (e) {
       if (e instanceof EdgeLimitError) throw e;
       this._trapped('observe', e);
@@ -423,7 +468,9 @@ export class EdgeLimit {
   }
 
   /** Forgets this isolate's local state of (limiter, key). */
-  reset({ limiter, key }) {
+  reset(opts) {
+    if (opts === null || typeof opts !== 'object') throw new EdgeLimitError('reset: takes an object {limiter, key}', 'bad_input');
+    const { limiter, key } = opts;
     const st = this.module.reset(this._limiterIndex(limiter ?? 0), key);
     if (st < 0) this._throwCode('reset', st, key);
   }
@@ -611,7 +658,7 @@ export class EdgeLimit {
         this.isolateId = id;
         this.counters.reincarnations++;
         batch = mod.syncOut(this._ns(this._clock()));
-        if (batch === null) throw new EdgeLimitError(`no batch to resend after reincarnating (${r.detail})`, 'sync');
+        if (batch === null) throw new EdgeLimitError(`no batch to resend after reincarnating (${r.detail})`, 'internal');
         r = await this._post(batch);
         if (!live()) return false;
         if (r.seqProblem) throw new EdgeLimitError(`coordinator refused the new incarnation's batch: ${r.detail}`, 'sync_refused');
@@ -662,33 +709,21 @@ export class EdgeLimit {
   }
 
   async _postTo(coordinator, batch) {
+    const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
-    const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
+    const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: POST ${url}: timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
     try {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
-      const resp = await this._fetch(`${coordinator}/v1/sync`, { method: 'POST', body: batch, headers, signal: ac.signal });
+      const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal });
       const body = new Uint8Array(await resp.arrayBuffer());
       if (resp.status === 200) return { body };
-      let detail = new TextDecoder().decode(body.subarray(0, 300));
-      if (resp.status === 409) {
-        try {
-          const p = JSON.parse(new TextDecoder().decode(body));
-          if (typeof p.type === 'string' && p.type.startsWith(SEQ_PROBLEM)) return { seqProblem: true, detail: `${p.type}: ${p.detail ?? ''}` };
-        } catch { /* not problem+json: an ordinary refusal */ }
-      }
-      if (body.length > 300) detail += '...';
-      const err = new EdgeLimitError(`coordinator refused the batch: ${resp.status}: ${detail}`, 'sync_refused');
-      err.failover = resp.status === 502 || resp.status === 503 || resp.status === 504;
-      throw err;
+      const r = refusal(url, resp.status, body);
+      if (r.seqProblem) return r;
+      throw r;
     } catch (e) {
-      if (e instanceof EdgeLimitError) {
-        if (e.code === 'sync_timeout') e.failover = true;
-        throw e;
-      }
-      const err = new EdgeLimitError(`sync: ${e?.message ?? e}`, 'sync', { cause: e });
-      err.failover = true; // unreachable
-      throw err;
+      if (e instanceof EdgeLimitError && e.code !== 'sync_timeout') throw e;
+      throw unreachable(url, ac.signal.aborted ? ac.signal.reason : e);
     } finally {
       clearTimeout(t);
     }
@@ -721,6 +756,17 @@ export class EdgeLimit {
       } catch { return false; }
     }
     return true;
+  }
+}
+
+// Compiles the module's bytes, or says why not (Workers refuse to compile
+// at run time: they import the module instead).
+function compile(bytes) {
+  try {
+    return new WebAssembly.Module(bytes);
+  } catch (e) {
+    throw new EdgeLimitError(`create: option wasm: the bytes do not compile (${e?.message ?? e}); ` +
+      "in Workers import the module instead: import wasm from 'edgelimit/edgelimit.wasm'", 'bad_module', { cause: e });
   }
 }
 

@@ -6,39 +6,11 @@
 
 import { makeImports } from './imports.js';
 import { encode, decode } from './msgpack.js';
+import { EdgeLimitError, codeError, CODES } from './errors.js';
 
-/** Error messages of the module's negative status codes (wasm/core/errors.go). */
-export const CODES = [
-  null,
-  'module is not configured',
-  'unknown limiter',
-  'key longer than 256 bytes',
-  'empty key',
-  'cost must be between 0 and 2^40',
-  'time must be >= 0 ns',
-  'a decision checks 1 to 8 limiters',
-  'reply does not answer the outstanding batch',
-  'sync needs an isolate id in the config',
-  'malformed input',
-];
-
-/** An error of the edgelimit package; code is a short machine-readable name. */
-export class EdgeLimitError extends Error {
-  constructor(message, code, options) {
-    super(`edgelimit: ${message}`, options);
-    this.name = 'EdgeLimitError';
-    this.code = code;
-  }
-}
-
-/** Returns the EdgeLimitError for a negative status code c of operation op. */
-export function codeError(op, c) {
-  const msg = CODES[-c] ?? CODES[10];
-  return new EdgeLimitError(`${op}: ${msg}`, `module_${-c}`);
-}
+export { EdgeLimitError, codeError, CODES };
 
 export const MAX_KEY_LEN = 256;
-const KEY_CACHE = 8192; // encoded keys kept (cleared when full)
 const SMALL_COSTS = Array.from({ length: 257 }, (_, i) => BigInt(i));
 const te = new TextEncoder();
 
@@ -50,7 +22,12 @@ export class Module {
   constructor(wasmModule, opts = {}) {
     let memory = null;
     this._kernel = makeImports(() => memory, opts);
-    const inst = new WebAssembly.Instance(wasmModule, this._kernel.imports);
+    let inst;
+    try {
+      inst = new WebAssembly.Instance(wasmModule, this._kernel.imports);
+    } catch (e) {
+      throw new EdgeLimitError(`the module does not instantiate with the edgelimit imports (is it edgelimit.wasm?): ${e?.message ?? e}`, 'bad_module', { cause: e });
+    }
     const x = inst.exports;
     for (const name of ['el_key_buf', 'el_result_buf', 'el_io_buf', 'el_io_ptr', 'el_decide', 'el_decide_multi',
       'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', 'el_observe', 'el_release', '_initialize']) {
@@ -64,7 +41,6 @@ export class Module {
     this.keyBuf = x.el_key_buf();
     this.resBuf = x.el_result_buf();
     this._res32 = this.resBuf >> 2;
-    this._keys = new Map();
     this._refresh();
   }
 
@@ -75,19 +51,34 @@ export class Module {
     this.i32 = new Int32Array(this._buf);
   }
 
-  /** Encoded bytes of key (a string or Uint8Array), cached for strings. */
-  keyBytes(key) {
-    if (typeof key !== 'string') {
-      if (!(key instanceof Uint8Array)) throw new EdgeLimitError('key must be a string or a Uint8Array', 'bad_key');
-      return key;
+  /**
+   * Writes key (a string, as UTF-8, or a Uint8Array) into the module's
+   * memory at off and returns its length in bytes; -3 when it is longer
+   * than MAX_KEY_LEN. An ASCII string is copied a char at a time (no
+   * allocation, no call out of JavaScript), others through encodeInto.
+   */
+  putKey(key, off) {
+    if (typeof key === 'string') {
+      const n = key.length;
+      const u8 = this.u8;
+      if (n <= MAX_KEY_LEN) {
+        let i = 0;
+        for (; i < n; i++) {
+          const c = key.charCodeAt(i);
+          if (c > 0x7f) break;
+          u8[off + i] = c;
+        }
+        if (i === n) return n;
+      }
+      // Room for one more UTF-8 sequence than fits: a longer key is seen
+      // as one (it did not fit, or took more than MAX_KEY_LEN bytes).
+      const { read, written } = te.encodeInto(key, u8.subarray(off, off + MAX_KEY_LEN + 4));
+      return read < n || written > MAX_KEY_LEN ? -3 : written;
     }
-    let b = this._keys.get(key);
-    if (b === undefined) {
-      b = te.encode(key);
-      if (this._keys.size >= KEY_CACHE) this._keys.clear();
-      this._keys.set(key, b);
-    }
-    return b;
+    if (!(key instanceof Uint8Array)) throw new EdgeLimitError(`key must be a string or a Uint8Array, got ${key === null ? 'null' : typeof key}`, 'bad_key');
+    if (key.length > MAX_KEY_LEN) return -3;
+    this.u8.set(key, off);
+    return key.length;
   }
 
   /**
@@ -97,10 +88,9 @@ export class Module {
    * resultInt.
    */
   decide(limiter, key, cost, nowNs) {
-    const kb = this.keyBytes(key);
-    if (kb.length > MAX_KEY_LEN) return -3;
-    this.u8.set(kb, this.keyBuf);
-    const st = this._decide(limiter, kb.length, cost <= 256 && cost >= 0 && Number.isInteger(cost) ? SMALL_COSTS[cost] : BigInt(cost), nowNs);
+    const n = this.putKey(key, this.keyBuf);
+    if (n < 0) return n;
+    const st = this._decide(limiter, n, cost <= 256 && cost >= 0 && Number.isInteger(cost) ? SMALL_COSTS[cost] : BigInt(cost), nowNs);
     if (this.memory.buffer !== this._buf) this._refresh();
     return st;
   }
@@ -114,13 +104,12 @@ export class Module {
     let off = this.keyBuf;
     const dv = new DataView(this._buf);
     for (const c of checks) {
-      const kb = this.keyBytes(c.key);
-      if (kb.length > MAX_KEY_LEN) return -3;
+      const n = this.putKey(c.key, off + 16);
+      if (n < 0) return n;
       dv.setUint32(off, c.limiter, true);
-      dv.setUint32(off + 4, kb.length, true);
+      dv.setUint32(off + 4, n, true);
       dv.setBigInt64(off + 8, BigInt(c.cost), true);
-      this.u8.set(kb, off + 16);
-      off += 16 + kb.length;
+      off += 16 + n;
     }
     const st = this.exports.el_decide_multi(checks.length, nowNs);
     if (this.memory.buffer !== this._buf) this._refresh();
@@ -156,18 +145,17 @@ export class Module {
 
   /** Forgets the local state of (limiter index, key); returns 0 or an error code. */
   reset(limiter, key) {
-    const kb = this.keyBytes(key);
-    if (kb.length > MAX_KEY_LEN) return -3;
-    this.u8.set(kb, this.keyBuf);
-    const st = this.exports.el_reset(limiter, kb.length);
+    const n = this.putKey(key, this.keyBuf);
+    if (n < 0) return n;
+    const st = this.exports.el_reset(limiter, n);
     if (this.memory.buffer !== this._buf) this._refresh();
     return st;
   }
 
-  _writeIO(bytes) {
+  _writeIO(bytes, code) {
     const p = this.exports.el_io_buf(bytes.length);
     this._refresh();
-    if (p === 0) throw new EdgeLimitError(`io buffer: ${bytes.length} bytes is too large`, 'too_large');
+    if (p === 0) throw new EdgeLimitError(`io buffer: ${bytes.length} bytes is too large`, code);
     this.u8.set(bytes, p);
   }
 
@@ -184,14 +172,19 @@ export class Module {
    */
   configure(wireConfig) {
     const b = encode(wireConfig);
-    this._writeIO(b);
+    this._writeIO(b, 'bad_config');
     const c = this.exports.el_configure(b.length);
     this._refresh();
     if (c < 0) {
       // The scalar export only returns a code; the Extism-style export
       // says what is wrong.
-      const detail = this.callExtism('configure', b).error;
-      throw new EdgeLimitError(`configure: ${detail ?? CODES[-c]}`, 'bad_config');
+      const detail = this.callExtism('configure', b).error ?? CODES[-c];
+      const v = /field "v": version (-?\d+) is not supported \(want (-?\d+)\)/.exec(detail);
+      if (v) {
+        throw new EdgeLimitError(`this package (protocol version ${v[1]}) cannot drive this module, which speaks protocol version ${v[2]}: ` +
+          'use the module the package ships (edgelimit/edgelimit.wasm) or the package of its version', 'version_mismatch');
+      }
+      throw new EdgeLimitError(`configure: ${detail}`, 'bad_config');
     }
   }
 
@@ -227,7 +220,7 @@ export class Module {
 
   /** Applies a coordinator reply (msgpack bytes) at nowNs. */
   syncIn(reply, nowNs) {
-    this._writeIO(reply);
+    this._writeIO(reply, 'sync_reply');
     const c = this.exports.el_sync_in(reply.length, nowNs);
     this._refresh();
     if (c < 0) throw codeError('sync in', c);
@@ -248,7 +241,7 @@ export class Module {
    */
   reincarnate(id) {
     const b = te.encode(id);
-    this._writeIO(b);
+    this._writeIO(b, 'bad_options');
     const c = this.exports.el_reincarnate(b.length);
     this._refresh();
     if (c < 0) throw codeError('reincarnate', c);
@@ -261,7 +254,7 @@ export class Module {
    */
   observe(observation) {
     const b = encode(observation);
-    this._writeIO(b);
+    this._writeIO(b, 'bad_input');
     const n = this.exports.el_observe(b.length);
     if (n < 0) { this._refresh(); throw codeError('observe', n); }
     return decode(this._readIO(n));

@@ -6,6 +6,8 @@
 // stale bound for the fail policies (reached only while syncs fail: an
 // idle isolate is not stale).
 
+import { EdgeLimitError } from './errors.js';
+
 export class Scheduler {
   /**
    * @param {{interval: number, jitter?: number, minSpacing?: number,
@@ -15,7 +17,7 @@ export class Scheduler {
    * @param {() => number} [rand] uniform in [0, 1)
    */
   constructor(o, now, rand = Math.random) {
-    if (!(o.interval > 0)) throw new RangeError('edgelimit: syncInterval must be a positive number of ms');
+    if (!(o.interval > 0)) throw new EdgeLimitError('create: option syncInterval: must be a positive number of ms', 'bad_options');
     this.interval = o.interval;
     this.jitterFrac = o.jitter ?? 0.1;
     this.minSpacing = o.minSpacing ?? o.interval / 10;

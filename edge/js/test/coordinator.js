@@ -42,7 +42,8 @@ export async function waitUp(url, ms = 20000) {
 /**
  * Starts a coordinator with config (the JSON file format), on port (a
  * free one by default; give the port of one stopped to restart it there),
- * and resolves to {url, port, stop(), kill(), output()}.
+ * and resolves to {url, port, pid, stop(), kill(), output()}. With
+ * --tls-cert and --tls-key among extraArgs the url is https.
  */
 export async function startCoordinator(config, extraArgs = [], port = 0) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'edgelimit-coord-'));
@@ -56,12 +57,16 @@ export async function startCoordinator(config, extraArgs = [], port = 0) {
   let out = '';
   p.stdout.on('data', (d) => { out += d; });
   p.stderr.on('data', (d) => { out += d; });
-  const url = `http://127.0.0.1:${port}`;
+  const tls = extraArgs.includes('--tls-cert');
+  const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   const exited = new Promise((r) => p.once('exit', r));
-  await Promise.race([waitUp(`${url}/healthz`), exited.then(() => { throw new Error(`coordinator exited: ${out}`); })]);
+  // Over TLS this process may not trust the certificate: wait for the log line.
+  const up = tls ? waitOutput(() => out, 'listening on', 20000) : waitUp(`${url}/healthz`);
+  await Promise.race([up, exited.then(() => { throw new Error(`coordinator exited: ${out}`); })]);
   return {
     url,
     port,
+    pid: p.pid,
     output: () => out,
     async stop() {
       if (p.exitCode === null) { p.kill('SIGTERM'); await exited; }
@@ -71,6 +76,15 @@ export async function startCoordinator(config, extraArgs = [], port = 0) {
       if (p.exitCode === null && p.signalCode === null) { p.kill('SIGKILL'); await exited; }
     },
   };
+}
+
+/** Waits until output() contains text, polling for at most ms. */
+export async function waitOutput(output, text, ms) {
+  const end = Date.now() + ms;
+  while (!output().includes(text)) {
+    if (Date.now() > end) throw new Error(`no ${JSON.stringify(text)} within ${ms} ms in:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The coordinator's global count of (limiter, key) in its current window (GET /v1/limiters/{name}/keys/{key}). */

@@ -1,12 +1,16 @@
-// The examples run as shipped: the example Worker in real workerd and the
-// Node server, both against the real coordinator.
+// The examples run as shipped: the starter Worker (examples/worker) after
+// `npm install` of the packed package, bundled by wrangler and served by
+// real workerd, and the Node server, both against the real coordinator.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCoordinator, freePort, waitUp } from './coordinator.js';
 import { startWorkerd, workerdBin } from './workerd/run.js';
+import { buildStarter, esbuildStarter, wranglerBin } from './starter.js';
+import { wasmBytes } from './helpers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const config = { limiters: [{ name: 'api', algorithm: 'sliding_window', limit: 3, period: '1m' }] };
@@ -27,14 +31,38 @@ async function expectLimited(url, output = () => '') {
   assert.equal((await fetch(`${url}/?key=bob`)).status, 200, 'another key has its own limit');
 }
 
-test('the example Worker in workerd', { skip: workerdBin() ? false : 'workerd is not installed', timeout: 60000 }, async () => {
-  const coord = await startCoordinator(config);
-  stops.push(() => coord.stop());
-  const wd = await startWorkerd({ n: 1, workerFile: path.join(here, '../examples/worker/worker.js'),
-    bindings: { LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord.url, EDGELIMIT_SYNC_MS: 50 } });
-  stops.push(() => wd.stop());
-  await expectLimited(wd.urls[0], wd.output);
-});
+test('the starter Worker: npm install of the packed package, bundled by wrangler and by esbuild, served by workerd',
+  { skip: workerdBin() && wranglerBin() ? false : 'workerd or wrangler is not installed (npm ci in edge/js)', timeout: 120000 }, async () => {
+    const s = buildStarter();
+    for (const f of ['edgelimit.wasm', 'LICENSE', 'README.md', 'package.json', 'src/index.js', 'src/index.d.ts', 'src/node.js', 'src/wasm.d.ts']) {
+      assert.ok(s.files.includes(f), `the tarball holds ${f}: ${s.files.join(', ')}`);
+    }
+    const installed = path.join(s.project, 'node_modules/edgelimit');
+    assert.ok(readFileSync(path.join(installed, 'edgelimit.wasm')).equals(wasmBytes), 'the installed module is the committed wasm/edgelimit.wasm');
+    const pkg = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8'));
+    assert.equal(pkg.license, 'Apache-2.0');
+    assert.equal(pkg.private, undefined);
+    const bundledWasm = s.bundleFiles.filter((f) => f.endsWith('.wasm'));
+    assert.equal(bundledWasm.length, 1, `wrangler emitted the module beside the bundle: ${s.bundleFiles}`);
+    assert.ok(readFileSync(path.join(s.dist, bundledWasm[0])).equals(wasmBytes), 'the bundled module is the committed one');
+    const coord = await startCoordinator(config);
+    stops.push(() => coord.stop());
+    const wd = await startWorkerd({ n: 1, bundle: s.dist,
+      bindings: { LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord.url, EDGELIMIT_SYNC_MS: 50 } });
+    stops.push(() => wd.stop());
+    await expectLimited(wd.urls[0], wd.output);
+
+    // esbuild alone: the .wasm import kept external, the module given to
+    // workerd under its import name.
+    const out = esbuildStarter(s.project);
+    assert.match(readFileSync(path.join(out, 'worker.js'), 'utf8'), /import \w+ from "edgelimit\/edgelimit\.wasm"/);
+    const coord2 = await startCoordinator(config);
+    stops.push(() => coord2.stop());
+    const wd2 = await startWorkerd({ n: 1, bundle: out, wasmModules: { 'edgelimit/edgelimit.wasm': path.join(installed, 'edgelimit.wasm') },
+      bindings: { LIMITS: JSON.stringify(config), EDGELIMIT_COORDINATOR: coord2.url, EDGELIMIT_SYNC_MS: 50 } });
+    stops.push(() => wd2.stop());
+    await expectLimited(wd2.urls[0], wd2.output);
+  });
 
 test('the example Node server', { timeout: 60000 }, async () => {
   const coord = await startCoordinator(config);

@@ -7,10 +7,10 @@
 // Run it several times (other ports: PORT=8788): the processes share the
 // limit through the coordinator. Syncs run on timers in the background.
 import { createServer } from 'node:http';
-import { readFileSync } from 'node:fs';
-import { EdgeLimit } from '../../src/index.js';
+import { EdgeLimit } from 'edgelimit';
+import { loadWasm } from 'edgelimit/node';
 
-const wasm = readFileSync(new URL('../../../../wasm/edgelimit.wasm', import.meta.url));
+const wasm = await loadWasm(); // the module the package ships, compiled
 const config = process.env.LIMITS ?? '{"limiters": [{"name": "api", "algorithm": "sliding_window", "limit": 100, "period": "1m"}]}';
 const limiter = await EdgeLimit.create({
   wasm, config,

@@ -1,10 +1,11 @@
 // An example Cloudflare Worker limited by edgelimit: one limiter per
 // client key, shared by every isolate of every location through the
-// edgelimit coordinator. Deploy with `wrangler deploy` (wrangler.toml
-// beside this file); edgelimit.wasm is a link to the repository's
-// wasm/edgelimit.wasm.
-import { EdgeLimit } from '../../src/index.js';
-import wasm from './edgelimit.wasm';
+// edgelimit coordinator. A starter: copy this folder, `npm install`, then
+// `npx wrangler dev` (locally, in workerd) or `npx wrangler deploy`.
+import { EdgeLimit } from 'edgelimit';
+// The package's module: wrangler (and esbuild with the Workers loader)
+// import a .wasm file as a compiled WebAssembly.Module.
+import wasm from 'edgelimit/edgelimit.wasm';
 
 let limiter;
 

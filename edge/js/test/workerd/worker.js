@@ -5,6 +5,15 @@ import wasm from './edgelimit.wasm';
 import wasmBytes from './edgelimit.bin';
 
 let rl;
+const warmed = new Set();
+let many = [];
+
+// k distinct keys of 32 bytes as flat strings (bench.js's flatKeys).
+function manyKeys(k) {
+  const td = new TextDecoder(); const te = new TextEncoder();
+  if (many.length !== k) many = Array.from({ length: k }, (_, i) => td.decode(te.encode(`key-${String(i).padStart(28, '0')}`)));
+  return many;
+}
 
 // Options left unset in env take the package's defaults.
 function limiter(env) {
@@ -52,13 +61,27 @@ export default {
         });
       }
       case '/bench': {
-        // n decisions of one key (key copy included); the caller times the
-        // request against one with n=0 (Date.now does not advance while a
-        // Worker computes).
+        // n decisions of one key (key copy included), or, with keys=K, n
+        // decisions going round K distinct 32-byte keys (after one
+        // decision of each); the caller times the request against one with
+        // n=0 (Date.now does not advance while a Worker computes).
         const n = Number(url.searchParams.get('n'));
-        const key = url.searchParams.get('key') ?? 'bench-key-0123456789abcdefghijkl';
+        const k = Number(url.searchParams.get('keys') ?? 0);
         let ok = 0;
-        for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
+        // raw=1: the module alone (Module.decide: key copy and el_decide).
+        const raw = url.searchParams.get('raw') === '1';
+        const m = rl.module;
+        const now = BigInt(Date.now()) * 1000000n;
+        if (k > 0) {
+          const keys = manyKeys(k);
+          if (!warmed.has(k)) { for (const key of keys) rl.decide({ limiter: 'bench', key }); warmed.add(k); }
+          if (raw) for (let i = 0; i < n; i++) ok += m.decide(0, keys[i % k], 1, now) & 1;
+          else for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key: keys[i % k] }).success ? 1 : 0;
+        } else {
+          const key = url.searchParams.get('key') ?? 'bench-key-0123456789abcdefghijkl';
+          if (raw) for (let i = 0; i < n; i++) ok += m.decide(0, key, 1, now) & 1;
+          else for (let i = 0; i < n; i++) ok += rl.decide({ limiter: 'bench', key }).success ? 1 : 0;
+        }
         return Response.json({ n, ok });
       }
     }
