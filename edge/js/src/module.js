@@ -135,10 +135,9 @@ export class Module {
    */
   admit(limiter, key, cost, nowNs) {
     if (typeof this.exports.el_admit !== 'function') return 0;
-    const kb = this.keyBytes(key);
-    if (kb.length > MAX_KEY_LEN) return -3;
-    this.u8.set(kb, this.keyBuf);
-    const st = this.exports.el_admit(limiter, kb.length, BigInt(cost), nowNs);
+    const n = this.putKey(key, this.keyBuf);
+    if (n < 0) return n;
+    const st = this.exports.el_admit(limiter, n, BigInt(cost), nowNs);
     if (this.memory.buffer !== this._buf) this._refresh();
     return st;
   }
