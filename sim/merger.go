@@ -30,10 +30,10 @@ func newMerger(cfg wire.Config) (*merger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator store: %w", err)
 	}
-	// No reset notices: the scenarios reset no key, and the heartbeats
-	// of isolates holding long denials would only add syncs (measured in
-	// the README, "Resets and bad replies").
-	m, err := coordinator.NewMerger(cfg, store, coordinator.MergerOptions{NoResetNotices: true})
+	// The coordinator's defaults, reset notices included: what the
+	// heartbeats of isolates that deny from cached denials cost is part
+	// of the figures.
+	m, err := coordinator.NewMerger(cfg, store, coordinator.MergerOptions{})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("sim: coordinator: %w", err)

@@ -43,7 +43,8 @@ type Core struct {
 	upEnt   []byte             // scratch of appendSignals
 
 	rgen    int64 // reset generation of the last reply applied (resets.go); 0: none
-	hold    int64 // ns: until then a denial is cached here, and SyncOut sends heartbeats
+	hold    int64 // ns: until then a denial is cached here, and a denial asks for a heartbeat
+	beatAsk uint8 // requests denied from a denial cached here since the last batch (saturating): from beatDenials on, SyncOut may send a heartbeat
 	stopped bool  // Release was called: no more heartbeats
 }
 
@@ -228,6 +229,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	c.record(lim, idx, cost, now, r.Allowed, quiet && c.sure && !r.SyncRetry)
 	if !r.Allowed {
 		c.holdFor(now, r.RetryAfter)
+		c.askBeat(now)
 	}
 	return nil
 }
@@ -311,6 +313,7 @@ merge:
 	if !allowed {
 		r.Allowed = false
 		c.holdFor(now, r.RetryAfter)
+		c.askBeat(now)
 	}
 	return nil
 }

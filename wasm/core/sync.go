@@ -72,6 +72,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
+	c.beatAsk = 0                        // this batch brings the reset notices a heartbeat would
 	c.seq++
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
