@@ -15,8 +15,9 @@ import (
 
 // A key reset at the coordinator is admitted again by every isolate after
 // one sync, also by those that only deny it from what they cached (a dry
-// spell, a full window) and so have nothing of it to report: they send
-// heartbeats while they hold the denial, and the reply names the key.
+// spell, a full window) and so have nothing of it to report: requests
+// denied from the cache make their next sync a heartbeat, and the reply
+// names the key. Without requests since its last batch, none is sent.
 func TestResetReachesDenyingIsolates(t *testing.T) {
 	for _, mode := range []string{wire.Approximate, wire.Auto} {
 		t.Run(mode, func(t *testing.T) {
@@ -48,8 +49,14 @@ func TestResetReachesDenyingIsolates(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range f.isos {
+				// A request after the reset, denied from the cache:
+				// the second denial since the isolate's last batch
+				// makes its next sync a heartbeat.
+				if r := f.decide(i, "k", now); r.Allowed {
+					t.Fatalf("isolate %d admits before it heard of the reset: %+v", i, r)
+				}
 				if !f.sync(i, now+1) {
-					t.Fatalf("isolate %d holds a denial but sent no heartbeat", i)
+					t.Fatalf("isolate %d denied twice from its cache but sent no heartbeat", i)
 				}
 				if len(f.last.Entries) != 0 {
 					t.Errorf("isolate %d's heartbeat carries %+v", i, f.last.Entries)
