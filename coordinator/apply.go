@@ -155,8 +155,8 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		}
 	}
 	m.finishReply(rp, b.ResetGen, now)
-	if !dup {
-		m.dash.applied(b, rp, now)
+	if !dup && m.obs != nil {
+		m.obs.Applied(b, rp, now)
 	}
 	return rp, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/coordinator/dashboard"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -135,13 +136,13 @@ type Coordinator struct {
 	gcStop   chan struct{}
 	gcDone   chan struct{}
 
-	storeDown  atomic.Bool   // the last commit failed
-	ckpt       *ckptJob      // the checkpoint being committed, or nil (c.mu)
-	ckptLate   atomic.Bool   // another checkpoint is due: the one in flight stops resting
-	lastJob    *commitJob    // the commit job of the last stage (c.mu)
-	dash       *dashboard    // what GET /ui shows (dashboard.go)
-	shared     *sharedMerger // set when the store is a SharedStore (shared.go)
-	sharedDone chan struct{} // closed when the shared merger's loop ends
+	storeDown  atomic.Bool          // the last commit failed
+	ckpt       *ckptJob             // the checkpoint being committed, or nil (c.mu)
+	ckptLate   atomic.Bool          // another checkpoint is due: the one in flight stops resting
+	lastJob    *commitJob           // the commit job of the last stage (c.mu)
+	dash       *dashboard.Dashboard // what GET /ui shows (package dashboard)
+	shared     *sharedMerger        // set when the store is a SharedStore (shared.go)
+	sharedDone chan struct{}        // closed when the shared merger's loop ends
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -263,8 +264,8 @@ func Open(opts Options) (*Coordinator, error) {
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	c.met = newMetrics(c)
-	c.dash = newDashboard(opts.Config, opts.Clock.Now())
-	m.dash = c.dash
+	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
+	m.SetObserver(c.dash)
 	if ss, ok := store.(SharedStore); ok {
 		if c.shared, err = newSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
 			store.Close()
@@ -301,7 +302,7 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 }
 
 func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
-	defer func() { c.dash.synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now()) }()
+	defer func() { c.dash.Synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now()) }()
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -341,13 +342,13 @@ func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 	if c.shared != nil {
 		err := c.shared.reset(limiter, key)
 		if err == nil {
-			c.dash.forget(limiter, key)
+			c.dash.Forget(limiter, key)
 		}
 		return err
 	}
 	err := c.do(ctx, func(m *Merger, now int64) error { return m.ResetAt(limiter, key, now) })
 	if err == nil {
-		c.dash.forget(limiter, key)
+		c.dash.Forget(limiter, key)
 	}
 	return err
 }
@@ -481,7 +482,7 @@ func (c *Coordinator) commit(j *commitJob) {
 		start := time.Now()
 		j.err = c.store.Commit(j.ops)
 		c.met.observeCommit(time.Since(start), len(j.group))
-		c.dash.committed(time.Since(start))
+		c.dash.Committed(time.Since(start))
 	}
 	c.mu.Lock()
 	c.m.Advance(Done{Gen: j.gen, Err: j.err})

@@ -27,7 +27,11 @@
 //     every batch that arrived while the previous commit was in flight;
 //     checkpoints are committed by their own goroutine, in throttled chunks.
 //   - Handler (http.go) is the HTTP API: POST /v1/sync, the admin key
-//     endpoints, /healthz and /metrics.
+//     endpoints, /healthz and /metrics, and the dashboard's routes.
+//   - Package dashboard (coordinator/dashboard) is the page GET /ui and its
+//     JSON API: the Merger feeds it each applied batch through the Observer
+//     interface, and it reads the coordinator through its own Source
+//     interface (dashsource.go), so the merge does not know it.
 //   - No client can blind another's counts: each bearer token is its own
 //     namespace of isolate ids (scope.go); sequence numbers are dense, and a
 //     stale, jumped or conflicting one applies nothing and gets a 409 the

@@ -28,7 +28,7 @@ const MsgpackContentType = "application/msgpack"
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
-//	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (ui.go, api_dashboard.go)
+//	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
 //
 // /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set;
 // each token is its own namespace of isolate ids (scope.go).
@@ -45,7 +45,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
 	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
 	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
-	c.dashboardRoutes(mux)
+	c.dash.Routes(mux, dashSource{c}, c.auth)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
 			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)

@@ -34,7 +34,7 @@ type Merger struct {
 	keys       map[string]*keyState
 	hwms       map[string]*hwmState
 	isoEntries int
-	dash       *dashboard // fed the views of each applied batch; nil outside a Coordinator
+	obs        Observer // told of each applied batch; nil: none (SetObserver)
 	dirtyKeys  []*keyState
 	dirtyHWMs  []*hwmState
 	deletes    [][]byte
@@ -60,6 +60,16 @@ type Merger struct {
 	at         []int32     // scratch of Apply
 	resets     resetLog    // recent resets, told to every isolate (resetlog.go)
 }
+
+// Observer is told of each batch a Merger applies (not of duplicates), with
+// its reply, at the time now (ns) it was applied; the dashboard is one. It
+// is called with the Merger's caller holding it, so it must not call back.
+type Observer interface {
+	Applied(b *wire.Batch, rp *wire.Reply, now int64)
+}
+
+// SetObserver makes obs (nil: none) the Observer of m's applied batches.
+func (m *Merger) SetObserver(obs Observer) { m.obs = obs }
 
 // NewMerger returns a Merger for the limiters of cfg over store.
 func NewMerger(cfg wire.Config, store Store, opts MergerOptions) (*Merger, error) {

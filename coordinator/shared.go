@@ -135,7 +135,7 @@ type sharedMerger struct {
 	store SharedStore
 	cfg   wire.Config
 	opts  MergerOptions
-	dash  *dashboard
+	obs   Observer // told of each applied batch; nil: none
 	reqs  chan *sharedReq
 	mu    sync.Mutex
 	stats MergeStats
@@ -157,9 +157,9 @@ type sharedReq struct {
 	subs []*sharedSub
 }
 
-func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, dash *dashboard) (*sharedMerger, error) {
+func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, obs Observer) (*sharedMerger, error) {
 	opts.EnsureDefaults()
-	s := &sharedMerger{store: store, cfg: cfg, opts: opts, dash: dash, reqs: make(chan *sharedReq, sharedMaxGroup)}
+	s := &sharedMerger{store: store, cfg: cfg, opts: opts, obs: obs, reqs: make(chan *sharedReq, sharedMaxGroup)}
 	if _, err := s.newMerger(); err != nil {
 		return nil, err // the configuration
 	}
@@ -510,7 +510,9 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			st.Duplicates++
 		} else {
 			st.Batches++
-			s.dash.applied(r.b, r.rp, now)
+			if s.obs != nil {
+				s.obs.Applied(r.b, r.rp, now)
+			}
 		}
 	}
 	s.addStats(func(t *MergeStats) {
@@ -768,7 +770,7 @@ func (c *Coordinator) syncShared(ctx context.Context, b *wire.Batch) (*request, 
 	}
 	c.storeDown.Store(false)
 	c.met.observeCommit(time.Since(start), 1)
-	c.dash.committed(time.Since(start))
+	c.dash.Committed(time.Since(start))
 	return &request{batch: b, reply: r.rp, stale: r.stale}, nil
 }
 

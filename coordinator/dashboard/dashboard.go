@@ -1,4 +1,10 @@
-package coordinator
+// Package dashboard is the coordinator's dashboard: the page GET /ui
+// (ui.go, ui/index.html) and the JSON API it polls (api_dashboard.go),
+// fed incrementally by the merge (Applied) and by the coordinator (Synced,
+// Forget, Committed), so no request reads the store. It reaches the
+// coordinator only through the Source interface; it imports neither the
+// merge nor the stores.
+package dashboard
 
 import (
 	"slices"
@@ -6,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -24,13 +31,16 @@ const (
 	dashLatencies = 256
 )
 
-// dashboard is what GET /ui and its JSON API show, kept incrementally as
+// Dashboard is what GET /ui and its JSON API show, kept incrementally as
 // batches are merged (no scan of the store): per limiter the busiest keys
 // (topKeys) and per-second admitted and denied cost; per isolate its last
 // sync and errors; the latencies of the recent commits. It is best effort:
 // a batch merged and then lost to a failed commit has been counted here.
-type dashboard struct {
+// Its methods are safe for concurrent use, and do nothing on a nil
+// *Dashboard.
+type Dashboard struct {
 	mu    sync.Mutex
+	cfg   wire.Config
 	start int64
 	lims  map[string]*dashLimiter
 	isos  map[string]*dashIsolate // scope + isolate id
@@ -64,8 +74,9 @@ type dashIsolate struct {
 	lastErrorAt int64 // ns
 }
 
-func newDashboard(cfg wire.Config, now int64) *dashboard {
-	d := &dashboard{start: now, lims: map[string]*dashLimiter{}, isos: map[string]*dashIsolate{}}
+// New returns a Dashboard of the limiters of cfg, started at now (ns).
+func New(cfg wire.Config, now int64) *Dashboard {
+	d := &Dashboard{cfg: cfg, start: now, lims: map[string]*dashLimiter{}, isos: map[string]*dashIsolate{}}
 	for i := range cfg.Limiters {
 		l := &cfg.Limiters[i]
 		d.lims[l.Name] = &dashLimiter{cfg: l, top: newTopKeys(DashboardTopKeys)}
@@ -73,8 +84,9 @@ func newDashboard(cfg wire.Config, now int64) *dashboard {
 	return d
 }
 
-// applied records an applied (not duplicate) batch b and its reply rp.
-func (d *dashboard) applied(b *wire.Batch, rp *wire.Reply, now int64) {
+// Applied records an applied (not duplicate) batch b and its reply rp at
+// now (ns).
+func (d *Dashboard) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 	if d == nil {
 		return
 	}
@@ -88,14 +100,14 @@ func (d *dashboard) applied(b *wire.Batch, rp *wire.Reply, now int64) {
 			continue
 		}
 		denied := max(e.Demand-e.Delta, 0)
-		l.admitted = addSat(l.admitted, e.Delta)
-		l.denied = addSat(l.denied, denied)
+		l.admitted = limitmath.AddSat(l.admitted, e.Delta)
+		l.denied = limitmath.AddSat(l.denied, denied)
 		sec := &l.sec[s%dashRateSeconds]
 		if sec.unix != s {
 			*sec = dashSecond{unix: s}
 		}
-		sec.admitted = addSat(sec.admitted, e.Delta)
-		sec.denied = addSat(sec.denied, denied)
+		sec.admitted = limitmath.AddSat(sec.admitted, e.Delta)
+		sec.denied = limitmath.AddSat(sec.denied, denied)
 	}
 	for i := range rp.Entries {
 		v := &rp.Entries[i]
@@ -105,8 +117,9 @@ func (d *dashboard) applied(b *wire.Batch, rp *wire.Reply, now int64) {
 	}
 }
 
-// synced records the outcome of a sync of isolate id in scope.
-func (d *dashboard) synced(scope, id string, err error, now int64) {
+// Synced records the outcome err (nil: answered) of a sync of isolate id in
+// scope (the token's namespace, "" without tokens) at now (ns).
+func (d *Dashboard) Synced(scope, id string, err error, now int64) {
 	if d == nil || id == "" || len(id) > wire.MaxIsolateIDLen {
 		return
 	}
@@ -130,7 +143,7 @@ func (d *dashboard) synced(scope, id string, err error, now int64) {
 	is.lastSync = now
 }
 
-func (d *dashboard) forgetOldestIsolate() {
+func (d *Dashboard) forgetOldestIsolate() {
 	var oldest string
 	t := int64(1<<63 - 1)
 	for k, is := range d.isos {
@@ -141,8 +154,8 @@ func (d *dashboard) forgetOldestIsolate() {
 	delete(d.isos, oldest)
 }
 
-// forget drops (limiter, key) from the busiest keys after a reset.
-func (d *dashboard) forget(limiter, key string) {
+// Forget drops (limiter, key) from the busiest keys after a reset.
+func (d *Dashboard) Forget(limiter, key string) {
 	if d == nil {
 		return
 	}
@@ -153,8 +166,8 @@ func (d *dashboard) forget(limiter, key string) {
 	}
 }
 
-// committed records the latency of one synced group commit.
-func (d *dashboard) committed(lat time.Duration) {
+// Committed records the latency of one synced group commit.
+func (d *Dashboard) Committed(lat time.Duration) {
 	if d == nil {
 		return
 	}
@@ -178,7 +191,7 @@ func (l *dashLimiter) rates(now int64, window int64) (admitted, denied float64) 
 }
 
 // latencies returns the recent commit latencies, sorted.
-func (d *dashboard) latencies() []time.Duration {
+func (d *Dashboard) latencies() []time.Duration {
 	n := min(d.nlat, dashLatencies)
 	out := slices.Clone(d.lat[:n])
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })

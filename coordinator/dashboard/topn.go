@@ -1,4 +1,4 @@
-package coordinator
+package dashboard
 
 import (
 	"container/heap"

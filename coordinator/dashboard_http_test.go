@@ -9,59 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/dashboard"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
-
-func TestTopKeysKeepsTheBusiest(t *testing.T) {
-	tk := newTopKeys(3)
-	for i := range 10 {
-		tk.observe(&wire.View{Key: fmt.Sprint("k", i), Window: 5, Count: int64(i)}, 0)
-	}
-	if got := keysOf(tk); got != "k7,k8,k9" {
-		t.Fatalf("kept %s, want the three busiest k7,k8,k9", got)
-	}
-	// A low key grows past the others: it comes back, the lowest goes.
-	tk.observe(&wire.View{Key: "k0", Window: 5, Count: 50}, 0)
-	if got := keysOf(tk); got != "k0,k8,k9" {
-		t.Fatalf("after k0 grew: %s", got)
-	}
-	// An update of a kept key moves it, without duplicating it.
-	tk.observe(&wire.View{Key: "k8", Window: 5, Count: 1}, 0)
-	tk.observe(&wire.View{Key: "k7", Window: 5, Count: 2}, 0)
-	if got := keysOf(tk); got != "k0,k7,k9" {
-		t.Fatalf("after k8 dropped to 1: %s", got)
-	}
-	// Any key of a newer window outranks the old window's keys.
-	tk.observe(&wire.View{Key: "new", Window: 6, Count: 1}, 0)
-	if got := keysOf(tk); got != "k0,k9,new" {
-		t.Fatalf("after a key of window 6: %s", got)
-	}
-	tk.forget("k9")
-	tk.forget("absent")
-	if got := keysOf(tk); got != "k0,new" || len(tk.idx) != 2 {
-		t.Fatalf("after forget: %s (%d indexed)", got, len(tk.idx))
-	}
-}
-
-func keysOf(tk *topKeys) string {
-	var ks []string
-	for _, e := range tk.entries() {
-		ks = append(ks, e.key)
-		if tk.idx[e.key] == nil || tk.h[tk.idx[e.key].pos].key != e.key {
-			return "index broken at " + e.key
-		}
-	}
-	sortStrings(ks)
-	return strings.Join(ks, ",")
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
 
 // apiGet GETs path with token and decodes the JSON body into v (when 200).
 func apiGet(t *testing.T, url, token string, v any) (int, []byte) {
@@ -113,7 +63,7 @@ func TestDashboardAPI(t *testing.T) {
 	}
 	clk.add(sec)
 
-	var ls LimitersView
+	var ls dashboard.LimitersView
 	if st, b := apiGet(t, srv.URL+"/v1/limiters", "edge-1", &ls); st != 200 {
 		t.Fatalf("GET /v1/limiters: %d %s", st, b)
 	}
@@ -133,7 +83,7 @@ func TestDashboardAPI(t *testing.T) {
 	}
 
 	clk.add(-sec) // back into the window the keys were counted in
-	var tk TopKeysView
+	var tk dashboard.TopKeysView
 	if st, b := apiGet(t, srv.URL+"/v1/limiters/fw/keys?top=1", "edge-2", &tk); st != 200 {
 		t.Fatalf("GET keys: %d %s", st, b)
 	}
@@ -168,7 +118,7 @@ func TestDashboardAPI(t *testing.T) {
 	}
 
 	// Each token sees its own isolates.
-	var is IsolatesView
+	var is dashboard.IsolatesView
 	apiGet(t, srv.URL+"/v1/isolates", "edge-1", &is)
 	if len(is.Isolates) != 2 || is.Isolates[0].ID != "iso-a" || is.Isolates[0].Syncs != 1 || is.Isolates[0].Errors != 0 ||
 		is.Isolates[0].LastSyncAgeMS != 0 {
@@ -218,29 +168,9 @@ func TestDashboardAPI(t *testing.T) {
 	}
 }
 
-func TestKeyViewAlgorithms(t *testing.T) {
-	cfg := testConfig()
-	now := 10*sec + sec/4 // a quarter into window 10
-	// Sliding window: 40 now + 60 in the previous window weighted by 3/4 left.
-	kv := keyView(&cfg.Limiters[1], &topEntry{key: "k", window: 10, count: 40, prev: 60}, now)
-	if kv.Count != 85 || kv.Remaining != 15 || !kv.NearLimit || kv.ResetMS != 750 {
-		t.Fatalf("sliding: %+v", kv)
-	}
-	// Fixed window: a view of the previous window counts nothing now.
-	kv = keyView(&cfg.Limiters[0], &topEntry{key: "vip", window: 9, count: 900}, now)
-	if kv.Count != 0 || kv.Limit != 1000 || kv.NearLimit {
-		t.Fatalf("fixed, old window: %+v", kv)
-	}
-	// Token bucket 10/s, burst 20: a TAT 1.5 s ahead is 15 of 20 in use.
-	kv = keyView(&cfg.Limiters[2], &topEntry{key: "k", tat: now + 3*sec/2}, now)
-	if kv.Count != 15 || kv.Limit != 20 || kv.Remaining != 5 || kv.NearLimit || kv.ResetMS != 1500 {
-		t.Fatalf("bucket: %+v", kv)
-	}
-}
-
 // TestDashboardBoundedManyKeys syncs 5,000 distinct keys (one busier than
 // the rest) through the coordinator: the busiest-keys set stays at
-// DashboardTopKeys, and the busy key ranks first.
+// dashboard.DashboardTopKeys, and the busy key ranks first.
 func TestDashboardBoundedManyKeys(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0, nil)
 	w := clk.now() / sec
@@ -255,9 +185,9 @@ func TestDashboardBoundedManyKeys(t *testing.T) {
 		mustSync(t, c, batch("iso", seq, clk.now(), es...))
 	}
 	srv := newServerFor(t, c)
-	var tk TopKeysView
+	var tk dashboard.TopKeysView
 	apiGet(t, srv+"/v1/limiters/fw/keys?top=100", "", &tk)
-	if len(tk.Keys) != DashboardTopKeys || tk.Keys[0].Key != "busy" || tk.Keys[0].Count != 50 {
+	if len(tk.Keys) != dashboard.DashboardTopKeys || tk.Keys[0].Key != "busy" || tk.Keys[0].Count != 50 {
 		t.Fatalf("%d keys, first %+v", len(tk.Keys), tk.Keys[0])
 	}
 	for _, k := range tk.Keys[1:] {
@@ -265,9 +195,9 @@ func TestDashboardBoundedManyKeys(t *testing.T) {
 			t.Fatalf("a key of count %d kept among the busiest (all kept should have 3): %+v", k.Count, k)
 		}
 	}
-	var ls LimitersView
+	var ls dashboard.LimitersView
 	apiGet(t, srv+"/v1/limiters", "", &ls)
-	if ls.Limiters[0].TrackedKeys != DashboardTopKeys || ls.Limiters[0].Denied != 10 {
+	if ls.Limiters[0].TrackedKeys != dashboard.DashboardTopKeys || ls.Limiters[0].Denied != 10 {
 		t.Fatalf("fw: %+v", ls.Limiters[0])
 	}
 }
@@ -276,25 +206,4 @@ func newServerFor(t *testing.T, c *Coordinator) string {
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// BenchmarkDashboardApplied measures what the dashboard adds to the merge
-// of a batch of 1,000 entries over 100,000 keys.
-func BenchmarkDashboardApplied(b *testing.B) {
-	d := newDashboard(testConfig(), t0)
-	const batches = 100
-	bts, rps := make([]*wire.Batch, batches), make([]*wire.Reply, batches)
-	for n := range batches {
-		bts[n], rps[n] = &wire.Batch{Entries: make([]wire.Delta, 1000)}, &wire.Reply{Entries: make([]wire.View, 1000)}
-		for i := range 1000 {
-			k := fmt.Sprint("k", n*1000+i)
-			bts[n].Entries[i] = wire.Delta{Limiter: "fw", Key: k, Window: 1000, Delta: 1, Demand: 2}
-			rps[n].Entries[i] = wire.View{Limiter: "fw", Key: k, Window: 1000, Count: int64((n*31 + i*7) % 997)}
-		}
-	}
-	n := 0
-	for b.Loop() {
-		d.applied(bts[n%batches], rps[n%batches], t0)
-		n++
-	}
 }

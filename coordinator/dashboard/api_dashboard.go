@@ -1,4 +1,4 @@
-package coordinator
+package dashboard
 
 import (
 	"encoding/json"
@@ -122,6 +122,29 @@ type IsolateView struct {
 	FirstSeenAgeMS int64  `json:"first_seen_age_ms"`
 }
 
+// Source is what the dashboard's API reads from the coordinator it shows,
+// besides what it is fed (Applied, Synced, Forget, Committed).
+type Source interface {
+	// Now returns the coordinator's time, ns.
+	Now() int64
+	// Healthy returns nil when the store takes writes, else why it does not.
+	Healthy() error
+	// CachedKeys returns the number of key states the merge holds in memory.
+	CachedKeys() int
+	// Scope returns the isolate namespace of r's bearer token and whether
+	// tokens scope the isolates (false: every isolate is shown).
+	Scope(r *http.Request) (scope string, scoped bool)
+	// Fail answers an error as the coordinator's API does (problem+json,
+	// type urn:edgelimit:problem:KIND, with the offending field).
+	Fail(w http.ResponseWriter, status int, kind, field, title, detail string)
+}
+
+// api serves the JSON API of d over src.
+type api struct {
+	d   *Dashboard
+	src Source
+}
+
 // maxIsolatesListed caps GET /v1/isolates.
 const maxIsolatesListed = 1000
 
@@ -131,23 +154,21 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func (c *Coordinator) handleLimiters(w http.ResponseWriter, r *http.Request) {
-	now := c.opts.Clock.Now()
+func (a *api) handleLimiters(w http.ResponseWriter, r *http.Request) {
+	now := a.src.Now()
 	out := LimitersView{At: now, Limiters: []LimiterView{}}
-	var cached int
-	c.withMerger(func(m *Merger) { cached = m.CachedKeys() })
-	out.Coordinator.KeysCached = cached
-	if err := c.healthy(); err != nil {
+	out.Coordinator.KeysCached = a.src.CachedKeys()
+	if err := a.src.Healthy(); err != nil {
 		out.Coordinator.StoreError = err.Error()
 	} else {
 		out.Coordinator.StoreHealthy = true
 	}
-	d := c.dash
+	d := a.d
 	d.mu.Lock()
 	out.Coordinator.UptimeSeconds = float64(now-d.start) / 1e9
 	lat := d.latencies()
-	for i := range c.opts.Config.Limiters {
-		cfg := &c.opts.Config.Limiters[i]
+	for i := range d.cfg.Limiters {
+		cfg := &d.cfg.Limiters[i]
 		l := d.lims[cfg.Name]
 		mode := cfg.Mode
 		if mode == "" {
@@ -170,25 +191,25 @@ func (c *Coordinator) handleLimiters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-func (c *Coordinator) handleTopKeys(w http.ResponseWriter, r *http.Request) {
+func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	top := DefaultTopKeys
 	if q := r.URL.Query().Get("top"); q != "" {
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 || n > DashboardTopKeys {
-			c.fail(w, http.StatusBadRequest, "invalid", "top", "Invalid top",
+			a.src.Fail(w, http.StatusBadRequest, "invalid", "top", "Invalid top",
 				"top is an integer from 1 to "+strconv.Itoa(DashboardTopKeys))
 			return
 		}
 		top = n
 	}
-	d := c.dash
-	l := d.lims[name] // the map is not written after newDashboard
+	d := a.d
+	l := d.lims[name] // the map is not written after New
 	if l == nil {
-		c.fail(w, http.StatusNotFound, "not_found", "name", "Unknown limiter", "no limiter "+strconv.Quote(name))
+		a.src.Fail(w, http.StatusNotFound, "not_found", "name", "Unknown limiter", "no limiter "+strconv.Quote(name))
 		return
 	}
-	now := c.opts.Clock.Now()
+	now := a.src.Now()
 	d.mu.Lock()
 	es := l.top.entries()
 	d.mu.Unlock()
@@ -246,21 +267,21 @@ func keyView(cfg *wire.LimiterConfig, e *topEntry, now int64) KeyView {
 	return kv
 }
 
-func (c *Coordinator) handleIsolates(w http.ResponseWriter, r *http.Request) {
+func (a *api) handleIsolates(w http.ResponseWriter, r *http.Request) {
 	within := 10 * time.Minute
 	if q := r.URL.Query().Get("within"); q != "" {
 		d, err := time.ParseDuration(q)
 		if err != nil || d <= 0 {
-			c.fail(w, http.StatusBadRequest, "invalid", "within", "Invalid within",
+			a.src.Fail(w, http.StatusBadRequest, "invalid", "within", "Invalid within",
 				"within is a positive Go duration such as 30s or 10m")
 			return
 		}
 		within = d
 	}
-	now := c.opts.Clock.Now()
-	scope, scoped := scopeOf(r.Context()), len(c.opts.Tokens) > 0
+	now := a.src.Now()
+	scope, scoped := a.src.Scope(r)
 	out := IsolatesView{At: now, Within: within.String(), Isolates: []IsolateView{}}
-	d := c.dash
+	d := a.d
 	d.mu.Lock()
 	for _, is := range d.isos {
 		if scoped && is.scope != scope {
