@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/edgelimit/edgelimit/coordinator/dashboard"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 )
 
 // dashSource is what the dashboard (package dashboard) reads from c.
@@ -15,7 +16,7 @@ func (s dashSource) Now() int64     { return s.c.opts.Clock.Now() }
 func (s dashSource) Healthy() error { return s.c.healthy() }
 
 func (s dashSource) CachedKeys() (n int) {
-	s.c.withMerger(func(m *Merger) { n = m.CachedKeys() })
+	s.c.withMerger(func(m *merge.Merger) { n = m.CachedKeys() })
 	return n
 }
 

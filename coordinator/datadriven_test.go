@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -57,7 +58,7 @@ type mergeHarness struct {
 	dir   string
 	cfg   wire.Config
 	store *PebbleStore
-	m     *Merger
+	m     *merge.Merger
 }
 
 func (h *mergeHarness) close() {
@@ -73,7 +74,7 @@ func (h *mergeHarness) open() error {
 	if err != nil {
 		return err
 	}
-	m, err := NewMerger(h.cfg, s, MergerOptions{})
+	m, err := merge.NewMerger(h.cfg, s, merge.MergerOptions{})
 	if err != nil {
 		s.Close()
 		return err

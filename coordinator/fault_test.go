@@ -12,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // flakyStore fails every Commit while failing is set, like a full disk.
 type flakyStore struct {
-	Store
+	merge.Store
 	failing atomic.Bool
 }
 
 var errDiskFull = errors.New("no space left on device")
 
-func (s *flakyStore) Commit(ops []Op) error {
+func (s *flakyStore) Commit(ops []merge.Op) error {
 	if s.failing.Load() {
 		return errDiskFull
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -113,7 +114,7 @@ func (c *Coordinator) fail(w http.ResponseWriter, status int, kind, field, title
 func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	var fe *wire.FieldError
 	var mbe *http.MaxBytesError
-	var se *SeqError
+	var se *merge.SeqError
 	switch {
 	case errors.As(err, &se):
 		c.fail(w, http.StatusConflict, "seq_"+string(se.Anomaly), "seq", "Batch out of sequence", se.Error())
@@ -129,13 +130,13 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 			kind = "too_many_entries"
 		case strings.HasSuffix(fe.Field, ".limiter") && strings.HasPrefix(fe.Err.Error(), "unknown limiter"):
 			kind = "unknown_limiter"
-		case errors.Is(fe.Err, ErrClockSkew):
+		case errors.Is(fe.Err, merge.ErrClockSkew):
 			kind = "clock_skew"
 		}
 		c.fail(w, http.StatusBadRequest, kind, fe.Field, "Invalid sync batch", fe.Error())
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):
 		c.fail(w, http.StatusServiceUnavailable, "unavailable", "", "Coordinator unavailable", err.Error())
-	case errors.Is(err, ErrUnknownLimiter):
+	case errors.Is(err, merge.ErrUnknownLimiter):
 		c.fail(w, http.StatusNotFound, "not_found", "name", "Unknown limiter", err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		c.fail(w, http.StatusServiceUnavailable, "unavailable", "", "Request cancelled", err.Error())

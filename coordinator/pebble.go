@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -116,7 +118,7 @@ func (s *PebbleStore) ConcurrentGet() bool { return true }
 
 // Commit implements Store with one Pebble batch, synced to disk before it
 // returns (on an in-memory filesystem there is nothing to sync).
-func (s *PebbleStore) Commit(ops []Op) error {
+func (s *PebbleStore) Commit(ops []merge.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}

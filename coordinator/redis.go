@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -171,7 +173,7 @@ func (s *RedisStore) Bucket(key []byte) int {
 
 // rkey maps a storage key to its Redis key.
 func (s *RedisStore) rkey(key []byte) string {
-	if len(key) > 0 && key[0] == prefixKey {
+	if len(key) > 0 && key[0] == merge.PrefixKey {
 		return s.tag(s.Bucket(key)) + string(key)
 	}
 	return "el:" + string(key)
@@ -179,15 +181,15 @@ func (s *RedisStore) rkey(key []byte) string {
 
 const versionLen = 20
 
-func splitVersioned(v string) (Versioned, error) {
+func splitVersioned(v string) (merge.Versioned, error) {
 	if len(v) < versionLen {
-		return Versioned{}, errCorrupt
+		return merge.Versioned{}, merge.ErrCorrupt
 	}
 	n, err := strconv.ParseUint(v[:versionLen], 10, 64)
 	if err != nil || n == 0 {
-		return Versioned{}, errCorrupt
+		return merge.Versioned{}, merge.ErrCorrupt
 	}
-	return Versioned{Value: []byte(v[versionLen:]), Version: n}, nil
+	return merge.Versioned{Value: []byte(v[versionLen:]), Version: n}, nil
 }
 
 func versionPrefix(n uint64) string {
@@ -202,7 +204,7 @@ func (s *RedisStore) Get(key []byte) ([]byte, bool, error) {
 	defer cancel()
 	var v string
 	var err error
-	if len(key) > 0 && key[0] == prefixHWM {
+	if len(key) > 0 && key[0] == merge.PrefixHWM {
 		v, err = s.rdb.HGet(ctx, s.rkey(key), "v").Result()
 	} else {
 		v, err = s.rdb.Get(ctx, s.rkey(key)).Result()
@@ -213,7 +215,7 @@ func (s *RedisStore) Get(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("coordinator: redis: get: %w", err)
 	}
-	if len(key) > 0 && key[0] == prefixKey {
+	if len(key) > 0 && key[0] == merge.PrefixKey {
 		vv, err := splitVersioned(v)
 		if err != nil {
 			return nil, false, fmt.Errorf("coordinator: redis: get: %w", err)
@@ -226,7 +228,7 @@ func (s *RedisStore) Get(key []byte) ([]byte, bool, error) {
 // Commit deletes the keys of ops (one by one: each delete is atomic on its
 // own). Sets and range deletes are refused: key records are written only
 // through WriteShared.
-func (s *RedisStore) Commit(ops []Op) error {
+func (s *RedisStore) Commit(ops []merge.Op) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
 	for _, op := range ops {
@@ -244,7 +246,7 @@ func (s *RedisStore) Commit(ops []Op) error {
 // key order, by SCAN over every master; for admin use, not the hot path).
 // The log prefix is always empty: shared mode keeps no log.
 func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
-	if len(prefix) == 0 || (prefix[0] != prefixKey && prefix[0] != prefixHWM) {
+	if len(prefix) == 0 || (prefix[0] != merge.PrefixKey && prefix[0] != merge.PrefixHWM) {
 		return nil
 	}
 	ctx := context.Background()
@@ -260,7 +262,7 @@ func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool)
 				sk = k[3:]
 			case strings.HasPrefix(k, "{el:"):
 				i := strings.IndexByte(k, '}')
-				if i < 0 || i+1 >= len(k) || k[i+1] != prefixKey {
+				if i < 0 || i+1 >= len(k) || k[i+1] != merge.PrefixKey {
 					continue
 				}
 				sk = k[i+1:]
@@ -296,7 +298,7 @@ func (s *RedisStore) Close() error { return s.rdb.Close() }
 
 // ReadShared reads keys, marks and isolates' high-water marks in one
 // pipeline (one round trip per master).
-func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []MarkRef, isolates []string) ([]Versioned, []int64, [][]byte, error) {
+func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []merge.MarkRef, isolates []string) ([]merge.Versioned, []int64, [][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	kc := make([]*redis.StringCmd, len(keys))
@@ -310,7 +312,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []Mark
 			mc[i] = p.Get(ctx, s.tag(m.Bucket)+"m"+m.Isolate)
 		}
 		for i, iso := range isolates {
-			hc[i] = p.HGet(ctx, s.rkey([]byte(hwmStorageKey(iso))), "v")
+			hc[i] = p.HGet(ctx, s.rkey([]byte(merge.HWMStorageKey(iso))), "v")
 		}
 		return nil
 	})
@@ -327,7 +329,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []Mark
 		}
 		return v, true, nil
 	}
-	vals := make([]Versioned, len(keys))
+	vals := make([]merge.Versioned, len(keys))
 	for i, c := range kc {
 		v, found, err := result(c)
 		if err != nil {
@@ -350,7 +352,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []Mark
 			continue
 		}
 		if seqs[i], err = strconv.ParseInt(v, 10, 64); err != nil {
-			return nil, nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, errCorrupt)
+			return nil, nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, merge.ErrCorrupt)
 		}
 	}
 	hwms := make([][]byte, len(isolates))
@@ -537,7 +539,7 @@ func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []
 
 // WriteShared performs subs (see SubWrite), one script call each, grouped
 // per master.
-func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOutcome, error) {
+func (s *RedisStore) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge.SubOutcome, error) {
 	calls := make([]scriptCall, len(subs))
 	for i := range subs {
 		w := &subs[i]
@@ -564,19 +566,19 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOut
 		calls[i] = scriptCall{script: subScript, keys: keys, args: args}
 	}
 	res, ran, err := s.evalOnMasters(ctx, calls)
-	outs := make([]SubOutcome, len(res))
+	outs := make([]merge.SubOutcome, len(res))
 	for i, r := range res {
 		switch {
 		case !ran[i]:
-			outs[i] = SubFailed
+			outs[i] = merge.SubFailed
 		case r == 0 && err != nil:
-			outs[i] = SubUnconfirmed // written; WAIT (or a neighbour) failed
+			outs[i] = merge.SubUnconfirmed // written; WAIT (or a neighbour) failed
 		case r == 0:
-			outs[i] = SubApplied
+			outs[i] = merge.SubApplied
 		case r == 1:
-			outs[i] = SubConflict
+			outs[i] = merge.SubConflict
 		case r == 2:
-			outs[i] = SubDuplicate
+			outs[i] = merge.SubDuplicate
 		default:
 			return nil, fmt.Errorf("coordinator: redis: script answered %d", r)
 		}
@@ -586,14 +588,14 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []SubWrite) ([]SubOut
 
 // AdvanceMarks advances isolates' high-water marks (each unless already at
 // its seq or beyond), grouped per master.
-func (s *RedisStore) AdvanceMarks(ctx context.Context, marks []MarkSet) error {
+func (s *RedisStore) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
 	calls := make([]scriptCall, len(marks))
 	for i, m := range marks {
-		calls[i] = scriptCall{script: markScript, keys: []string{s.rkey([]byte(hwmStorageKey(m.Isolate)))},
+		calls[i] = scriptCall{script: markScript, keys: []string{s.rkey([]byte(merge.HWMStorageKey(m.Isolate)))},
 			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
 	}
 	_, _, err := s.evalOnMasters(ctx, calls)
 	return err
 }
 
-var _ SharedStore = (*RedisStore)(nil)
+var _ merge.SharedStore = (*RedisStore)(nil)

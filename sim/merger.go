@@ -5,11 +5,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // merger is the coordinator the simulator runs: the real merge code
-// (coordinator.Merger) over Pebble on an in-memory filesystem, driven
+// (merge.Merger) over Pebble on an in-memory filesystem, driven
 // directly under virtual time. Batches are applied as the server applies
 // them and group-committed every commitEvery batches, as the server
 // group-commits concurrent requests; replies come from the same in-memory
@@ -17,7 +18,7 @@ import (
 // out, so a sync costs the merge and its share of a commit, not a
 // goroutine hop. A failed commit fails the run.
 type merger struct {
-	m       *coordinator.Merger
+	m       *merge.Merger
 	store   *coordinator.PebbleStore
 	applied int // batches applied since the last commit
 }
@@ -33,7 +34,7 @@ func newMerger(cfg wire.Config) (*merger, error) {
 	// No reset notices: the scenarios reset no key, and the heartbeats
 	// of isolates holding long denials would only add syncs (measured in
 	// the README, "Resets and bad replies").
-	m, err := coordinator.NewMerger(cfg, store, coordinator.MergerOptions{NoResetNotices: true})
+	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{NoResetNotices: true})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("sim: coordinator: %w", err)

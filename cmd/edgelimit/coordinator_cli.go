@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/internal/gctune"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -157,7 +158,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	ln = sln
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
+		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}}
 	where := *data
 	if *inMemory {

@@ -10,15 +10,16 @@ import (
 	"testing"
 
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // upFleet is isolates of one config syncing through the real merge code
-// (coordinator.Merger over in-memory Pebble), under virtual time.
+// (merge.Merger over in-memory Pebble), under virtual time.
 type upFleet struct {
 	t    *testing.T
-	m    *coordinator.Merger
+	m    *merge.Merger
 	isos []*core.Core
 	last wire.Batch // the last batch sync sent
 }
@@ -31,7 +32,7 @@ func newUpFleet(t *testing.T, lc wire.LimiterConfig, n int, standalone bool) *up
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	m, err := coordinator.NewMerger(cfg, store, coordinator.MergerOptions{})
+	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"encoding/binary"
@@ -159,7 +159,7 @@ func (s *keyState) encode(dst []byte) []byte {
 	return s.encodeUp(dst)
 }
 
-var errCorrupt = errors.New("coordinator: corrupt record")
+var errCorrupt = errors.New("merge: corrupt record")
 
 type decoder struct {
 	b   []byte
@@ -200,7 +200,7 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		s.isos = make([]isoState, 0, n)
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		l := d.uvarint(maxScopedIDLen)
+		l := d.uvarint(MaxScopedIDLen)
 		if d.err != nil || uint64(len(d.b)) < l {
 			return errCorrupt
 		}

@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"errors"
@@ -46,7 +46,7 @@ var ErrClockSkew = errors.New("ahead of the coordinator's clock")
 func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
 	horizon := addSat(now, int64(m.opts.MaxClockSkew))
 	if b.At > horizon {
-		return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "at", Err: skewError("batch time "+strconv.FormatInt(b.At, 10)+" ns",
+		return fmt.Errorf("merge: %w", &wire.FieldError{Field: "at", Err: skewError("batch time "+strconv.FormatInt(b.At, 10)+" ns",
 			strconv.FormatInt(horizon, 10)+" ns")})
 	}
 	for i := range b.Entries {
@@ -56,7 +56,7 @@ func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
 			continue
 		}
 		if maxWin := maxWindow(now, horizon, lim.Period); e.Window > maxWin {
-			return fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
+			return fmt.Errorf("merge: %w", &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
 				Err: skewError("window "+strconv.FormatInt(e.Window, 10), "window "+strconv.FormatInt(maxWin, 10))})
 		}
 	}

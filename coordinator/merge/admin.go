@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 // ErrUnknownLimiter is returned for a limiter name the configuration lacks.
-var ErrUnknownLimiter = errors.New("coordinator: unknown limiter")
+var ErrUnknownLimiter = errors.New("merge: unknown limiter")
 
 // KeyState is the admin view of one (limiter, key): the global view an
 // isolate would get, plus the limit and the strict leases outstanding.

@@ -1,4 +1,11 @@
-package coordinator
+package merge
+
+import "errors"
+
+// ErrUnavailable wraps a Store failure (a failed commit or read: full disk,
+// I/O error): the batch was not applied and may be retried with the same
+// Seq. The coordinator maps it to HTTP 503.
+var ErrUnavailable = errors.New("merge: store unavailable")
 
 // Store is the durable key-value state under a Merger. Keeping it this small
 // lets the merge logic move to another backend (a distributed store for users

@@ -1,9 +1,19 @@
-package coordinator
+package merge
 
 import (
 	"fmt"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Isolate namespaces: the coordinator keys an isolate by scope + id, where
+// scope is derived from the bearer token that syncs it (16 hex digits and a
+// '/'), or empty without tokens.
+const (
+	// ScopeLen is the length of a token's scope, in bytes: 17.
+	ScopeLen = 17
+	// MaxScopedIDLen is the longest isolate id stored (scope + id), in bytes.
+	MaxScopedIDLen = ScopeLen + wire.MaxIsolateIDLen
 )
 
 // MergeStats counts what a Merger did since it was created.
@@ -74,7 +84,7 @@ func (m *Merger) SetObserver(obs Observer) { m.obs = obs }
 // NewMerger returns a Merger for the limiters of cfg over store.
 func NewMerger(cfg wire.Config, store Store, opts MergerOptions) (*Merger, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("coordinator: config: %w", err)
+		return nil, fmt.Errorf("merge: config: %w", err)
 	}
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {

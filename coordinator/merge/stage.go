@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import ()
 
@@ -44,10 +44,10 @@ type Done struct {
 func (m *Merger) Ready(now int64, checkpointInFlight bool) Ready {
 	ops, gen := m.stage()
 	rd := Ready{Gen: gen, Ops: ops, Aborts: m.aborts}
-	due := m.checkpointDue(now)
+	due := m.CheckpointDue(now)
 	rd.Late = checkpointInFlight && due
 	if !checkpointInFlight && due {
-		rd.Checkpoint = m.checkpoint(now)
+		rd.Checkpoint = m.Checkpoint(now)
 	}
 	return rd
 }
@@ -81,10 +81,10 @@ func (m *Merger) Commit(now int64) error {
 		err = m.store.Commit(ops)
 	}
 	m.committed(gen, err)
-	if err != nil || !m.checkpointDue(now) {
+	if err != nil || !m.CheckpointDue(now) {
 		return err
 	}
-	ck := m.checkpoint(now)
+	ck := m.Checkpoint(now)
 	if ops, err = ck.Ops(); err == nil {
 		err = m.store.Commit(ops)
 	}
@@ -111,7 +111,7 @@ func (m *Merger) stage() (ops []Op, gen int64) {
 	for _, st := range m.dirtyKeys {
 		size += len(st.skey) + 52
 		if st.persistIsos() {
-			size += len(st.isos) * (maxScopedIDLen + 52)
+			size += len(st.isos) * (MaxScopedIDLen + 52)
 		}
 	}
 	for _, h := range m.dirtyHWMs {
@@ -171,9 +171,9 @@ func (m *Merger) stage() (ops []Op, gen int64) {
 	return ops, gen
 }
 
-// checkpointDue reports whether a checkpoint is due at time now (ns): see
+// CheckpointDue reports whether a checkpoint is due at time now (ns): see
 // MergerOptions.CheckpointKeys, CheckpointBytes and CheckpointInterval.
-func (m *Merger) checkpointDue(now int64) bool {
+func (m *Merger) CheckpointDue(now int64) bool {
 	return m.ckptCount >= m.opts.CheckpointKeys || m.ckptBytes >= m.opts.CheckpointBytes ||
 		(m.ckptCount > 0 && now-m.ckptAt >= int64(m.opts.CheckpointInterval))
 }
@@ -186,7 +186,7 @@ func (m *Merger) checkpointDue(now int64) bool {
 // on. Commit the ops only once stage gen is durable, in order (chunks may
 // be committed one after the other, the log deletion last), and report the
 // outcome with checkpointed.
-func (m *Merger) checkpoint(now int64) *CheckpointOps {
+func (m *Merger) Checkpoint(now int64) *CheckpointOps {
 	ops := append(m.ckptCarry, m.ckptOps...)
 	ck := &CheckpointOps{ops: ops, gen: m.gen, aborts: m.aborts}
 	m.ckptOps, m.ckptCarry = nil, nil

@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"errors"
@@ -324,13 +324,13 @@ func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i 
 	} else {
 		var err error
 		if v, found, err = m.store.Get(m.buf); err != nil {
-			return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
+			return nil, fmt.Errorf("merge: read key %q of limiter %q: %w", key, lim.Name, err)
 		}
 	}
 	st := newKeyState(lim, string(m.buf))
 	if found {
 		if err := st.decode(v, m.opts.MaxIsolatesPerKey); err != nil {
-			return nil, fmt.Errorf("coordinator: read key %q of limiter %q: %w", key, lim.Name, err)
+			return nil, fmt.Errorf("merge: read key %q of limiter %q: %w", key, lim.Name, err)
 		}
 		m.isoEntries += len(st.isos)
 	}
@@ -347,12 +347,12 @@ func (m *Merger) loadHWM(isolate string) (*hwmState, error) {
 	k := hwmStorageKey(isolate)
 	v, found, err := m.store.Get([]byte(k))
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", isolate, err)
+		return nil, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
 	}
 	h := &hwmState{id: isolate, hash: isoHash(isolate)}
 	if found {
 		if err := h.decode(v); err != nil {
-			return nil, fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", isolate, err)
+			return nil, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
 		}
 	}
 	m.hwms[isolate] = h

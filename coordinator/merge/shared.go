@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"context"
@@ -131,7 +131,7 @@ const sharedMaxGroup = 256
 // already using the cores), and conflicts only cost.
 const sharedWorkers = 1
 
-type sharedMerger struct {
+type SharedMerger struct {
 	store SharedStore
 	cfg   wire.Config
 	opts  MergerOptions
@@ -157,9 +157,9 @@ type sharedReq struct {
 	subs []*sharedSub
 }
 
-func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, obs Observer) (*sharedMerger, error) {
+func NewSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, obs Observer) (*SharedMerger, error) {
 	opts.EnsureDefaults()
-	s := &sharedMerger{store: store, cfg: cfg, opts: opts, obs: obs, reqs: make(chan *sharedReq, sharedMaxGroup)}
+	s := &SharedMerger{store: store, cfg: cfg, opts: opts, obs: obs, reqs: make(chan *sharedReq, sharedMaxGroup)}
 	if _, err := s.newMerger(); err != nil {
 		return nil, err // the configuration
 	}
@@ -171,11 +171,11 @@ func newSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, obs
 type emptyStore struct{}
 
 func (emptyStore) Get([]byte) ([]byte, bool, error)                       { return nil, false, nil }
-func (emptyStore) Commit([]Op) error                                      { return errors.New("coordinator: shared merger commits nothing") }
+func (emptyStore) Commit([]Op) error                                      { return errors.New("merge: shared merger commits nothing") }
 func (emptyStore) Scan(_, _ []byte, _ func(key, value []byte) bool) error { return nil }
 func (emptyStore) Close() error                                           { return nil }
 
-func (s *sharedMerger) newMerger() (*Merger, error) {
+func (s *SharedMerger) newMerger() (*Merger, error) {
 	return NewMerger(s.cfg, emptyStore{}, s.opts) // no dashboard: the group reports each batch once
 }
 
@@ -187,14 +187,14 @@ func (m *Merger) resetShared() {
 	m.isoEntries = 0
 }
 
-func (s *sharedMerger) addStats(f func(st *MergeStats)) {
+func (s *SharedMerger) addStats(f func(st *MergeStats)) {
 	s.mu.Lock()
 	f(&s.stats)
 	s.mu.Unlock()
 }
 
 // Stats returns the counters of every batch merged so far.
-func (s *sharedMerger) Stats() MergeStats {
+func (s *SharedMerger) Stats() MergeStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stats
@@ -249,7 +249,7 @@ func (m *Merger) seedKey(lim *wire.LimiterConfig, skey string, rec []byte) (*key
 	st := newKeyState(lim, skey)
 	if rec != nil {
 		if err := decodeShared(st, rec, m.opts.MaxIsolatesPerKey); err != nil {
-			return nil, fmt.Errorf("coordinator: read %q: %w", skey, err)
+			return nil, fmt.Errorf("merge: read %q: %w", skey, err)
 		}
 		m.isoEntries += len(st.isos)
 	}
@@ -296,12 +296,12 @@ type sharedBucket struct {
 	keys   []string // distinct storage keys of subs
 }
 
-// run starts sharedWorkers loops; done is closed once quit is and they
+// Run starts the merge loops (sharedWorkers of them); done is closed once quit is and they
 // all ended.
-func (s *sharedMerger) run(clock func() int64, quit <-chan struct{}, done chan<- struct{}) {
+func (s *SharedMerger) Run(clock func() int64, quit <-chan struct{}, done chan<- struct{}) {
 	var wg sync.WaitGroup
 	for i := 0; i < sharedWorkers; i++ {
-		m, _ := s.newMerger() // the configuration was checked by newSharedMerger
+		m, _ := s.newMerger() // the configuration was checked by NewSharedMerger
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -315,7 +315,7 @@ func (s *sharedMerger) run(clock func() int64, quit <-chan struct{}, done chan<-
 }
 
 // loop merges the submitted batches group by group until quit is closed.
-func (s *sharedMerger) loop(m *Merger, clock func() int64, quit <-chan struct{}) {
+func (s *SharedMerger) loop(m *Merger, clock func() int64, quit <-chan struct{}) {
 	var carry []*sharedReq
 	for {
 		group := carry
@@ -361,7 +361,7 @@ func (s *sharedMerger) loop(m *Merger, clock func() int64, quit <-chan struct{})
 
 // applyGroup merges group (at most one batch per isolate) at time now; see
 // the comment at the top of the file. Each request gets its reply or error.
-func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*sharedReq, now int64) {
+func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*sharedReq, now int64) {
 	live := group[:0:0]
 	for _, r := range group {
 		if r.err = m.Check(r.b); r.err == nil {
@@ -434,7 +434,7 @@ func (s *sharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		r.h = hwmState{id: r.iso, hash: isoHash(r.iso)}
 		if hv[i] != nil {
 			if err := r.h.decode(hv[i]); err != nil {
-				r.err = fmt.Errorf("coordinator: read high-water mark of isolate %q: %w", r.iso, err)
+				r.err = fmt.Errorf("merge: read high-water mark of isolate %q: %w", r.iso, err)
 				continue
 			}
 		}
@@ -539,7 +539,7 @@ type sharedRead struct {
 
 // readBuckets reads the keys of gs and the marks of their parts' isolates,
 // and the high-water marks of isolates, in one round trip per master.
-func (s *sharedMerger) readBuckets(ctx context.Context, gs []*sharedBucket, isolates []string) (*sharedRead, [][]byte, error) {
+func (s *SharedMerger) readBuckets(ctx context.Context, gs []*sharedBucket, isolates []string) (*sharedRead, [][]byte, error) {
 	var keys [][]byte
 	var refs []MarkRef
 	for _, g := range gs {
@@ -567,7 +567,7 @@ func (s *sharedMerger) readBuckets(ctx context.Context, gs []*sharedBucket, isol
 // mergeBuckets merges and writes the buckets of gs once, on what rd holds
 // (nil: read them first), and returns those to try again (a conflict, or a
 // mark already moved).
-func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*sharedBucket, now int64, rd *sharedRead) []*sharedBucket {
+func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*sharedBucket, now int64, rd *sharedRead) []*sharedBucket {
 	fail := func(gs []*sharedBucket, err error) []*sharedBucket {
 		for _, g := range gs {
 			for _, sb := range g.subs {
@@ -676,7 +676,7 @@ func (s *sharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 
 // reply assembles r's reply from its parts' views: one per distinct key,
 // in order of first appearance in the batch.
-func (s *sharedMerger) reply(r *sharedReq, now int64) *wire.Reply {
+func (s *SharedMerger) reply(r *sharedReq, now int64) *wire.Reply {
 	rp := &wire.Reply{Version: wire.Version, Seq: r.b.Seq, At: now}
 	for _, sb := range r.subs {
 		rp.Entries = append(rp.Entries, sb.rp.Entries...)
@@ -698,8 +698,8 @@ func (s *sharedMerger) reply(r *sharedReq, now int64) *wire.Reply {
 	return rp
 }
 
-// keyState returns the admin view of (limiter, key) at time now.
-func (s *sharedMerger) keyState(ctx context.Context, limiter, key string, now int64) (*KeyState, error) {
+// KeyState returns the admin view of (limiter, key) at time now.
+func (s *SharedMerger) KeyState(ctx context.Context, limiter, key string, now int64) (*KeyState, error) {
 	m, err := s.newMerger()
 	if err != nil {
 		return nil, err
@@ -723,8 +723,8 @@ func (s *sharedMerger) keyState(ctx context.Context, limiter, key string, now in
 	return m.KeyState(limiter, key, now)
 }
 
-// reset deletes the record of (limiter, key).
-func (s *sharedMerger) reset(limiter, key string) error {
+// Reset deletes the record of (limiter, key).
+func (s *SharedMerger) Reset(limiter, key string) error {
 	if s.cfgLimiter(limiter) == nil {
 		return fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
 	}
@@ -734,7 +734,7 @@ func (s *sharedMerger) reset(limiter, key string) error {
 	return nil
 }
 
-func (s *sharedMerger) cfgLimiter(name string) *wire.LimiterConfig {
+func (s *SharedMerger) cfgLimiter(name string) *wire.LimiterConfig {
 	for i := range s.cfg.Limiters {
 		if s.cfg.Limiters[i].Name == name {
 			return &s.cfg.Limiters[i]
@@ -743,44 +743,18 @@ func (s *sharedMerger) cfgLimiter(name string) *wire.LimiterConfig {
 	return nil
 }
 
-// syncShared is Coordinator.sync in shared mode: the batch joins the next
-// group of the shared merger's loop.
-func (c *Coordinator) syncShared(ctx context.Context, b *wire.Batch) (*request, error) {
-	c.closeMu.RLock()
-	if c.closed {
-		c.closeMu.RUnlock()
-		return nil, ErrClosed
-	}
-	c.inflight.Add(1)
-	c.closeMu.RUnlock()
-	defer c.inflight.Done()
-	start := time.Now()
-	r := &sharedReq{b: b, scope: scopeOf(ctx), done: make(chan struct{})}
+// Sync submits b, of the isolate b.Isolate in the namespace scope (see
+// ScopeLen), to the next group of s's loops (Run) and waits until the group
+// is written. It returns the reply and the number of entries dropped as
+// stale. Errors: as Merger.Apply's, ErrUnavailable (the store failed;
+// nothing applied, retry with the same Seq), or ctx's.
+func (s *SharedMerger) Sync(ctx context.Context, b *wire.Batch, scope string) (rp *wire.Reply, stale int64, err error) {
+	r := &sharedReq{b: b, scope: scope, done: make(chan struct{})}
 	select {
-	case c.shared.reqs <- r:
+	case s.reqs <- r:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("coordinator: %w", ctx.Err())
+		return nil, 0, fmt.Errorf("merge: %w", ctx.Err())
 	}
 	<-r.done
-	if errors.Is(r.err, ErrUnavailable) {
-		c.storeDown.Store(true)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	c.storeDown.Store(false)
-	c.met.observeCommit(time.Since(start), 1)
-	c.dash.Committed(time.Since(start))
-	return &request{batch: b, reply: r.rp, stale: r.stale}, nil
-}
-
-// mergeStats returns the merge counters (of the Merger, or in shared mode
-// of every batch this coordinator merged).
-func (c *Coordinator) mergeStats() MergeStats {
-	if c.shared != nil {
-		return c.shared.Stats()
-	}
-	var s MergeStats
-	c.withMerger(func(m *Merger) { s = m.Stats() })
-	return s
+	return r.rp, r.stale, r.err
 }

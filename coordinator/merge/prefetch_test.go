@@ -1,7 +1,6 @@
-package coordinator
+package merge
 
 import (
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -10,7 +9,7 @@ import (
 // A prefetched record that went stale (the key was loaded, changed,
 // committed and evicted after the prefetch) must not be used.
 func TestPrefetchStaleAfterEviction(t *testing.T) {
-	store, err := OpenPebble(vfs.NewMem(), "")
+	store, err := openMemStore()
 	if err != nil {
 		t.Fatal(err)
 	}

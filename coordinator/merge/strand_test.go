@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"fmt"
@@ -105,7 +105,7 @@ func TestHoldAheadFollowsStrandBudget(t *testing.T) {
 		t.Errorf("near the limit %d of 8 sparse isolates held a unit ahead, want 1 or 2", ahead)
 	}
 
-	c2, clk2 := newTestCoordinator(t, t0, func(o *Options) { o.Merger.StrandBudget = -1 })
+	c2, clk2 := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.StrandBudget = -1 })
 	clk2.set(at)
 	v := viewOf(t, mustSync(t, c2, batch("a", 1, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})), "sfw", "k")
 	if v.Lease != 1 || v.Stand != 0 {
@@ -118,7 +118,7 @@ func TestHoldAheadFollowsStrandBudget(t *testing.T) {
 // again in that window), not answered with nothing, which the isolate
 // would take for a dry window.
 func TestAskAtWindowEndServedInNext(t *testing.T) {
-	c, clk := newTestCoordinator(t, t0, func(o *Options) { o.Merger.StrandBudget = -1 })
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.StrandBudget = -1 })
 	W := t0 / sec
 	cut := (W+1)*sec - sec/100
 	clk.set((W+1)*sec + sec/100)

@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"errors"
@@ -139,7 +139,7 @@ func (o *MergerOptions) Validate() error {
 	var errs []error
 	check := func(name string, v int64) {
 		if v <= 0 {
-			errs = append(errs, fmt.Errorf("coordinator: MergerOptions.%s must be positive (0 takes the default), got %d", name, v))
+			errs = append(errs, fmt.Errorf("merge: MergerOptions.%s must be positive (0 takes the default), got %d", name, v))
 		}
 	}
 	check("MaxCachedKeys", int64(o.MaxCachedKeys))
@@ -154,7 +154,7 @@ func (o *MergerOptions) Validate() error {
 	check("LeaseLife", int64(o.LeaseLife))
 	check("LeaseGrace", int64(o.LeaseGrace))
 	if math.IsNaN(o.StrandBudget) || math.IsInf(o.StrandBudget, 0) || o.StrandBudget > 1 {
-		errs = append(errs, fmt.Errorf("coordinator: MergerOptions.StrandBudget must be a share of the limit, at most 1 (negative: nothing ahead), got %g", o.StrandBudget))
+		errs = append(errs, fmt.Errorf("merge: MergerOptions.StrandBudget must be a share of the limit, at most 1 (negative: nothing ahead), got %g", o.StrandBudget))
 	}
 	return errors.Join(errs...)
 }

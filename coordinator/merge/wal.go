@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"encoding/binary"
@@ -117,7 +117,7 @@ func replayLog(store Store) (int, error) {
 		if err := walkLog(v, func(key, value []byte, del bool) {
 			last[string(key)] = final{v: append([]byte(nil), value...), del: del}
 		}); err != nil {
-			bad = fmt.Errorf("coordinator: log record %x: %w", k, err)
+			bad = fmt.Errorf("merge: log record %x: %w", k, err)
 			return false
 		}
 		return true
@@ -134,7 +134,7 @@ func replayLog(store Store) (int, error) {
 	}
 	ops = append(ops, Op{Key: []byte{prefixLog}, End: []byte{prefixLog + 1}, Delete: true})
 	if err := store.Commit(ops); err != nil {
-		return 0, fmt.Errorf("coordinator: replay log: %w", err)
+		return 0, fmt.Errorf("merge: replay log: %w", err)
 	}
 	return records, nil
 }

@@ -1,7 +1,6 @@
-package coordinator
+package merge
 
 import (
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -34,8 +33,8 @@ func upViewOf(t *testing.T, rp *wire.Reply) wire.UpView {
 // record), keeps the key from expiring while it says something, and is
 // dropped once over.
 func TestUpstreamStateMergedAndDurable(t *testing.T) {
-	dir := t.TempDir()
-	store, err := OpenPebble(vfs.Default, dir)
+	dir := newMemStore() // the store a restart finds again
+	store, err := reopenMemStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestUpstreamStateMergedAndDurable(t *testing.T) {
 	}
 	store.Close()
 
-	store, err = OpenPebble(vfs.Default, dir)
+	store, err = reopenMemStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +167,7 @@ func TestUpstreamSectionRoundTrip(t *testing.T) {
 // the threshold (the count is kept between batches), and a stale count is
 // forgotten after the reports' horizon.
 func TestCircuitCountsFailuresAcrossBatches(t *testing.T) {
-	store, err := OpenPebble(vfs.NewMem(), "")
+	store, err := openMemStore()
 	if err != nil {
 		t.Fatal(err)
 	}

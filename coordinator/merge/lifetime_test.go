@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"time"
@@ -16,7 +16,7 @@ func TestLeaseLifeAndRelease(t *testing.T) {
 	// A life shorter than the 1 s window, so that the next window begins
 	// after a lease granted early in this one has ended.
 	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
-	c, clk := newTestCoordinator(t, t0, func(o *Options) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
 	W := t0 / sec
 	reserved := func(w int64) int64 {
 		t.Helper()
@@ -76,7 +76,7 @@ func TestLeaseLifeAndRelease(t *testing.T) {
 // it used to stay reserved for good and starve the others.
 func TestBucketLeaseOfDeadIsolateRefills(t *testing.T) {
 	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
-	c, clk := newTestCoordinator(t, t0, func(o *Options) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
 	// stb: 50 per second, burst 100. The isolate asks for all of it, then dies.
 	v := viewOf(t, mustSync(t, c, batch("dead", 1, t0, wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
 	if v.Lease < 50 {

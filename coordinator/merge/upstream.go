@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"encoding/binary"
@@ -295,7 +295,7 @@ func (s *keyState) decodeUp(d *decoder) {
 		return
 	}
 	u.fails, u.openUntil = d.varint(), d.varint()
-	l := d.uvarint(maxScopedIDLen)
+	l := d.uvarint(MaxScopedIDLen)
 	if d.err != nil || uint64(len(d.b)) < l {
 		d.err = errCorrupt
 		return

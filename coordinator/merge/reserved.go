@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 // Reserved returns, for window index w (time / period) of a windowed
 // limiter's key, the cost counted in w and the budget of w reserved in

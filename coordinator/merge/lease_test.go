@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // checkLeaseInvariant asserts, between two group commits, that for every
 // strict key: windowed count[W] + Σ leases(W) <= limit, and for buckets the
 // tokens withdrawn (leases included) never exceed the burst.
-func checkLeaseInvariant(t *testing.T, c *Coordinator) {
+func checkLeaseInvariant(t *testing.T, c *testCoordinator) {
 	t.Helper()
 	c.withMerger(func(m *Merger) {
 		now := c.opts.Clock.Now() // read under the lock: no group runs with a later time

@@ -1,4 +1,4 @@
-package coordinator
+package merge
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ import (
 // not recorded.
 
 // ErrSequence marks a batch refused for its sequence number (a *SeqError).
-var ErrSequence = errors.New("coordinator: batch out of sequence")
+var ErrSequence = errors.New("merge: batch out of sequence")
 
 // SeqAnomaly names why a sequence number was refused.
 type SeqAnomaly string
@@ -50,7 +50,7 @@ type SeqError struct {
 }
 
 func (e *SeqError) Error() string {
-	s := "coordinator: batch seq " + strconv.FormatInt(e.Seq, 10) + " is " + string(e.Anomaly) +
+	s := "merge: batch seq " + strconv.FormatInt(e.Seq, 10) + " is " + string(e.Anomaly) +
 		": the isolate's last applied seq is " + strconv.FormatInt(e.HighWater, 10)
 	switch e.Anomaly {
 	case SeqStale:
