@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -183,7 +184,7 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 	cfg := floodConfig()
 	now := time.Now().UnixNano()
 	w := now / int64(time.Hour)
-	s, err := OpenPebble(vfs.Default, dir)
+	s, err := pebblestore.Open(vfs.Default, dir)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgelimit/edgelimit/coordinator/dashboard"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -250,7 +251,7 @@ func Open(opts Options) (*Coordinator, error) {
 		if opts.InMemory {
 			fs, dir = vfs.NewMem(), ""
 		}
-		if store, err = OpenPebble(fs, dir); err != nil {
+		if store, err = pebblestore.Open(fs, dir); err != nil {
 			return nil, err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -57,7 +58,7 @@ func TestMergeDataDriven(t *testing.T) {
 type mergeHarness struct {
 	dir   string
 	cfg   wire.Config
-	store *PebbleStore
+	store *pebblestore.Store
 	m     *merge.Merger
 }
 
@@ -70,7 +71,7 @@ func (h *mergeHarness) close() {
 
 func (h *mergeHarness) open() error {
 	h.close()
-	s, err := OpenPebble(vfs.Default, h.dir)
+	s, err := pebblestore.Open(vfs.Default, h.dir)
 	if err != nil {
 		return err
 	}

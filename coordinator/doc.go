@@ -13,8 +13,9 @@
 //     covers every batch that arrived while the previous commit was in
 //     flight; checkpoints are committed by their own goroutine, in
 //     throttled chunks.
-//   - PebbleStore (pebble.go) is the merge.Store on Pebble, on disk or on
-//     vfs.NewMem().
+//   - Package pebblestore (coordinator/pebblestore) is the merge.Store on
+//     Pebble, on disk or on vfs.NewMem(), and reports Pebble's background
+//     errors; Open uses it unless Options.Store is given.
 //   - RedisStore (redis.go) is a merge.SharedStore on a Redis Cluster: over
 //     it a Coordinator runs in shared mode (merge.SharedMerger,
 //     sharedsync.go), holding no state between groups of batches, so

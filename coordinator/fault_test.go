@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -32,7 +33,7 @@ func (s *flakyStore) Commit(ops []merge.Op) error {
 }
 
 func TestStoreWriteErrorThen503ThenRecovery(t *testing.T) {
-	inner, err := OpenPebble(vfs.NewMem(), "")
+	inner, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func indexOf(s, sub string) int {
 // retries with the same Seq until acknowledged. Every acknowledged delta is
 // counted exactly once.
 func TestFlappingStoreExactlyOnce(t *testing.T) {
-	inner, err := OpenPebble(vfs.NewMem(), "")
+	inner, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

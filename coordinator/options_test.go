@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -30,10 +31,10 @@ func TestOptionsValidateReportsEverything(t *testing.T) {
 	if o.MaxGroup != DefaultMaxGroup || o.Merger.MaxCachedKeys != merge.DefaultMaxCachedKeys || o.Merger.CheckpointKeys != merge.DefaultCheckpointKeys {
 		t.Fatalf("defaults not applied: %+v", o)
 	}
-	if _, err := OpenPebble(nil, t.TempDir()); err == nil {
+	if _, err := pebblestore.Open(nil, t.TempDir()); err == nil {
 		t.Fatal("OpenPebble without a file system")
 	}
-	if _, err := OpenPebble(vfs.Default, ""); err == nil {
+	if _, err := pebblestore.Open(vfs.Default, ""); err == nil {
 		t.Fatal("OpenPebble on disk without a directory")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // a reopened store holds.
 func TestReadyAdvance(t *testing.T) {
 	dir := t.TempDir()
-	store, err := OpenPebble(vfs.Default, dir)
+	store, err := pebblestore.Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestReadyAdvance(t *testing.T) {
 	}
 	store.Close()
 
-	store, err = OpenPebble(vfs.Default, dir)
+	store, err = pebblestore.Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

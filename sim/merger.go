@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -19,7 +19,7 @@ import (
 // goroutine hop. A failed commit fails the run.
 type merger struct {
 	m       *merge.Merger
-	store   *coordinator.PebbleStore
+	store   *pebblestore.Store
 	applied int // batches applied since the last commit
 }
 
@@ -27,7 +27,7 @@ type merger struct {
 const commitEvery = 32
 
 func newMerger(cfg wire.Config) (*merger, error) {
-	store, err := coordinator.OpenPebble(vfs.NewMem(), "")
+	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator store: %w", err)
 	}

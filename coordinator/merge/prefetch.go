@@ -25,7 +25,7 @@ import (
 // keys lets Prefetch skip the keys that are (probably) cached.
 
 // ConcurrentStore is implemented by Stores whose Get may run concurrently
-// with every other method (PebbleStore). Coordinator prefetches cold keys
+// with every other method (pebblestore.Store). Coordinator prefetches cold keys
 // from the request goroutines only on such a Store.
 type ConcurrentStore interface {
 	Store

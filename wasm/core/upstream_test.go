@@ -9,8 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
-	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -27,7 +27,7 @@ type upFleet struct {
 func newUpFleet(t *testing.T, lc wire.LimiterConfig, n int, standalone bool) *upFleet {
 	t.Helper()
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{lc}}
-	store, err := coordinator.OpenPebble(vfs.NewMem(), "")
+	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

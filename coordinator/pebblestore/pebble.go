@@ -1,4 +1,8 @@
-package coordinator
+// Package pebblestore is the merge.Store on a Pebble database, on disk or
+// on vfs.NewMem(): synced commits, Bloom filters, a bounded block cache and
+// memtables, and the health of Pebble's background work (health.go: a
+// failed flush or compaction, as on a full disk).
+package pebblestore
 
 import (
 	"errors"
@@ -13,10 +17,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// PebbleStore is the Store on a Pebble database. Commits use pebble.Sync, so
+// Store is the merge.Store on a Pebble database. Commits use pebble.Sync, so
 // a committed batch survives kill -9 and power loss (the WAL is fsynced);
 // concurrent commits share one fsync inside Pebble.
-type PebbleStore struct {
+type Store struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions // pebble.Sync on disk, NoSync in memory
 	bg        *bgHealth            // background errors (health.go)
@@ -35,24 +39,24 @@ const (
 	pebbleMemTableSize = 4 << 20
 )
 
-// OpenPebble opens (creating if missing) the Pebble database in dir on fs:
+// Open opens (creating if missing) the Pebble database in dir on fs:
 // vfs.Default for the disk, vfs.NewMem() for a throwaway in-memory store
 // (whose commits then skip fsync; dir may be empty), or any vfs.FS (fault
 // injection in tests).
-func OpenPebble(fs vfs.FS, dir string) (*PebbleStore, error) {
+func Open(fs vfs.FS, dir string) (*Store, error) {
 	if fs == nil {
-		return nil, errors.New("coordinator: pebble: no file system (vfs.Default for the disk)")
+		return nil, errors.New("pebblestore: no file system (vfs.Default for the disk)")
 	}
 	_, inMemory := fs.(*vfs.MemFS)
 	if dir == "" && !inMemory {
-		return nil, errors.New("coordinator: pebble: no data directory")
+		return nil, errors.New("pebblestore: no data directory")
 	}
 	return openPebbleFS(dir, fs, inMemory)
 }
 
 // openPebbleFS opens the database in dir on fs (nil: the OS's); noSync
 // commits without fsync (for an in-memory fs).
-func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*PebbleStore, error) {
+func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
 	bg := &bgHealth{now: time.Now}
 	cache := pebble.NewCache(pebbleCacheSize)
 	defer cache.Unref() // the DB holds its own reference
@@ -79,7 +83,7 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*PebbleStore, error) {
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: pebble: open %q: %w", dir, err)
+		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 	}
 	// On an in-memory filesystem there is no disk to sync to: committing
 	// with Sync would only wake the WAL flusher for nothing.
@@ -87,38 +91,39 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*PebbleStore, error) {
 	if noSync {
 		wo = pebble.NoSync
 	}
-	return &PebbleStore{db: db, writeOpts: wo, bg: bg}, nil
+	return &Store{db: db, writeOpts: wo, bg: bg}, nil
 }
 
-// Health implements HealthReporter: Pebble's last background error (a
+// Health reports the store's health (the coordinator's HealthReporter): Pebble's last background error (a
 // failed flush or compaction) until a flush or compaction succeeds, or
 // BackgroundErrorHold passed without another.
-func (s *PebbleStore) Health() error { return s.bg.health() }
+func (s *Store) Health() error { return s.bg.health() }
 
-// BackgroundErrors implements HealthReporter.
-func (s *PebbleStore) BackgroundErrors() int64 { return s.bg.errors() }
+// BackgroundErrors returns how many background failures Pebble reported
+// since the store was opened (the coordinator's HealthReporter).
+func (s *Store) BackgroundErrors() int64 { return s.bg.errors() }
 
-// Get implements Store.
-func (s *PebbleStore) Get(key []byte) ([]byte, bool, error) {
+// Get implements merge.Store.
+func (s *Store) Get(key []byte) ([]byte, bool, error) {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("coordinator: pebble: get: %w", err)
+		return nil, false, fmt.Errorf("pebblestore: get: %w", err)
 	}
 	out := append([]byte(nil), v...)
 	closer.Close()
 	return out, true, nil
 }
 
-// ConcurrentGet implements ConcurrentStore: Pebble reads are safe
+// ConcurrentGet implements merge.ConcurrentStore: Pebble reads are safe
 // concurrently with writes.
-func (s *PebbleStore) ConcurrentGet() bool { return true }
+func (s *Store) ConcurrentGet() bool { return true }
 
-// Commit implements Store with one Pebble batch, synced to disk before it
+// Commit implements merge.Store with one Pebble batch, synced to disk before it
 // returns (on an in-memory filesystem there is nothing to sync).
-func (s *PebbleStore) Commit(ops []merge.Op) error {
+func (s *Store) Commit(ops []merge.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -135,24 +140,24 @@ func (s *PebbleStore) Commit(ops []merge.Op) error {
 			err = b.Set(ops[i].Key, ops[i].Value, nil)
 		}
 		if err != nil {
-			return fmt.Errorf("coordinator: pebble: batch: %w", err)
+			return fmt.Errorf("pebblestore: batch: %w", err)
 		}
 	}
 	if err := b.Commit(s.writeOpts); err != nil {
-		return fmt.Errorf("coordinator: pebble: commit: %w", err)
+		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	return nil
 }
 
-// Scan implements Store.
-func (s *PebbleStore) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
+// Scan implements merge.Store.
+func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
 	lower := prefix
 	if len(start) > 0 {
 		lower = start
 	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
-		return fmt.Errorf("coordinator: pebble: scan: %w", err)
+		return fmt.Errorf("pebblestore: scan: %w", err)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		if !fn(it.Key(), it.Value()) {
@@ -160,17 +165,24 @@ func (s *PebbleStore) Scan(prefix, start []byte, fn func(key, value []byte) bool
 		}
 	}
 	if err := it.Close(); err != nil {
-		return fmt.Errorf("coordinator: pebble: scan: %w", err)
+		return fmt.Errorf("pebblestore: scan: %w", err)
 	}
 	return nil
 }
 
-// Close implements Store; it flushes nothing extra (the WAL is already synced).
-func (s *PebbleStore) Close() error {
+// Close implements merge.Store; it flushes nothing extra (the WAL is already synced).
+func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("coordinator: pebble: close: %w", err)
+		return fmt.Errorf("pebblestore: close: %w", err)
 	}
 	return nil
+}
+
+// Flush starts a flush of the memtable to a table and returns without
+// waiting for it (tests of a failing disk use it).
+func (s *Store) Flush() error {
+	_, err := s.db.AsyncFlush()
+	return err
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p,
@@ -193,8 +205,8 @@ type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...interface{}) {}
 func (quietLogger) Errorf(format string, args ...interface{}) {
-	slog.Error("coordinator: pebble: " + fmt.Sprintf(format, args...))
+	slog.Error("pebblestore: " + fmt.Sprintf(format, args...))
 }
 func (quietLogger) Fatalf(format string, args ...interface{}) {
-	panic(fmt.Sprintf("coordinator: pebble: "+format, args...))
+	panic(fmt.Sprintf("pebblestore: "+format, args...))
 }
