@@ -36,7 +36,7 @@ type Options struct {
 	// demos, tests and the simulator.
 	InMemory bool
 	// Store, when set, is used instead of opening Pebble (Dir and InMemory
-	// are ignored). Close closes it. A SharedStore (RedisStore) runs the
+	// are ignored). Close closes it. A SharedStore (redisstore.Store) runs the
 	// coordinator in shared mode (shared.go): stateless, so several
 	// coordinators may serve the same isolates and keys; GC is then left
 	// to the store's TTLs.

@@ -16,8 +16,9 @@
 //   - Package pebblestore (coordinator/pebblestore) is the merge.Store on
 //     Pebble, on disk or on vfs.NewMem(), and reports Pebble's background
 //     errors; Open uses it unless Options.Store is given.
-//   - RedisStore (redis.go) is a merge.SharedStore on a Redis Cluster: over
-//     it a Coordinator runs in shared mode (merge.SharedMerger,
+//   - Package redisstore (coordinator/redisstore) is a merge.SharedStore
+//     on a Redis Cluster (the command opens it for --store redis://...):
+//     over it a Coordinator runs in shared mode (merge.SharedMerger,
 //     sharedsync.go), holding no state between groups of batches, so
 //     several coordinators serve the same isolates and keys; each bucket's
 //     part of a group is written by one Lua script that checks key

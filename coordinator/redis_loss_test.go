@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -47,7 +48,7 @@ func measureLoss(t *testing.T, wait int) {
 		t.Fatal(err)
 	}
 	defer cl.Stop()
-	rs, err := OpenRedis(ctx, RedisOptions{Addrs: cl.Addrs(), Wait: wait, Timeout: 500 * time.Millisecond})
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: wait, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

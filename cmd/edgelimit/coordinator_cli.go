@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/internal/gctune"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -165,19 +166,19 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		where = "memory"
 	}
 	if *storeURL != "" {
-		ro, err := coordinator.ParseRedisURL(*storeURL)
+		ro, err := redisstore.ParseURL(*storeURL)
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("coordinator: %w", err)
 		}
-		coordinator.RedisCredentialsFromEnv(&ro)
+		redisstore.CredentialsFromEnv(&ro)
 		ro.Wait, ro.Buckets = *redisWait, *redisBuckets
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		rs, err := coordinator.OpenRedis(octx, ro)
+		rs, err := redisstore.Open(octx, ro)
 		cancel()
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("coordinator: %w", err)
 		}
 		opts.Store = rs
 		where = "redis cluster " + strings.Join(ro.Addrs, ",")

@@ -1,4 +1,9 @@
-package coordinator
+// Package redisstore is the merge.SharedStore on a Redis Cluster: several
+// coordinators share it, each running the merge core's shared-mode merger
+// (merge.SharedMerger) over it. Each bucket's part of a group of batches is
+// written by one Lua script that checks key versions and the isolates'
+// marks in that hash slot.
+package redisstore
 
 import (
 	"cmp"
@@ -19,27 +24,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis Cluster layout (see shared.go for the protocol):
+// Redis Cluster layout (see coordinator/merge/shared.go for the protocol):
 //
 //	{el:B}<storage key>     key record: 20-digit version, then the shared record
 //	{el:B}m<isolate>        the isolate's mark in bucket B: the last Seq applied there
 //	el:h<isolate>           hash: s = Seq, v = the isolate's high-water mark (hwmState)
 //
-// B = FNV-1a(storage key) mod RedisOptions.Buckets: one hash tag, so one
+// B = FNV-1a(storage key) mod Options.Buckets: one hash tag, so one
 // hash slot, per bucket; a sub-batch's keys and its mark share that slot
 // and are written by one script.
 
-// DefaultRedisBuckets is RedisOptions.Buckets by default: 64 hash slots,
+// DefaultBuckets is Options.Buckets by default: 64 hash slots,
 // enough to spread the keys over up to 16 masters (give every master at
 // least 4). A batch costs Redis one mark and one script call per bucket it
 // touches, so fewer buckets are cheaper for large batches: with batches of
 // 100 keys on 3 masters, 16 buckets took 15-19 µs of master time per delta,
 // 64 took 28, 256 took 34 and 1024 took 37-46 (one run each, 3 s, this
 // 2-core VM).
-const DefaultRedisBuckets = 64
+const DefaultBuckets = 64
 
-// RedisOptions configure OpenRedis. Zero fields take the defaults.
-type RedisOptions struct {
+// Options configure Open. Zero fields take the defaults.
+type Options struct {
 	// Addrs are the seed nodes of the cluster (host:port); the others are
 	// discovered. Required.
 	Addrs []string
@@ -57,7 +62,7 @@ type RedisOptions struct {
 	// Buckets is the number of buckets (hash tags, so hash slots) the keys
 	// are spread over: at least 4 per master. Every coordinator of a
 	// cluster must use the same, and changing it moves every key (the
-	// state starts from zero). Default DefaultRedisBuckets (64).
+	// state starts from zero). Default DefaultBuckets (64).
 	Buckets int
 	// Timeout bounds one command (dial, read, write). Default 2s.
 	Timeout time.Duration
@@ -65,20 +70,20 @@ type RedisOptions struct {
 	PoolSize int
 }
 
-// ParseRedisURL parses "redis://HOST:PORT[,HOST:PORT...]" into its
+// ParseURL parses "redis://HOST:PORT[,HOST:PORT...]" into its
 // addresses. A user and password in the URL are taken too (prefer
 // EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD: command lines are
 // visible to other users).
-func ParseRedisURL(s string) (RedisOptions, error) {
-	var o RedisOptions
+func ParseURL(s string) (Options, error) {
+	var o Options
 	rest, ok := strings.CutPrefix(s, "redis://")
 	if !ok {
-		return o, fmt.Errorf("coordinator: store %q: want redis://HOST:PORT[,HOST:PORT...]", s)
+		return o, fmt.Errorf("redisstore: store %q: want redis://HOST:PORT[,HOST:PORT...]", s)
 	}
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		u, err := url.Parse("redis://" + rest[:at+1] + "x")
 		if err != nil {
-			return o, fmt.Errorf("coordinator: store: %w", err)
+			return o, fmt.Errorf("redisstore: store: %w", err)
 		}
 		o.Username = u.User.Username()
 		o.Password, _ = u.User.Password()
@@ -90,12 +95,12 @@ func ParseRedisURL(s string) (RedisOptions, error) {
 			continue
 		}
 		if _, _, err := splitHostPort(a); err != nil {
-			return o, fmt.Errorf("coordinator: store %q: %w", s, err)
+			return o, fmt.Errorf("redisstore: store %q: %w", s, err)
 		}
 		o.Addrs = append(o.Addrs, a)
 	}
 	if len(o.Addrs) == 0 {
-		return o, fmt.Errorf("coordinator: store %q: no HOST:PORT", s)
+		return o, fmt.Errorf("redisstore: store %q: no HOST:PORT", s)
 	}
 	return o, nil
 }
@@ -112,9 +117,9 @@ func splitHostPort(a string) (string, int, error) {
 	return a[:i], p, nil
 }
 
-// RedisCredentialsFromEnv fills o.Username and o.Password from
+// CredentialsFromEnv fills o.Username and o.Password from
 // EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD when set.
-func RedisCredentialsFromEnv(o *RedisOptions) {
+func CredentialsFromEnv(o *Options) {
 	if v := os.Getenv("EDGELIMIT_REDIS_USERNAME"); v != "" {
 		o.Username = v
 	}
@@ -123,22 +128,22 @@ func RedisCredentialsFromEnv(o *RedisOptions) {
 	}
 }
 
-// RedisStore is the SharedStore on a Redis Cluster: coordinators over the
+// Store is the SharedStore on a Redis Cluster: coordinators over the
 // same cluster form a stateless tier (shared.go). Durability is Redis's:
 // a write is acknowledged once the master applied it (and, with
-// RedisOptions.Wait, once that many replicas did).
-type RedisStore struct {
+// Options.Wait, once that many replicas did).
+type Store struct {
 	rdb  *redis.ClusterClient
-	opts RedisOptions
+	opts Options
 }
 
-// OpenRedis connects to the cluster of o.Addrs and checks it answers.
-func OpenRedis(ctx context.Context, o RedisOptions) (*RedisStore, error) {
+// Open connects to the cluster of o.Addrs and checks it answers.
+func Open(ctx context.Context, o Options) (*Store, error) {
 	if len(o.Addrs) == 0 {
-		return nil, errors.New("coordinator: redis: no address")
+		return nil, errors.New("redisstore: no address")
 	}
 	if o.Buckets <= 0 {
-		o.Buckets = DefaultRedisBuckets
+		o.Buckets = DefaultBuckets
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
@@ -154,27 +159,29 @@ func OpenRedis(ctx context.Context, o RedisOptions) (*RedisStore, error) {
 		PoolSize: o.PoolSize, MaxRedirects: 8, MaxRetries: 2, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("coordinator: redis: %s: %w", strings.Join(o.Addrs, ","), err)
+		return nil, fmt.Errorf("redisstore: %s: %w", strings.Join(o.Addrs, ","), err)
 	}
-	return &RedisStore{rdb: rdb, opts: o}, nil
+	return &Store{rdb: rdb, opts: o}, nil
 }
 
 // Client returns the cluster client (for tests and benchmarks).
-func (s *RedisStore) Client() *redis.ClusterClient { return s.rdb }
+func (s *Store) Client() *redis.ClusterClient { return s.rdb }
 
-func (s *RedisStore) tag(bucket int) string { return "{el:" + strconv.Itoa(bucket) + "}" }
+// Tag returns the hash tag of bucket, which starts the Redis keys of the
+// bucket (its key records and its isolates' marks).
+func (s *Store) Tag(bucket int) string { return "{el:" + strconv.Itoa(bucket) + "}" }
 
 // Bucket returns the bucket of a storage key.
-func (s *RedisStore) Bucket(key []byte) int {
+func (s *Store) Bucket(key []byte) int {
 	h := fnv.New64a()
 	h.Write(key)
 	return int(h.Sum64() % uint64(s.opts.Buckets))
 }
 
-// rkey maps a storage key to its Redis key.
-func (s *RedisStore) rkey(key []byte) string {
+// RedisKey maps a storage key to its Redis key.
+func (s *Store) RedisKey(key []byte) string {
 	if len(key) > 0 && key[0] == merge.PrefixKey {
-		return s.tag(s.Bucket(key)) + string(key)
+		return s.Tag(s.Bucket(key)) + string(key)
 	}
 	return "el:" + string(key)
 }
@@ -199,26 +206,26 @@ func versionPrefix(n uint64) string {
 
 // Get returns the value of a key record (without its version), of an
 // isolate's high-water mark, or of any other key.
-func (s *RedisStore) Get(key []byte) ([]byte, bool, error) {
+func (s *Store) Get(key []byte) ([]byte, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
 	var v string
 	var err error
 	if len(key) > 0 && key[0] == merge.PrefixHWM {
-		v, err = s.rdb.HGet(ctx, s.rkey(key), "v").Result()
+		v, err = s.rdb.HGet(ctx, s.RedisKey(key), "v").Result()
 	} else {
-		v, err = s.rdb.Get(ctx, s.rkey(key)).Result()
+		v, err = s.rdb.Get(ctx, s.RedisKey(key)).Result()
 	}
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("coordinator: redis: get: %w", err)
+		return nil, false, fmt.Errorf("redisstore: get: %w", err)
 	}
 	if len(key) > 0 && key[0] == merge.PrefixKey {
 		vv, err := splitVersioned(v)
 		if err != nil {
-			return nil, false, fmt.Errorf("coordinator: redis: get: %w", err)
+			return nil, false, fmt.Errorf("redisstore: get: %w", err)
 		}
 		return vv.Value, true, nil
 	}
@@ -228,15 +235,15 @@ func (s *RedisStore) Get(key []byte) ([]byte, bool, error) {
 // Commit deletes the keys of ops (one by one: each delete is atomic on its
 // own). Sets and range deletes are refused: key records are written only
 // through WriteShared.
-func (s *RedisStore) Commit(ops []merge.Op) error {
+func (s *Store) Commit(ops []merge.Op) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
 	defer cancel()
 	for _, op := range ops {
 		if !op.Delete || op.End != nil {
-			return errors.New("coordinator: redis: only single-key deletes are committed directly")
+			return errors.New("redisstore: only single-key deletes are committed directly")
 		}
-		if err := s.rdb.Del(ctx, s.rkey(op.Key)).Err(); err != nil {
-			return fmt.Errorf("coordinator: redis: del: %w", err)
+		if err := s.rdb.Del(ctx, s.RedisKey(op.Key)).Err(); err != nil {
+			return fmt.Errorf("redisstore: del: %w", err)
 		}
 	}
 	return nil
@@ -245,7 +252,7 @@ func (s *RedisStore) Commit(ops []merge.Op) error {
 // Scan visits the key records and high-water marks of prefix (in storage
 // key order, by SCAN over every master; for admin use, not the hot path).
 // The log prefix is always empty: shared mode keeps no log.
-func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
+func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
 	if len(prefix) == 0 || (prefix[0] != merge.PrefixKey && prefix[0] != merge.PrefixHWM) {
 		return nil
 	}
@@ -278,7 +285,7 @@ func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool)
 		return it.Err()
 	})
 	if err != nil {
-		return fmt.Errorf("coordinator: redis: scan: %w", err)
+		return fmt.Errorf("redisstore: scan: %w", err)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
@@ -294,11 +301,11 @@ func (s *RedisStore) Scan(prefix, start []byte, fn func(key, value []byte) bool)
 }
 
 // Close closes the connections.
-func (s *RedisStore) Close() error { return s.rdb.Close() }
+func (s *Store) Close() error { return s.rdb.Close() }
 
 // ReadShared reads keys, marks and isolates' high-water marks in one
 // pipeline (one round trip per master).
-func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []merge.MarkRef, isolates []string) ([]merge.Versioned, []int64, [][]byte, error) {
+func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.MarkRef, isolates []string) ([]merge.Versioned, []int64, [][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	kc := make([]*redis.StringCmd, len(keys))
@@ -306,18 +313,18 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []merg
 	hc := make([]*redis.StringCmd, len(isolates))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
-			kc[i] = p.Get(ctx, s.rkey(k))
+			kc[i] = p.Get(ctx, s.RedisKey(k))
 		}
 		for i, m := range marks {
-			mc[i] = p.Get(ctx, s.tag(m.Bucket)+"m"+m.Isolate)
+			mc[i] = p.Get(ctx, s.Tag(m.Bucket)+"m"+m.Isolate)
 		}
 		for i, iso := range isolates {
-			hc[i] = p.HGet(ctx, s.rkey([]byte(merge.HWMStorageKey(iso))), "v")
+			hc[i] = p.HGet(ctx, s.RedisKey([]byte(merge.HWMStorageKey(iso))), "v")
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, nil, fmt.Errorf("coordinator: redis: read: %w", err)
+		return nil, nil, nil, fmt.Errorf("redisstore: read: %w", err)
 	}
 	result := func(c *redis.StringCmd) (string, bool, error) {
 		v, err := c.Result()
@@ -325,7 +332,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []merg
 			return "", false, nil
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("coordinator: redis: read: %w", err)
+			return "", false, fmt.Errorf("redisstore: read: %w", err)
 		}
 		return v, true, nil
 	}
@@ -339,7 +346,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []merg
 			continue
 		}
 		if vals[i], err = splitVersioned(v); err != nil {
-			return nil, nil, nil, fmt.Errorf("coordinator: redis: read %q: %w", keys[i], err)
+			return nil, nil, nil, fmt.Errorf("redisstore: read %q: %w", keys[i], err)
 		}
 	}
 	seqs := make([]int64, len(marks))
@@ -352,7 +359,7 @@ func (s *RedisStore) ReadShared(ctx context.Context, keys [][]byte, marks []merg
 			continue
 		}
 		if seqs[i], err = strconv.ParseInt(v, 10, 64); err != nil {
-			return nil, nil, nil, fmt.Errorf("coordinator: redis: mark %q: %w", v, merge.ErrCorrupt)
+			return nil, nil, nil, fmt.Errorf("redisstore: mark %q: %w", v, merge.ErrCorrupt)
 		}
 	}
 	hwms := make([][]byte, len(isolates))
@@ -412,11 +419,11 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 
 // evalOnMasters runs each script call on the master of its first key,
 // grouped per master into one pipeline (one round trip per master), with
-// WAIT at the end of each pipeline when RedisOptions.Wait is set. It
+// WAIT at the end of each pipeline when Options.Wait is set. It
 // returns each call's integer result.
 // ran reports, per call, whether its script ran (res holds its result)
 // even when err reports a failure (of other calls, or of WAIT).
-func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
+func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
 	// Room for the pipeline and for WAIT's own timeout, so that a WAIT not
 	// met is answered as such rather than cut by the deadline.
 	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.Timeout+s.opts.WaitTimeout)
@@ -431,7 +438,7 @@ func (s *RedisStore) evalOnMasters(ctx context.Context, calls []scriptCall) (res
 		node, err := s.rdb.MasterForKey(ctx, c.keys[0])
 		if err != nil {
 			s.rdb.ReloadState(ctx)
-			return nil, make([]bool, len(calls)), fmt.Errorf("coordinator: redis: master of %q: %w", c.keys[0], err)
+			return nil, make([]bool, len(calls)), fmt.Errorf("redisstore: master of %q: %w", c.keys[0], err)
 		}
 		g := groups[node]
 		if g == nil {
@@ -466,7 +473,7 @@ type scriptCall struct {
 	args   []any
 }
 
-func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool) error {
+func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool) error {
 	addr := node.Options().Addr
 	cmds := make([]*redis.Cmd, len(idx))
 	var waits []*redis.Cmd
@@ -523,15 +530,15 @@ func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []
 		res[i], ran[i] = v, true
 	}
 	if err = cmp.Or(first, err); err != nil {
-		return fmt.Errorf("coordinator: redis: write on %s: %w", addr, err)
+		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
 	}
 	for _, wait := range waits {
 		n, err := wait.Int64()
 		if err != nil {
-			return fmt.Errorf("coordinator: redis: WAIT on %s: %w", addr, err)
+			return fmt.Errorf("redisstore: WAIT on %s: %w", addr, err)
 		}
 		if n < int64(s.opts.Wait) {
-			return fmt.Errorf("coordinator: redis: WAIT on %s: %d of %d replicas acknowledged within %s", addr, n, s.opts.Wait, s.opts.WaitTimeout)
+			return fmt.Errorf("redisstore: WAIT on %s: %d of %d replicas acknowledged within %s", addr, n, s.opts.Wait, s.opts.WaitTimeout)
 		}
 	}
 	return nil
@@ -539,11 +546,11 @@ func (s *RedisStore) evalGroup(ctx context.Context, node *redis.Client, calls []
 
 // WriteShared performs subs (see SubWrite), one script call each, grouped
 // per master.
-func (s *RedisStore) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge.SubOutcome, error) {
+func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge.SubOutcome, error) {
 	calls := make([]scriptCall, len(subs))
 	for i := range subs {
 		w := &subs[i]
-		t := s.tag(w.Bucket)
+		t := s.Tag(w.Bucket)
 		keys := make([]string, 0, len(w.Marks)+len(w.Keys))
 		args := make([]any, 0, 1+2*len(w.Marks)+3*len(w.Keys))
 		args = append(args, len(w.Marks))
@@ -552,9 +559,9 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]
 			args = append(args, m.Seq, ms(m.TTL))
 		}
 		for j, k := range w.Keys {
-			rk := s.rkey(k)
+			rk := s.RedisKey(k)
 			if !strings.HasPrefix(rk, t) {
-				return nil, fmt.Errorf("coordinator: redis: key %q is not in bucket %d", k, w.Bucket)
+				return nil, fmt.Errorf("redisstore: key %q is not in bucket %d", k, w.Bucket)
 			}
 			keys = append(keys, rk)
 			want := ""
@@ -580,7 +587,7 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]
 		case r == 2:
 			outs[i] = merge.SubDuplicate
 		default:
-			return nil, fmt.Errorf("coordinator: redis: script answered %d", r)
+			return nil, fmt.Errorf("redisstore: script answered %d", r)
 		}
 	}
 	return outs, err
@@ -588,14 +595,14 @@ func (s *RedisStore) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]
 
 // AdvanceMarks advances isolates' high-water marks (each unless already at
 // its seq or beyond), grouped per master.
-func (s *RedisStore) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
+func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
 	calls := make([]scriptCall, len(marks))
 	for i, m := range marks {
-		calls[i] = scriptCall{script: markScript, keys: []string{s.rkey([]byte(merge.HWMStorageKey(m.Isolate)))},
+		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
 			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
 	}
 	_, _, err := s.evalOnMasters(ctx, calls)
 	return err
 }
 
-var _ merge.SharedStore = (*RedisStore)(nil)
+var _ merge.SharedStore = (*Store)(nil)
