@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/edge/host"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
@@ -300,7 +301,7 @@ func clusterIngest(n, wait int) func(ctx context.Context, d time.Duration) (Syst
 		}
 		var urls []string
 		for i := 0; i < n; i++ {
-			rs, err := coordinator.OpenRedis(ctx, coordinator.RedisOptions{Addrs: cl.Addrs(), Wait: wait})
+			rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: wait})
 			if err != nil {
 				return SystemResult{}, err
 			}

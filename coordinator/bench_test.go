@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -91,7 +93,7 @@ func BenchmarkRestart1MKeys(b *testing.B) {
 	dir := b.TempDir()
 	cfg := floodConfig()
 	now := time.Now().UnixNano()
-	c, err := Open(Options{Dir: dir, Config: cfg, Merger: MergerOptions{MaxCachedKeys: 1 << 16}})
+	c, err := Open(Options{Dir: dir, Config: cfg, Merger: merge.MergerOptions{MaxCachedKeys: 1 << 16}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -182,11 +184,11 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 	cfg := floodConfig()
 	now := time.Now().UnixNano()
 	w := now / int64(time.Hour)
-	s, err := OpenPebble(vfs.Default, dir)
+	s, err := pebblestore.Open(vfs.Default, dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := NewMerger(cfg, s, MergerOptions{})
+	m, err := merge.NewMerger(cfg, s, merge.MergerOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -201,23 +203,22 @@ func BenchmarkRestartAfterCrash1MKeys(b *testing.B) {
 			if _, err := m.Apply(bt, now); err != nil {
 				b.Fatal(err)
 			}
-			ops, gen := m.stage()
-			if err := s.Commit(ops); err != nil {
+			rd := m.Ready(now, to != keys) // checkpoint (when due) in the first fill only
+			if err := s.Commit(rd.Ops); err != nil {
 				b.Fatal(err)
 			}
-			m.committed(gen, nil)
-			if m.checkpointDue(now) && to == keys {
-				ck := m.checkpoint(now)
+			m.Advance(merge.Done{Gen: rd.Gen})
+			if ck := rd.Checkpoint; ck != nil {
 				ops, _ := ck.Ops()
 				if err := s.Commit(ops); err != nil {
 					b.Fatal(err)
 				}
-				m.checkpointed(ck, nil)
+				m.Advance(merge.Done{Checkpoint: ck})
 			}
 		}
 	}
-	fill(0, keys)                    // stored, checkpointed as the coordinator does
-	fill(0, DefaultCheckpointKeys-1) // logged only: what a crash leaves to replay
+	fill(0, keys)                          // stored, checkpointed as the coordinator does
+	fill(0, merge.DefaultCheckpointKeys-1) // logged only: what a crash leaves to replay
 	if err := s.Close(); err != nil {
 		b.Fatal(err)
 	}

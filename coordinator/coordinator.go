@@ -11,14 +11,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/dashboard"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // Errors returned by a Coordinator. Both map to HTTP 503.
 var (
 	// ErrUnavailable wraps a Store commit failure (full disk, I/O error):
-	// the batch was not applied and may be retried with the same Seq.
-	ErrUnavailable = errors.New("coordinator: store unavailable")
+	// the batch was not applied and may be retried with the same Seq. It is
+	// merge.ErrUnavailable.
+	ErrUnavailable = merge.ErrUnavailable
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("coordinator: closed")
 )
@@ -32,11 +36,11 @@ type Options struct {
 	// demos, tests and the simulator.
 	InMemory bool
 	// Store, when set, is used instead of opening Pebble (Dir and InMemory
-	// are ignored). Close closes it. A SharedStore (RedisStore) runs the
+	// are ignored). Close closes it. A SharedStore (redisstore.Store) runs the
 	// coordinator in shared mode (shared.go): stateless, so several
 	// coordinators may serve the same isolates and keys; GC is then left
 	// to the store's TTLs.
-	Store Store
+	Store merge.Store
 	// Config holds the limiters (the same configuration as the isolates');
 	// it must be valid (wire.Config.Validate).
 	Config wire.Config
@@ -58,7 +62,7 @@ type Options struct {
 	// DefaultGCBudget (20000).
 	GCBudget int
 	// Merger bounds the in-memory state; see MergerOptions.
-	Merger MergerOptions
+	Merger merge.MergerOptions
 }
 
 // DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
@@ -98,7 +102,7 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	var errs []error
 	if o.Store == nil && o.Dir == "" && !o.InMemory {
-		errs = append(errs, errors.New("coordinator: no data directory (set Options.Dir, or InMemory for a throwaway store, or Store)"))
+		errs = append(errs, errors.New("coordinator: no data directory (set Options.Dir, or InMemory for a throwaway store, or merge.Store)"))
 	}
 	if err := o.Config.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("coordinator: config: %w", err))
@@ -120,8 +124,8 @@ func (o *Options) Validate() error {
 // in flight are merged together and committed with one synced write.
 type Coordinator struct {
 	opts  Options
-	store Store
-	m     *Merger
+	store merge.Store
+	m     *merge.Merger
 	met   *metrics
 
 	mu sync.Mutex // guards m (held by the committer for a whole group)
@@ -135,20 +139,20 @@ type Coordinator struct {
 	gcStop   chan struct{}
 	gcDone   chan struct{}
 
-	storeDown  atomic.Bool   // the last commit failed
-	ckpt       *ckptJob      // the checkpoint being committed, or nil (c.mu)
-	ckptLate   atomic.Bool   // another checkpoint is due: the one in flight stops resting
-	lastJob    *commitJob    // the commit job of the last stage (c.mu)
-	dash       *dashboard    // what GET /ui shows (dashboard.go)
-	shared     *sharedMerger // set when the store is a SharedStore (shared.go)
-	sharedDone chan struct{} // closed when the shared merger's loop ends
+	storeDown  atomic.Bool          // the last commit failed
+	ckpt       *ckptJob             // the checkpoint being committed, or nil (c.mu)
+	ckptLate   atomic.Bool          // another checkpoint is due: the one in flight stops resting
+	lastJob    *commitJob           // the commit job of the last stage (c.mu)
+	dash       *dashboard.Dashboard // what GET /ui shows (package dashboard)
+	shared     *merge.SharedMerger  // set when the store is a SharedStore (shared.go)
+	sharedDone chan struct{}        // closed when the shared merger's loop ends
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
 // own goroutine once the stage it snapshots is durable, so the commits of
 // the next groups do not wait for it.
 type ckptJob struct {
-	ck    *CheckpointOps
+	ck    *merge.CheckpointOps
 	after *commitJob // the job committing the last stage ck covers
 	err   error
 	done  chan struct{}
@@ -161,7 +165,7 @@ func (c *Coordinator) checkpoint(j *ckptJob) {
 		return // the snapshot holds state that never became durable
 	}
 	start := time.Now()
-	var ops []Op
+	var ops []merge.Op
 	if ops, j.err = j.ck.Ops(); j.err == nil {
 		j.err = commitThrottled(c.store, ops, &c.ckptLate, c.opts.Clock)
 	}
@@ -180,7 +184,7 @@ const ckptChunk = 4096
 // grow). The last op (the log deletion) goes in the last chunk: until it
 // commits, a restart replays the log over the chunks already written,
 // which only rewrites the same states.
-func commitThrottled(s Store, ops []Op, late *atomic.Bool, clk clock.Clock) error {
+func commitThrottled(s merge.Store, ops []merge.Op, late *atomic.Bool, clk clock.Clock) error {
 	for len(ops) > 0 {
 		n := min(len(ops), ckptChunk)
 		t := clk.Now()
@@ -219,17 +223,17 @@ func (c *Coordinator) ckptSettle(wait bool) {
 		}
 	}
 	c.ckpt = nil
-	c.m.Advance(Done{Checkpoint: j.ck, Err: j.err})
+	c.m.Advance(merge.Done{Checkpoint: j.ck, Err: j.err})
 }
 
 // request is one unit of work for the committer.
 type request struct {
 	batch *wire.Batch
-	scope string      // isolate namespace of batch (scope.go)
-	pf    *Prefetched // cold keys of batch read by the request goroutine
+	scope string            // isolate namespace of batch (scope.go)
+	pf    *merge.Prefetched // cold keys of batch read by the request goroutine
 	reply *wire.Reply
-	stale int64                            // entries of batch dropped as stale (older than the key's window - 1)
-	fn    func(m *Merger, now int64) error // when batch is nil
+	stale int64                                  // entries of batch dropped as stale (older than the key's window - 1)
+	fn    func(m *merge.Merger, now int64) error // when batch is nil
 	err   error
 	done  chan struct{}
 }
@@ -247,31 +251,31 @@ func Open(opts Options) (*Coordinator, error) {
 		if opts.InMemory {
 			fs, dir = vfs.NewMem(), ""
 		}
-		if store, err = OpenPebble(fs, dir); err != nil {
+		if store, err = pebblestore.Open(fs, dir); err != nil {
 			return nil, err
 		}
 	}
-	m, err := NewMerger(opts.Config, store, opts.Merger)
+	m, err := merge.NewMerger(opts.Config, store, opts.Merger)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	if cs, ok := store.(ConcurrentStore); ok && cs.ConcurrentGet() {
+	if cs, ok := store.(merge.ConcurrentStore); ok && cs.ConcurrentGet() {
 		m.EnablePrefetch()
 	}
 	c := &Coordinator{opts: opts, store: store, m: m,
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	c.met = newMetrics(c)
-	c.dash = newDashboard(opts.Config, opts.Clock.Now())
-	m.dash = c.dash
-	if ss, ok := store.(SharedStore); ok {
-		if c.shared, err = newSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
+	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
+	m.SetObserver(c.dash)
+	if ss, ok := store.(merge.SharedStore); ok {
+		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
 			store.Close()
 			return nil, err
 		}
 		c.sharedDone = make(chan struct{})
-		c.shared.run(opts.Clock.Now, c.quit, c.sharedDone)
+		c.shared.Run(opts.Clock.Now, c.quit, c.sharedDone)
 	}
 	go c.loop()
 	if opts.GCInterval > 0 && c.shared == nil {
@@ -301,7 +305,7 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 }
 
 func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
-	defer func() { c.dash.synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now()) }()
+	defer func() { c.dash.Synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now()) }()
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -324,12 +328,12 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 }
 
 // KeyState returns the current state of (limiter, key).
-func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeyState, error) {
+func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*merge.KeyState, error) {
 	if c.shared != nil {
-		return c.shared.keyState(ctx, limiter, key, c.opts.Clock.Now())
+		return c.shared.KeyState(ctx, limiter, key, c.opts.Clock.Now())
 	}
-	var ks *KeyState
-	err := c.do(ctx, func(m *Merger, now int64) (err error) {
+	var ks *merge.KeyState
+	err := c.do(ctx, func(m *merge.Merger, now int64) (err error) {
 		ks, err = m.KeyState(limiter, key, now)
 		return err
 	})
@@ -339,15 +343,15 @@ func (c *Coordinator) KeyState(ctx context.Context, limiter, key string) (*KeySt
 // ResetKey clears (limiter, key) durably.
 func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 	if c.shared != nil {
-		err := c.shared.reset(limiter, key)
+		err := c.shared.Reset(limiter, key)
 		if err == nil {
-			c.dash.forget(limiter, key)
+			c.dash.Forget(limiter, key)
 		}
 		return err
 	}
-	err := c.do(ctx, func(m *Merger, now int64) error { return m.ResetAt(limiter, key, now) })
+	err := c.do(ctx, func(m *merge.Merger, now int64) error { return m.ResetAt(limiter, key, now) })
 	if err == nil {
-		c.dash.forget(limiter, key)
+		c.dash.Forget(limiter, key)
 	}
 	return err
 }
@@ -359,14 +363,14 @@ func (c *Coordinator) GC(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	var n int
-	err := c.do(ctx, func(m *Merger, now int64) (err error) {
+	err := c.do(ctx, func(m *merge.Merger, now int64) (err error) {
 		n, err = m.GC(now, c.opts.GCBudget)
 		return err
 	})
 	return n, err
 }
 
-func (c *Coordinator) do(ctx context.Context, fn func(m *Merger, now int64) error) error {
+func (c *Coordinator) do(ctx context.Context, fn func(m *merge.Merger, now int64) error) error {
 	r := &request{fn: fn, done: make(chan struct{})}
 	if err := c.submit(ctx, r); err != nil {
 		return err
@@ -436,9 +440,9 @@ func (c *Coordinator) loop() {
 		now := c.opts.Clock.Now()
 		for _, r := range group {
 			if r.batch != nil {
-				stale := c.m.stats.DeltasStale
+				stale := c.m.Stats().DeltasStale
 				r.reply, r.err = c.m.ApplyAs(r.batch, r.scope, now, r.pf)
-				r.pf, r.stale = nil, c.m.stats.DeltasStale-stale
+				r.pf, r.stale = nil, c.m.Stats().DeltasStale-stale
 			} else {
 				r.err = r.fn(c.m, now)
 			}
@@ -467,7 +471,7 @@ func (c *Coordinator) loop() {
 // commitJob is one group on its way to the store.
 type commitJob struct {
 	group []*request
-	ops   []Op
+	ops   []merge.Op
 	gen   int64
 	// aborts is Merger.Aborts when the group was applied; after a failed
 	// commit, the failed job's aborts is Merger.Aborts after the abort.
@@ -481,10 +485,10 @@ func (c *Coordinator) commit(j *commitJob) {
 		start := time.Now()
 		j.err = c.store.Commit(j.ops)
 		c.met.observeCommit(time.Since(start), len(j.group))
-		c.dash.committed(time.Since(start))
+		c.dash.Committed(time.Since(start))
 	}
 	c.mu.Lock()
-	c.m.Advance(Done{Gen: j.gen, Err: j.err})
+	c.m.Advance(merge.Done{Gen: j.gen, Err: j.err})
 	if j.err != nil {
 		j.aborts = c.m.Aborts()
 	}
@@ -533,13 +537,13 @@ func (c *Coordinator) checkpointNow() error {
 	for c.ckpt != nil {
 		c.ckptSettle(true)
 	}
-	if c.lastJob == nil || !c.m.checkpointDue(math.MaxInt64) {
+	if c.lastJob == nil || !c.m.CheckpointDue(math.MaxInt64) {
 		c.mu.Unlock()
 		return nil
 	}
 	// Between two groups nothing is applied but not staged, and the
 	// checkpoint waits for the last stage to be durable.
-	j := &ckptJob{ck: c.m.checkpoint(c.opts.Clock.Now()), after: c.lastJob, done: make(chan struct{})}
+	j := &ckptJob{ck: c.m.Checkpoint(c.opts.Clock.Now()), after: c.lastJob, done: make(chan struct{})}
 	c.ckpt = j
 	c.mu.Unlock()
 	c.checkpoint(j)
@@ -584,7 +588,7 @@ func (c *Coordinator) Close() error {
 }
 
 // withMerger runs fn with the Merger locked (between two groups).
-func (c *Coordinator) withMerger(fn func(m *Merger)) {
+func (c *Coordinator) withMerger(fn func(m *merge.Merger)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fn(c.m)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -56,8 +58,8 @@ func TestMergeDataDriven(t *testing.T) {
 type mergeHarness struct {
 	dir   string
 	cfg   wire.Config
-	store *PebbleStore
-	m     *Merger
+	store *pebblestore.Store
+	m     *merge.Merger
 }
 
 func (h *mergeHarness) close() {
@@ -69,11 +71,11 @@ func (h *mergeHarness) close() {
 
 func (h *mergeHarness) open() error {
 	h.close()
-	s, err := OpenPebble(vfs.Default, h.dir)
+	s, err := pebblestore.Open(vfs.Default, h.dir)
 	if err != nil {
 		return err
 	}
-	m, err := NewMerger(h.cfg, s, MergerOptions{})
+	m, err := merge.NewMerger(h.cfg, s, merge.MergerOptions{})
 	if err != nil {
 		s.Close()
 		return err

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -220,7 +221,7 @@ func (cs *e2eClients) checkCounts(t *testing.T, url string, w0 int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ks KeyState
+		var ks merge.KeyState
 		err = json.NewDecoder(resp.Body).Decode(&ks)
 		resp.Body.Close()
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -235,7 +236,7 @@ func TestOpenAdmissionsCountedAfterOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	edge.Wait()
-	var ks KeyState
+	var ks merge.KeyState
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		ks, err = globalCount(ca, "big", "k")

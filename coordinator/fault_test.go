@@ -12,18 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // flakyStore fails every Commit while failing is set, like a full disk.
 type flakyStore struct {
-	Store
+	merge.Store
 	failing atomic.Bool
 }
 
 var errDiskFull = errors.New("no space left on device")
 
-func (s *flakyStore) Commit(ops []Op) error {
+func (s *flakyStore) Commit(ops []merge.Op) error {
 	if s.failing.Load() {
 		return errDiskFull
 	}
@@ -31,7 +33,7 @@ func (s *flakyStore) Commit(ops []Op) error {
 }
 
 func TestStoreWriteErrorThen503ThenRecovery(t *testing.T) {
-	inner, err := OpenPebble(vfs.NewMem(), "")
+	inner, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func indexOf(s, sub string) int {
 // retries with the same Seq until acknowledged. Every acknowledged delta is
 // counted exactly once.
 func TestFlappingStoreExactlyOnce(t *testing.T) {
-	inner, err := OpenPebble(vfs.NewMem(), "")
+	inner, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

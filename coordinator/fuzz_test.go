@@ -2,9 +2,9 @@ package coordinator
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -17,7 +17,7 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{0x85, 0xa1, 'v', 0x01})
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x81, 0xa1, 'e', 0xdd, 0x7f, 0xff, 0xff, 0xff})
-	m, err := NewMerger(testConfig(), nil, MergerOptions{})
+	m, err := merge.NewMerger(testConfig(), nil, merge.MergerOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -47,39 +47,6 @@ func FuzzDecodeBatch(f *testing.F) {
 			if !errors.As(err, &fe) || fe.Field == "" {
 				t.Fatalf("check error without a field: %v", err)
 			}
-		}
-	})
-}
-
-// FuzzWalkLog runs the log record decoder (what a restart reads back) on
-// arbitrary bytes: it must never panic, and the ops of every record it
-// accepts must re-encode to a record with the same ops.
-func FuzzWalkLog(f *testing.F) {
-	set, _ := appendLogSet(nil, "kfwk", []byte{1, 2, 3})
-	f.Add(appendLogDelete(set, []byte("hiso")))
-	f.Add([]byte{'s', 0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Add([]byte{'d'})
-	read := func(rec []byte) ([]string, []byte, error) {
-		var ops []string
-		var out []byte
-		err := walkLog(rec, func(k, v []byte, del bool) {
-			ops = append(ops, fmt.Sprintf("%q %q %v", k, v, del))
-			if del {
-				out = appendLogDelete(out, k)
-			} else {
-				out, _ = appendLogSet(out, k, v)
-			}
-		})
-		return ops, out, err
-	}
-	f.Fuzz(func(t *testing.T, rec []byte) {
-		ops, out, err := read(rec)
-		if err != nil {
-			return
-		}
-		again, _, err := read(out)
-		if err != nil || fmt.Sprint(again) != fmt.Sprint(ops) {
-			t.Fatalf("ops %v re-read as %v (%v)", ops, again, err)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -60,7 +61,7 @@ func TestDiskFullOnFlushIsUnhealthy(t *testing.T) {
 		}
 		return nil
 	}))
-	store, err := openPebbleFS(t.TempDir(), fs, false)
+	store, err := pebblestore.Open(fs, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestDiskFullOnFlushIsUnhealthy(t *testing.T) {
 	}
 	waitHealth(t, srv.URL, 200)
 	full.Store(true)
-	if _, err := store.db.AsyncFlush(); err != nil {
+	if err := store.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	waitHealth(t, srv.URL, 503)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -82,7 +83,7 @@ func viewOf(t testing.TB, rp *wire.Reply, limiter, key string) wire.View {
 	return wire.View{}
 }
 
-func getKey(t testing.TB, c *Coordinator, limiter, key string) *KeyState {
+func getKey(t testing.TB, c *Coordinator, limiter, key string) *merge.KeyState {
 	t.Helper()
 	ks, err := c.KeyState(context.Background(), limiter, key)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -28,7 +29,7 @@ const MsgpackContentType = "application/msgpack"
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
-//	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (ui.go, api_dashboard.go)
+//	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
 //
 // /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set;
 // each token is its own namespace of isolate ids (scope.go).
@@ -45,7 +46,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
 	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
 	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
-	c.dashboardRoutes(mux)
+	c.dash.Routes(mux, dashSource{c}, c.auth)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
 			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
@@ -113,7 +114,7 @@ func (c *Coordinator) fail(w http.ResponseWriter, status int, kind, field, title
 func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	var fe *wire.FieldError
 	var mbe *http.MaxBytesError
-	var se *SeqError
+	var se *merge.SeqError
 	switch {
 	case errors.As(err, &se):
 		c.fail(w, http.StatusConflict, "seq_"+string(se.Anomaly), "seq", "Batch out of sequence", se.Error())
@@ -129,13 +130,13 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 			kind = "too_many_entries"
 		case strings.HasSuffix(fe.Field, ".limiter") && strings.HasPrefix(fe.Err.Error(), "unknown limiter"):
 			kind = "unknown_limiter"
-		case errors.Is(fe.Err, ErrClockSkew):
+		case errors.Is(fe.Err, merge.ErrClockSkew):
 			kind = "clock_skew"
 		}
 		c.fail(w, http.StatusBadRequest, kind, fe.Field, "Invalid sync batch", fe.Error())
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):
 		c.fail(w, http.StatusServiceUnavailable, "unavailable", "", "Coordinator unavailable", err.Error())
-	case errors.Is(err, ErrUnknownLimiter):
+	case errors.Is(err, merge.ErrUnknownLimiter):
 		c.fail(w, http.StatusNotFound, "not_found", "name", "Unknown limiter", err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		c.fail(w, http.StatusServiceUnavailable, "unavailable", "", "Request cancelled", err.Error())

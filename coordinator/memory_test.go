@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -66,7 +67,7 @@ func TestMemoryBoundedUnderKeyFlood(t *testing.T) {
 	// A fixed clock: the test must not straddle an hour's window boundary.
 	now := time.Now().UnixNano()
 	c, err := Open(Options{Dir: t.TempDir(), Config: floodConfig(), GCInterval: -1,
-		Clock: clock.Func(func() int64 { return now }), Merger: MergerOptions{MaxCachedKeys: capKeys}})
+		Clock: clock.Func(func() int64 { return now }), Merger: merge.MergerOptions{MaxCachedKeys: capKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestMemoryBoundedUnderKeyFlood(t *testing.T) {
 	floodKeys(t, c, 50_000, 200_000, &seq, now)
 	end := heapAfterGC()
 	var cached int
-	c.withMerger(func(m *Merger) { cached = m.CachedKeys() })
+	c.withMerger(func(m *merge.Merger) { cached = m.CachedKeys() })
 	t.Logf("heap after GC: %.1f MiB at 50,000 keys, %.1f MiB at 200,000 keys; %d keys cached (cap %d)",
 		float64(base)/(1<<20), float64(end)/(1<<20), cached, capKeys)
 	if cached > capKeys+1000 {
@@ -114,7 +115,7 @@ func BenchmarkKeyFlood1M(b *testing.B) {
 		}
 		el := time.Since(start)
 		var cached int
-		c.withMerger(func(m *Merger) { cached = m.CachedKeys() })
+		c.withMerger(func(m *merge.Merger) { cached = m.CachedKeys() })
 		b.Logf("1,000,000 unique keys in %s; heap after GC (MiB) at 250k/500k/750k/1M keys: %.1f; %d keys cached",
 			el, heaps, cached)
 		b.ReportMetric(heaps[len(heaps)-1], "heap-MiB")
@@ -273,7 +274,7 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 		el := time.Since(start)
 		srv.Close()
 		var cached int
-		c.withMerger(func(m *Merger) { cached = m.CachedKeys() })
+		c.withMerger(func(m *merge.Merger) { cached = m.CachedKeys() })
 		ks, err := c.KeyState(context.Background(), "default", "flood-key-7")
 		if err != nil || ks.Count != 1 {
 			b.Fatalf("flood-key-7 after the flood: %+v, %v", ks, err)

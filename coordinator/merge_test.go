@@ -6,6 +6,8 @@ import (
 	"github.com/edgelimit/edgelimit/clock"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -77,10 +79,10 @@ func TestBucketTAT(t *testing.T) {
 		t.Fatalf("view %+v", v) // max(TAT, now-period) + T
 	}
 	// 128-bit math: a huge delta on a long period saturates instead of wrapping.
-	if got := mulDiv(wire.MaxLimit, wire.MaxPeriod, 1); got <= 0 {
+	if got := limitmath.MulDiv(wire.MaxLimit, wire.MaxPeriod, 1); got <= 0 {
 		t.Fatalf("mulDiv overflowed: %d", got)
 	}
-	if got := mulDiv(3, 1e9, 7); got != 428571428 {
+	if got := limitmath.MulDiv(3, 1e9, 7); got != 428571428 {
 		t.Fatalf("mulDiv = %d", got)
 	}
 }
@@ -112,7 +114,7 @@ func TestDuplicateNotAppliedTwice(t *testing.T) {
 	if v := viewOf(t, rp, "fw", "k"); v.Count != 6 {
 		t.Fatalf("view %+v", v)
 	}
-	if _, err := c.Sync(context.Background(), b); !errors.Is(err, ErrSequence) {
+	if _, err := c.Sync(context.Background(), b); !errors.Is(err, merge.ErrSequence) {
 		t.Fatalf("seq 1 after 2: %v", err)
 	}
 	if s := c.mergeStats(); s.Duplicates != 3 || s.Batches != 2 || s.SeqRefused != 1 {
@@ -189,8 +191,8 @@ func TestGCDeletesExpiredKeysAndIdleIsolates(t *testing.T) {
 		}
 	}
 	n := 0
-	c.withMerger(func(m *Merger) {
-		m.store.Scan([]byte{prefixHWM}, nil, func(k, v []byte) bool { n++; return true })
+	c.withMerger(func(*merge.Merger) { // between two groups
+		c.store.Scan([]byte{merge.PrefixHWM}, nil, func(k, v []byte) bool { n++; return true })
 	})
 	if n != 0 {
 		t.Fatalf("%d high-water marks left after the TTL", n)

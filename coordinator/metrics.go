@@ -3,6 +3,8 @@ package coordinator
 import (
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -47,17 +49,17 @@ func newMetrics(c *Coordinator) *metrics {
 	mt.errors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "request_errors_total",
 		Help: "HTTP requests rejected or failed, by kind."}, []string{"kind"})
 	// counter exports one field of the Merger's stats.
-	counter := func(name, help string, f func(s MergeStats) int64) prometheus.Collector {
+	counter := func(name, help string, f func(s merge.MergeStats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: ns + name, Help: help}, func() float64 {
 			return float64(f(c.mergeStats()))
 		})
 	}
 	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors,
-		counter("checkpoints_total", "Checkpoints committed.", func(s MergeStats) int64 { return s.Checkpoints }),
-		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s MergeStats) int64 { return s.Replayed }),
-		counter("syncs_total", "Sync batches applied.", func(s MergeStats) int64 { return s.Batches }),
-		counter("duplicates_dropped_total", "Retries of an isolate's last applied batch, not applied again.", func(s MergeStats) int64 { return s.Duplicates }),
-		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict).", func(s MergeStats) int64 { return s.SeqRefused }),
+		counter("checkpoints_total", "Checkpoints committed.", func(s merge.MergeStats) int64 { return s.Checkpoints }),
+		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s merge.MergeStats) int64 { return s.Replayed }),
+		counter("syncs_total", "Sync batches applied.", func(s merge.MergeStats) int64 { return s.Batches }),
+		counter("duplicates_dropped_total", "Retries of an isolate's last applied batch, not applied again.", func(s merge.MergeStats) int64 { return s.Duplicates }),
+		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_healthy",
 			Help: "1 while the store works; 0 while commits fail or it reports background errors (then /healthz and sync answer 503)."},
 			func() float64 {
@@ -74,13 +76,13 @@ func newMetrics(c *Coordinator) *metrics {
 				}
 				return 0
 			}),
-		counter("deltas_applied_total", "Batch entries applied.", func(s MergeStats) int64 { return s.DeltasApplied }),
-		counter("deltas_stale_total", "Windowed entries older than the previous window, dropped.", func(s MergeStats) int64 { return s.DeltasStale }),
-		counter("gc_deleted_total", "Records deleted by GC.", func(s MergeStats) int64 { return s.GCDeleted }),
+		counter("deltas_applied_total", "Batch entries applied.", func(s merge.MergeStats) int64 { return s.DeltasApplied }),
+		counter("deltas_stale_total", "Windowed entries older than the previous window, dropped.", func(s merge.MergeStats) int64 { return s.DeltasStale }),
+		counter("gc_deleted_total", "Records deleted by GC.", func(s merge.MergeStats) int64 { return s.GCDeleted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "keys_cached", Help: "Key states held in memory."},
 			func() float64 {
 				var n int
-				c.withMerger(func(m *Merger) { n = m.CachedKeys() })
+				c.withMerger(func(m *merge.Merger) { n = m.CachedKeys() })
 				return float64(n)
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "leases_outstanding",
@@ -88,7 +90,7 @@ func newMetrics(c *Coordinator) *metrics {
 			func() float64 {
 				var n int64
 				now := c.opts.Clock.Now()
-				c.withMerger(func(m *Merger) { n = m.LeasesOutstanding(now) })
+				c.withMerger(func(m *merge.Merger) { n = m.LeasesOutstanding(now) })
 				return float64(n)
 			}),
 	)

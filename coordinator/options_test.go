@@ -4,12 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
+
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Validate reports every problem at once, and Open refuses what it reports.
 func TestOptionsValidateReportsEverything(t *testing.T) {
-	o := Options{Config: testConfig(), MaxGroup: -1, Merger: MergerOptions{IsolateTTL: -5, CheckpointKeys: -1}}
+	o := Options{Config: testConfig(), MaxGroup: -1, Merger: merge.MergerOptions{IsolateTTL: -5, CheckpointKeys: -1}}
 	o.EnsureDefaults()
 	err := o.Validate()
 	for _, want := range []string{"no data directory", "MaxGroup", "IsolateTTL", "CheckpointKeys"} {
@@ -25,13 +28,13 @@ func TestOptionsValidateReportsEverything(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if o.MaxGroup != DefaultMaxGroup || o.Merger.MaxCachedKeys != DefaultMaxCachedKeys || o.Merger.CheckpointKeys != DefaultCheckpointKeys {
+	if o.MaxGroup != DefaultMaxGroup || o.Merger.MaxCachedKeys != merge.DefaultMaxCachedKeys || o.Merger.CheckpointKeys != merge.DefaultCheckpointKeys {
 		t.Fatalf("defaults not applied: %+v", o)
 	}
-	if _, err := OpenPebble(nil, t.TempDir()); err == nil {
+	if _, err := pebblestore.Open(nil, t.TempDir()); err == nil {
 		t.Fatal("OpenPebble without a file system")
 	}
-	if _, err := OpenPebble(vfs.Default, ""); err == nil {
+	if _, err := pebblestore.Open(vfs.Default, ""); err == nil {
 		t.Fatal("OpenPebble on disk without a directory")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
 )
 
@@ -45,8 +46,8 @@ func startEdge(t *testing.T, bin, addr string, args ...string) *exec.Cmd {
 }
 
 // globalCount reads (limiter, key)'s count from a coordinator's admin API.
-func globalCount(addr, limiter, key string) (KeyState, error) {
-	var ks KeyState
+func globalCount(addr, limiter, key string) (merge.KeyState, error) {
+	var ks merge.KeyState
 	resp, err := http.Get("http://" + addr + "/v1/limiters/" + limiter + "/keys/" + key)
 	if err != nil {
 		return ks, err
@@ -215,7 +216,7 @@ func TestRedisClusterEndToEnd(t *testing.T) {
 	// The edges sync what they admitted; the global count must reach the
 	// admitted total exactly (never pass it).
 	want := total.Load()
-	var got KeyState
+	var got merge.KeyState
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		got, err = globalCount(cb, "total", "shared")
 		if err == nil && got.Count > want {

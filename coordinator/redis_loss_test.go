@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -46,7 +48,7 @@ func measureLoss(t *testing.T, wait int) {
 		t.Fatal(err)
 	}
 	defer cl.Stop()
-	rs, err := OpenRedis(ctx, RedisOptions{Addrs: cl.Addrs(), Wait: wait, Timeout: 500 * time.Millisecond})
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: wait, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +92,9 @@ func measureLoss(t *testing.T, wait int) {
 	}
 	var ks [][]byte
 	for i := 0; i < keys; i++ {
-		ks = append(ks, []byte(keyStorageKey("total", fmt.Sprintf("key-%d", i))))
+		ks = append(ks, []byte(merge.KeyStorageKey("total", fmt.Sprintf("key-%d", i))))
 	}
-	var vals []Versioned
+	var vals []merge.Versioned
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if vals, _, _, err = rs.ReadShared(ctx, ks, nil, nil); err == nil || time.Now().After(deadline) {
 			break
@@ -106,11 +108,11 @@ func measureLoss(t *testing.T, wait int) {
 		if v.Version == 0 {
 			continue
 		}
-		st := newKeyState(&cfg.Limiters[0], string(ks[i]))
-		if err := decodeShared(st, v.Value, 256); err != nil {
+		count, prev, err := merge.SharedCounts(&cfg.Limiters[0], string(ks[i]), v.Value)
+		if err != nil {
 			t.Fatal(err)
 		}
-		stored += st.count + st.prev
+		stored += count + prev
 	}
 	// Written: the deltas of the batches whose writes Redis acknowledged
 	// (the coordinator answered 200, or would have but the client had

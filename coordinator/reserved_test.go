@@ -3,6 +3,7 @@ package coordinator
 import (
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -18,7 +19,7 @@ func TestReserved(t *testing.T) {
 	if lease <= 0 {
 		t.Fatalf("no lease granted: %d", lease)
 	}
-	c.withMerger(func(m *Merger) {
+	c.withMerger(func(m *merge.Merger) {
 		cached := m.CachedKeys()
 		if cnt, res, ok := m.Reserved("sfw", "k", W, t0); !ok || cnt != 3 || res < lease {
 			t.Errorf("strict: count %d, reserved %d, ok %v; want 3, >= the lease %d", cnt, res, ok, lease)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-
-	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // Isolate namespaces. Each bearer token has its own namespace of isolate
@@ -15,12 +13,6 @@ import (
 // cannot name, stall or take over an isolate that syncs with another. A
 // coordinator without tokens (loopback, or --insecure) has one trusted
 // namespace, the empty scope, and stores ids as they come.
-
-// scopeLen is the length of a token's scope: 16 hex digits and a '/'.
-const scopeLen = 17
-
-// maxScopedIDLen is the longest isolate id stored (scope + id), in bytes.
-const maxScopedIDLen = scopeLen + wire.MaxIsolateIDLen
 
 // tokenScope returns the scope of token: the first 8 bytes of its SHA-256
 // in hex and a '/' (so the stored ids do not reveal the token).

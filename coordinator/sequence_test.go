@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -155,7 +157,7 @@ func TestFutureWindowRefused(t *testing.T) {
 	if st != 400 || p.Field != "at" || p.Type != "urn:edgelimit:problem:clock_skew" {
 		t.Fatalf("batch time now+1h: %d %+v", st, p)
 	}
-	maxWin := maxWindow(clk.now(), clk.now()+int64(DefaultMaxClockSkew), sec)
+	maxWin := min(limitmath.Window(clk.now(), sec)+1, limitmath.Window(clk.now()+int64(merge.DefaultMaxClockSkew), sec))
 	st, _, p = syncAs(t, srv, "", batch("attacker", 1, clk.now(),
 		wire.Delta{Limiter: "fw", Key: "k2", Window: maxWin + 1, Delta: 1}))
 	if st != 400 || p.Field != "e[0].window" {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -15,11 +17,11 @@ import (
 // a reopened store holds.
 func TestReadyAdvance(t *testing.T) {
 	dir := t.TempDir()
-	store, err := OpenPebble(vfs.Default, dir)
+	store, err := pebblestore.Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewMerger(testConfig(), store, MergerOptions{CheckpointKeys: 1})
+	m, err := merge.NewMerger(testConfig(), store, merge.MergerOptions{CheckpointKeys: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,33 +41,33 @@ func TestReadyAdvance(t *testing.T) {
 	if again := m.Ready(t0, true); len(again.Ops) != 0 || again.Checkpoint != nil {
 		t.Fatalf("nothing applied since, checkpoint in flight: %+v", again)
 	}
-	m.Advance(Done{Gen: rd.Gen, Err: store.Commit(rd.Ops)})
+	m.Advance(merge.Done{Gen: rd.Gen, Err: store.Commit(rd.Ops)})
 	ops, err := rd.Checkpoint.Ops()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Advance(Done{Checkpoint: rd.Checkpoint, Err: store.Commit(ops)})
+	m.Advance(merge.Done{Checkpoint: rd.Checkpoint, Err: store.Commit(ops)})
 
 	// A failed stage: the Merger drops what it staged and replays the log.
 	if _, err := m.Apply(batch(2, 4), t0); err != nil {
 		t.Fatal(err)
 	}
 	rd = m.Ready(t0, false)
-	m.Advance(Done{Gen: rd.Gen, Err: errors.New("disk full (test)")})
+	m.Advance(merge.Done{Gen: rd.Gen, Err: errors.New("disk full (test)")})
 	if !m.NeedsRecovery() {
-		t.Fatal("a failed stage does not make the Merger replay the log")
+		t.Fatal("a failed stage does not make the merge.Merger replay the log")
 	}
 	if ks, err := m.KeyState(lim, "k", t0); err != nil || ks.Count != 3 {
 		t.Fatalf("after the failed stage: %+v %v, want the committed count 3", ks, err)
 	}
 	store.Close()
 
-	store, err = OpenPebble(vfs.Default, dir)
+	store, err = pebblestore.Open(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err = NewMerger(testConfig(), store, MergerOptions{})
+	m, err = merge.NewMerger(testConfig(), store, merge.MergerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

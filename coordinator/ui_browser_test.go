@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/edge/host"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/internal/browsertest"
@@ -86,7 +87,7 @@ func TestUIInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var ks coordinator.KeyState
+		var ks merge.KeyState
 		json.NewDecoder(resp.Body).Decode(&ks)
 		return ks.Count
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
@@ -543,7 +543,7 @@ func (e *engine) handle(ev event) error {
 		back := event{tok: ev.tok, node: ev.node, gen: ev.gen}
 		giveUp := max(nd.sentAt+e.net.timeout, now) // the isolate's timeout
 		if err != nil {
-			if errors.Is(err, coordinator.ErrSequence) {
+			if errors.Is(err, merge.ErrSequence) {
 				// As the edge host does on a 409: a new incarnation
 				// resends the same deltas as its batch 1.
 				if rerr := nd.iso.Reincarnate(e.ctx); rerr != nil {

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // merger is the coordinator the simulator runs: the real merge code
-// (coordinator.Merger) over Pebble on an in-memory filesystem, driven
+// (merge.Merger) over Pebble on an in-memory filesystem, driven
 // directly under virtual time. Batches are applied as the server applies
 // them and group-committed every commitEvery batches, as the server
 // group-commits concurrent requests; replies come from the same in-memory
@@ -17,8 +18,8 @@ import (
 // out, so a sync costs the merge and its share of a commit, not a
 // goroutine hop. A failed commit fails the run.
 type merger struct {
-	m       *coordinator.Merger
-	store   *coordinator.PebbleStore
+	m       *merge.Merger
+	store   *pebblestore.Store
 	applied int // batches applied since the last commit
 }
 
@@ -26,14 +27,14 @@ type merger struct {
 const commitEvery = 32
 
 func newMerger(cfg wire.Config) (*merger, error) {
-	store, err := coordinator.OpenPebble(vfs.NewMem(), "")
+	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator store: %w", err)
 	}
 	// The coordinator's defaults, reset notices included: what the
 	// heartbeats of isolates that deny from cached denials cost is part
 	// of the figures.
-	m, err := coordinator.NewMerger(cfg, store, coordinator.MergerOptions{})
+	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("sim: coordinator: %w", err)

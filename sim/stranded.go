@@ -5,7 +5,7 @@ package sim
 // window ends is lost to the others. The simulator measures it where it
 // hurts: per key-window, min(denied cost, unused reserved budget at the
 // window's end), where the unused reserved budget is what the coordinator
-// had counted plus reserved in leases for the window (coordinator.Merger.
+// had counted plus reserved in leases for the window (merge.Merger.
 // Reserved), less the cost truly admitted in it (a lease also holds cost
 // admitted and not yet reported). It is part of the unserved demand (it
 // never exceeds limit - admitted): the part the limiter refused while the

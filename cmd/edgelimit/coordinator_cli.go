@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/internal/gctune"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -157,26 +159,26 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	ln = sln
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
-		Merger: coordinator.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
+		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}}
 	where := *data
 	if *inMemory {
 		where = "memory"
 	}
 	if *storeURL != "" {
-		ro, err := coordinator.ParseRedisURL(*storeURL)
+		ro, err := redisstore.ParseURL(*storeURL)
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("coordinator: %w", err)
 		}
-		coordinator.RedisCredentialsFromEnv(&ro)
+		redisstore.CredentialsFromEnv(&ro)
 		ro.Wait, ro.Buckets = *redisWait, *redisBuckets
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		rs, err := coordinator.OpenRedis(octx, ro)
+		rs, err := redisstore.Open(octx, ro)
 		cancel()
 		if err != nil {
 			ln.Close()
-			return err
+			return fmt.Errorf("coordinator: %w", err)
 		}
 		opts.Store = rs
 		where = "redis cluster " + strings.Join(ro.Addrs, ",")

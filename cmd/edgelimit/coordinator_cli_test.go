@@ -24,7 +24,7 @@ func TestCoordinatorCLI(t *testing.T) {
 		{[]string{"--in-memory", "--config", "/nonexistent.json"}, "no such file"},
 		{[]string{"--in-memory", "extra"}, "unexpected argument"},
 		{[]string{"--store", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "want redis://HOST:PORT"},
-		{[]string{"--store", "redis://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "redis: 127.0.0.1:1"},
+		{[]string{"--store", "redis://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "redisstore: 127.0.0.1:1"},
 	} {
 		var stderr bytes.Buffer
 		err := runCoordinator(ctx, tc.args, io.Discard, &stderr)

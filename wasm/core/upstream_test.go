@@ -9,16 +9,17 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"testing"
 
-	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // upFleet is isolates of one config syncing through the real merge code
-// (coordinator.Merger over in-memory Pebble), under virtual time.
+// (merge.Merger over in-memory Pebble), under virtual time.
 type upFleet struct {
 	t    *testing.T
-	m    *coordinator.Merger
+	m    *merge.Merger
 	isos []*core.Core
 	last wire.Batch // the last batch sync sent
 }
@@ -26,12 +27,12 @@ type upFleet struct {
 func newUpFleet(t *testing.T, lc wire.LimiterConfig, n int, standalone bool) *upFleet {
 	t.Helper()
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{lc}}
-	store, err := coordinator.OpenPebble(vfs.NewMem(), "")
+	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	m, err := coordinator.NewMerger(cfg, store, coordinator.MergerOptions{})
+	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,199 @@
+// Package dashboard is the coordinator's dashboard: the page GET /ui
+// (ui.go, ui/index.html) and the JSON API it polls (api_dashboard.go),
+// fed incrementally by the merge (Applied) and by the coordinator (Synced,
+// Forget, Committed), so no request reads the store. It reaches the
+// coordinator only through the Source interface; it imports neither the
+// merge nor the stores.
+package dashboard
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Dashboard bounds: the work of every dashboard request is bounded by these,
+// whatever the number of keys stored.
+const (
+	// DashboardTopKeys is the most keys kept per limiter for GET
+	// /v1/limiters/{name}/keys?top=N (a larger N is refused with 400): 100.
+	DashboardTopKeys = 100
+	// dashIsolates is the most isolates remembered; the one that synced
+	// least recently is forgotten first.
+	dashIsolates = 10000
+	// dashRateSeconds is the length of the per-second rate ring.
+	dashRateSeconds = 64
+	// dashLatencies is how many recent commit latencies are kept.
+	dashLatencies = 256
+)
+
+// Dashboard is what GET /ui and its JSON API show, kept incrementally as
+// batches are merged (no scan of the store): per limiter the busiest keys
+// (topKeys) and per-second admitted and denied cost; per isolate its last
+// sync and errors; the latencies of the recent commits. It is best effort:
+// a batch merged and then lost to a failed commit has been counted here.
+// Its methods are safe for concurrent use, and do nothing on a nil
+// *Dashboard.
+type Dashboard struct {
+	mu    sync.Mutex
+	cfg   wire.Config
+	start int64
+	lims  map[string]*dashLimiter
+	isos  map[string]*dashIsolate // scope + isolate id
+	lat   [dashLatencies]time.Duration
+	nlat  int64
+}
+
+// dashLimiter is the dashboard's view of one limiter.
+type dashLimiter struct {
+	cfg      *wire.LimiterConfig
+	top      *topKeys
+	admitted int64 // total cost admitted (sum of Delta) since start
+	denied   int64 // total cost denied (sum of Demand - Delta where positive) since start
+	sec      [dashRateSeconds]dashSecond
+}
+
+// dashSecond is the cost admitted and denied in one second of the ring.
+type dashSecond struct {
+	unix             int64
+	admitted, denied int64
+}
+
+// dashIsolate is the dashboard's view of one isolate.
+type dashIsolate struct {
+	scope, id   string
+	lastSync    int64 // ns, last batch answered (applied or retried)
+	firstSeen   int64 // ns
+	syncs       int64 // batches answered
+	errors      int64 // batches refused
+	lastError   string
+	lastErrorAt int64 // ns
+}
+
+// New returns a Dashboard of the limiters of cfg, started at now (ns).
+func New(cfg wire.Config, now int64) *Dashboard {
+	d := &Dashboard{cfg: cfg, start: now, lims: map[string]*dashLimiter{}, isos: map[string]*dashIsolate{}}
+	for i := range cfg.Limiters {
+		l := &cfg.Limiters[i]
+		d.lims[l.Name] = &dashLimiter{cfg: l, top: newTopKeys(DashboardTopKeys)}
+	}
+	return d
+}
+
+// Applied records an applied (not duplicate) batch b and its reply rp at
+// now (ns).
+func (d *Dashboard) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := now / int64(time.Second)
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		l := d.lims[e.Limiter]
+		if l == nil {
+			continue
+		}
+		denied := max(e.Demand-e.Delta, 0)
+		l.admitted = limitmath.AddSat(l.admitted, e.Delta)
+		l.denied = limitmath.AddSat(l.denied, denied)
+		sec := &l.sec[s%dashRateSeconds]
+		if sec.unix != s {
+			*sec = dashSecond{unix: s}
+		}
+		sec.admitted = limitmath.AddSat(sec.admitted, e.Delta)
+		sec.denied = limitmath.AddSat(sec.denied, denied)
+	}
+	for i := range rp.Entries {
+		v := &rp.Entries[i]
+		if l := d.lims[v.Limiter]; l != nil {
+			l.top.observe(v, now)
+		}
+	}
+}
+
+// Synced records the outcome err (nil: answered) of a sync of isolate id in
+// scope (the token's namespace, "" without tokens) at now (ns).
+func (d *Dashboard) Synced(scope, id string, err error, now int64) {
+	if d == nil || id == "" || len(id) > wire.MaxIsolateIDLen {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := scope + id
+	is := d.isos[k]
+	if is == nil {
+		if len(d.isos) >= dashIsolates {
+			d.forgetOldestIsolate()
+		}
+		is = &dashIsolate{scope: scope, id: id, firstSeen: now}
+		d.isos[k] = is
+	}
+	if err != nil {
+		is.errors++
+		is.lastError, is.lastErrorAt = err.Error(), now
+		return
+	}
+	is.syncs++
+	is.lastSync = now
+}
+
+func (d *Dashboard) forgetOldestIsolate() {
+	var oldest string
+	t := int64(1<<63 - 1)
+	for k, is := range d.isos {
+		if at := max(is.lastSync, is.lastErrorAt); at < t {
+			oldest, t = k, at
+		}
+	}
+	delete(d.isos, oldest)
+}
+
+// Forget drops (limiter, key) from the busiest keys after a reset.
+func (d *Dashboard) Forget(limiter, key string) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l := d.lims[limiter]; l != nil {
+		l.top.forget(key)
+	}
+}
+
+// Committed records the latency of one synced group commit.
+func (d *Dashboard) Committed(lat time.Duration) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.lat[d.nlat%dashLatencies] = lat
+	d.nlat++
+	d.mu.Unlock()
+}
+
+// rates returns the cost admitted and denied per second over the last
+// window seconds before the current (incomplete) second.
+func (l *dashLimiter) rates(now int64, window int64) (admitted, denied float64) {
+	s := now / int64(time.Second)
+	var a, dn int64
+	for k := s - window; k < s; k++ {
+		if sec := &l.sec[k%dashRateSeconds]; sec.unix == k {
+			a, dn = a+sec.admitted, dn+sec.denied
+		}
+	}
+	return float64(a) / float64(window), float64(dn) / float64(window)
+}
+
+// latencies returns the recent commit latencies, sorted.
+func (d *Dashboard) latencies() []time.Duration {
+	n := min(d.nlat, dashLatencies)
+	out := slices.Clone(d.lat[:n])
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,38 @@
+package dashboard
+
+import (
+	"embed"
+	"net/http"
+)
+
+// uiFiles is the dashboard page, embedded: GET /ui needs no CDN and no
+// build step.
+//
+//go:embed ui/index.html
+var uiFiles embed.FS
+
+// Routes registers on mux GET /ui (the page, open: it holds no data and
+// asks for the token, which it keeps in sessionStorage) and the JSON API it
+// polls (api_dashboard.go), each wrapped in auth (the same bearer tokens as
+// the coordinator's /v1/*; nil: none). src is the coordinator shown.
+func (d *Dashboard) Routes(mux *http.ServeMux, src Source, auth func(http.Handler) http.Handler) {
+	page, err := uiFiles.ReadFile("ui/index.html")
+	if err != nil {
+		panic("dashboard: ui/index.html not embedded: " + err.Error())
+	}
+	if auth == nil {
+		auth = func(h http.Handler) http.Handler { return h }
+	}
+	a := &api{d: d, src: src}
+	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		h.Set("X-Frame-Options", "DENY")
+		w.Write(page)
+	})
+	mux.Handle("GET /v1/limiters", auth(http.HandlerFunc(a.handleLimiters)))
+	mux.Handle("GET /v1/limiters/{name}/keys", auth(http.HandlerFunc(a.handleTopKeys)))
+	mux.Handle("GET /v1/isolates", auth(http.HandlerFunc(a.handleIsolates)))
+}

@@ -1,0 +1,360 @@
+package merge
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Applying a batch: validate, load the keys, apply the deltas and
+// signals, compute every key's view (and strict lease).
+
+// Check validates b and reports the first entry naming an unknown limiter,
+// as a *wire.FieldError naming the field ("e[3].limiter"). It only reads the
+// configuration, so it is safe to call concurrently with Apply.
+func (m *Merger) Check(b *wire.Batch) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	for i := range b.Entries {
+		if m.lims[b.Entries[i].Limiter] == nil {
+			return &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].limiter",
+				Err: errors.New("unknown limiter " + strconv.Quote(b.Entries[i].Limiter))}
+		}
+	}
+	for i := range b.Signals {
+		if m.lims[b.Signals[i].Limiter] == nil {
+			return &wire.FieldError{Field: "up[" + strconv.Itoa(i) + "].limiter",
+				Err: errors.New("unknown limiter " + strconv.Quote(b.Signals[i].Limiter))}
+		}
+	}
+	return nil
+}
+
+// slot is one distinct key of a batch.
+type slot struct {
+	st     *keyState
+	key    string
+	maxWin int64 // largest window of the key's entries
+	demand int64 // sum of max(Demand, Delta) of the key's entries
+	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
+}
+
+// Apply applies b at time now (ns) and returns the reply: one View per
+// distinct (limiter, key), in order of first appearance. A retry of the
+// isolate's last applied batch (same Seq, same content) is not applied
+// again and gets the current views; any other sequence number but the next
+// is a *SeqError (see sequence.go). Nothing is applied when it returns an
+// error. The changes are staged for the next Commit.
+func (m *Merger) Apply(b *wire.Batch, now int64) (*wire.Reply, error) {
+	return m.ApplyAs(b, "", now, nil)
+}
+
+// ApplyPrefetched is Apply with the records Prefetch read for b (pf may be
+// nil); a prefetched record is used only when it is still current.
+func (m *Merger) ApplyPrefetched(b *wire.Batch, now int64, pf *Prefetched) (*wire.Reply, error) {
+	return m.ApplyAs(b, "", now, pf)
+}
+
+// ApplyAs is ApplyPrefetched for an isolate of the namespace scope (see
+// scope.go): the isolate is known as scope + b.Isolate.
+func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched) (*wire.Reply, error) {
+	if err := m.Check(b); err != nil {
+		return nil, err
+	}
+	if err := m.checkTimes(b, now); err != nil {
+		return nil, err
+	}
+	if err := m.recovered(); err != nil {
+		return nil, err
+	}
+	h, err := m.loadHWM(scope + b.Isolate)
+	if err != nil {
+		return nil, err
+	}
+	sum := batchSum(b)
+	dup, err := checkSeq(h, b, sum)
+	if err != nil {
+		m.stats.SeqRefused++
+		return nil, err
+	}
+	// The cached high-water mark's id: every batch of the isolate then uses
+	// the same string, which isoState lookups compare by pointer first.
+	isolate := h.id
+	// Load every key first: after this point nothing can fail.
+	m.applySeq++
+	mark := m.applySeq
+	slots := m.slots[:0]
+	at := m.at[:0]
+	defer func() {
+		clear(slots)
+		m.slots, m.at = slots[:0], at[:0]
+	}()
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		st, err := m.loadKey(m.lims[e.Limiter], e.Key, pf, i)
+		if err != nil {
+			return nil, err
+		}
+		if st.mark != mark {
+			st.mark, st.slotIdx = mark, int32(len(slots))
+			slots = append(slots, slot{st: st, key: e.Key, maxWin: e.Window})
+		}
+		j := st.slotIdx
+		s := &slots[j]
+		s.maxWin = max(s.maxWin, e.Window)
+		s.demand = addSat(s.demand, max(e.Demand, e.Delta))
+		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
+		at = append(at, j)
+	}
+	sigs := m.sigs[:0]
+	defer func() {
+		clear(sigs)
+		m.sigs = sigs[:0]
+	}()
+	for i := range b.Signals {
+		sg := &b.Signals[i]
+		st, err := m.loadKey(m.lims[sg.Limiter], sg.Key, nil, -1)
+		if err != nil {
+			return nil, err
+		}
+		sigs = append(sigs, st)
+	}
+	if dup {
+		m.stats.Duplicates++
+	} else {
+		m.stats.Batches++
+		t := min(b.At, now)
+		for i := range b.Entries {
+			s := &slots[at[i]]
+			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
+		}
+		for i, st := range sigs {
+			m.applySignal(st, isolate, h.hash, &b.Signals[i], now)
+		}
+		h.seq, h.seen, h.sum = b.Seq, now, sum
+		m.markHWM(h)
+	}
+	rp := &wire.Reply{Version: wire.Version, Seq: b.Seq, At: now, Entries: make([]wire.View, len(slots))}
+	for j := range slots {
+		s := &slots[j]
+		v := &rp.Entries[j]
+		v.Limiter, v.Key = s.st.lim.Name, s.key
+		m.view(s, isolate, h.hash, now, !dup, b.End, v)
+		if s.st.up != nil {
+			m.addUpView(rp, s.st, s.key, isolate, now, false)
+		}
+	}
+	for i, st := range sigs {
+		if st.mark != mark { // not among the entries: its view is not there yet
+			st.mark, st.slotIdx = mark, -1
+			m.addUpView(rp, st, b.Signals[i].Key, isolate, now, true)
+		}
+	}
+	m.finishReply(rp, b.ResetGen, now)
+	if !dup && m.obs != nil {
+		m.obs.Applied(b, rp, now)
+	}
+	return rp, nil
+}
+
+// applyDelta adds one entry to st. t is the batch time for buckets.
+func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now int64) {
+	m.markKey(st)
+	m.stats.DeltasApplied++
+	lim := st.lim
+	strict := lim.Leased()
+	var me *isoState
+	if strict {
+		me = m.iso(st, isolate, now)
+	}
+	d := e.Delta
+	if lim.IsBucket() {
+		if me != nil {
+			me.lease -= min(d, max(me.lease, 0)) // the reservation is spent
+		}
+		if d > 0 {
+			t = max(t, now-lim.Period)
+			st.tat = limitmath.AdvanceTAT(st.tat, t, d, lim.Period, st.limitFor(e.Key, now))
+		}
+		return
+	}
+	w := e.Window
+	st.win, st.count, st.prev = limitmath.Roll(st.win, st.count, st.prev, w)
+	switch w {
+	case st.win:
+		st.count = addSat(st.count, d)
+	case st.win - 1:
+		st.prev = addSat(st.prev, d)
+	default:
+		m.stats.DeltasStale++
+		return
+	}
+	if me != nil && me.leaseWin < w && w == me.standUntil {
+		// The isolate's first cost in w: it began w on a standing lease,
+		// the last one told or (if that reply reached it after w began)
+		// the one before; standRes covers both, and until it has seen a
+		// reply for w it may admit up to that.
+		me.leaseWin, me.lease, me.granted = w, me.standRes, me.standRes
+	}
+	if me != nil && me.leaseWin == w {
+		me.lease = max(0, me.lease-d)
+		me.granted = max(0, me.granted-d)
+	}
+}
+
+// view fills v for slot s; when applied, it first records the isolate's
+// recency and demand and (strict mode) computes its new lease, or, for the
+// isolate's last batch (end), gives back its leases.
+func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, end bool, v *wire.View) {
+	st, lim := s.st, s.st.lim
+	P := lim.Period
+	W := int64(0)
+	if !lim.IsBucket() {
+		W = max(limitmath.Window(now, P), s.maxWin)
+	}
+	var me *isoState
+	switch {
+	case applied && !lim.Leased():
+		m.markKey(st)
+		st.sk.add(hash, limitmath.Window(now, P))
+	case applied:
+		m.markKey(st)
+		m.isoEntries -= st.prune(now)
+		me = m.iso(st, isolate, now)
+		if me != nil {
+			if gap := now - me.seen; me.seen > 0 && gap > 0 {
+				me.gap = (me.gap + gap) / 2
+			}
+			me.seen = now
+			st.oldest = min(st.oldest, now) // in case the clock went back
+			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
+		}
+	case lim.Leased():
+		if i := st.findIso(isolate); i >= 0 {
+			me = &st.isos[i]
+		}
+	}
+	if lim.IsBucket() {
+		v.TAT = st.tat
+	} else {
+		v.Window = W
+		v.Count, v.Prev = st.windowCounts(W)
+	}
+	v.Isolates = max(st.recentIsolates(now), 1)
+	v.Lease, v.Exhausted, v.Stand = -1, false, 0
+	if !lim.Leased() {
+		return
+	}
+	v.Lease = 0
+	if me == nil {
+		return
+	}
+	switch {
+	case end:
+		m.release(me, now)
+	case applied:
+		if lim.IsBucket() {
+			m.grantBucket(st, me, s.key, now, s.unmet)
+		} else {
+			// Cost refused in a window that ended while the batch was on
+			// its way (the isolate asked at the boundary) is asked again
+			// now, in W: the isolate decides its held requests again when
+			// the reply comes. Serve it in W rather than answer a grant of
+			// nothing, which the isolate would take for a dry window.
+			unmet := s.unmet
+			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet) == 0
+		}
+	}
+	switch {
+	case lim.IsBucket():
+		v.Lease = me.lease
+	case me.leaseWin == W:
+		v.Lease = me.granted
+	}
+	if me.standUntil == W+1 {
+		v.Stand = me.stand
+	}
+	if !end {
+		v.Life = lifeLeft(me, now)
+	}
+}
+
+// markKey stages st for the next Commit.
+func (m *Merger) markKey(st *keyState) {
+	if !st.dirty {
+		st.dirty = true
+		m.dirtyKeys = append(m.dirtyKeys, st)
+	}
+}
+
+func (m *Merger) markHWM(h *hwmState) {
+	if !h.dirty {
+		h.dirty = true
+		m.dirtyHWMs = append(m.dirtyHWMs, h)
+	}
+}
+
+// iso returns the isolate's entry in st (adding it within the bounds), or nil.
+func (m *Merger) iso(st *keyState, id string, now int64) *isoState {
+	active := limitmath.Window(now, st.lim.Period)
+	if !st.lim.IsBucket() {
+		active = max(active, st.win)
+	}
+	n := len(st.isos)
+	is := st.iso(id, now, active, m.opts.MaxIsolatesPerKey, func() bool { return m.isoEntries < m.opts.MaxIsolateEntries })
+	m.isoEntries += len(st.isos) - n
+	return is
+}
+
+// loadKey returns the cached state of (lim, key), reading it from the store
+// on a miss (or taking entry i of pf, when it is still current).
+func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i int) (*keyState, error) {
+	m.buf = appendKeyStorageKey(m.buf[:0], lim.Name, key)
+	if st, ok := m.keys[string(m.buf)]; ok {
+		return st, nil
+	}
+	var v []byte
+	var found bool
+	if p, ok := m.prefetched(pf, i); ok {
+		v, found = p.value, p.found
+	} else {
+		var err error
+		if v, found, err = m.store.Get(m.buf); err != nil {
+			return nil, fmt.Errorf("merge: read key %q of limiter %q: %w", key, lim.Name, err)
+		}
+	}
+	st := newKeyState(lim, string(m.buf))
+	if found {
+		if err := st.decode(v, m.opts.MaxIsolatesPerKey); err != nil {
+			return nil, fmt.Errorf("merge: read key %q of limiter %q: %w", key, lim.Name, err)
+		}
+		m.isoEntries += len(st.isos)
+	}
+	m.keys[st.skey] = st
+	m.residentAdd(st)
+	return st, nil
+}
+
+// loadHWM returns the isolate's high-water mark (seq 0 when unknown).
+func (m *Merger) loadHWM(isolate string) (*hwmState, error) {
+	if h, ok := m.hwms[isolate]; ok {
+		return h, nil
+	}
+	k := hwmStorageKey(isolate)
+	v, found, err := m.store.Get([]byte(k))
+	if err != nil {
+		return nil, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
+	}
+	h := &hwmState{id: isolate, hash: isoHash(isolate)}
+	if found {
+		if err := h.decode(v); err != nil {
+			return nil, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
+		}
+	}
+	m.hwms[isolate] = h
+	return h, nil
+}

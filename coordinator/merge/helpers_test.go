@@ -1,0 +1,232 @@
+package merge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+const sec = int64(time.Second)
+
+const t0 = 1000 * sec // window 1000 of a 1s period
+
+// testConfig has one limiter of each kind (as the coordinator's tests).
+func testConfig() wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "fw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec,
+			Overrides: []wire.Override{{Key: "vip", Limit: 1000}}},
+		{Name: "sw", Algorithm: wire.SlidingWindow, Limit: 100, Period: sec},
+		{Name: "tb", Algorithm: wire.TokenBucket, Limit: 10, Period: sec, Burst: 20},
+		{Name: "gcra", Algorithm: wire.GCRA, Limit: 1000, Period: sec},
+		{Name: "sfw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec, Mode: wire.Strict},
+		{Name: "ssw", Algorithm: wire.SlidingWindow, Limit: 100, Period: sec, Mode: wire.Strict},
+		{Name: "stb", Algorithm: wire.TokenBucket, Limit: 50, Period: sec, Burst: 100, Mode: wire.Strict},
+	}}
+}
+
+// fakeClock is a settable clock in ns.
+type fakeClock struct{ t atomic.Int64 }
+
+func (f *fakeClock) now() int64        { return f.t.Load() }
+func (f *fakeClock) set(t int64)       { f.t.Store(t) }
+func (f *fakeClock) add(d int64) int64 { return f.t.Add(d) }
+
+// memStore is an in-memory Store: a map, scanned in key order.
+type memStore struct {
+	mu sync.Mutex
+	kv map[string][]byte
+}
+
+func newMemStore() *memStore { return &memStore{kv: map[string][]byte{}} }
+
+func (s *memStore) Get(key []byte) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.kv[string(key)]
+	return bytes.Clone(v), ok, nil
+}
+
+func (s *memStore) Commit(ops []Op) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, op := range ops {
+		switch {
+		case op.End != nil:
+			for k := range s.kv {
+				if k >= string(op.Key) && k < string(op.End) {
+					delete(s.kv, k)
+				}
+			}
+		case op.Delete:
+			delete(s.kv, string(op.Key))
+		default:
+			s.kv[string(op.Key)] = bytes.Clone(op.Value)
+		}
+	}
+	return nil
+}
+
+func (s *memStore) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
+	s.mu.Lock()
+	var ks []string
+	for k := range s.kv {
+		if bytes.HasPrefix([]byte(k), prefix) && k >= string(start) {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	vs := make([][]byte, len(ks))
+	for i, k := range ks {
+		vs[i] = s.kv[k]
+	}
+	s.mu.Unlock()
+	for i, k := range ks {
+		if !fn([]byte(k), vs[i]) {
+			break
+		}
+	}
+	return nil
+}
+
+func (s *memStore) Close() error { return nil }
+
+// testOptions configure newTestCoordinator.
+type testOptions struct {
+	Config wire.Config
+	Clock  clock.Clock
+	Store  Store
+	Merger MergerOptions
+}
+
+// testCoordinator drives a Merger as the coordinator does, without its
+// pipeline: each Sync applies one batch and commits it.
+type testCoordinator struct {
+	mu    sync.Mutex
+	m     *Merger
+	store Store
+	opts  testOptions
+}
+
+// newTestCoordinator returns a Merger over a memStore at virtual time t0.
+func newTestCoordinator(t testing.TB, t0 int64, mod func(*testOptions)) (*testCoordinator, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{}
+	clk.set(t0)
+	opts := testOptions{Config: testConfig(), Clock: clock.Func(clk.now), Store: newMemStore()}
+	if mod != nil {
+		mod(&opts)
+	}
+	m, err := NewMerger(opts.Config, opts.Store, opts.Merger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCoordinator{m: m, store: opts.Store, opts: opts}, clk
+}
+
+// Sync applies b at the clock's time and commits it.
+func (c *testCoordinator) Sync(_ context.Context, b *wire.Batch) (*wire.Reply, error) {
+	if err := c.m.Check(b); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.opts.Clock.Now()
+	rp, err := c.m.Apply(b, now)
+	if cerr := c.m.Commit(now); cerr != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, cerr)
+	}
+	return rp, err
+}
+
+// KeyState returns the state of (limiter, key) now.
+func (c *testCoordinator) KeyState(_ context.Context, limiter, key string) (*KeyState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m.KeyState(limiter, key, c.opts.Clock.Now())
+}
+
+// Checkpoint commits a checkpoint now, if anything was logged since the
+// last one.
+func (c *testCoordinator) Checkpoint(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.m.CheckpointDue(1<<63 - 1) {
+		return nil
+	}
+	ck := c.m.Checkpoint(c.opts.Clock.Now())
+	ops, _ := ck.Ops()
+	err := c.store.Commit(ops)
+	c.m.Advance(Done{Checkpoint: ck, Err: err})
+	return err
+}
+
+// withMerger runs fn with the Merger locked.
+func (c *testCoordinator) withMerger(fn func(m *Merger)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(c.m)
+}
+
+func batch(iso string, seq, at int64, entries ...wire.Delta) *wire.Batch {
+	return &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: at, Entries: entries}
+}
+
+func mustSync(t testing.TB, c *testCoordinator, b *wire.Batch) *wire.Reply {
+	t.Helper()
+	rp, err := c.Sync(context.Background(), b)
+	if err != nil {
+		t.Fatalf("sync %s/%d: %v", b.Isolate, b.Seq, err)
+	}
+	return rp
+}
+
+func viewOf(t testing.TB, rp *wire.Reply, limiter, key string) wire.View {
+	t.Helper()
+	for _, v := range rp.Entries {
+		if v.Limiter == limiter && v.Key == key {
+			return v
+		}
+	}
+	t.Fatalf("no view for %s/%s in %+v", limiter, key, rp.Entries)
+	return wire.View{}
+}
+
+func getKey(t testing.TB, c *testCoordinator, limiter, key string) *KeyState {
+	t.Helper()
+	ks, err := c.KeyState(context.Background(), limiter, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// openMemStore returns a new, empty memStore (in the shape of the stores'
+// Open functions).
+func openMemStore() (*memStore, error) { return newMemStore(), nil }
+
+// reopenMemStore returns s, as a restart finds it (Close keeps its data).
+func reopenMemStore(s *memStore) (*memStore, error) { return s, nil }
+
+// flakyStore fails every Commit while failing is set, like a full disk.
+type flakyStore struct {
+	Store
+	failing atomic.Bool
+}
+
+var errDiskFull = errors.New("no space left on device")
+
+func (s *flakyStore) Commit(ops []Op) error {
+	if s.failing.Load() {
+		return errDiskFull
+	}
+	return s.Store.Commit(ops)
+}

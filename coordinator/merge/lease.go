@@ -1,0 +1,330 @@
+package merge
+
+import (
+	"math"
+
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Strict-mode leases, Doorman-style proportional share.
+//
+// Windowed limiters: the coordinator tracks the reservation L_j of each
+// isolate j for the window W (see grantWindow for why it can exceed the
+// lease last told to j). After a batch from isolate i is applied (its
+// deltas already consumed its lease), with used = count[W] (sliding window:
+// plus the previous window's weighted share),
+//
+//	free   = max(0, limit - used - Σ_j L_j)
+//	share  = (limit - used) * demand_i / Σ_j demand_j
+//	L_i'   = min(max(share, 1 if demand_i > 0 and free > 0), L_i + free)
+//
+// so count + Σ_j L_j <= limit holds after every grant: isolates that admit
+// only within their lease never overrun the limit. demand is an EWMA
+// (alpha 1/2) of the cost each isolate asked for per sync.
+//
+// Bucket limiters: the bucket (TAT) is charged with the cost isolates
+// report; leases are reservations on what it holds. With tokens =
+// burst - (TAT - now)/T (T = period/limit) and S the sum of the leases,
+//
+//	S <= tokens after every grant
+//
+// so reported cost plus what isolates may still admit never exceeds what
+// one bucket admits. (Withdrawing a grant from the bucket at once instead
+// let the bucket refill while leases sat unused: 20 s under the rate filled
+// the isolates' pockets with 4,000 tokens that a flash crowd spent in one
+// second, 263% over the limit.) A reported delta consumes the isolate's
+// lease and charges the bucket.
+
+// grantWindow recomputes isolate me's lease on st for window W at time now
+// and returns the budget of W left free after it (neither counted nor
+// reserved), which the reply tells the isolate.
+func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unmet int64) (free int64) {
+	lim := st.lim
+	P := lim.Period
+	limit := st.limitFor(key, now)
+	cnt, prv := st.windowCounts(W)
+	used := cnt
+	if lim.Algorithm == wire.SlidingWindow {
+		elapsed := int64(0)
+		if limitmath.Window(now, P) == W {
+			elapsed = now - W*P
+		}
+		used = addSat(used, mulDivUp(prv, P-elapsed, P))
+	}
+	var sumL, sumD, sumNext, mine int64
+	var pace float64 // the fleet's demand per window
+	// The units the others hold that they will not use before W ends
+	// (uNow), and of their standing leases in W+1 (uNext): see strand.go.
+	var uNow, uNext float64
+	left := float64((W+1)*P-now) / float64(P)
+	horizon := now - 2*P
+	for i := range st.isos {
+		is := &st.isos[i]
+		r := st.reservation(is, W, now)
+		sumL = addSat(sumL, r)
+		if is == me {
+			mine = r
+			continue
+		}
+		rn := st.reservation(is, W+1, now)
+		sumNext = addSat(sumNext, rn)
+		lam := 0.0 // an isolate whose lease is void asks nothing under it
+		if !m.leaseExpired(is, now) {
+			lam = is.perWindow(P)
+		}
+		uNow += unusedUnits(r, lam*left)
+		uNext += unusedUnits(rn, lam*standShare(is, W+1, P))
+		if is.seen >= horizon {
+			sumD = addSat(sumD, is.demand)
+			pace += lam
+		}
+	}
+	if me.seen >= horizon {
+		sumD = addSat(sumD, me.demand)
+		pace += me.perWindow(P)
+	}
+	lambda := me.perWindow(P)
+	// The band: an active isolate holds a unit ahead of its next request,
+	// which it then decides locally, while the budget that units held
+	// and never used are expected to strand (held by every isolate, this
+	// one's included) stays within StrandBudget of the limit; nearer the
+	// limit it holds only what it asked for and waits for the rest.
+	budget := m.opts.StrandBudget * float64(limit)
+	hold := m.holdsAhead(me, P) &&
+		strandCost(pace*left, uNow+unusedUnits(1, lambda*left), float64(limit-used)) <= budget
+	li := int64(0) // what the isolate may still admit under the lease it was told
+	live := !m.leaseExpired(me, now)
+	switch {
+	case !live: // it admits nothing more under an expired lease
+	case me.leaseWin == W:
+		li = min(me.granted, me.lease)
+	case me.leaseWin < W && W == me.standUntil:
+		li = me.standRes // its standing lease, not yet reported in W
+	}
+	free = max(0, limit-used-sumL)
+	share := int64(0)
+	if sumD > 0 {
+		share = mulDiv(max(0, limit-used), me.demand, sumD)
+	}
+	// A lease larger than what the isolate will use only locks budget away
+	// from the others. A busy isolate (it asks for at least busyPerWindow
+	// per window: it will use what it holds) gets what it will ask for
+	// until the window ends at its pace; a sparse one (a request now and
+	// then) gets what it was refused in this batch and nothing to hold.
+	need := m.need(me, P, unmet, hold)
+	share = min(share, need)
+	if need > 0 && free > 0 && share < 1 {
+		share = 1
+	}
+	if hold && !frequent(me, P) {
+		// A sparse isolate's unit ahead is decided against what the
+		// window can spare (strand.go), not the demand-proportional
+		// share: with many sparse isolates that share is under two
+		// units, and the unit ahead would never be granted.
+		share = need
+	}
+	// The grant may shrink (shares follow demand), but the reservation
+	// only shrinks once the isolate has seen the smaller lease: until its
+	// next batch it may still admit up to li under the old one, so it
+	// reserves max(li, grant). A new batch proves the isolate applied the
+	// previous reply (it keeps one batch in flight), and then li is what
+	// is left of the grant after the cost it reported.
+	grant := min(share, addSat(li, free))
+	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
+	stand, sparseStand := int64(0), false
+	switch {
+	case lim.Algorithm != wire.FixedWindow || sumD == 0:
+	case lambda >= busyPerWindow:
+		// A standing lease for the next window: what the isolate will
+		// almost surely use there (its demand per window less three
+		// Poisson deviations: a sparse isolate, whose demand is also
+		// the noisiest estimate, gets none, so unused standing budget
+		// stays rare), at
+		// most its demand-proportional share of the limit and what the
+		// others' reservations there leave. It starts the window
+		// without asking, and so without waiting.
+		// Like a lease, a standing lease is at most what the isolate
+		// uses before its next sync (need): held by an isolate that
+		// dies, it is lost to the window (a lease that outlived its
+		// isolate counts as spent, see reservation).
+		stand = int64(lambda - 3*math.Sqrt(lambda))
+		stand = max(0, min(stand, max(need, 1), mulDiv(limit, me.demand, sumD), limit-sumNext))
+	case m.holdsAhead(me, P) && limit-sumNext >= 1 && lim.Upstream == nil:
+		// Not busy: a unit to start W+1 with, so that its first request
+		// there decides locally, while the budget such units are
+		// expected to strand in W+1 (the fleet's pace against the whole
+		// limit) stays within StrandBudget. Not for a limiter that
+		// follows its upstream: its sparse isolates hear of pauses and
+		// of the circuit closing by asking at a window's start (with
+		// standing units, the corpus's outage test saw the circuit let
+		// 27 through after the outage instead of 60).
+		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1) // renewFrom below
+		if strandCost(pace, uNext+unusedUnits(1, mu), float64(limit)) <= budget {
+			stand, sparseStand = 1, true
+		}
+	}
+	// The isolate may still start W+1 on the standing lease it was told
+	// last: reserve the larger until it has seen this one.
+	if me.standUntil == W+1 && live {
+		me.standRes = max(me.stand, stand)
+	} else {
+		me.standRes = stand
+	}
+	me.stand, me.standUntil = stand, W+1
+	m.renew(me, now)
+	if sparseStand {
+		// A sparse isolate's standing unit lives from the window it is
+		// for: held a lifetime into W+1 whenever in W it was granted (a
+		// busy isolate syncs again before W ends: its life runs from
+		// then).
+		m.renewFrom(me, now, (W+1)*P)
+	}
+	return max(0, limit-used-(sumL-mine+me.lease))
+}
+
+// busyPerWindow is the demand per window (cost units) from which an
+// isolate counts as busy for leases: it gets leases of twice its demand
+// per sync and a standing lease of what it will almost surely use (see
+// grantWindow).
+const busyPerWindow = 4
+
+// holdFloor is the demand over a lease's life (cost units) from which an
+// isolate that is not busy holds one unit ahead of need: it will probably
+// ask within the lease's life, so its next request decides locally. Below
+// it the unit would mostly sit unused until the lease expires.
+const holdFloor = 0.5
+
+// need returns the cost isolate me should hold after this grant (before
+// its share caps it): what it was refused (unmet); for a busy isolate
+// (a batch at least every quarter period) twice its demand per sync; for
+// one that holds ahead (hold, see grantWindow) a unit more, so its next
+// request decides locally. Budget held by an isolate that does not use it
+// returns at the lease's expiry, a lifetime later, not at the window's end.
+func (m *Merger) need(me *isoState, P, unmet int64, hold bool) int64 {
+	switch {
+	case frequent(me, P):
+		return max(unmet, (2*me.demand+demandScale-1)/demandScale)
+	case hold:
+		return addSat(unmet, 1)
+	}
+	return unmet
+}
+
+// frequent reports whether me syncs a key of period P at least four times
+// a window: it then holds twice its demand per sync (need).
+func frequent(me *isoState, P int64) bool { return me.gap*4 <= P }
+
+// holdsAhead reports whether isolate me asks often enough to hold a unit
+// ahead of need: at least holdFloor within a lease's life, so it will
+// probably use the unit before the lease expires.
+func (m *Merger) holdsAhead(me *isoState, P int64) bool {
+	return me.perWindow(int64(m.opts.LeaseLife)) >= holdFloor
+}
+
+// standShare returns the share of window win (of length P) in which is
+// may still use its standing lease: until its lease is void, at most the
+// whole window.
+func standShare(is *isoState, win, P int64) float64 {
+	if is.usable == 0 {
+		return 1 // a record from before lease lifetimes: until the window ends
+	}
+	return min(max(float64(is.usable-win*P)/float64(P), 0), 1)
+}
+
+// leaseExpired reports whether the lease and standing lease of me are void at
+// now: the isolate stopped admitting under them a grace period ago.
+func (m *Merger) leaseExpired(me *isoState, now int64) bool {
+	return me.expires != 0 && now >= me.expires
+}
+
+// renew starts the life of a lease granted to me at now: the isolate uses
+// it for LeaseLife after it cut its batch (before now), so it has stopped
+// by now+LeaseLife, and reports what it admitted within LeaseGrace after
+// that.
+func (m *Merger) renew(me *isoState, now int64) { m.renewFrom(me, now, now) }
+
+// renewFrom is renew for a lease whose life starts at from (>= now: a
+// standing lease for a window that starts then); the reply tells the
+// isolate the life from now (lifeLeft).
+func (m *Merger) renewFrom(me *isoState, now, from int64) {
+	me.usable = addSat(max(now, from), int64(m.opts.LeaseLife))
+	me.expires = addSat(me.usable, int64(m.opts.LeaseGrace))
+}
+
+// lifeLeft returns the life a reply at now tells me for its lease and
+// standing lease (wire.View.Life, from the isolate's cut, which precedes
+// now): until usable; -1 (void at once) when that is past.
+func lifeLeft(me *isoState, now int64) int64 {
+	if me.usable <= now {
+		return -1
+	}
+	return me.usable - now
+}
+
+// release gives back every lease and standing lease of me (a graceful
+// stop, wire.Batch.End): the isolate reported what it admitted and admits
+// nothing more under them.
+func (m *Merger) release(me *isoState, now int64) {
+	me.lease, me.granted, me.stand, me.standRes, me.standUntil = 0, 0, 0, 0, 0
+	me.expires, me.usable = now, now
+}
+
+// perWindow returns the isolate's demand per window of length period
+// (cost units): its demand per batch over its gap between batches.
+func (is *isoState) perWindow(period int64) float64 {
+	if is.gap <= 0 {
+		return 0
+	}
+	return float64(is.demand) / demandScale * float64(period) / float64(is.gap)
+}
+
+// grantBucket tops up isolate me's lease on bucket st at time now. Bucket
+// leases only grow (an isolate may spend its lease at any time, so it stays
+// reserved until reported); like windowed ones they are sized by need: a
+// busy isolate up to twice its demand per sync, a sparse one what it was
+// refused.
+func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet int64) {
+	lim := st.lim
+	P := lim.Period
+	limit := st.limitFor(key, now)
+	burst := lim.EffectiveBurst(limit)
+	var sumL, sumD int64
+	horizon := now - 2*P
+	if m.leaseExpired(me, now) {
+		me.lease = 0 // it admits nothing more under it
+	}
+	for i := range st.isos {
+		is := &st.isos[i]
+		if is != me && is.lease > 0 && m.leaseExpired(is, now) {
+			// Silent past its lease's life and grace (dead, or cut off):
+			// it may have spent the lease without reporting, so the
+			// lease becomes cost, charged when it stopped admitting
+			// under it, and the bucket refills it at its rate instead
+			// of holding it for good. (A late report of that cost
+			// charges it again: conservative, never over.)
+			st.tat = limitmath.AdvanceTAT(st.tat, is.usable, is.lease, P, limit)
+			is.lease = 0
+		}
+		sumL = addSat(sumL, st.reservation(is, 0, now))
+		if is.seen >= horizon {
+			sumD = addSat(sumD, is.demand)
+		}
+	}
+	debt := max(0, st.tat-now)
+	tokens := max(0, burst-mulDivUp(debt, limit, P))
+	free := max(0, tokens-sumL)
+	share := int64(0)
+	if sumD > 0 {
+		share = mulDiv(tokens, me.demand, sumD)
+	}
+	need := m.need(me, P, unmet, false)
+	share = min(share, need)
+	if need > 0 && free > 0 && share < 1 {
+		share = 1
+	}
+	if g := min(max(0, share-me.lease), free); g > 0 {
+		me.lease += g
+	}
+	m.renew(me, now)
+}

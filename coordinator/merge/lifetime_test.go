@@ -1,0 +1,112 @@
+package merge
+
+import (
+	"time"
+
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A lease carries its life, a graceful stop (Batch.End) gives every lease
+// back at once, and a lease that outlived its isolate stays reserved, as
+// spent, for its own window only: the next window's standing lease is
+// given back.
+func TestLeaseLifeAndRelease(t *testing.T) {
+	// A life shorter than the 1 s window, so that the next window begins
+	// after a lease granted early in this one has ended.
+	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	W := t0 / sec
+	reserved := func(w int64) int64 {
+		t.Helper()
+		var r int64
+		c.withMerger(func(m *Merger) {
+			_, r, _ = m.Reserved("sfw", "k", w, clk.now())
+		})
+		return r
+	}
+	v := viewOf(t, mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 0, Demand: 10})), "sfw", "k")
+	if v.Lease <= 0 || v.Life != int64(life) {
+		t.Fatalf("lease %d, life %d; want a lease with life %d", v.Lease, v.Life, int64(life))
+	}
+	if r := reserved(W); r != v.Lease {
+		t.Fatalf("reserved %d, want the lease %d", r, v.Lease)
+	}
+	end := batch("a", 2, t0+1, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 3})
+	end.End = true
+	v = viewOf(t, mustSync(t, c, end), "sfw", "k")
+	if v.Lease != 0 || v.Count != 3 {
+		t.Fatalf("after the last batch: lease %d, count %d; want 0 and the 3 reported", v.Lease, v.Count)
+	}
+	if r := reserved(W); r != 0 {
+		t.Fatalf("after the last batch %d stay reserved, want 0", r)
+	}
+
+	// A busy isolate gets a standing lease for W+1, then dies.
+	var stand int64
+	at := t0
+	for seq := int64(1); seq <= 8; seq++ {
+		at = t0 + seq*sec/20
+		clk.set(at)
+		v = viewOf(t, mustSync(t, c, batch("b", seq, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 1, Demand: 1})), "sfw", "k")
+		stand = v.Stand
+	}
+	if stand <= 0 {
+		t.Fatalf("a busy isolate got no standing lease (stand %d)", stand)
+	}
+	if r := reserved(W + 1); r < stand {
+		t.Fatalf("W+1 reserves %d, want at least the standing lease %d", r, stand)
+	}
+	held := reserved(W)
+	clk.set(at + int64(life+grace)) // past the expiry, still in W
+	if clk.now() >= (W+1)*sec {
+		t.Fatal("the schedule left window W")
+	}
+	if r := reserved(W + 1); r != 0 {
+		t.Errorf("W+1 begins after the dead isolate's lease ended, yet %d stay reserved there", r)
+	}
+	if r := reserved(W); r != held {
+		t.Errorf("W (alive under the lease) reserves %d after the expiry, want the %d held (counted as spent)", r, held)
+	}
+}
+
+// A bucket lease of an isolate silent past its life and grace becomes
+// cost (it may have been spent): the bucket refills it at its rate, where
+// it used to stay reserved for good and starve the others.
+func TestBucketLeaseOfDeadIsolateRefills(t *testing.T) {
+	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	// stb: 50 per second, burst 100. The isolate asks for all of it, then dies.
+	v := viewOf(t, mustSync(t, c, batch("dead", 1, t0, wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+	if v.Lease < 50 {
+		t.Fatalf("lease %d, want most of the burst of 100", v.Lease)
+	}
+	held := v.Lease
+	// Another isolate asks before the expiry: only what the lease leaves.
+	clk.set(t0 + int64(life)/2)
+	v = viewOf(t, mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+	if v.Lease > 100-held+2 {
+		t.Fatalf("before the expiry b got %d, more than the %d the dead lease leaves", v.Lease, 100-held)
+	}
+	before := v.Lease
+	// Two seconds after the expiry the bucket (50/s) has refilled what the
+	// dead isolate held, as if it had spent it when its life ended.
+	clk.set(t0 + int64(life+grace) + 2*sec)
+	v = viewOf(t, mustSync(t, c, batch("b", 2, clk.now(), wire.Delta{Limiter: "stb", Key: "k", Delta: before, Demand: 100})), "stb", "k")
+	if v.Lease < held/2 {
+		t.Fatalf("2 s after the dead isolate's lease ended b got %d, want at least %d: the dead lease still holds the bucket", v.Lease, held/2)
+	}
+	c.withMerger(func(m *Merger) {
+		for _, st := range m.keys {
+			if st.lim.Name != "stb" {
+				continue
+			}
+			for i := range st.isos {
+				if st.isos[i].id == "dead" && st.isos[i].lease != 0 {
+					t.Errorf("the dead isolate still holds %d", st.isos[i].lease)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,173 @@
+package merge
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Prefetching cold keys.
+//
+// A key's first touch (or its first touch after eviction) reads its record
+// from the Store. Done by the committer, those reads serialize every
+// request behind one goroutine; Prefetch lets the request goroutines do them
+// beforehand, in parallel, without holding the Merger.
+//
+// A prefetched value is only used when it is still what the Store holds
+// for a key that is not cached. The value of an uncached key only changes
+// when a cached state is committed and then evicted (or the cache dropped),
+// or when GC deletes it; each of those stamps the key's slot (a hash of the
+// storage key) with a new eviction sequence number. Prefetch reads the
+// sequence number before its Gets, and the committer trusts a prefetched
+// value only when the key's slot was not stamped after that (otherwise it
+// reads the Store itself, as without prefetching). A per-slot count of cached
+// keys lets Prefetch skip the keys that are (probably) cached.
+
+// ConcurrentStore is implemented by Stores whose Get may run concurrently
+// with every other method (pebblestore.Store). Coordinator prefetches cold keys
+// from the request goroutines only on such a Store.
+type ConcurrentStore interface {
+	Store
+	// ConcurrentGet reports whether Get is safe to call concurrently.
+	ConcurrentGet() bool
+}
+
+// residency tracks, per slot of the storage-key hash, how many keys are
+// cached and when a key was last evicted.
+type residency struct {
+	seed   maphash.Seed
+	mask   uint64
+	cached []atomic.Int32 // keys cached per slot; read by prefetchers
+	gen    []int64        // eviction sequence number of the slot's last eviction; committer only
+	seq    atomic.Int64   // eviction sequence number; written by the committer only
+	abort  int64          // seq of the last dropCache: older prefetches are all stale
+}
+
+func newResidency(maxCached int) *residency {
+	n := 1 << 16
+	for n < 2*maxCached && n < 1<<22 {
+		n <<= 1
+	}
+	return &residency{seed: maphash.MakeSeed(), mask: uint64(n - 1),
+		cached: make([]atomic.Int32, n), gen: make([]int64, n)}
+}
+
+func (r *residency) slot(skey []byte) uint64 { return maphash.Bytes(r.seed, skey) & r.mask }
+
+func (r *residency) slotString(skey string) uint64 { return maphash.String(r.seed, skey) & r.mask }
+
+// EnablePrefetch makes Prefetch available (it is a no-op before). Call it
+// before the first Apply, only when the Store's Get is safe concurrently.
+func (m *Merger) EnablePrefetch() {
+	if m.res == nil {
+		m.res = newResidency(m.opts.MaxCachedKeys)
+	}
+}
+
+// Prefetched holds the Store records read by Prefetch for one batch.
+type Prefetched struct {
+	seq  int64 // eviction sequence number before the reads
+	ents []prefetchedKey
+}
+
+type prefetchedKey struct {
+	slot  uint64
+	value []byte
+	found bool
+	read  bool // value/found were read
+}
+
+// Prefetch reads from the Store the records of b's keys that are probably
+// not cached, for ApplyPrefetched. It is safe to call concurrently with
+// every method of m (it only reads the configuration, atomics and the
+// Store) once EnablePrefetch was called; it returns nil when prefetching is
+// off or nothing had to be read. A read error is ignored (the committer
+// reads again and reports it).
+func (m *Merger) Prefetch(b *wire.Batch) *Prefetched {
+	r := m.res
+	if r == nil {
+		return nil
+	}
+	var pf *Prefetched
+	var buf [2 + 255 + wire.MaxKeyLen]byte
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		lim := m.lims[e.Limiter]
+		if lim == nil {
+			return nil
+		}
+		sk := appendKeyStorageKey(buf[:0], lim.Name, e.Key)
+		s := r.slot(sk)
+		if r.cached[s].Load() > 0 {
+			continue
+		}
+		if pf == nil {
+			pf = &Prefetched{seq: r.seq.Load(), ents: make([]prefetchedKey, len(b.Entries))}
+		}
+		v, found, err := m.store.Get(sk)
+		if err != nil {
+			continue
+		}
+		pf.ents[i] = prefetchedKey{slot: s, value: v, found: found, read: true}
+	}
+	return pf
+}
+
+// prefetched returns the record of entry i read by Prefetch, when it may be
+// used for a key that is not cached.
+func (m *Merger) prefetched(pf *Prefetched, i int) (p *prefetchedKey, ok bool) {
+	if pf == nil || m.res == nil || i >= len(pf.ents) || !pf.ents[i].read {
+		return nil, false
+	}
+	p = &pf.ents[i]
+	if m.res.abort > pf.seq || m.res.gen[p.slot] > pf.seq {
+		return nil, false
+	}
+	return p, true
+}
+
+// residentAdd records that st entered the cache.
+func (m *Merger) residentAdd(st *keyState) {
+	if m.res == nil {
+		return
+	}
+	st.slot = m.res.slotString(st.skey)
+	m.res.cached[st.slot].Add(1)
+}
+
+// residentEvicted records that st left the cache (its record is durable) at
+// eviction sequence number seq.
+func (m *Merger) residentEvicted(st *keyState, seq int64) {
+	if m.res == nil {
+		return
+	}
+	m.res.cached[st.slot].Add(-1)
+	m.res.gen[st.slot] = seq
+}
+
+// residentStale stamps the slot of a storage key whose record is about to
+// change without going through the cache (GC deletes).
+func (m *Merger) residentStale(skey []byte) {
+	if m.res == nil {
+		return
+	}
+	m.res.gen[m.res.slot(skey)] = m.res.seq.Add(1)
+}
+
+// residentDropAll records that the whole cache was dropped.
+func (m *Merger) residentDropAll() {
+	if m.res == nil {
+		return
+	}
+	for _, st := range m.keys {
+		m.res.cached[st.slot].Add(-1)
+	}
+	m.res.abort = m.res.seq.Add(1)
+}
+
+func appendKeyStorageKey(dst []byte, limiter, key string) []byte {
+	dst = append(dst, prefixKey, byte(len(limiter)))
+	dst = append(dst, limiter...)
+	return append(dst, key...)
+}

@@ -1,0 +1,115 @@
+package merge
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Sequence numbers. The batches of one isolate incarnation are numbered
+// densely from 1: the module keeps one batch in flight and resends it with
+// the same Seq until a reply is applied (wasm/core/sync.go). Against the
+// isolate's high-water mark hw (the last Seq applied, 0 for an isolate the
+// coordinator does not know), a batch is
+//
+//	Seq == hw+1                        the next batch: applied
+//	Seq == hw, same content as hw's    a retry: not applied, answered with the current views
+//	Seq == hw, other content           SeqConflict: another batch took that number
+//	Seq <  hw                          SeqStale: an old or replayed batch, or a restart that kept its id
+//	Seq >  hw+1                        SeqGap: numbers were skipped, or the isolate is unknown (forgotten
+//	                                   after MergerOptions.IsolateTTL) and Seq != 1
+//
+// An anomaly applies nothing and is answered 409 with the problem type
+// urn:edgelimit:problem:seq_stale, seq_gap or seq_conflict. The isolate then
+// starts a new incarnation (a new isolate id, Seq back to 1) and resends the
+// same deltas as its batch 1 (core.Core.Reincarnate), so nothing is lost and
+// nothing is counted twice. A batch can thus never move another
+// incarnation's high-water mark out of its reach: a jumped Seq is refused,
+// not recorded.
+
+// ErrSequence marks a batch refused for its sequence number (a *SeqError).
+var ErrSequence = errors.New("merge: batch out of sequence")
+
+// SeqAnomaly names why a sequence number was refused.
+type SeqAnomaly string
+
+// The anomalies (see the package's sequence rules above).
+const (
+	SeqStale    SeqAnomaly = "stale"
+	SeqGap      SeqAnomaly = "gap"
+	SeqConflict SeqAnomaly = "conflict"
+)
+
+// SeqError is a batch refused for its sequence number; nothing of it was
+// applied. It matches ErrSequence with errors.Is.
+type SeqError struct {
+	Anomaly   SeqAnomaly
+	Seq       int64 // the batch's sequence number
+	HighWater int64 // the isolate's high-water mark (0: unknown isolate)
+}
+
+func (e *SeqError) Error() string {
+	s := "merge: batch seq " + strconv.FormatInt(e.Seq, 10) + " is " + string(e.Anomaly) +
+		": the isolate's last applied seq is " + strconv.FormatInt(e.HighWater, 10)
+	switch e.Anomaly {
+	case SeqStale:
+		s += " (an old batch, or a restart that kept its isolate id)"
+	case SeqGap:
+		s += " (numbers skipped or isolate unknown); the next batch must be " + strconv.FormatInt(e.HighWater+1, 10)
+	case SeqConflict:
+		s += " and that number was applied to a different batch"
+	}
+	return s + "; start a new incarnation (new isolate id, seq 1) and resend"
+}
+
+// Is makes errors.Is(err, ErrSequence) hold.
+func (e *SeqError) Is(target error) bool { return target == ErrSequence }
+
+// checkSeq classifies b against the isolate's high-water mark h: it reports
+// whether b is a retry of the last applied batch, or a *SeqError.
+func checkSeq(h *hwmState, b *wire.Batch, sum uint64) (retry bool, err error) {
+	switch {
+	case b.Seq == h.seq+1:
+		return false, nil
+	case b.Seq == h.seq:
+		if h.sum != 0 && h.sum != sum {
+			return false, &SeqError{Anomaly: SeqConflict, Seq: b.Seq, HighWater: h.seq}
+		}
+		return true, nil
+	case b.Seq < h.seq:
+		return false, &SeqError{Anomaly: SeqStale, Seq: b.Seq, HighWater: h.seq}
+	}
+	return false, &SeqError{Anomaly: SeqGap, Seq: b.Seq, HighWater: h.seq}
+}
+
+// batchSum is a 64-bit FNV-1a digest of b's content (time and entries),
+// never 0: a retry resends the same bytes, so the same digest. It tells a
+// retry from another batch that reuses the number (a restarted isolate
+// that kept its id, or a forged batch).
+func batchSum(b *wire.Batch) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	num := func(v int64) {
+		for i := 0; i < 8; i++ {
+			h = (h ^ uint64(byte(v>>(8*i)))) * prime
+		}
+	}
+	str := func(s string) {
+		num(int64(len(s)))
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * prime
+		}
+	}
+	num(b.At)
+	num(int64(len(b.Entries)))
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		str(e.Limiter)
+		str(e.Key)
+		num(e.Window)
+		num(e.Delta)
+		num(e.Demand)
+	}
+	return h | 1
+}

@@ -1,0 +1,389 @@
+package merge
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"unsafe"
+
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Storage layout (one Pebble key per limiter key, one per isolate, plus
+// the log of the group commits since the last checkpoint, see wal.go):
+//
+//	'k' len(limiter) limiter key  -> keyState: varints win, count, prev, tat,
+//	                                 then the isolates holding strict leases,
+//	                                 their standing leases, and the optional
+//	                                 upstream section ('u', upstream.go)
+//	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records)
+//	'l' gen                       -> log record: the new states of one group
+//
+// Windowed limiters keep only the newest window W and W-1 in the record, so
+// old windows are garbage-collected as soon as a newer window is written.
+const (
+	prefixKey = 'k'
+	prefixHWM = 'h'
+	stateVer  = 1
+)
+
+// keyState is the merged state of one (limiter, key).
+type keyState struct {
+	lim      *wire.LimiterConfig
+	skey     string     // storage key
+	win      int64      // windowed: newest window index with a count
+	count    int64      // windowed: count in win
+	prev     int64      // windowed: count in win-1
+	tat      int64      // bucket: theoretical arrival time, ns
+	isos     []isoState // strict limiters: the isolates' leases and demand
+	sk       isoSketch  // approximate limiters: how many isolates report the key
+	dirty    bool       // changed since the last Stage
+	epoch    int64      // Merger.ckptEpoch when last logged
+	ckptSlot int32      // index of its op in Merger.ckptOps, when epoch is current
+	gen      int64      // Stage that holds the last change
+	// oldest is a lower bound of isos[*].seen (math.MinInt64 = unknown,
+	// see newKeyState): while it is
+	// within the last 2 periods, prune has nothing to drop and every
+	// isolate is recent.
+	oldest  int64
+	up      *keyUpstream // the key's upstream state (upstream.go); nil for most keys
+	slot    uint64       // residency slot (prefetch)
+	mark    int64        // Merger.applySeq of the last Apply that touched the key
+	slotIdx int32        // index of the key in that Apply's slots
+}
+
+// isoState is what the coordinator remembers about one isolate for one key:
+// when it last reported the key and, in strict mode, its lease and demand.
+type isoState struct {
+	id       string
+	seen     int64 // coordinator time of the isolate's last batch with this key, ns
+	lease    int64 // strict: budget reserved for the isolate, cost units (>= what it may still admit)
+	granted  int64 // strict windowed: the lease last told to the isolate, less the cost it reported since
+	leaseWin int64 // strict windowed: window the lease belongs to
+	demand   int64 // strict: EWMA of demand per sync, scaled by demandScale
+	gap      int64 // strict: EWMA of the time between the isolate's batches with this key, ns
+	// Standing lease (strict fixed windows, see lease.go): the isolate may
+	// admit up to stand in window standUntil without asking; standRes
+	// (>= stand) is what the coordinator reserves for it there until the
+	// isolate has seen its last stand.
+	stand, standRes, standUntil int64
+	// expires (leased): coordinator time from which the isolate's
+	// unreported lease and stand are given back, as far as it could not
+	// have used them (reservation); 0: never (a record written before
+	// lease lifetimes). usable: coordinator time by which the isolate
+	// stopped admitting under them (expires less the grace).
+	expires, usable int64
+}
+
+// demandScale is the fixed-point scale of isoState.demand, so that a small
+// demand still decays smoothly instead of rounding to a constant.
+const demandScale = 1024
+
+// hwmState is the exactly-once high-water mark of one isolate.
+type hwmState struct {
+	id       string
+	hash     uint64 // isoHash(id)
+	seq      int64  // highest applied batch sequence number
+	seen     int64  // coordinator time of the last batch, ns
+	sum      uint64 // batchSum of the last applied batch; 0 = unknown (a record older than the digest)
+	dirty    bool   // changed since the last Stage
+	epoch    int64  // Merger.ckptEpoch when last logged
+	ckptSlot int32  // index of its op in Merger.ckptOps, when epoch is current
+	gen      int64  // Stage that holds the last change
+}
+
+func keyStorageKey(limiter, key string) string {
+	b := make([]byte, 0, 2+len(limiter)+len(key))
+	b = append(b, prefixKey, byte(len(limiter)))
+	b = append(b, limiter...)
+	b = append(b, key...)
+	return string(b)
+}
+
+// splitKeyStorageKey returns the limiter and key of a 'k' storage key.
+func splitKeyStorageKey(k []byte) (limiter, key string, ok bool) {
+	if len(k) < 2 || k[0] != prefixKey || len(k) < 2+int(k[1]) {
+		return "", "", false
+	}
+	n := int(k[1])
+	return string(k[2 : 2+n]), string(k[2+n:]), true
+}
+
+func hwmStorageKey(isolate string) string { return string(prefixHWM) + isolate }
+
+// persistIsos reports whether the isolate list is persisted: only strict
+// limiters need it (leases must survive a restart; recency does not).
+func (s *keyState) persistIsos() bool { return s.lim.Leased() }
+
+func (s *keyState) encode(dst []byte) []byte {
+	dst = append(dst, stateVer)
+	dst = binary.AppendVarint(dst, s.win)
+	dst = binary.AppendVarint(dst, s.count)
+	dst = binary.AppendVarint(dst, s.prev)
+	dst = binary.AppendVarint(dst, s.tat)
+	if !s.persistIsos() {
+		return s.encodeUp(binary.AppendUvarint(dst, 0))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(s.isos)))
+	for i := range s.isos {
+		is := &s.isos[i]
+		dst = binary.AppendUvarint(dst, uint64(len(is.id)))
+		dst = append(dst, is.id...)
+		dst = binary.AppendVarint(dst, is.seen)
+		dst = binary.AppendVarint(dst, is.lease)
+		dst = binary.AppendVarint(dst, is.granted)
+		dst = binary.AppendVarint(dst, is.leaseWin)
+		dst = binary.AppendVarint(dst, is.demand)
+		dst = binary.AppendVarint(dst, is.gap)
+	}
+	// Standing leases, after the list (records written before them end
+	// here and decode with none).
+	for i := range s.isos {
+		is := &s.isos[i]
+		dst = binary.AppendVarint(dst, is.stand)
+		dst = binary.AppendVarint(dst, is.standRes)
+		dst = binary.AppendVarint(dst, is.standUntil)
+	}
+	// Lease lifetimes, after the standing leases (records written before
+	// them have none: their leases never expire).
+	if len(s.isos) > 0 {
+		dst = append(dst, 'x')
+		for i := range s.isos {
+			dst = binary.AppendVarint(dst, s.isos[i].expires)
+			dst = binary.AppendVarint(dst, s.isos[i].usable)
+		}
+	}
+	// The upstream section, after the standing leases (records without
+	// one end there).
+	return s.encodeUp(dst)
+}
+
+var errCorrupt = errors.New("merge: corrupt record")
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errCorrupt
+		d.b = nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint(max uint64) uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || v > max {
+		d.err = errCorrupt
+		d.b = nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (s *keyState) decode(b []byte, maxIsos int) error {
+	if len(b) == 0 || b[0] != stateVer {
+		return errCorrupt
+	}
+	d := decoder{b: b[1:]}
+	s.win, s.count, s.prev, s.tat = d.varint(), d.varint(), d.varint(), d.varint()
+	n := d.uvarint(uint64(maxIsos))
+	s.isos = nil
+	if n > 0 {
+		s.isos = make([]isoState, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		l := d.uvarint(MaxScopedIDLen)
+		if d.err != nil || uint64(len(d.b)) < l {
+			return errCorrupt
+		}
+		is := isoState{id: string(d.b[:l])}
+		d.b = d.b[l:]
+		is.seen, is.lease, is.granted, is.leaseWin, is.demand, is.gap = d.varint(), d.varint(), d.varint(), d.varint(), d.varint(), d.varint()
+		s.isos = append(s.isos, is)
+	}
+	if d.err == nil && len(d.b) > 0 { // records written before standing leases end here
+		for i := range s.isos {
+			is := &s.isos[i]
+			is.stand, is.standRes, is.standUntil = d.varint(), d.varint(), d.varint()
+		}
+	}
+	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == 'x' {
+		d.b = d.b[1:]
+		for i := range s.isos {
+			s.isos[i].expires, s.isos[i].usable = d.varint(), d.varint()
+		}
+	}
+	s.up = nil
+	if d.err == nil && len(d.b) > 0 {
+		s.decodeUp(&d)
+	}
+	return d.err
+}
+
+func (h *hwmState) encode(dst []byte) []byte {
+	dst = append(dst, stateVer)
+	dst = binary.AppendVarint(dst, h.seq)
+	dst = binary.AppendVarint(dst, h.seen)
+	return binary.AppendUvarint(dst, h.sum)
+}
+
+func (h *hwmState) decode(b []byte) error {
+	if len(b) == 0 || b[0] != stateVer {
+		return errCorrupt
+	}
+	d := decoder{b: b[1:]}
+	h.seq, h.seen = d.varint(), d.varint()
+	h.sum = 0
+	if d.err == nil && len(d.b) > 0 { // records written before the digest end here
+		h.sum = d.uvarint(^uint64(0))
+	}
+	return d.err
+}
+
+// iso returns the isolate's entry for this key, adding one when there is
+// room (at most maxPerKey entries; stale entries without an active lease are
+// evicted first). It returns nil when the isolate cannot be tracked.
+func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func() bool) *isoState {
+	if i := s.findIso(id); i >= 0 {
+		return &s.isos[i]
+	}
+	if len(s.isos) >= maxPerKey || !room() {
+		// Evict the least recently seen isolate that holds no active lease.
+		victim, oldest := -1, int64(math.MaxInt64)
+		for i := range s.isos {
+			if !s.leaseActive(&s.isos[i], activeWin, now) && s.isos[i].seen < oldest {
+				victim, oldest = i, s.isos[i].seen
+			}
+		}
+		if victim < 0 {
+			return nil
+		}
+		s.isos[victim] = isoState{id: id, seen: now, gap: s.lim.Period}
+		s.oldest = min(s.oldest, now)
+		return &s.isos[victim]
+	}
+	s.isos = append(s.isos, isoState{id: id, seen: now, gap: s.lim.Period})
+	s.oldest = min(s.oldest, now)
+	return &s.isos[len(s.isos)-1]
+}
+
+func newKeyState(lim *wire.LimiterConfig, skey string) *keyState {
+	return &keyState{lim: lim, skey: skey, oldest: math.MinInt64}
+}
+
+// findIso returns the index of the isolate's entry, or -1. The Merger
+// passes the same string for every batch of an isolate, so the entry is
+// usually found by comparing string pointers; the full comparison only runs
+// when that fails (a new isolate for the key, or entries read from the
+// Store), and the found entry then takes id's string.
+func (s *keyState) findIso(id string) int {
+	p := unsafe.StringData(id)
+	for i := range s.isos {
+		if unsafe.StringData(s.isos[i].id) == p && len(s.isos[i].id) == len(id) {
+			return i
+		}
+	}
+	for i := range s.isos {
+		if s.isos[i].id == id {
+			s.isos[i].id = id
+			return i
+		}
+	}
+	return -1
+}
+
+// recentIsolates returns how many isolates were seen within 2 periods
+// (approximate limiters: in this period and the previous one, estimated).
+func (s *keyState) recentIsolates(now int64) int64 {
+	if !s.lim.Leased() {
+		return s.sk.count(limitmath.Window(now, s.lim.Period))
+	}
+	horizon := now - 2*s.lim.Period
+	if s.oldest >= horizon {
+		return int64(len(s.isos))
+	}
+	n := int64(0)
+	for i := range s.isos {
+		if s.isos[i].seen >= horizon {
+			n++
+		}
+	}
+	return n
+}
+
+// leaseActive reports whether is holds a lease that still counts against the
+// key's budget at now: any positive lease for buckets; for windowed
+// limiters a reservation in window activeWin or (standing leases) the next
+// one.
+func (s *keyState) leaseActive(is *isoState, activeWin, now int64) bool {
+	if s.lim.IsBucket() {
+		return s.reservation(is, 0, now) > 0
+	}
+	return s.reservation(is, activeWin, now) > 0 || s.reservation(is, activeWin+1, now) > 0
+}
+
+// reservation returns the budget of window W reserved for is at now: its
+// lease for W, or, for the window of its standing lease, that. Once the
+// lease has expired (now >= expires), the isolate may have spent it
+// without reporting (it died): what it held for a window that began while
+// the lease was alive stays reserved, as spent, until that window ends;
+// what it held for a later window, which it could not have used, is given
+// back (see lease.go).
+func (s *keyState) reservation(is *isoState, W, now int64) int64 {
+	switch {
+	case is.expires != 0 && now >= is.expires && !s.lim.IsBucket() && W*s.lim.Period >= is.usable:
+		return 0
+	case s.lim.IsBucket(), is.leaseWin == W:
+		return max(is.lease, 0)
+	case is.leaseWin < W && W == is.standUntil:
+		return max(is.standRes, 0)
+	}
+	return 0
+}
+
+// prune drops isolates not seen within 2 periods that hold no active lease
+// (a bucket lease stays active until used: the isolate may spend it at any
+// time, so forgetting it would give its reservation to others twice), and
+// returns how many it dropped.
+func (s *keyState) prune(now int64) int {
+	horizon := now - 2*s.lim.Period
+	if s.oldest >= horizon {
+		return 0 // every isolate was seen within 2 periods
+	}
+	w := limitmath.Window(now, s.lim.Period)
+	if !s.lim.IsBucket() && s.win > w {
+		w = s.win
+	}
+	n := 0
+	oldest := int64(math.MaxInt64)
+	for i := range s.isos {
+		is := s.isos[i]
+		if is.seen < horizon && !s.leaseActive(&is, w, now) {
+			continue
+		}
+		oldest = min(oldest, is.seen)
+		s.isos[n] = is
+		n++
+	}
+	if n == 0 {
+		oldest = now // entries added later are seen at >= now
+	}
+	s.oldest = oldest
+	dropped := len(s.isos) - n
+	clear(s.isos[n:])
+	s.isos = s.isos[:n]
+	return dropped
+}
+
+// windowCounts returns the counts of window w and w-1.
+func (s *keyState) windowCounts(w int64) (count, prev int64) {
+	return limitmath.Counts(s.win, s.count, s.prev, w)
+}

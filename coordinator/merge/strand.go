@@ -1,0 +1,76 @@
+package merge
+
+import "math"
+
+// Budget stranded by units held ahead of need.
+//
+// An isolate decides locally only within what it holds, so a sparse
+// isolate (a few requests per window) decides its next request without a
+// round trip only if it holds a unit before the request comes. A unit
+// held by an isolate that gets no request before the window ends is lost
+// to the others if the window runs out of budget: the coordinator cannot
+// take it back before the holder reports (an isolate that admitted under
+// it and died never will). So holding ahead costs nothing while the
+// window ends under its limit and costs the unused units when it ends at
+// it. The coordinator grants a unit ahead while the expected budget so
+// stranded stays within MergerOptions.StrandBudget of the limit.
+//
+// With R the budget of the window neither counted nor spent (limit -
+// used), D the cost the fleet asks until the window ends (Poisson, mean
+// mu: its pace times the time left) and U the units held that their
+// holders will not use (independent Poisson counts of each holder's
+// requests), the requests refused for want of budget that stranded units
+// would have served are about (D + U - R)+ (at most U); with D normal,
+//
+//	E[(D + U - R)+] = s*phi(m/s) + m*Phi(m/s),  m = mu + U - R,  s = sqrt(mu)
+//
+// which is strandCost.
+
+// unusedUnits returns the expected units left of a holding of r when the
+// holder's requests until the window ends are Poisson with mean mu:
+// E[(r - X)+], X ~ Poisson(mu).
+func unusedUnits(r int64, mu float64) float64 {
+	switch {
+	case r <= 0:
+		return 0
+	case mu <= 0:
+		return float64(r)
+	case r > 64:
+		// Many units: the normal approximation (continuity-corrected) of
+		// E[(r - X)+].
+		m, s := float64(r)-mu+0.5, math.Sqrt(mu)
+		return normalPositivePart(m, s)
+	}
+	p := math.Exp(-mu) // P(X = 0)
+	var u float64
+	for k := int64(0); k < r; k++ {
+		u += float64(r-k) * p
+		p *= mu / float64(k+1)
+	}
+	return u
+}
+
+// strandCost returns the expected cost refused for want of budget that
+// units held and never used (u, expected) would have served, when the
+// fleet asks a Poisson cost of mean mu until the window ends and room is
+// the budget neither counted nor spent.
+func strandCost(mu, u, room float64) float64 {
+	if u <= 0 {
+		return 0
+	}
+	m := mu + u - room
+	if mu <= 0 {
+		return max(0, min(m, u))
+	}
+	return min(normalPositivePart(m, math.Sqrt(mu)), u)
+}
+
+// normalPositivePart returns E[Y+] for Y ~ Normal(m, s^2).
+func normalPositivePart(m, s float64) float64 {
+	if s <= 0 {
+		return max(m, 0)
+	}
+	z := m / s
+	phi := math.Exp(-z*z/2) / math.Sqrt(2*math.Pi)
+	return s*phi + m*0.5*math.Erfc(-z/math.Sqrt2)
+}

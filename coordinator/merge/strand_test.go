@@ -1,0 +1,129 @@
+package merge
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// unusedUnits is E[(r-X)+] for X ~ Poisson(mu): checked against the sum
+// over the distribution, and the normal approximation past 64 units
+// against the same sum within a unit.
+func TestUnusedUnits(t *testing.T) {
+	exact := func(r int64, mu float64) float64 {
+		var u float64
+		p := math.Exp(-mu)
+		for k := int64(0); k < r; k++ {
+			u += float64(r-k) * p
+			p *= mu / float64(k+1)
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		r  int64
+		mu float64
+	}{{1, 0.5}, {1, 3}, {2, 1}, {5, 5}, {10, 0.1}, {64, 60}} {
+		if got, want := unusedUnits(tc.r, tc.mu), exact(tc.r, tc.mu); math.Abs(got-want) > 1e-9 {
+			t.Errorf("unusedUnits(%d, %g) = %g, want %g", tc.r, tc.mu, got, want)
+		}
+	}
+	if got := unusedUnits(1, 0.5); math.Abs(got-math.Exp(-0.5)) > 1e-12 {
+		t.Errorf("one unit, mean 0.5: %g unused, want P(X=0) = %g", got, math.Exp(-0.5))
+	}
+	if got, want := unusedUnits(200, 150), exact(200, 150); math.Abs(got-want) > 1 {
+		t.Errorf("unusedUnits(200, 150) = %g, want about %g", got, want)
+	}
+	if unusedUnits(0, 3) != 0 || unusedUnits(-2, 3) != 0 || unusedUnits(3, 0) != 3 {
+		t.Errorf("edges: %g %g %g", unusedUnits(0, 3), unusedUnits(-2, 3), unusedUnits(3, 0))
+	}
+}
+
+// strandCost is 0 without held units, never more than them, grows with
+// them, is about 0 far from the limit and all of them past it.
+func TestStrandCost(t *testing.T) {
+	if c := strandCost(80, 0, 100); c != 0 {
+		t.Errorf("nothing held: cost %g", c)
+	}
+	prev := 0.0
+	for u := 1.0; u <= 40; u++ {
+		c := strandCost(80, u, 100)
+		if c < prev || c > u {
+			t.Fatalf("u=%g: cost %g (previous %g): want non-decreasing and at most u", u, c, prev)
+		}
+		prev = c
+	}
+	if c := strandCost(10, 5, 1000); c > 1e-9 {
+		t.Errorf("far from the limit: cost %g, want about 0", c)
+	}
+	if c := strandCost(500, 5, 100); math.Abs(c-5) > 1e-9 {
+		t.Errorf("past the limit: cost %g, want every held unit (5)", c)
+	}
+	if c := strandCost(0, 3, 1); c != 2 {
+		t.Errorf("no demand, 3 held in a room of 1: cost %g, want 2", c)
+	}
+}
+
+// Far from the limit a sparse isolate holds a unit ahead of what it asked
+// and one to start the next window with, living into that window; near
+// the limit only the strand budget's worth of isolates do; with a
+// negative StrandBudget none does.
+func TestHoldAheadFollowsStrandBudget(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	at := t0 + sec/10
+	clk.set(at)
+	for i := 0; i < 8; i++ {
+		v := viewOf(t, mustSync(t, c, batch(fmt.Sprintf("far%d", i), 1, at,
+			wire.Delta{Limiter: "sfw", Key: "far", Window: W, Demand: 1})), "sfw", "far")
+		if v.Lease != 2 || v.Stand != 1 {
+			t.Fatalf("isolate %d far from the limit: lease %d, stand %d; want 2 (1 asked + 1 ahead) and 1", i, v.Lease, v.Stand)
+		}
+		if want := (W+1)*sec + int64(DefaultLeaseLife) - at; v.Life != want {
+			t.Fatalf("isolate %d: life %d, want %d (a lifetime into the next window)", i, v.Life, want)
+		}
+	}
+
+	// Near the limit: one isolate counted 90 of 100 and goes on at its
+	// pace; of 8 sparse isolates asking now, only the strand budget's
+	// worth (1% of 100: a unit expected stranded) holds ahead.
+	mustSync(t, c, batch("big", 1, at, wire.Delta{Limiter: "sfw", Key: "near", Window: W, Delta: 90, Demand: 90}))
+	ahead := 0
+	for i := 0; i < 8; i++ {
+		v := viewOf(t, mustSync(t, c, batch(fmt.Sprintf("near%d", i), 1, at,
+			wire.Delta{Limiter: "sfw", Key: "near", Window: W, Demand: 1})), "sfw", "near")
+		switch v.Lease {
+		case 2:
+			ahead++
+		case 1:
+		default:
+			t.Fatalf("isolate %d near the limit: lease %d, want 1 or 2", i, v.Lease)
+		}
+	}
+	if ahead < 1 || ahead > 2 {
+		t.Errorf("near the limit %d of 8 sparse isolates held a unit ahead, want 1 or 2", ahead)
+	}
+
+	c2, clk2 := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.StrandBudget = -1 })
+	clk2.set(at)
+	v := viewOf(t, mustSync(t, c2, batch("a", 1, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})), "sfw", "k")
+	if v.Lease != 1 || v.Stand != 0 {
+		t.Errorf("StrandBudget -1: lease %d, stand %d; want 1 and 0 (nothing ahead)", v.Lease, v.Stand)
+	}
+}
+
+// A lease asked for at a window's end that reaches the coordinator in the
+// next window is granted there (the isolate decides its held request
+// again in that window), not answered with nothing, which the isolate
+// would take for a dry window.
+func TestAskAtWindowEndServedInNext(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.StrandBudget = -1 })
+	W := t0 / sec
+	cut := (W+1)*sec - sec/100
+	clk.set((W+1)*sec + sec/100)
+	v := viewOf(t, mustSync(t, c, batch("a", 1, cut, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})), "sfw", "k")
+	if v.Window != W+1 || v.Lease != 1 || v.Exhausted {
+		t.Fatalf("view %+v: want window %d, lease 1, not exhausted", v, W+1)
+	}
+}

@@ -1,0 +1,316 @@
+package merge
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// keyUpstream is what the coordinator knows of one key's upstream, merged
+// from the isolates' signals (wire.Signal) and sent back to every isolate
+// that syncs the key (wire.UpView): a pause (the latest end any isolate
+// was asked for: merged as the maximum), the fleet's circuit (one probe at
+// a time), and the limits the upstream announced, per reporting isolate.
+// Few keys have one; keyState.up is nil for the rest.
+type keyUpstream struct {
+	pause      int64 // coordinator ns until which the key is paused
+	circuit    uint8 // wire.CircuitClosed, CircuitOpen or CircuitHalfOpen
+	opens      uint8 // consecutive openings: the open time doubles with each
+	fails      int64 // consecutive failures reported while closed
+	failAt     int64 // coordinator ns of the last failure counted in fails
+	openUntil  int64 // ns: an open circuit turns half-open then
+	probeIso   string
+	probeUntil int64      // ns: the probe's grant lapses then
+	reps       []upReport // announced limits, one per isolate, at most maxReporters
+}
+
+// upReport is one isolate's latest announced limit.
+type upReport struct {
+	hash  uint64 // isoHash of the isolate
+	limit int64
+	seen  int64 // coordinator ns
+}
+
+// maxReporters bounds the announced limits kept per key: the oldest report
+// makes room.
+const maxReporters = 8
+
+// reportHorizon is how long an announced limit counts: ten periods, at
+// least a minute.
+func reportHorizon(lim *wire.LimiterConfig) int64 { return max(10*lim.Period, 60e9) }
+
+// agreedLimit is the limit the fleet's upstream announced, 0 when none is
+// agreed: with reports from at least two isolates within the horizon, the
+// upper median of their limits (one isolate cannot lower the fleet's limit
+// alone; any two honest ones bound it), or the only report when the key has
+// one recent isolate. It never exceeds the limiter's cap for key.
+func (s *keyState) agreedLimit(key string, now int64) int64 {
+	u := s.up
+	if u == nil || len(u.reps) == 0 {
+		return 0
+	}
+	horizon := now - reportHorizon(s.lim)
+	var ls [maxReporters]int64
+	n := 0
+	for _, r := range u.reps {
+		if r.seen >= horizon && n < len(ls) {
+			ls[n] = r.limit
+			n++
+		}
+	}
+	if n == 0 || n == 1 && s.recentIsolates(now) > 1 {
+		return 0
+	}
+	slices.Sort(ls[:n])
+	return min(ls[n/2], s.lim.AnnouncedCap(s.lim.LimitFor(key)))
+}
+
+// limitFor is the limit the coordinator applies to key now: the agreed
+// announced limit when there is one, else the configured one.
+func (s *keyState) limitFor(key string, now int64) int64 {
+	if a := s.agreedLimit(key, now); a > 0 {
+		return a
+	}
+	return s.lim.LimitFor(key)
+}
+
+// upActive reports whether st's upstream state still says something at
+// now (so it is kept, sent to isolates and not garbage-collected).
+func (s *keyState) upActive(now int64) bool {
+	u := s.up
+	if u == nil {
+		return false
+	}
+	horizon := now - reportHorizon(s.lim)
+	if u.pause > now || u.circuit != wire.CircuitClosed || u.fails > 0 && u.failAt >= horizon {
+		return true
+	}
+	for _, r := range u.reps {
+		if r.seen >= horizon {
+			return true
+		}
+	}
+	return false
+}
+
+// upUntil is a time (coordinator ns) after which st's upstream state no
+// longer matters, for stores that expire records by TTL: the pause's end,
+// the announced limits' horizon and, while the circuit is not closed, its
+// open time and probe grant plus the longest pause honoured (a half-open
+// circuit nobody probes is then forgotten, that is closed).
+func (s *keyState) upUntil() int64 {
+	u := s.up
+	if u == nil {
+		return 0
+	}
+	until := u.pause
+	for _, r := range u.reps {
+		until = max(until, addSat(r.seen, reportHorizon(s.lim)))
+	}
+	if u.circuit != wire.CircuitClosed {
+		until = max(until, addSat(max(u.openUntil, u.probeUntil), s.lim.PauseCap()))
+	}
+	if u.fails > 0 {
+		until = max(until, addSat(u.failAt, reportHorizon(s.lim)))
+	}
+	return until
+}
+
+// openFor is how long the circuit stays open after its n-th consecutive
+// opening: the limiter's base doubled n times, between half and all of it
+// (jitter drawn from seed).
+func openFor(lim *wire.LimiterConfig, n uint8, seed uint64) int64 {
+	return limitmath.Backoff(lim.CircuitBase(), n, wire.MaxCircuitDoublings, seed)
+}
+
+func (u *keyUpstream) open(lim *wire.LimiterConfig, seed uint64, now int64) {
+	u.circuit, u.probeIso, u.probeUntil = wire.CircuitOpen, "", 0
+	u.openUntil = now + openFor(lim, u.opens, seed^uint64(now))
+	u.fails = 0
+	if u.opens < 255 {
+		u.opens++
+	}
+}
+
+// applySignal merges one isolate's signal into st at now: the pause ends
+// at the latest, failures open the circuit (or reopen it when they answer
+// the isolate's probe), a success of the probe closes it, a probe request
+// is granted when no other isolate holds the probe, and an announced
+// limit is recorded for the isolate.
+func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire.Signal, now int64) {
+	m.markKey(st)
+	lim := st.lim
+	if st.up == nil {
+		st.up = &keyUpstream{}
+	}
+	u := st.up
+	if sg.Pause > 0 {
+		u.pause = max(u.pause, now+min(sg.Pause, lim.PauseCap()))
+	}
+	if u.circuit == wire.CircuitOpen && now >= u.openUntil {
+		u.circuit = wire.CircuitHalfOpen
+	}
+	if u.fails > 0 && u.failAt < now-reportHorizon(lim) {
+		u.fails = 0 // failures that long apart are not consecutive
+	}
+	probe := u.circuit == wire.CircuitHalfOpen && u.probeIso == isolate
+	seed := hash ^ limitmath.Mix64(uint64(len(st.skey)))
+	switch {
+	case sg.Successes > 0 && probe:
+		u.circuit, u.opens, u.fails, u.probeIso, u.probeUntil = wire.CircuitClosed, 0, 0, "", 0
+	case sg.Successes > 0 && u.circuit == wire.CircuitClosed:
+		u.fails, u.failAt = sg.Failures, now
+	case sg.Failures > 0 && probe:
+		u.open(lim, seed, now)
+	case sg.Failures > 0 && u.circuit == wire.CircuitClosed:
+		u.fails = addSat(u.fails, sg.Failures)
+		u.failAt = now
+	}
+	if t := lim.CircuitThreshold(); u.circuit == wire.CircuitClosed && t > 0 && u.fails >= t {
+		u.open(lim, seed, now)
+	}
+	if sg.Probe && u.circuit == wire.CircuitHalfOpen && (u.probeIso == "" || now >= u.probeUntil) {
+		u.probeIso = isolate
+		u.probeUntil = now + 2*(lim.CircuitBase()<<min(u.opens, wire.MaxCircuitDoublings))
+	}
+	if sg.Limit > 0 {
+		l := min(sg.Limit, lim.AnnouncedCap(lim.LimitFor(sg.Key)))
+		i := slices.IndexFunc(u.reps, func(r upReport) bool { return r.hash == hash })
+		switch {
+		case i >= 0:
+			u.reps[i] = upReport{hash, l, now}
+		case len(u.reps) < maxReporters:
+			u.reps = append(u.reps, upReport{hash, l, now})
+		default:
+			oldest := 0
+			for j := range u.reps {
+				if u.reps[j].seen < u.reps[oldest].seen {
+					oldest = j
+				}
+			}
+			u.reps[oldest] = upReport{hash, l, now}
+		}
+	}
+}
+
+// addUpView appends st's upstream view for isolate to rp when st still
+// has upstream state at now (else it forgets it), or always when always
+// (the isolate sent a signal for the key: it hears back, if only that the
+// circuit is closed).
+func (m *Merger) addUpView(rp *wire.Reply, st *keyState, key, isolate string, now int64, always bool) {
+	if !st.upActive(now) {
+		if st.up != nil {
+			st.up = nil
+			m.markKey(st)
+		}
+		if !always {
+			return
+		}
+	}
+	rp.Upstream = append(rp.Upstream, wire.UpView{})
+	st.upView(key, isolate, now, &rp.Upstream[len(rp.Upstream)-1])
+}
+
+// upView fills v with st's upstream state for isolate at now.
+func (st *keyState) upView(key, isolate string, now int64, v *wire.UpView) {
+	*v = wire.UpView{Limiter: st.lim.Name, Key: key}
+	u := st.up
+	if u == nil {
+		return
+	}
+	v.Pause = max(u.pause-now, 0)
+	v.Circuit = int64(u.circuit)
+	if u.circuit == wire.CircuitOpen {
+		if now < u.openUntil {
+			v.Open = u.openUntil - now
+		} else {
+			v.Circuit = wire.CircuitHalfOpen
+		}
+	}
+	v.Probe = v.Circuit == wire.CircuitHalfOpen && u.probeIso == isolate && now < u.probeUntil
+	v.Limit = st.agreedLimit(key, now)
+	if v.Limit > 0 {
+		v.Life = st.limitLife(now)
+	}
+}
+
+// limitLife is how long the agreed limit stands at now if no report
+// arrives: until the oldest report it rests on leaves the horizon (the
+// agreement may change then), ns, at least 1.
+func (st *keyState) limitLife(now int64) int64 {
+	h := reportHorizon(st.lim)
+	until := int64(0)
+	for _, r := range st.up.reps {
+		if t := addSat(r.seen, h); t > now && (until == 0 || t < until) {
+			until = t
+		}
+	}
+	return max(until-now, 1)
+}
+
+// encodeUp appends st's upstream section ('u' and its fields) when it has
+// one; records without one end before it.
+func (s *keyState) encodeUp(dst []byte) []byte {
+	u := s.up
+	if u == nil {
+		return dst
+	}
+	dst = append(dst, 'u')
+	dst = binary.AppendVarint(dst, u.pause)
+	dst = append(dst, u.circuit, u.opens)
+	dst = binary.AppendVarint(dst, u.fails)
+	dst = binary.AppendVarint(dst, u.openUntil)
+	dst = binary.AppendUvarint(dst, uint64(len(u.probeIso)))
+	dst = append(dst, u.probeIso...)
+	dst = binary.AppendVarint(dst, u.probeUntil)
+	dst = binary.AppendUvarint(dst, uint64(len(u.reps)))
+	for _, r := range u.reps {
+		dst = binary.AppendUvarint(dst, r.hash)
+		dst = binary.AppendVarint(dst, r.limit)
+		dst = binary.AppendVarint(dst, r.seen)
+	}
+	return binary.AppendVarint(dst, u.failAt)
+}
+
+// decodeUp reads the upstream section written by encodeUp.
+func (s *keyState) decodeUp(d *decoder) {
+	if len(d.b) < 3 || d.b[0] != 'u' {
+		d.err = errCorrupt
+		return
+	}
+	u := &keyUpstream{}
+	d.b = d.b[1:]
+	u.pause = d.varint()
+	if d.err != nil || len(d.b) < 2 {
+		d.err = errCorrupt
+		return
+	}
+	u.circuit, u.opens = d.b[0], d.b[1]
+	d.b = d.b[2:]
+	if u.circuit > wire.CircuitHalfOpen {
+		d.err = errCorrupt
+		return
+	}
+	u.fails, u.openUntil = d.varint(), d.varint()
+	l := d.uvarint(MaxScopedIDLen)
+	if d.err != nil || uint64(len(d.b)) < l {
+		d.err = errCorrupt
+		return
+	}
+	u.probeIso = string(d.b[:l])
+	d.b = d.b[l:]
+	u.probeUntil = d.varint()
+	n := d.uvarint(maxReporters)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		u.reps = append(u.reps, upReport{hash: d.uvarint(^uint64(0)), limit: d.varint(), seen: d.varint()})
+	}
+	if d.err == nil && len(d.b) > 0 {
+		u.failAt = d.varint()
+	}
+	if d.err == nil {
+		s.up = u
+	}
+}

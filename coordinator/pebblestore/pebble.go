@@ -1,0 +1,212 @@
+// Package pebblestore is the merge.Store on a Pebble database, on disk or
+// on vfs.NewMem(): synced commits, Bloom filters, a bounded block cache and
+// memtables, and the health of Pebble's background work (health.go: a
+// failed flush or compaction, as on a full disk).
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Store is the merge.Store on a Pebble database. Commits use pebble.Sync, so
+// a committed batch survives kill -9 and power loss (the WAL is fsynced);
+// concurrent commits share one fsync inside Pebble.
+type Store struct {
+	db        *pebble.DB
+	writeOpts *pebble.WriteOptions // pebble.Sync on disk, NoSync in memory
+	bg        *bgHealth            // background errors (health.go)
+}
+
+// Pebble sizing. Memory stays bounded: at most
+// MemTableStopWritesThreshold (4) memtables of pebbleMemTableSize, plus the
+// block cache.
+const (
+	// pebbleCacheSize is the block cache: it holds the index, filter and
+	// data blocks that cold key reads (keys evicted from the Merger's cache)
+	// go through. Pebble's default is 8 MiB.
+	pebbleCacheSize = 64 << 20
+	// pebbleMemTableSize: a larger memtable means fewer flushes and fewer L0
+	// tables for a cold read to look at. Pebble's default is 4 MiB.
+	pebbleMemTableSize = 4 << 20
+)
+
+// Open opens (creating if missing) the Pebble database in dir on fs:
+// vfs.Default for the disk, vfs.NewMem() for a throwaway in-memory store
+// (whose commits then skip fsync; dir may be empty), or any vfs.FS (fault
+// injection in tests).
+func Open(fs vfs.FS, dir string) (*Store, error) {
+	if fs == nil {
+		return nil, errors.New("pebblestore: no file system (vfs.Default for the disk)")
+	}
+	_, inMemory := fs.(*vfs.MemFS)
+	if dir == "" && !inMemory {
+		return nil, errors.New("pebblestore: no data directory")
+	}
+	return openPebbleFS(dir, fs, inMemory)
+}
+
+// openPebbleFS opens the database in dir on fs (nil: the OS's); noSync
+// commits without fsync (for an in-memory fs).
+func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
+	bg := &bgHealth{now: time.Now}
+	cache := pebble.NewCache(pebbleCacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
+		MemTableSize: pebbleMemTableSize, MemTableStopWritesThreshold: 4}
+	for i := range opts.Levels {
+		// Bloom filters: a key's first touch is often a miss (a new key), which
+		// the filters answer without reading a block of every table.
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	opts.FS = fs
+	opts.EventListener = &pebble.EventListener{
+		BackgroundError: bg.fail,
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err == nil {
+				bg.ok()
+			}
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			if info.Err == nil {
+				bg.ok()
+			}
+		},
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+	}
+	// On an in-memory filesystem there is no disk to sync to: committing
+	// with Sync would only wake the WAL flusher for nothing.
+	wo := pebble.Sync
+	if noSync {
+		wo = pebble.NoSync
+	}
+	return &Store{db: db, writeOpts: wo, bg: bg}, nil
+}
+
+// Health reports the store's health (the coordinator's HealthReporter): Pebble's last background error (a
+// failed flush or compaction) until a flush or compaction succeeds, or
+// BackgroundErrorHold passed without another.
+func (s *Store) Health() error { return s.bg.health() }
+
+// BackgroundErrors returns how many background failures Pebble reported
+// since the store was opened (the coordinator's HealthReporter).
+func (s *Store) BackgroundErrors() int64 { return s.bg.errors() }
+
+// Get implements merge.Store.
+func (s *Store) Get(key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("pebblestore: get: %w", err)
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true, nil
+}
+
+// ConcurrentGet implements merge.ConcurrentStore: Pebble reads are safe
+// concurrently with writes.
+func (s *Store) ConcurrentGet() bool { return true }
+
+// Commit implements merge.Store with one Pebble batch, synced to disk before it
+// returns (on an in-memory filesystem there is nothing to sync).
+func (s *Store) Commit(ops []merge.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for i := range ops {
+		var err error
+		switch {
+		case ops[i].Delete && ops[i].End != nil:
+			err = b.DeleteRange(ops[i].Key, ops[i].End, nil)
+		case ops[i].Delete:
+			err = b.Delete(ops[i].Key, nil)
+		default:
+			err = b.Set(ops[i].Key, ops[i].Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("pebblestore: batch: %w", err)
+		}
+	}
+	if err := b.Commit(s.writeOpts); err != nil {
+		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	return nil
+}
+
+// Scan implements merge.Store.
+func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) error {
+	lower := prefix
+	if len(start) > 0 {
+		lower = start
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if !fn(it.Key(), it.Value()) {
+			break
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	return nil
+}
+
+// Close implements merge.Store; it flushes nothing extra (the WAL is already synced).
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}
+
+// Flush starts a flush of the memtable to a table and returns without
+// waiting for it (tests of a failing disk use it).
+func (s *Store) Flush() error {
+	_, err := s.db.AsyncFlush()
+	return err
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p,
+// or nil when there is none.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// quietLogger drops Pebble's informational logs and keeps its error logs
+// (log/slog's default logger, which `edgelimit coordinator` sets from its
+// --log-format and --log-level).
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{}) {}
+func (quietLogger) Errorf(format string, args ...interface{}) {
+	slog.Error("pebblestore: " + fmt.Sprintf(format, args...))
+}
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	panic(fmt.Sprintf("pebblestore: "+format, args...))
+}
