@@ -289,6 +289,8 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	P := lim.Period
 	limit := st.limitFor(key, now)
 	burst := lim.EffectiveBurst(limit)
+	debt := max(0, st.tat-now)
+	tokens := max(0, burst-mulDivUp(debt, limit, P))
 	var sumL, sumD int64
 	horizon := now - 2*P
 	if m.leaseExpired(me, now) {
@@ -296,23 +298,11 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	}
 	for i := range st.isos {
 		is := &st.isos[i]
-		if is != me && is.lease > 0 && m.leaseExpired(is, now) {
-			// Silent past its lease's life and grace (dead, or cut off):
-			// it may have spent the lease without reporting, so the
-			// lease becomes cost, charged when it stopped admitting
-			// under it, and the bucket refills it at its rate instead
-			// of holding it for good. (A late report of that cost
-			// charges it again: conservative, never over.)
-			st.tat = limitmath.AdvanceTAT(st.tat, is.usable, is.lease, P, limit)
-			is.lease = 0
-		}
 		sumL = addSat(sumL, st.reservation(is, 0, now))
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 		}
 	}
-	debt := max(0, st.tat-now)
-	tokens := max(0, burst-mulDivUp(debt, limit, P))
 	free := max(0, tokens-sumL)
 	share := int64(0)
 	if sumD > 0 {
