@@ -155,6 +155,9 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) erro
 	if len(start) > 0 {
 		lower = start
 	}
+	if len(lower) == 0 {
+		lower = nil // Pebble's invariant checks (race builds) read key[0] of a non-nil bound
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return fmt.Errorf("pebblestore: scan: %w", err)

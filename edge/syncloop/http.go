@@ -165,7 +165,7 @@ var ErrRefused = errors.New("coordinator refused the batch")
 var ErrSequence = errors.New("coordinator refused the batch's sequence number")
 
 // isSeqProblem reports whether a problem+json body names a sequence
-// anomaly (coordinator/sequence.go).
+// anomaly (coordinator/merge/sequence.go).
 func isSeqProblem(body []byte) bool {
 	var p struct {
 		Type string `json:"type"`

@@ -118,7 +118,7 @@ func (c *Core) anyUrgent(now int64) bool {
 //
 // Leases end by time, and this stays safe: the coordinator keeps an
 // expired lease reserved, as spent, for the window it was alive in (see
-// coordinator/state.go, reservation), so cost reported after the expiry
+// coordinator/merge/state.go, reservation), so cost reported after the expiry
 // lands where it was reserved.
 func (c *Core) urgent(e *entry, now int64) bool {
 	l := &c.lims[e.lim]
@@ -135,7 +135,7 @@ func (c *Core) urgent(e *entry, now int64) bool {
 // the host calls it when the coordinator refused the outstanding batch's
 // sequence number (HTTP 409 seq_stale, seq_gap or seq_conflict: the id was
 // reused by a restart, or another client used it; see
-// coordinator/sequence.go). Sequence numbers restart at 1, and the
+// coordinator/merge/sequence.go). Sequence numbers restart at 1, and the
 // outstanding batch, if any, becomes batch 1 of newID with the same deltas
 // and time, so the next SyncOut resends them and nothing is lost (the
 // coordinator applied nothing of the refused batch). newID must be 1 to
