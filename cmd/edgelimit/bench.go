@@ -121,21 +121,13 @@ func runSystems(ctx context.Context, re *regexp.Regexp, d time.Duration, stdout,
 	base := map[string]float64{}
 	group := ""
 	for _, s := range benchmarks.Systems() {
-		if !re.MatchString(s.Group + ": " + s.Name) {
+		r, ok, err := runSystem(ctx, s, re, d, stderr)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r, err := s.Run(ctx, d)
-		if err != nil {
-			if errors.Is(err, benchmarks.ErrNoRedis) {
-				fmt.Fprintf(stderr, "bench: %s did not run: %v\n", s.Name, err)
-				continue
-			}
-			return fmt.Errorf("bench: %s: %w", s.Name, err)
-		}
-		fmt.Fprintf(stderr, "bench: %s done\n", s.Name)
 		if len(base) == 0 {
 			fmt.Fprintf(tw, "\nsystem (servers on loopback)\tthroughput\tratio\tp99\terrors\n")
 		}
@@ -149,4 +141,26 @@ func runSystems(ctx context.Context, re *regexp.Regexp, d time.Duration, stdout,
 		fmt.Fprintf(tw, "  %s\t%.0f %s\t%.2fx\t%s\t%d\n", s.Name, r.PerSec, s.Unit, r.PerSec/base[s.Group], r.P99.Round(time.Microsecond), r.Errors)
 	}
 	return tw.Flush()
+}
+
+// runSystem runs system s for d when re matches its "group: name": ok is
+// false when it does not match or cannot run here (no Redis: said on
+// stderr).
+func runSystem(ctx context.Context, s benchmarks.System, re *regexp.Regexp, d time.Duration, stderr io.Writer) (benchmarks.SystemResult, bool, error) {
+	if !re.MatchString(s.Group + ": " + s.Name) {
+		return benchmarks.SystemResult{}, false, nil
+	}
+	if ctx.Err() != nil {
+		return benchmarks.SystemResult{}, false, ctx.Err()
+	}
+	r, err := s.Run(ctx, d)
+	if err != nil {
+		if errors.Is(err, benchmarks.ErrNoRedis) {
+			fmt.Fprintf(stderr, "bench: %s did not run: %v\n", s.Name, err)
+			return r, false, nil
+		}
+		return r, false, fmt.Errorf("bench: %s: %w", s.Name, err)
+	}
+	fmt.Fprintf(stderr, "bench: %s done\n", s.Name)
+	return r, true, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -163,21 +162,13 @@ func readmeSystems(ctx context.Context, re *regexp.Regexp, d time.Duration, ns m
 				}
 			}
 		}
-		if !re.MatchString(s.Group + ": " + s.Name) {
+		r, ok, err := runSystem(ctx, s, re, d, stderr)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			continue
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r, err := s.Run(ctx, d)
-		if err != nil {
-			if errors.Is(err, benchmarks.ErrNoRedis) {
-				fmt.Fprintf(stderr, "bench: %s did not run: %v\n", s.Name, err)
-				continue
-			}
-			return fmt.Errorf("bench: %s: %w", s.Name, err)
-		}
-		fmt.Fprintf(stderr, "bench: %s done\n", s.Name)
 		add(s.Group, s.Name, fmt.Sprintf("%s/s, %.1f ms", benchmarks.Thousands(int64(r.PerSec)), float64(r.P99.Microseconds())/1e3), r.PerSec, baseOf(s.Group), true)
 	}
 	fmt.Fprintf(stdout, "\nPeers (README \"Measured figures\", second table; %s per system after a 1 s warm-up; ratios to each group's first row):\n\n| system | figure | ratio |\n|---|---|---|\n", d)
