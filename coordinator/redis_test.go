@@ -86,6 +86,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"FutureWindowRefused", TestFutureWindowRefused},
 		{"StaleEntriesVisible", TestStaleEntriesVisible},
 		{"HTTPSyncRoundTrip", TestHTTPSyncRoundTrip},
+		{"LeasesWithinLimitPublic", TestLeasesWithinLimitPublic},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).
