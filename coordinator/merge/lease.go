@@ -108,10 +108,10 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		share = mulDiv(max(0, limit-used), me.demand, sumD)
 	}
 	// A lease larger than what the isolate will use only locks budget away
-	// from the others. A busy isolate (it asks for at least busyPerWindow
-	// per window: it will use what it holds) gets what it will ask for
-	// until the window ends at its pace; a sparse one (a request now and
-	// then) gets what it was refused in this batch and nothing to hold.
+	// from the others. A frequent isolate (it syncs at least four times a
+	// window: it will use what it holds) gets twice its demand per sync; a
+	// sparse one (a request now and then) gets what it was refused in this
+	// batch, plus a unit ahead while hold (need).
 	need := m.need(me, P, unmet, hold)
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
