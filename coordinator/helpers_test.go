@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -59,29 +60,12 @@ func newTestCoordinator(t testing.TB, t0 int64, mod func(*Options)) (*Coordinato
 	return c, clk
 }
 
-func batch(iso string, seq, at int64, entries ...wire.Delta) *wire.Batch {
-	return &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: at, Entries: entries}
-}
-
-func mustSync(t testing.TB, c *Coordinator, b *wire.Batch) *wire.Reply {
-	t.Helper()
-	rp, err := c.Sync(context.Background(), b)
-	if err != nil {
-		t.Fatalf("sync %s/%d: %v", b.Isolate, b.Seq, err)
-	}
-	return rp
-}
-
-func viewOf(t testing.TB, rp *wire.Reply, limiter, key string) wire.View {
-	t.Helper()
-	for _, v := range rp.Entries {
-		if v.Limiter == limiter && v.Key == key {
-			return v
-		}
-	}
-	t.Fatalf("no view for %s/%s in %+v", limiter, key, rp.Entries)
-	return wire.View{}
-}
+// batch, mustSync and viewOf are coordtest's.
+var (
+	batch    = coordtest.Batch
+	mustSync = coordtest.MustSync
+	viewOf   = coordtest.ViewOf
+)
 
 func getKey(t testing.TB, c *Coordinator, limiter, key string) *merge.KeyState {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -176,29 +177,12 @@ func (c *testCoordinator) withMerger(fn func(m *Merger)) {
 	fn(c.m)
 }
 
-func batch(iso string, seq, at int64, entries ...wire.Delta) *wire.Batch {
-	return &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: at, Entries: entries}
-}
-
-func mustSync(t testing.TB, c *testCoordinator, b *wire.Batch) *wire.Reply {
-	t.Helper()
-	rp, err := c.Sync(context.Background(), b)
-	if err != nil {
-		t.Fatalf("sync %s/%d: %v", b.Isolate, b.Seq, err)
-	}
-	return rp
-}
-
-func viewOf(t testing.TB, rp *wire.Reply, limiter, key string) wire.View {
-	t.Helper()
-	for _, v := range rp.Entries {
-		if v.Limiter == limiter && v.Key == key {
-			return v
-		}
-	}
-	t.Fatalf("no view for %s/%s in %+v", limiter, key, rp.Entries)
-	return wire.View{}
-}
+// batch, mustSync and viewOf are coordtest's.
+var (
+	batch    = coordtest.Batch
+	mustSync = coordtest.MustSync
+	viewOf   = coordtest.ViewOf
+)
 
 func getKey(t testing.TB, c *testCoordinator, limiter, key string) *KeyState {
 	t.Helper()
