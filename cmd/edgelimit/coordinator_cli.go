@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +54,8 @@ EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
-environment, which wins over the file. Prefer EDGELIMIT_TOKEN to --token
+environment, which wins over the file; each value is checked as the flag's.
+Durations take ns, us, ms, s, m, h or d (1d = 24h). Prefer EDGELIMIT_TOKEN to --token
 (command lines are visible to other users).
 
 Group commits append to a log; a checkpoint writes the logged states to
@@ -83,25 +83,23 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, cliUsage); fs.PrintDefaults() }
-	env := os.Getenv
-	envBool := func(k string) bool { v, _ := strconv.ParseBool(env(k)); return v }
-	data := fs.String("data", env("EDGELIMIT_DATA"), "Pebble data `DIR`, created if missing (required unless --in-memory or --store)")
-	listen := fs.String("listen", envOr("EDGELIMIT_LISTEN", "127.0.0.1:7070"), "listen `ADDR` (host:port)")
-	config := fs.String("config", env("EDGELIMIT_CONFIG"), "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
-	token := fs.String("token", env("EDGELIMIT_TOKEN"), "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
-	inMemory := fs.Bool("in-memory", envBool("EDGELIMIT_IN_MEMORY"), "keep state in memory only (nothing survives a restart)")
-	insecure := fs.Bool("insecure", envBool("EDGELIMIT_INSECURE"), "allow serving without a token on a non-loopback address")
-	ckptKeys := fs.Int("checkpoint-keys", envInt("EDGELIMIT_CHECKPOINT_KEYS"), "checkpoint once `N` distinct keys were logged (default 131072)")
-	ckptEvery := fs.Duration("checkpoint-interval", envDuration("EDGELIMIT_CHECKPOINT_INTERVAL"), "checkpoint at least this often when anything was logged (default 10s)")
-	storeURL := fs.String("store", env("EDGELIMIT_STORE"), "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
-	redisBuckets := fs.Int("redis-buckets", envInt("EDGELIMIT_REDIS_BUCKETS"), "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
-	redisWait := fs.Int("redis-wait", envInt("EDGELIMIT_REDIS_WAIT"), "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
-	tlsCert := fs.String("tls-cert", env("EDGELIMIT_TLS_CERT"), "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both read again on SIGHUP)")
-	tlsKey := fs.String("tls-key", env("EDGELIMIT_TLS_KEY"), "the PEM private key `FILE` of --tls-cert")
-	skew := fs.Duration("max-clock-skew", envDuration("EDGELIMIT_MAX_CLOCK_SKEW"), "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
-	leaseLife := fs.Duration("lease-life", envDuration("EDGELIMIT_LEASE_LIFE"), "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands (default 1s)")
-	leaseGrace := fs.Duration("lease-grace", envDuration("EDGELIMIT_LEASE_GRACE"), "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
-	strand := fs.Float64("strand-budget", envFloat("EDGELIMIT_STRAND_BUDGET"), "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
+	data := fs.String("data", "", "Pebble data `DIR`, created if missing (required unless --in-memory or --store)")
+	listen := fs.String("listen", "127.0.0.1:7070", "listen `ADDR` (host:port)")
+	config := fs.String("config", "", "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
+	token := fs.String("token", "", "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
+	inMemory := fs.Bool("in-memory", false, "keep state in memory only (nothing survives a restart)")
+	insecure := fs.Bool("insecure", false, "allow serving without a token on a non-loopback address")
+	ckptKeys := fs.Int("checkpoint-keys", 0, "checkpoint once `N` distinct keys were logged (default 131072)")
+	ckptEvery := durationFlag(fs, "checkpoint-interval", 0, "checkpoint at least this often when anything was logged (default 10s)")
+	storeURL := fs.String("store", "", "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
+	redisBuckets := fs.Int("redis-buckets", 0, "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
+	redisWait := fs.Int("redis-wait", 0, "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both read again on SIGHUP)")
+	tlsKey := fs.String("tls-key", "", "the PEM private key `FILE` of --tls-cert")
+	skew := durationFlag(fs, "max-clock-skew", 0, "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
+	leaseLife := durationFlag(fs, "lease-life", 0, "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands (default 1s)")
+	leaseGrace := durationFlag(fs, "lease-grace", 0, "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
+	strand := fs.Float64("strand-budget", 0, "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -111,6 +109,9 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("coordinator: unexpected argument %q", fs.Arg(0))
+	}
+	if err := applyEnv(fs, flagEnv); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
 	}
 	if *config != "" {
 		if err := applyFileSettings(fs, *config); err != nil {
@@ -214,7 +215,8 @@ var flagEnv = map[string]string{
 
 // applyFileSettings sets, from the "coordinator" object of the config file
 // at path, every flag given neither on the command line nor by its
-// environment variable. An unknown name is an error.
+// environment variable (applyEnv runs first and marks the flags it sets).
+// An unknown name is an error.
 func applyFileSettings(fs *flag.FlagSet, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -224,7 +226,7 @@ func applyFileSettings(fs *flag.FlagSet, path string) error {
 		Coordinator map[string]json.RawMessage `json:"coordinator"`
 	}
 	if err := json.Unmarshal(data, &file); err != nil {
-		return fmt.Errorf("coordinator: config %s: %w", path, err)
+		return fmt.Errorf("coordinator: config %s: %w", path, wire.LocateJSONError(data, -1, err))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -238,7 +240,7 @@ func applyFileSettings(fs *flag.FlagSet, path string) error {
 		if fs.Lookup(name) == nil || name == "config" {
 			return fmt.Errorf("coordinator: config %s: unknown setting %q in \"coordinator\" (use the flag names of edgelimit coordinator -h)", path, name)
 		}
-		if set[name] || os.Getenv(flagEnv[name]) != "" {
+		if set[name] { // the command line, or the environment (applyEnv)
 			continue
 		}
 		v := string(raw)
@@ -251,24 +253,6 @@ func applyFileSettings(fs *flag.FlagSet, path string) error {
 		}
 	}
 	return nil
-}
-
-// envInt returns $k as an int, 0 when unset or not a number.
-func envInt(k string) int {
-	n, _ := strconv.Atoi(os.Getenv(k))
-	return n
-}
-
-// envFloat returns $k as a float64, 0 when unset or not a number.
-func envFloat(k string) float64 {
-	f, _ := strconv.ParseFloat(os.Getenv(k), 64)
-	return f
-}
-
-// envDuration returns $k as a duration, 0 when unset or not a duration.
-func envDuration(k string) time.Duration {
-	d, _ := time.ParseDuration(os.Getenv(k))
-	return d
 }
 
 // isLoopback reports whether addr (host:port) binds only loopback.

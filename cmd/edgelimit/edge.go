@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 
 	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
@@ -34,31 +33,37 @@ comma-separated list names coordinators sharing one Redis Cluster (coordinator -
 redis://...): a batch one cannot take goes to the next at once. When an
 isolate's syncs fail and its view is stale (--stale-after), each limiter's "fail_policy"
 (config file) or --fail-policy applies; an isolate merely idle is never stale.
-Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN (the flag wins).
+Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN, EDGELIMIT_LOG_FORMAT,
+EDGELIMIT_LOG_LEVEL (the flag wins; a bad value is refused as the flag's would be).
+Durations take ns, us, ms, s, m, h or d (1d = 24h).
 
 flags:
 `
+
+// edgeEnv names the environment variable of each edge flag that has one.
+var edgeEnv = map[string]string{"config": "EDGELIMIT_CONFIG", "coordinator": "EDGELIMIT_COORDINATOR", "token": "EDGELIMIT_TOKEN",
+	"log-format": logEnv["log-format"], "log-level": logEnv["log-level"]}
 
 // runEdge is the `edgelimit edge` subcommand.
 func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, edgeUsage); fs.PrintDefaults() }
-	config := fs.String("config", os.Getenv("EDGELIMIT_CONFIG"), "JSON configuration `FILE` with the limiters (default: the coordinator's built-in one)")
+	config := fs.String("config", "", "JSON configuration `FILE` with the limiters (default: the coordinator's built-in one)")
 	listen := fs.String("listen", "127.0.0.1:8080", "listen `ADDR` (host:port)")
-	coord := fs.String("coordinator", os.Getenv("EDGELIMIT_COORDINATOR"), "coordinator base `URL`, e.g. http://127.0.0.1:7070, or several comma-separated sharing one Redis Cluster, failed over between (empty: no sync, each isolate alone)")
-	token := fs.String("token", os.Getenv("EDGELIMIT_TOKEN"), "bearer `TOKEN` for the coordinator")
+	coord := fs.String("coordinator", "", "coordinator base `URL`, e.g. http://127.0.0.1:7070, or several comma-separated sharing one Redis Cluster, failed over between (empty: no sync, each isolate alone)")
+	token := fs.String("token", "", "bearer `TOKEN` for the coordinator")
 	isolates := fs.Int("isolates", host.DefaultIsolates, "number of isolates")
-	interval := fs.Duration("sync", syncloop.DefaultInterval, "sync interval")
+	interval := durationFlag(fs, "sync", syncloop.DefaultInterval, "sync interval")
 	policy := fs.String("fail-policy", wire.FailOpen, "fail policy of limiters whose config names none: open (decide alone, as approximate mode, in every mode), closed (deny), local-share (limit/isolates per window per key)")
-	staleAfter := fs.Duration("stale-after", 0, "while an isolate's syncs fail, how long after its last good sync its view turns stale: the fail policy applies (0: 3 sync intervals)")
-	probeInterval := fs.Duration("probe-interval", syncloop.DefaultProbeInterval, "while syncs fail, requests probe the coordinator past the backoff at most this often (and stale denials say Retry-After at most this); negative: no probes")
-	retryWait := fs.Duration("retry-wait", host.DefaultRetryWait, "how long a request the module answers with SyncRetry (strict lease miss, read-through) waits for a sync; negative: deny at once")
-	syncTimeout := fs.Duration("sync-timeout", syncloop.DefaultHTTPTimeout, "bound on one sync round trip with the coordinator")
+	staleAfter := durationFlag(fs, "stale-after", 0, "while an isolate's syncs fail, how long after its last good sync its view turns stale: the fail policy applies (0: 3 sync intervals)")
+	probeInterval := durationFlag(fs, "probe-interval", syncloop.DefaultProbeInterval, "while syncs fail, requests probe the coordinator past the backoff at most this often (and stale denials say Retry-After at most this); negative: no probes")
+	retryWait := durationFlag(fs, "retry-wait", host.DefaultRetryWait, "how long a request the module answers with SyncRetry (strict lease miss, read-through) waits for a sync; negative: deny at once")
+	syncTimeout := durationFlag(fs, "sync-timeout", syncloop.DefaultHTTPTimeout, "bound on one sync round trip with the coordinator")
 	shareIsolates := fs.Int("share-isolates", 0, "isolates across the fleet sharing the limits, the divisor of local-share (0: --isolates)")
-	readTimeout := fs.Duration("read-timeout", host.DefaultReadTimeout, "bound on reading a whole request, body included")
-	writeTimeout := fs.Duration("write-timeout", host.DefaultWriteTimeout, "bound on answering a request (must exceed --retry-wait)")
-	idleTimeout := fs.Duration("idle-timeout", host.DefaultIdleTimeout, "idle keep-alive connections are closed after this")
+	readTimeout := durationFlag(fs, "read-timeout", host.DefaultReadTimeout, "bound on reading a whole request, body included")
+	writeTimeout := durationFlag(fs, "write-timeout", host.DefaultWriteTimeout, "bound on answering a request (must exceed --retry-wait)")
+	idleTimeout := durationFlag(fs, "idle-timeout", host.DefaultIdleTimeout, "idle keep-alive connections are closed after this")
 	maxBody := fs.Int64("max-body", host.DefaultMaxBodyBytes, "cap on a request body, bytes (larger: 413)")
 	lf := addLogFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -66,6 +71,12 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return nil
 		}
 		return fmt.Errorf("edge: %w", err)
+	}
+	if err := applyEnv(fs, edgeEnv); err != nil {
+		return fmt.Errorf("edge: %w", err)
+	}
+	if err := checkCoordinatorURLs(*coord); err != nil {
+		return fmt.Errorf("edge: --coordinator (or EDGELIMIT_COORDINATOR): %w", err)
 	}
 	log, err := lf.logger(stderr)
 	if err != nil {

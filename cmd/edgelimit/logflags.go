@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 )
 
 // logFlags are the logging flags every long-running command takes
@@ -14,22 +13,18 @@ type logFlags struct {
 	format, level *string
 }
 
-// addLogFlags registers --log-format (text or json, default text; from
-// EDGELIMIT_LOG_FORMAT) and --log-level (debug, info, warn, error, default
-// info; from EDGELIMIT_LOG_LEVEL) on fs.
+// addLogFlags registers --log-format (text or json, default text) and
+// --log-level (debug, info, warn, error, default info) on fs; logEnv names
+// their environment variables for applyEnv.
 func addLogFlags(fs *flag.FlagSet) logFlags {
 	return logFlags{
-		format: fs.String("log-format", envOr("EDGELIMIT_LOG_FORMAT", "text"), "log `FORMAT`: text (key=value lines) or json"),
-		level:  fs.String("log-level", envOr("EDGELIMIT_LOG_LEVEL", "info"), "least `LEVEL` logged: debug, info, warn or error"),
+		format: fs.String("log-format", "text", "log `FORMAT`: text (key=value lines) or json"),
+		level:  fs.String("log-level", "info", "least `LEVEL` logged: debug, info, warn or error"),
 	}
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
+// logEnv names the environment variables of the logging flags.
+var logEnv = map[string]string{"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL"}
 
 // logger returns the logger the flags say, writing to w.
 func (f logFlags) logger(w io.Writer) (*slog.Logger, error) {

@@ -4,6 +4,7 @@
 //	edgelimit edge          run an edge host: isolates behind an HTTP API
 //	edgelimit sim           run the simulator
 //	edgelimit bench         run side-by-side benchmarks
+//	edgelimit version       print the build, protocol and module versions
 //
 // Each subcommand lives in its own file and registers itself in commands.
 package main
@@ -41,7 +42,9 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("edgelimit: usage")
+// errUsage is Main's error after it printed the usage; main prints nothing
+// more. Main's errors carry no "edgelimit:" prefix: main adds the one.
+var errUsage = errors.New("usage")
 
 // Main runs the CLI; tests call it directly.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,7 +58,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
-		return fmt.Errorf("edgelimit: unknown command %q", args[0])
+		return fmt.Errorf("unknown command %q", args[0])
 	}
 	// -h on any command prints its flags and succeeds.
 	if err := c.run(ctx, args[1:], stdout, stderr); !errors.Is(err, flag.ErrHelp) {

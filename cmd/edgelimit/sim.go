@@ -36,23 +36,23 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scenario := fs.String("scenario", "", "built-in scenario name or scenario file (default: the built-in \"default\")")
 	syncList := fs.String("sync", "", "comma-separated sync intervals, e.g. 10ms,50ms,100ms,250ms,1s (default: the scenario's)")
 	isolates := fs.Int("isolates", 0, "number of isolates (default: the scenario's)")
-	duration := fs.Duration("duration", 0, "simulated time (default: the scenario's)")
+	duration := durationFlag(fs, "duration", 0, "simulated time (default: the scenario's)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same output")
 	strategies := fs.String("strategies", "", "comma-separated strategies: "+strings.Join(sim.AllStrategies, ",")+" (default: the scenario's)")
 	out := fs.String("out", "", "directory to write results.csv, results.json and chart.svg to")
 	target := fs.String("target-overrun", "", "tune: scan sync intervals and pick the largest whose key-window overrun (--target-metric) stays within this on every seed, e.g. 1%, while the wait stays within --max-wait and the utilisation above --min-util")
 	targetStrategy := fs.String("target-strategy", "", "strategy for --target-overrun (default: the one strategy --strategies names)")
-	maxWait := fs.Duration("max-wait", 0, "with --target-overrun: the largest wait p99 on every seed (default one round trip: twice the scenario's one-way latency; negative: no bound)")
+	maxWait := durationFlag(fs, "max-wait", 0, "with --target-overrun: the largest wait p99 on every seed (default one round trip: twice the scenario's one-way latency; negative: no bound)")
 	minUtil := fs.String("min-util", fmt.Sprintf("%g%%", sim.DefaultMinUtil), "with --target-overrun: the least utilisation on every seed (negative: no bound)")
 	targetMetric := fs.String("target-metric", sim.MetricWorst, "what --target-overrun bounds: worst (the worst key-window, the \"worst win %\" column) or p99 (the 99th percentile key-window, \"p99 win %\"), % of the limit")
-	targetMin := fs.Duration("target-min", 10*time.Millisecond, "smallest sync interval --target-overrun scans")
-	targetMax := fs.Duration("target-max", 0, "largest sync interval --target-overrun scans (default: the smaller of 5s and a quarter of the duration)")
+	targetMin := durationFlag(fs, "target-min", 10*time.Millisecond, "smallest sync interval --target-overrun scans")
+	targetMax := durationFlag(fs, "target-max", 0, "largest sync interval --target-overrun scans (default: the smaller of 5s and a quarter of the duration)")
 	targetPoints := fs.Int("target-points", 12, "number of intervals --target-overrun scans (log-spaced)")
 	seedList := fs.String("seeds", "1,2,3", "seeds of every --target-overrun interval and of --corpus runs (comma-separated)")
 	trace := fs.String("trace", "", "replay this trace (instead of the built-in scenario's traffic unless --scenario is given); its span is the duration unless --duration is set")
 	traceFormat := fs.String("trace-format", "", "trace format: requests (CSV), jsonl or counts (requests per second); default: from the content")
 	traceScale := fs.Float64("trace-scale", 0, "multiply a counts trace's counts (default 1)")
-	traceOffset := fs.Duration("trace-offset", 0, "skip the start of a counts trace")
+	traceOffset := durationFlag(fs, "trace-offset", 0, "skip the start of a counts trace")
 	parallel := fs.Int("parallel", 1, "runs at once (results do not depend on it)")
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
@@ -110,7 +110,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *syncList != "" {
 		sc.Sync = nil
 		for _, s := range strings.Split(*syncList, ",") {
-			d, err := time.ParseDuration(strings.TrimSpace(s))
+			d, err := wire.ParseDuration(strings.TrimSpace(s))
 			if err != nil {
 				return fmt.Errorf("sim: --sync: %w", err)
 			}
@@ -402,7 +402,7 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 	}
 	o := sim.CorpusOptions{Parallel: parallel}
 	if syncList != "" {
-		d, err := time.ParseDuration(syncList)
+		d, err := wire.ParseDuration(syncList)
 		if err != nil {
 			return fmt.Errorf("sim: --sync with --corpus: want one interval: %w", err)
 		}

@@ -5,9 +5,13 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,8 +33,9 @@ type FileConfig struct {
 	Coordinator json.RawMessage `json:"coordinator,omitempty"`
 }
 
-// FileLimiter is one limiter in a FileConfig; Period is a Go duration string
-// ("1s", "15m", "24h"; "d" is not accepted, write "720h" for 30 days).
+// FileLimiter is one limiter in a FileConfig; Period is a duration as
+// ParseDuration reads it: a Go duration string ("1s", "15m", "24h"), or
+// days with "d" ("1d", "30d", "1d12h").
 type FileLimiter struct {
 	Name      string `json:"name"`
 	Algorithm string `json:"algorithm"`
@@ -51,8 +56,8 @@ type FileLimiter struct {
 	Upstream *FileUpstream `json:"upstream,omitempty"`
 }
 
-// FileUpstream is UpstreamConfig in a FileConfig, durations as Go duration
-// strings ("30s", "1h").
+// FileUpstream is UpstreamConfig in a FileConfig, durations as
+// ParseDuration reads them ("30s", "1h", "1d").
 type FileUpstream struct {
 	MaxPause        string `json:"max_pause,omitempty"`        // default max(1h, period)
 	MaxLimit        int64  `json:"max_limit,omitempty"`        // default: the limit (announcements only lower it)
@@ -71,7 +76,7 @@ func (fu *FileUpstream) config(i int) (*UpstreamConfig, error) {
 		if d.s == "" {
 			continue
 		}
-		v, err := time.ParseDuration(d.s)
+		v, err := ParseDuration(d.s)
 		if err != nil {
 			return nil, fmt.Errorf("wire: config: limiters[%d].upstream.%s: %w", i, d.name, err)
 		}
@@ -86,9 +91,99 @@ func ParseConfigJSON(data []byte) (Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
-		return Config{}, fmt.Errorf("wire: config: %w", err)
+		return Config{}, fmt.Errorf("wire: config: %w", LocateJSONError(data, dec.InputOffset(), err))
 	}
 	return fc.Config()
+}
+
+// JSONPosError is a JSON decoding error with the line and column (both
+// from 1, the column in bytes) where it was found.
+type JSONPosError struct {
+	Line, Column int
+	Err          error
+}
+
+func (e *JSONPosError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Column, e.Err)
+}
+
+func (e *JSONPosError) Unwrap() error { return e.Err }
+
+// LocateJSONError returns err, an error from decoding the JSON document
+// data, as a *JSONPosError: at the offending byte of a *json.SyntaxError,
+// the last byte of the value of a *json.UnmarshalTypeError, at the end of data for an unexpected
+// end, else at off (the decoder's InputOffset; -1 when unknown, and then
+// err is returned as it is). A nil err stays nil.
+func LocateJSONError(data []byte, off int64, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		off = se.Offset - 1 // the offending byte
+	case errors.As(err, &te):
+		off = te.Offset - 1 // the value's last byte
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		off = int64(len(data))
+	}
+	if off < 0 {
+		return err
+	}
+	off = min(off, int64(len(data)))
+	line, col := 1, 1
+	for _, c := range data[:off] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return &JSONPosError{Line: line, Column: col, Err: err}
+}
+
+// ParseDuration is time.ParseDuration that also reads days: a leading
+// "Nd" (N a decimal number, a day 24 hours) followed by nothing or by a Go
+// duration ("1d", "1.5d", "30d", "1d12h", "-2d"). Its errors say how to
+// write one ("24h" or "1d").
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "-"), "+")
+	var days float64
+	hasDays := false
+	if i := strings.IndexByte(t, 'd'); i > 0 {
+		hasDays = true
+		n, err := strconv.ParseFloat(t[:i], 64)
+		if err != nil || n < 0 || strings.ContainsAny(t[:i], "eEinfINF_xX") {
+			return 0, durationError(s)
+		}
+		days, t = n, t[i+1:]
+	}
+	var rest time.Duration
+	if t != "" || !hasDays {
+		var err error
+		if rest, err = time.ParseDuration(t); err != nil || (hasDays && strings.ContainsAny(t[:1], "+-")) {
+			return 0, durationError(s)
+		}
+	}
+	const maxDays = float64(1<<63-1) / float64(24*time.Hour)
+	if days > maxDays {
+		return 0, durationError(s)
+	}
+	d := time.Duration(days*float64(24*time.Hour)) + rest
+	if d < rest {
+		return 0, durationError(s)
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// durationError is the error of ParseDuration for s.
+func durationError(s string) error {
+	return fmt.Errorf("invalid duration %q: want a number and a unit: ns, us, ms, s, m, h or d (24h = 1d), e.g. 500ms, 10s, 1h30m, 7d", s)
 }
 
 // LoadConfigFile reads and validates a JSON configuration file.
@@ -108,7 +203,7 @@ func LoadConfigFile(path string) (Config, error) {
 func (fc *FileConfig) Config() (Config, error) {
 	c := Config{Version: Version, MaxKeys: fc.MaxKeys}
 	for i, fl := range fc.Limiters {
-		d, err := time.ParseDuration(fl.Period)
+		d, err := ParseDuration(fl.Period)
 		if err != nil {
 			return Config{}, fmt.Errorf("wire: config: limiters[%d].period: %w", i, err)
 		}

@@ -10,6 +10,7 @@ package wire_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -39,7 +40,7 @@ func TestParseConfigJSON(t *testing.T) {
 		t.Error("Limiter lookup")
 	}
 	for _, bad := range []string{
-		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1d"}]}`,
+		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1w"}]}`,
 		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1, "period": "1s", "extra": 1}]}`,
 		`{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 0, "period": "1s"}]}`,
 		`{"limiters": []}`,
@@ -88,5 +89,41 @@ func TestFileDefaultModeAuto(t *testing.T) {
 	// A wire Config's empty mode stays approximate (the module's zero value).
 	if (&wire.LimiterConfig{}).Leased() {
 		t.Fatal("empty wire mode is leased")
+	}
+}
+
+func TestParseDurationDays(t *testing.T) {
+	for s, want := range map[string]time.Duration{
+		"1s": time.Second, "24h": 24 * time.Hour, "1d": 24 * time.Hour, "1.5d": 36 * time.Hour,
+		"30d": 720 * time.Hour, "1d12h": 36 * time.Hour, "-2d": -48 * time.Hour, "0d": 0, "0": 0,
+	} {
+		if got, err := wire.ParseDuration(s); err != nil || got != want {
+			t.Errorf("wire.ParseDuration(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "d", "1w", "1d-1h", "xd", "1e3d", "1dd", "1d 1h", "999999999d"} {
+		if _, err := wire.ParseDuration(s); err == nil || !strings.Contains(err.Error(), "24h = 1d") {
+			t.Errorf("wire.ParseDuration(%q): %v, want an error with the hint", s, err)
+		}
+	}
+}
+
+// A period in days is read; a bad one, and a JSON syntax or type error,
+// say where.
+func TestConfigFileDaysAndErrorPositions(t *testing.T) {
+	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [{"name": "d", "algorithm": "fixed_window", "limit": 5, "period": "1d"}]}`))
+	if err != nil || c.Limiters[0].Period != int64(24*time.Hour) {
+		t.Fatalf("1d: %v, %+v", err, c)
+	}
+	for doc, want := range map[string]string{
+		"{\"limiters\": [\n  {\"name\": \"a\",\n   \"limit\": 5,, }]}": "line 3, column 15: invalid character ','",
+		"{\"limiters\": [\n  {\"name\": \"a\", \"limit\": \"five\"}]}": "line 2, column 31: json: cannot unmarshal string",
+		"{\"limiters\": [\n  {\"name\": \"a\"":                         "line 2, column 15: unexpected EOF",
+		"{\"limiters\": [{\"period\": \"1w\"}]}":                       "24h = 1d",
+	} {
+		_, err := wire.ParseConfigJSON([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", doc, err, want)
+		}
 	}
 }
