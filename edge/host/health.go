@@ -19,11 +19,13 @@ type Health struct {
 	// Coordinator is the coordinator's URL (or the comma-separated list
 	// of them); empty when the host runs alone.
 	Coordinator string `json:"coordinator"`
-	// CoordinatorInUse is the URL of the coordinator the syncs go to (one
-	// of Coordinator's list); empty when the host runs alone.
+	// CoordinatorInUse is the URL of the coordinator the syncs go to, or
+	// the comma-separated URLs, in the order of Coordinator's list, when
+	// the isolates sync to several (each prefers one by its id); empty
+	// when the host runs alone.
 	CoordinatorInUse string `json:"coordinator_in_use"`
 	// CoordinatorFailovers counts the times the syncs moved on to the next
-	// coordinator of the list.
+	// coordinator of the list (summed over the isolates).
 	CoordinatorFailovers int64 `json:"coordinator_failovers"`
 	// StaleAfterMS is the stale bound, ms.
 	StaleAfterMS int64 `json:"stale_after_ms"`
@@ -47,6 +49,9 @@ type IsolateHealth struct {
 	// from the coordinator (a real round trip), ms; -1 when it never had
 	// one, or without a coordinator.
 	LastSyncAgeMS int64 `json:"last_sync_age_ms"`
+	// Coordinator is the URL of the coordinator the isolate syncs to;
+	// empty when the host runs alone.
+	Coordinator string `json:"coordinator,omitempty"`
 	// Failures counts the consecutive failed sync attempts.
 	Failures int64 `json:"failures"`
 	// Stale reports that the fail policies apply to this isolate.
@@ -61,14 +66,17 @@ type IsolateHealth struct {
 func (h *Host) Health(now int64) Health {
 	hl := Health{Status: "ok", Coordinator: h.opts.Coordinator, StaleAfterMS: h.opts.Sync.StaleAfter.Milliseconds(),
 		SyncErrors: h.errs.Load(), CoordinatorAgeMS: -1}
-	if h.opts.Coordinator != "" && h.probe != nil {
-		hl.CoordinatorInUse, hl.CoordinatorFailovers = h.probe.Current(), h.probe.Failovers()
+	if h.opts.Coordinator != "" {
+		hl.CoordinatorInUse, hl.CoordinatorFailovers = h.coordinatorsInUse()
 	}
 	heard := h.probedAt.Load()
 	for _, s := range h.slots {
 		s.mu.Lock()
 		ih := IsolateHealth{ID: s.iso.ID(), LastSyncAgeMS: -1, Restarts: s.iso.Restarts()}
 		s.mu.Unlock()
+		if s.tr != nil {
+			ih.Coordinator = s.tr.Current()
+		}
 		if s.loop != nil {
 			if at := s.lastReply.Load(); at != 0 {
 				ih.LastSyncAgeMS = time.Duration(now - at).Milliseconds()

@@ -34,7 +34,8 @@ type Options struct {
 	Isolates int
 	// Coordinator is the coordinator's base URL ("http://127.0.0.1:7070"),
 	// or several comma-separated URLs of coordinators sharing one store
-	// (Redis Cluster), failed over between (syncloop.HTTPTransport).
+	// (Redis Cluster), failed over between (syncloop.HTTPTransport): each
+	// isolate prefers the one its id hashes to (syncloop.Preferred).
 	// Empty runs without syncing: every isolate decides alone.
 	Coordinator string
 	// Token is the bearer token for the coordinator.
@@ -96,7 +97,7 @@ type Host struct {
 	wg       sync.WaitGroup
 	errs     atomic.Int64
 	met      *metrics
-	probe    *syncloop.HTTPTransport // probes the coordinator for /healthz (CheckHealth)
+	probe    *syncloop.HTTPTransport // probes a coordinator for /healthz (CheckHealth); the isolates sync through their own
 	probeMu  sync.Mutex              // one probe at a time
 	probedAt atomic.Int64            // ns of the last successful probe; 0 before
 }
@@ -112,6 +113,7 @@ type slot struct {
 	iso    *isolate.Isolate
 	share  *failpolicy.Share[shareKey] // local-share counts; under mu
 	loop   *syncloop.Loop
+	tr     *syncloop.HTTPTransport // the loop's; nil without a coordinator
 	syncMu sync.Mutex
 	synced chan struct{} // closed and replaced after every attempt that ends (applied or failed)
 
@@ -182,9 +184,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		h.policies = append(h.policies, failpolicy.For(&opts.Config.Limiters[i], opts.FailPolicy))
 	}
 	h.met = newMetrics(h)
-	h.probe = &syncloop.HTTPTransport{URL: opts.Coordinator, Token: opts.Token,
-		Client: &http.Client{Timeout: opts.SyncTimeout}}
-	var tr syncloop.Transport = timedTransport{tr: h.probe, m: h.met}
+	client := &http.Client{Timeout: opts.SyncTimeout}
+	h.probe = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: opts.IDPrefix, Token: opts.Token, Client: client}
 	start := opts.Clock.Now()
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
@@ -201,6 +202,10 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		if opts.Coordinator == "" {
 			continue
 		}
+		// Each isolate has its own transport: its id picks its preferred
+		// coordinator, so the host's isolates spread over the list.
+		s.tr = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: cfg.IsolateID, Token: opts.Token, Client: client}
+		tr := timedTransport{tr: s.tr, m: h.met}
 		if s.loop, err = syncloop.NewLoop(opts.Sync, opts.Clock, tr, lockedModule{s}, uint64(i)); err != nil {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)

@@ -32,7 +32,7 @@ import (
 //	edgelimit_edge_upstream_circuit_opens_total{isolate}        key circuits opened (module stats)
 //	edgelimit_edge_upstream_ignored_total{isolate}              upstream header values ignored as unreadable or out of range (module stats)
 //	edgelimit_edge_coordinator_failovers_total                  times the syncs moved on to the next coordinator of --coordinator's list
-//	edgelimit_edge_coordinator_info{url}                        1, labelled with the URL of the coordinator in use (coordinator.go)
+//	edgelimit_edge_coordinator_info{url}                        isolates syncing to the coordinator at url (coordinator.go)
 type metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec

@@ -17,29 +17,66 @@ import (
 // HTTPTransport sends batches to a coordinator's POST /v1/sync.
 //
 // URL may list several coordinators (comma-separated) of one shared store
-// (`edgelimit coordinator --store redis://...`): the transport sends to one
-// of them and, when it cannot be reached or answers 502, 503 or 504, sends
+// (`edgelimit coordinator --store redis://...`). Each transport prefers
+// one of them, Preferred(ID, len(list)), so that isolates with different
+// ids spread their syncs over the list. When the coordinator in use cannot
+// be reached (including a timeout of Client: a hung coordinator is left
+// after one sync timeout) or answers 502, 503 or 504, the transport sends
 // the same batch to the next one at once, and stays with the first that
-// answers. Resending is safe: a shared-store coordinator applies a batch at
-// most once per (isolate, sequence number), whichever coordinator got it.
-// Do not list coordinators that each have their own store (Pebble): each
+// answers. While away from its preferred coordinator it tries it again,
+// first ReturnAfter after leaving it, then after twice as long at each
+// failed try (at most 8 times ReturnAfter): a sync then goes to the
+// preferred one first, and the transport returns to it when it answers.
+// Resending is safe: a shared-store coordinator applies a batch at most
+// once per (isolate, sequence number), whichever coordinator got it. Do
+// not list coordinators that each have their own store (Pebble): each
 // would count the deltas it gets alone.
 type HTTPTransport struct {
 	// URL is the coordinator's base URL, e.g. "http://127.0.0.1:7070", or
 	// several, comma-separated, to fail over between.
 	URL string
+	// ID is the isolate's id: it picks the preferred coordinator of URL's
+	// list (Preferred). Empty prefers the first.
+	ID string
 	// Token is the bearer token; empty sends none.
 	Token string
 	// Client is the HTTP client. Default: one with a 5 s timeout.
 	Client *http.Client
 	// MaxReplyBytes caps the reply read, in bytes. Default 4 MiB.
 	MaxReplyBytes int64
+	// ReturnAfter is how long after leaving its preferred coordinator the
+	// transport first tries it again (doubled after each failed try, up
+	// to 8 times ReturnAfter). Default DefaultReturnAfter (5 s).
+	ReturnAfter time.Duration
 
 	cur       atomic.Int64 // index in urls of the coordinator in use
 	failovers atomic.Int64
+	returns   atomic.Int64
 	mu        sync.Mutex
-	urlsOf    string   // the URL urls was parsed from
-	urls      []string // URL split
+	urlsOf    string        // the URL urls was parsed from
+	urls      []string      // URL split
+	pref      int           // Preferred(ID, len(urls))
+	returnAt  time.Time     // when to try the preferred coordinator again; under mu
+	returnGap time.Duration // the wait before returnAt; under mu
+}
+
+// DefaultReturnAfter is the default HTTPTransport.ReturnAfter.
+const DefaultReturnAfter = 5 * time.Second
+
+// Preferred returns the index, in a list of n coordinators, of the one an
+// isolate named id prefers: FNV-1a 64 of id's bytes modulo n (0 when n is
+// 1 or less, or id is empty). The JavaScript package (edge/js/src/index.js, preferredIndex)
+// computes the same.
+func Preferred(id string, n int) int {
+	if n <= 1 || id == "" {
+		return 0
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return int(h % uint64(n))
 }
 
 // coordinators returns the URLs of URL (parsed again when it changed).
@@ -56,42 +93,106 @@ func (t *HTTPTransport) coordinators() []string {
 		if len(t.urls) == 0 {
 			t.urls = []string{""}
 		}
+		t.pref = Preferred(t.ID, len(t.urls))
+		t.cur.Store(int64(t.pref))
+		t.returnAt, t.returnGap = time.Time{}, 0
 	}
 	return t.urls
 }
+
+// returnDue reports whether a sync away from the preferred coordinator
+// should try it first, and if so schedules the next try (twice the wait
+// of the last, at most 8 times ReturnAfter) in case this one fails.
+func (t *HTTPTransport) returnDue(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Before(t.returnAt) {
+		return false
+	}
+	base := t.ReturnAfter
+	if base <= 0 {
+		base = DefaultReturnAfter
+	}
+	t.returnGap = min(max(2*t.returnGap, base), 8*base)
+	t.returnAt = now.Add(t.returnGap)
+	return true
+}
+
+// left records that the transport left its preferred coordinator at now:
+// it tries it again ReturnAfter later.
+func (t *HTTPTransport) left(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	base := t.ReturnAfter
+	if base <= 0 {
+		base = DefaultReturnAfter
+	}
+	t.returnGap, t.returnAt = 0, now.Add(base)
+}
+
+// Returns returns how many times the transport returned to its preferred
+// coordinator after failing over from it.
+func (t *HTTPTransport) Returns() int64 { return t.returns.Load() }
 
 // Failovers returns how many times the transport moved to the next
 // coordinator.
 func (t *HTTPTransport) Failovers() int64 { return t.failovers.Load() }
 
-// Current returns the URL of the coordinator in use: the first of URL
-// until a failover, then the one the last failover moved to.
+// Current returns the URL of the coordinator in use: the preferred one
+// (Preferred) until a failover, then the one that last answered.
 func (t *HTTPTransport) Current() string {
 	urls := t.coordinators()
 	return urls[int(t.cur.Load())%len(urls)]
 }
 
 // Sync implements Transport: it posts batch (to the coordinator in use,
-// then to the next ones, once each, while they fail; see HTTPTransport)
-// and appends the reply to dst. A non-200 answer is an error (ErrRefused)
-// carrying the status and the start of the problem description; a 409
-// whose problem type is one of the coordinator's sequence anomalies
+// or first to the preferred one when a return is due, then to the next
+// ones, once each, while they fail; see HTTPTransport) and appends the
+// reply to dst. A non-200 answer is an error (ErrRefused) carrying the
+// status and the start of the problem description; a 409 whose problem
+// type is one of the coordinator's sequence anomalies
 // (urn:edgelimit:problem:seq_stale, seq_gap, seq_conflict) also matches
 // ErrSequence.
 func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, error) {
 	urls := t.coordinators()
+	n := len(urls)
+	t.mu.Lock()
+	pref := t.pref
+	t.mu.Unlock()
+	inUse := int(t.cur.Load()) % n
+	returning := inUse != pref && t.returnDue(time.Now())
+	// The order tried: the preferred one when returning, then the one in
+	// use and the ones after it.
+	order := make([]int, 0, n+1)
+	if returning {
+		order = append(order, pref)
+	}
+	for i := 0; i < n; i++ {
+		if idx := (inUse + i) % n; !returning || idx != pref {
+			order = append(order, idx)
+		}
+	}
 	var err error
-	for i := 0; i < len(urls); i++ {
-		cur := t.cur.Load()
+	for _, idx := range order {
 		var retry bool
 		var out []byte
-		out, retry, err = t.syncOne(ctx, urls[int(cur)%len(urls)], batch, dst)
-		if !retry || ctx.Err() != nil || len(urls) == 1 {
+		out, retry, err = t.syncOne(ctx, urls[idx], batch, dst)
+		if !retry || ctx.Err() != nil || n == 1 {
+			if !retry && idx != inUse {
+				t.cur.Store(int64(idx)) // it answered: stay with it
+				if idx == pref {
+					t.returns.Add(1)
+				}
+			}
 			return out, err
 		}
-		// Move on, unless another sync already did.
-		if t.cur.CompareAndSwap(cur, (cur+1)%int64(len(urls))) {
-			t.failovers.Add(1)
+		if returning && idx == pref {
+			continue // still down: back to the one in use, no failover
+		}
+		// The one tried failed: move on to the next.
+		t.failovers.Add(1)
+		if idx == pref {
+			t.left(time.Now())
 		}
 	}
 	return dst, err

@@ -90,8 +90,12 @@ export interface EdgeLimitOptions {
   /**
    * The coordinator's base URL ("https://limits.example.com"), or several
    * coordinators sharing one store (`edgelimit coordinator --store
-   * redis://...`) to fail over between: a batch one cannot take
-   * (unreachable, timed out, 502, 503, 504) goes to the next at once.
+   * redis://...`) to fail over between: the isolate prefers the one its
+   * id hashes to (so isolates spread over the list), a batch one cannot
+   * take (unreachable, timed out, 502, 503, 504) goes to the next at
+   * once, and the isolate returns to its own once it answers again
+   * (tried 5 s after leaving it, then twice as long each failed try, at
+   * most 40 s).
    * Absent: this isolate decides alone.
    */
   coordinator?: string | string[];

@@ -87,9 +87,15 @@ export class EdgeLimit {
       .filter((u) => u).map((u) => String(u).replace(/\/+$/, ''));
     this._norm = normalizeConfig(opts.config, coords.length > 0);
     this._index = new Map(this._norm.limiters.map((l, i) => [l.name, i]));
+    // Each isolate prefers the coordinator its id hashes to (set by ready():
+    // preferredIndex), fails over from it and returns to it (see _post).
     this._coordinators = coords;
     this._coordIdx = 0;
+    this._prefIdx = 0;
     this._coordinator = coords[0] ?? '';
+    this._returnAfter = 5000; // ms after leaving the preferred coordinator before trying it again (doubled per failed try, at most 8x)
+    this._returnGap = 0; // ms: the wait before _returnAt
+    this._returnAt = 0; // ms: when to try the preferred coordinator again
     this._token = opts.token ?? '';
     this._fetch = opts.fetch ?? ((...a) => fetch(...a));
     this._interval = opts.syncInterval ?? 100;
@@ -131,7 +137,12 @@ export class EdgeLimit {
     const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
     mod.configure(toWire(this._norm, id));
     this._mod = mod;
-    this._firstId ??= id; // restarts and incarnations derive their ids from it
+    if (this._firstId === undefined) {
+      this._firstId = id; // restarts and incarnations derive their ids from it
+      this._prefIdx = preferredIndex(id, this._coordinators.length);
+      this._coordIdx = this._prefIdx;
+      this._coordinator = this._coordinators[this._prefIdx] ?? '';
+    }
     this.isolateId = id;
     if (this._coordinator && !this._sched) {
       this._sched = new Scheduler(this._schedOpts, this._clock());
@@ -686,26 +697,56 @@ export class EdgeLimit {
     }
   }
 
-  // POSTs a batch to the coordinator in use, then, while they cannot take
-  // it (unreachable, timed out, 502, 503, 504), to the next ones, once
-  // each, staying with the first that answers; {body} on 200, {seqProblem,
-  // detail} on a 409 sequence problem; throws otherwise (the same batch is
-  // retried later). Resending is safe: coordinators sharing a store apply a
-  // batch at most once per (isolate, sequence number).
+  // POSTs a batch to the coordinator in use, or first to the preferred
+  // one when a return to it is due (_returnDue), then, while they cannot
+  // take it (unreachable, timed out, 502, 503, 504), to the next ones,
+  // once each, staying with the first that answers; {body} on 200,
+  // {seqProblem, detail} on a 409 sequence problem; throws otherwise (the
+  // same batch is retried later). Resending is safe: coordinators sharing
+  // a store apply a batch at most once per (isolate, sequence number).
+  // counters.failovers counts the moves on from a coordinator that failed
+  // (not a failed try of the preferred one while away from it).
   async _post(batch) {
+    const n = this._coordinators.length;
+    if (n < 2) return this._postTo(this._coordinator, batch);
+    const inUse = this._coordIdx, pref = this._prefIdx;
+    const returning = inUse !== pref && this._returnDue(this._clock());
+    const order = returning ? [pref] : [];
+    for (let i = 0; i < n; i++) {
+      const idx = (inUse + i) % n;
+      if (!returning || idx !== pref) order.push(idx);
+    }
     let err;
-    for (let i = 0; i < Math.max(this._coordinators.length, 1); i++) {
+    for (const idx of order) {
       try {
-        return await this._postTo(this._coordinator, batch);
+        const r = await this._postTo(this._coordinators[idx], batch);
+        this._use(idx);
+        return r;
       } catch (e) {
         err = e;
-        if (!e.failover || this._coordinators.length < 2) throw e;
-        this._coordIdx = (this._coordIdx + 1) % this._coordinators.length;
-        this._coordinator = this._coordinators[this._coordIdx];
+        if (!e.failover) { this._use(idx); throw e; } // it answered
+        if (returning && idx === pref) continue; // still down: no failover
         this.counters.failovers++;
+        if (idx === pref) { this._returnGap = 0; this._returnAt = this._clock() + this._returnAfter; }
       }
     }
     throw err;
+  }
+
+  // Makes the coordinator at idx the one in use (it answered).
+  _use(idx) {
+    this._coordIdx = idx;
+    this._coordinator = this._coordinators[idx];
+  }
+
+  // Whether a sync away from the preferred coordinator should try it
+  // first at now (ms); if so the next try is scheduled, twice the last
+  // wait later (at most 8 times _returnAfter), in case this one fails.
+  _returnDue(now) {
+    if (now < this._returnAt) return false;
+    this._returnGap = Math.min(Math.max(2 * this._returnGap, this._returnAfter), 8 * this._returnAfter);
+    this._returnAt = now + this._returnGap;
+    return true;
   }
 
   async _postTo(coordinator, batch) {
@@ -771,3 +812,18 @@ function compile(bytes) {
 }
 
 export default EdgeLimit;
+
+/**
+ * The index, in a list of n coordinators, of the one an isolate named id
+ * prefers: FNV-1a 64 of id's UTF-8 bytes modulo n (0 when n is 1 or less,
+ * or id is empty), as the Go host's syncloop.Preferred.
+ */
+export function preferredIndex(id, n) {
+  if (n <= 1 || !id) return 0;
+  let h = 0xcbf29ce484222325n;
+  for (const b of new TextEncoder().encode(id)) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return Number(h % BigInt(n));
+}

@@ -1,0 +1,71 @@
+// Isolates listing several coordinators spread over them by their ids,
+// fail over, and return to their own coordinator once it answers again.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { EdgeLimit, preferredIndex } from '../src/index.js';
+import { wasmModule } from './helpers.js';
+import { startCoordinator } from './coordinator.js';
+
+const coords = [];
+after(async () => { for (const c of coords) await c.stop(); });
+
+test('preferredIndex is the Go host\'s syncloop.Preferred (FNV-1a 64 mod n)', () => {
+  // The same vectors as edge/syncloop/spread_test.go.
+  const vectors = [['', 3, 0], ['a', 1, 0], ['a', 2, 0], ['edge-0', 2, 1], ['edge-1', 2, 0], ['edge-2', 3, 0],
+    ['js-0123456789ab', 5, 4], ['isolate-7', 3, 0]];
+  for (const [id, n, want] of vectors) assert.equal(preferredIndex(id, n), want, `preferredIndex(${JSON.stringify(id)}, ${n})`);
+});
+
+test('isolates spread over two coordinators, move off a failing one and return after it recovers', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 100000, period: '1m', mode: 'approximate' }] };
+  const c = await startCoordinator(config);
+  coords.push(c);
+  // Two URLs of one coordinator (one store, as coordinators sharing Redis):
+  // 127.0.0.1 and localhost; a is made to fail by the fetch below.
+  const port = new URL(c.url).port;
+  const urls = [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+  let aDown = false;
+  const hits = [0, 0];
+  const spy = (url, init) => {
+    const i = url.startsWith(urls[0]) ? 0 : 1;
+    if (i === 0 && aDown) return Promise.reject(new TypeError('fetch failed: connection refused'));
+    hits[i]++;
+    return fetch(url, init);
+  };
+  const ids = Array.from({ length: 12 }, (_, i) => `spread-${i}`);
+  const want = ids.map((id) => preferredIndex(id, 2));
+  assert.ok(want.includes(0) && want.includes(1), `all ids prefer one coordinator: ${want}`);
+  const isolates = await Promise.all(ids.map((isolateId) => EdgeLimit.create({
+    wasm: wasmModule, config, coordinator: urls, fetch: spy, background: 'requests', isolateId, syncInterval: 60000,
+  })));
+  const syncAll = async () => {
+    for (const rl of isolates) {
+      rl.decide({ limiter: 'a', key: 'k' });
+      rl._sched.next = 0;
+      assert.equal(await rl.sync(), true, String(rl.lastError));
+    }
+  };
+  try {
+    for (const rl of isolates) rl._returnAfter = 50;
+    await syncAll();
+    const onA = want.filter((w) => w === 0).length;
+    assert.deepEqual(hits, [onA, ids.length - onA], 'each isolate syncs to its own coordinator');
+    isolates.forEach((rl, i) => assert.equal(rl._coordinator, urls[want[i]]));
+    // a fails: its isolates move to b (one failover each) and stay there.
+    aDown = true;
+    await syncAll();
+    await syncAll();
+    isolates.forEach((rl, i) => {
+      assert.equal(rl._coordinator, urls[1], `isolate ${i} on b`);
+      assert.equal(rl.counters.failovers, want[i] === 0 ? 1 : 0);
+    });
+    // a recovers: past the wait, its isolates return to it.
+    aDown = false;
+    await new Promise((r) => setTimeout(r, 60));
+    const before = hits[0];
+    await syncAll();
+    isolates.forEach((rl, i) => assert.equal(rl._coordinator, urls[want[i]], `isolate ${i} back on its own`));
+    assert.equal(hits[0] - before, onA);
+    isolates.forEach((rl, i) => assert.equal(rl.counters.failovers, want[i] === 0 ? 1 : 0, 'a return is no failover'));
+  } finally { for (const rl of isolates) rl.close(); }
+});
