@@ -5,9 +5,9 @@
 import { EdgeLimitError } from './errors.js';
 import { PROTOCOL_VERSION } from './version.js';
 
-const UNITS = { ns: 1n, us: 1000n, 'µs': 1000n, 'μs': 1000n, ms: 1000000n, s: 1000000000n, m: 60000000000n, h: 3600000000000n };
+const UNITS = { ns: 1n, us: 1000n, 'µs': 1000n, 'μs': 1000n, ms: 1000000n, s: 1000000000n, m: 60000000000n, h: 3600000000000n, d: 86400000000000n };
 
-/** Parses a Go duration string ("1s", "1m30s", "1.5h", "250ms") into ns (BigInt). */
+/** Parses a Go duration string ("1s", "1m30s", "1.5h", "250ms"), with days first as the Go tools read them ("1d", "1d12h"), into ns (BigInt). */
 export function parseDuration(s) {
   if (typeof s !== 'string' || s === '') throw new EdgeLimitError(`invalid duration ${JSON.stringify(s)}`, 'bad_config');
   let rest = s;
@@ -15,11 +15,13 @@ export function parseDuration(s) {
   if (rest[0] === '-' || rest[0] === '+') { neg = rest[0] === '-'; rest = rest.slice(1); }
   if (rest === '0') return 0n;
   let total = 0n;
-  const re = /^(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h)/;
+  const re = /^(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h|d)/;
   if (rest === '') throw new EdgeLimitError(`invalid duration ${JSON.stringify(s)}`, 'bad_config');
   while (rest !== '') {
     const m = re.exec(rest);
     if (!m || (m[1] === '' && (m[2] ?? '') === '')) throw new EdgeLimitError(`invalid duration ${JSON.stringify(s)}`, 'bad_config');
+    // Days ("1d", "1.5d12h"), as the Go side reads them: only first.
+    if (m[3] === 'd' && rest !== s.replace(/^[-+]/, '')) throw new EdgeLimitError(`invalid duration ${JSON.stringify(s)} (days, "d", come first: "1d12h")`, 'bad_config');
     const unit = UNITS[m[3]];
     const frac = m[2] ?? '';
     total += BigInt(m[1] || '0') * unit + (frac ? (BigInt(frac) * unit) / 10n ** BigInt(frac.length) : 0n);
