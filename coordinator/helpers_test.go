@@ -10,28 +10,15 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
-	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-const sec = int64(time.Second)
+const sec = coordtest.Sec
 
 // testConfig has one limiter of each kind.
-func testConfig() wire.Config {
-	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "fw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec,
-			Overrides: []wire.Override{{Key: "vip", Limit: 1000}}},
-		{Name: "sw", Algorithm: wire.SlidingWindow, Limit: 100, Period: sec},
-		{Name: "tb", Algorithm: wire.TokenBucket, Limit: 10, Period: sec, Burst: 20},
-		{Name: "gcra", Algorithm: wire.GCRA, Limit: 1000, Period: sec},
-		{Name: "sfw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec, Mode: wire.Strict},
-		{Name: "ssw", Algorithm: wire.SlidingWindow, Limit: 100, Period: sec, Mode: wire.Strict},
-		{Name: "stb", Algorithm: wire.TokenBucket, Limit: 50, Period: sec, Burst: 100, Mode: wire.Strict},
-	}}
-}
+var testConfig = coordtest.Config
 
 // fakeClock is a settable clock in ns.
 type fakeClock struct{ t atomic.Int64 }

@@ -3,15 +3,16 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"github.com/edgelimit/edgelimit/clock"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-const t0 = 1000 * sec // window 1000 of a 1s period
+const t0 = coordtest.T0
 
 func TestWindowedCountsAndWindows(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0+sec/2, nil)
