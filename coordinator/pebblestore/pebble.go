@@ -57,7 +57,7 @@ func Open(fs vfs.FS, dir string) (*Store, error) {
 // openPebbleFS opens the database in dir on fs (nil: the OS's); noSync
 // commits without fsync (for an in-memory fs).
 func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
-	bg := &bgHealth{now: time.Now}
+	bg := newBGHealth()
 	cache := pebble.NewCache(pebbleCacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
@@ -67,7 +67,7 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
 		// the filters answer without reading a block of every table.
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	opts.FS = fs
+	opts.FS = backoffFS{FS: fs, bg: bg}
 	opts.EventListener = &pebble.EventListener{
 		BackgroundError: bg.fail,
 		FlushEnd: func(info pebble.FlushInfo) {
@@ -100,8 +100,15 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
 func (s *Store) Health() error { return s.bg.health() }
 
 // BackgroundErrors returns how many background failures Pebble reported
-// since the store was opened (the coordinator's HealthReporter).
+// since the store was opened (the coordinator's HealthReporter). Failed
+// flushes are retried with backoff (backoff.go), so a full disk adds about
+// one per second.
 func (s *Store) BackgroundErrors() int64 { return s.bg.errors() }
+
+// FailingSince returns when the current run of background failures began,
+// or the zero time while Health reports none (the coordinator's
+// HealthReporter).
+func (s *Store) FailingSince() time.Time { return s.bg.failingSince() }
 
 // Get implements merge.Store.
 func (s *Store) Get(key []byte) ([]byte, bool, error) {
@@ -175,6 +182,7 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) erro
 
 // Close implements merge.Store; it flushes nothing extra (the WAL is already synced).
 func (s *Store) Close() error {
+	s.bg.stop() // a flush held by the backoff goes ahead, so Close need not wait for it
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
