@@ -146,6 +146,8 @@ type Coordinator struct {
 	dash       *dashboard.Dashboard // what GET /ui shows (package dashboard)
 	shared     *merge.SharedMerger  // set when the store is a SharedStore (shared.go)
 	sharedDone chan struct{}        // closed when the shared merger's loop ends
+
+	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -494,12 +496,12 @@ func (c *Coordinator) commit(j *commitJob) {
 	}
 	c.mu.Unlock()
 	if j.err != nil {
-		c.storeDown.Store(true)
+		c.setStoreDown(true)
 		for _, r := range j.group {
 			r.reply, r.err = nil, fmt.Errorf("%w: %w", ErrUnavailable, j.err)
 		}
 	} else if len(j.ops) > 0 {
-		c.storeDown.Store(false)
+		c.setStoreDown(false)
 	}
 	for _, r := range j.group {
 		close(r.done)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 )
@@ -57,7 +58,7 @@ func TestBackoffRun(t *testing.T) {
 // reports the failure meanwhile, every acknowledged commit is kept, and
 // the store is healthy again once a flush succeeds after space returns.
 func TestDiskFullBacksOffFlushes(t *testing.T) {
-	disk := coordtest.NewDiskFull()
+	disk := coordtest.NewDiskFull(vfs.NewMem())
 	s, err := Open(disk.FS, "db")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestDiskFullBacksOffFlushes(t *testing.T) {
 // TestCloseWhileDiskFull: a store closed while its flushes fail keeps
 // what it acknowledged (in the WAL) for the next open.
 func TestCloseWhileDiskFull(t *testing.T) {
-	disk := coordtest.NewDiskFull()
+	disk := coordtest.NewDiskFull(vfs.NewMem())
 	s, err := Open(disk.FS, "db")
 	if err != nil {
 		t.Fatal(err)

@@ -10,23 +10,23 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
-// DiskFull is a file system for Pebble (vfs.NewMem under Pebble's errorfs)
+// DiskFull is a file system for Pebble (another one under Pebble's errorfs)
 // whose table writes fail with ENOSPC while Full is set, as on a full disk
 // whose WAL still has room (Pebble preallocates it): commits succeed, flushes
 // and compactions fail. It counts the tables Pebble starts while full
 // (Attempts: flush and compaction attempts).
 type DiskFull struct {
-	Mem  *vfs.MemFS
-	FS   vfs.FS // Mem with the failures injected: give it to pebblestore.Open
+	FS   vfs.FS // the file system with the failures injected: give it to pebblestore.Open
 	Full atomic.Bool
 
 	attempts atomic.Int64
 }
 
-// NewDiskFull returns a DiskFull with room (Full unset).
-func NewDiskFull() *DiskFull {
-	d := &DiskFull{Mem: vfs.NewMem()}
-	d.FS = errorfs.Wrap(d.Mem, errorfs.InjectorFunc(d.inject))
+// NewDiskFull returns a DiskFull over fs (vfs.Default, vfs.NewMem()) with
+// room (Full unset).
+func NewDiskFull(fs vfs.FS) *DiskFull {
+	d := &DiskFull{}
+	d.FS = errorfs.Wrap(fs, errorfs.InjectorFunc(d.inject))
 	return d
 }
 
