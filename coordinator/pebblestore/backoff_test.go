@@ -156,3 +156,66 @@ func TestCloseWhileDiskFull(t *testing.T) {
 		t.Fatalf("k lost: %v %v", ok, err)
 	}
 }
+
+// cpuTime returns the CPU time (user and system) the process used so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDiskFull measures what a full disk costs while it stays full:
+// Pebble on disk (a temporary directory) with 4 MiB of commits in its
+// memtable, then 2 s in which table writes fail with ENOSPC
+// (coordtest.DiskFull) after a flush was asked for. It reports the process's
+// CPU over those 2 s, as a share of one core (getrusage), and the failed
+// flushes per second, with the store's backoff and without it (Pebble
+// alone retries a failed flush at once).
+//
+//	go test -run '^$' -bench DiskFull -benchtime 1x ./coordinator/pebblestore/
+func BenchmarkDiskFull(b *testing.B) {
+	const full = 2 * time.Second
+	for _, backoff := range []bool{true, false} {
+		name := "backoff"
+		if !backoff {
+			name = "none"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				disk := coordtest.NewDiskFull(vfs.Default)
+				bg := newBGHealth()
+				bg.noBackoff = !backoff
+				s, err := openPebbleFS(b.TempDir(), disk.FS, false, bg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ops := make([]merge.Op, 0, 1000)
+				for i := range 4000 {
+					ops = append(ops, merge.Op{Key: fmt.Appendf(nil, "key-%08d", i), Value: make([]byte, 1000)})
+					if len(ops) == cap(ops) {
+						if err := s.Commit(ops); err != nil {
+							b.Fatal(err)
+						}
+						ops = ops[:0]
+					}
+				}
+				disk.Full.Store(true)
+				errs, cpu, start := s.BackgroundErrors(), cpuTime(b), time.Now()
+				if err := s.Flush(); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(full)
+				cpu, el, failed := cpuTime(b)-cpu, time.Since(start), s.BackgroundErrors()-errs
+				disk.Full.Store(false)
+				s.Close()
+				b.ReportMetric(100*cpu.Seconds()/el.Seconds(), "cpu-%")
+				b.ReportMetric(float64(failed)/el.Seconds(), "failed-flushes/s")
+				b.Logf("%s: %s of full disk: %s of CPU (%.1f%% of a core), %d failed flushes (%.0f/s)",
+					name, el.Round(time.Millisecond), cpu.Round(time.Millisecond), 100*cpu.Seconds()/el.Seconds(),
+					failed, float64(failed)/el.Seconds())
+			}
+		})
+	}
+}

@@ -27,6 +27,9 @@ type bgHealth struct {
 	retryAt time.Time // the next attempt is held until then
 	count   int64
 	now     func() time.Time
+	// noBackoff lets failed work be retried at once, as Pebble alone does
+	// (BenchmarkDiskFull's comparison).
+	noBackoff bool
 
 	quit     chan struct{} // closed by stop: no more waits
 	stopOnce sync.Once
@@ -71,7 +74,7 @@ func (h *bgHealth) wait() {
 	h.mu.Lock()
 	d := h.retryAt.Sub(h.now())
 	h.mu.Unlock()
-	if d > 0 {
+	if d > 0 && !h.noBackoff {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

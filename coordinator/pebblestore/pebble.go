@@ -51,13 +51,12 @@ func Open(fs vfs.FS, dir string) (*Store, error) {
 	if dir == "" && !inMemory {
 		return nil, errors.New("pebblestore: no data directory")
 	}
-	return openPebbleFS(dir, fs, inMemory)
+	return openPebbleFS(dir, fs, inMemory, newBGHealth())
 }
 
-// openPebbleFS opens the database in dir on fs (nil: the OS's); noSync
-// commits without fsync (for an in-memory fs).
-func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
-	bg := newBGHealth()
+// openPebbleFS opens the database in dir on fs; noSync commits without
+// fsync (for an in-memory fs); bg tracks its background errors.
+func openPebbleFS(dir string, fs vfs.FS, noSync bool, bg *bgHealth) (*Store, error) {
 	cache := pebble.NewCache(pebbleCacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
