@@ -187,7 +187,7 @@ func BenchmarkDiskFull(b *testing.B) {
 				disk := coordtest.NewDiskFull(vfs.Default)
 				bg := newBGHealth()
 				bg.noBackoff = !backoff
-				s, err := openPebbleFS(b.TempDir(), disk.FS, false, bg)
+				s, err := openPebbleFS(b.TempDir(), disk.FS, false, bg, Options{CacheSize: DefaultCacheSize})
 				if err != nil {
 					b.Fatal(err)
 				}

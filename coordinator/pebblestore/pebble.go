@@ -27,23 +27,45 @@ type Store struct {
 }
 
 // Pebble sizing. Memory stays bounded: at most
-// MemTableStopWritesThreshold (4) memtables of pebbleMemTableSize, plus the
-// block cache.
+// MemTableStopWritesThreshold (4) memtables of pebbleMemTableSize
+// (MemTableMemory), plus the block cache (Options.CacheSize).
 const (
-	// pebbleCacheSize is the block cache: it holds the index, filter and
-	// data blocks that cold key reads (keys evicted from the Merger's cache)
-	// go through. Pebble's default is 8 MiB.
-	pebbleCacheSize = 64 << 20
+	// DefaultCacheSize is the default block cache (Options.CacheSize):
+	// 64 MiB. It holds the index, filter and data blocks that cold key
+	// reads (keys evicted from the Merger's cache) go through. Pebble's
+	// default is 8 MiB.
+	DefaultCacheSize = 64 << 20
 	// pebbleMemTableSize: a larger memtable means fewer flushes and fewer L0
 	// tables for a cold read to look at. Pebble's default is 4 MiB.
 	pebbleMemTableSize = 4 << 20
+	// MemTableMemory is the most the memtables hold, bytes: 16 MiB (4 of
+	// 4 MiB; commits stall beyond).
+	MemTableMemory = 4 * pebbleMemTableSize
 )
+
+// Options size a Store. Zero fields take the defaults.
+type Options struct {
+	// CacheSize is Pebble's block cache, bytes. Default DefaultCacheSize
+	// (64 MiB).
+	CacheSize int64
+}
 
 // Open opens (creating if missing) the Pebble database in dir on fs:
 // vfs.Default for the disk, vfs.NewMem() for a throwaway in-memory store
 // (whose commits then skip fsync; dir may be empty), or any vfs.FS (fault
 // injection in tests).
 func Open(fs vfs.FS, dir string) (*Store, error) {
+	return OpenWith(fs, dir, Options{})
+}
+
+// OpenWith is Open with the store sized by o.
+func OpenWith(fs vfs.FS, dir string, o Options) (*Store, error) {
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.CacheSize < 0 {
+		return nil, fmt.Errorf("pebblestore: Options.CacheSize must be positive (0 takes the default), got %d", o.CacheSize)
+	}
 	if fs == nil {
 		return nil, errors.New("pebblestore: no file system (vfs.Default for the disk)")
 	}
@@ -51,13 +73,14 @@ func Open(fs vfs.FS, dir string) (*Store, error) {
 	if dir == "" && !inMemory {
 		return nil, errors.New("pebblestore: no data directory")
 	}
-	return openPebbleFS(dir, fs, inMemory, newBGHealth())
+	return openPebbleFS(dir, fs, inMemory, newBGHealth(), o)
 }
 
 // openPebbleFS opens the database in dir on fs; noSync commits without
-// fsync (for an in-memory fs); bg tracks its background errors.
-func openPebbleFS(dir string, fs vfs.FS, noSync bool, bg *bgHealth) (*Store, error) {
-	cache := pebble.NewCache(pebbleCacheSize)
+// fsync (for an in-memory fs); bg tracks its background errors; o is
+// complete (OpenWith).
+func openPebbleFS(dir string, fs vfs.FS, noSync bool, bg *bgHealth, o Options) (*Store, error) {
+	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
 		MemTableSize: pebbleMemTableSize, MemTableStopWritesThreshold: 4}
