@@ -1,7 +1,8 @@
 // Package pebblestore is the merge.Store on a Pebble database, on disk or
 // on vfs.NewMem(): synced commits, Bloom filters, a bounded block cache and
 // memtables, and the health of Pebble's background work (health.go: a
-// failed flush or compaction, as on a full disk).
+// failed flush or compaction, as on a full disk), which it retries with
+// backoff (backoff.go).
 package pebblestore
 
 import (
