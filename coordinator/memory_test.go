@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -235,10 +236,11 @@ func peakRSSMiB() float64 {
 // MaxMemory, Pebble on disk, fsync per group commit). Each isolate posts
 // batches of 1000 new keys with dense sequence numbers, resending a failed
 // batch as it was. At every 10% of the flood it samples the live heap (as
-// of the last collection), the process RSS and the ingest rate of the last
-// 10%: the memory levels
-// off once the key cache is full (evicted keys live only in Pebble), and
-// the benchmark fails if the process's peak RSS (VmHWM, the load generator
+// of the last collection), the process RSS, and the ingest rate and the
+// process's CPU per key (getrusage: less sensitive to other work on the
+// machine than the rate) of the last 10%: the memory levels off once the
+// key cache is full (evicted keys live only in Pebble), and the benchmark
+// fails if the process's peak RSS (VmHWM, the load generator
 // included) exceeds MaxMemory. EDGELIMIT_FLOOD_KEYS sets the number of keys
 // (default 1,000,000), EDGELIMIT_MAX_MEMORY the server's --max-memory
 // (default 768MiB). The README's figure:
@@ -271,21 +273,21 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 		var next atomic.Int64 // next key index to send
 		var mu sync.Mutex
 		var samples []string
-		var heaps, rsss, rates []float64
+		var heaps, rsss, rates, cpus []float64
 		step := int64(total / 10)
-		start := time.Now()
-		last := start
+		start, cpuStart := time.Now(), coordtest.CPUTime(b)
+		last, lastCPU := start, cpuStart
 		// sample records the memory and the ingest rate of the tenth that
 		// ended with keys acknowledged, without a collection (liveHeap).
 		sample := func(keys int64) {
 			mu.Lock()
 			defer mu.Unlock()
-			now := time.Now()
-			rate := float64(step) / now.Sub(last).Seconds()
-			last = now
+			now, cpu := time.Now(), coordtest.CPUTime(b)
+			rate, perKey := float64(step)/now.Sub(last).Seconds(), float64((cpu-lastCPU).Microseconds())/float64(step)
+			last, lastCPU = now, cpu
 			h, r := float64(liveHeap())/(1<<20), rssMiB()
-			heaps, rsss, rates = append(heaps, h), append(rsss, r), append(rates, rate)
-			samples = append(samples, fmt.Sprintf("%dk: %.0f/%.0f/%.0fk", keys/1000, h, r, rate/1000))
+			heaps, rsss, rates, cpus = append(heaps, h), append(rsss, r), append(rates, rate), append(cpus, perKey)
+			samples = append(samples, fmt.Sprintf("%dk: %.0f/%.0f/%.0fk/%.0f", keys/1000, h, r, rate/1000, perKey))
 		}
 		var sampled atomic.Int64 // keys acknowledged
 		var wg sync.WaitGroup
@@ -331,7 +333,7 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 			}(iso)
 		}
 		wg.Wait()
-		el := time.Since(start)
+		el, cpu := time.Since(start), coordtest.CPUTime(b)-cpuStart
 		srv.Close()
 		var cached int
 		c.withMerger(func(m *merge.Merger) { cached = m.CachedKeys() })
@@ -341,9 +343,9 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 		}
 		c.Close()
 		peak := peakRSSMiB()
-		b.Logf("%d distinct keys over HTTP in %s (%.0f keys/s), --max-memory %d MiB (Go limit %d MiB, %d keys cached at most, block cache %d MiB); live heap / RSS (MiB) / ingest of the last tenth (keys/s) by keys acknowledged: %v; %d keys cached; peak RSS %.0f MiB",
+		b.Logf("%d distinct keys over HTTP in %s (%.0f keys/s), --max-memory %d MiB (Go limit %d MiB, %d keys cached at most, block cache %d MiB); live heap / RSS (MiB) / ingest of the last tenth (keys/s) / CPU per key of the last tenth (µs, server and load generator) by keys acknowledged: %v; %d keys cached; peak RSS %.0f MiB; %.1f µs of CPU per key",
 			total, el.Round(time.Millisecond), float64(total)/el.Seconds(), budget.MaxMemory>>20, budget.GoLimit>>20,
-			budget.Merger.MaxCachedKeys, budget.BlockCache>>20, samples, cached, peak)
+			budget.Merger.MaxCachedKeys, budget.BlockCache>>20, samples, cached, peak, float64(cpu.Microseconds())/float64(total))
 		if n := len(heaps); n >= 4 {
 			b.ReportMetric(heaps[n-1], "heap-MiB")
 			b.ReportMetric(rsss[n-1], "rss-MiB")
@@ -351,6 +353,8 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 			b.ReportMetric(rsss[n-1]-rsss[n/2-1], "rss-growth-2nd-half-MiB")
 			b.ReportMetric(rates[0], "keys/s-first-tenth")
 			b.ReportMetric(slices.Min(rates[n/2:]), "keys/s-2nd-half-min")
+			b.ReportMetric(cpus[0], "cpu-µs/key-first-tenth")
+			b.ReportMetric(slices.Max(cpus[n/2:]), "cpu-µs/key-2nd-half-max")
 		}
 		b.ReportMetric(peak, "rss-peak-MiB")
 		if peak > float64(budget.MaxMemory>>20) {

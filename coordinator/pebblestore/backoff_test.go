@@ -157,15 +157,6 @@ func TestCloseWhileDiskFull(t *testing.T) {
 	}
 }
 
-// cpuTime returns the CPU time (user and system) the process used so far.
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkDiskFull measures what a full disk costs while it stays full:
 // Pebble on disk (a temporary directory) with 4 MiB of commits in its
 // memtable, then 2 s in which table writes fail with ENOSPC
@@ -202,12 +193,12 @@ func BenchmarkDiskFull(b *testing.B) {
 					}
 				}
 				disk.Full.Store(true)
-				errs, cpu, start := s.BackgroundErrors(), cpuTime(b), time.Now()
+				errs, cpu, start := s.BackgroundErrors(), coordtest.CPUTime(b), time.Now()
 				if err := s.Flush(); err != nil {
 					b.Fatal(err)
 				}
 				time.Sleep(full)
-				cpu, el, failed := cpuTime(b)-cpu, time.Since(start), s.BackgroundErrors()-errs
+				cpu, el, failed := coordtest.CPUTime(b)-cpu, time.Since(start), s.BackgroundErrors()-errs
 				disk.Full.Store(false)
 				s.Close()
 				b.ReportMetric(100*cpu.Seconds()/el.Seconds(), "cpu-%")
