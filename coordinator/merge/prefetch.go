@@ -1,7 +1,9 @@
 package merge
 
 import (
+	"bytes"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -31,6 +33,15 @@ type ConcurrentStore interface {
 	Store
 	// ConcurrentGet reports whether Get is safe to call concurrently.
 	ConcurrentGet() bool
+}
+
+// SortedGetter is implemented by Stores that read many keys at once more
+// cheaply than one Get each (pebblestore.Store: one iterator). GetSorted
+// reads keys, given in ascending order, and calls fn with each key's index,
+// its value (valid only during the call) and whether it was found; it is
+// safe concurrently as ConcurrentStore's Get is.
+type SortedGetter interface {
+	GetSorted(keys [][]byte, fn func(i int, value []byte, found bool)) error
 }
 
 // residency tracks, per slot of the storage-key hash, how many keys are
@@ -90,6 +101,10 @@ func (m *Merger) Prefetch(b *wire.Batch) *Prefetched {
 		return nil
 	}
 	var pf *Prefetched
+	sg, many := m.store.(SortedGetter)
+	many = many && len(b.Entries) > 1
+	var skeys [][]byte // with many: the storage keys to read, with their entries in idx
+	var idx []int
 	var buf [2 + 255 + wire.MaxKeyLen]byte
 	for i := range b.Entries {
 		e := &b.Entries[i]
@@ -105,11 +120,32 @@ func (m *Merger) Prefetch(b *wire.Batch) *Prefetched {
 		if pf == nil {
 			pf = &Prefetched{seq: r.seq.Load(), ents: make([]prefetchedKey, len(b.Entries))}
 		}
+		pf.ents[i].slot = s
+		if many {
+			skeys, idx = append(skeys, append([]byte(nil), sk...)), append(idx, i)
+			continue
+		}
 		v, found, err := m.store.Get(sk)
 		if err != nil {
 			continue
 		}
 		pf.ents[i] = prefetchedKey{slot: s, value: v, found: found, read: true}
+	}
+	if len(skeys) > 0 {
+		order := make([]int, len(skeys))
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(skeys[a], skeys[b]) })
+		sorted := make([][]byte, len(order))
+		for j, o := range order {
+			sorted[j] = skeys[o]
+		}
+		// A read error leaves the entries unread: the committer reads them.
+		sg.GetSorted(sorted, func(j int, v []byte, found bool) {
+			p := &pf.ents[idx[order[j]]]
+			p.value, p.found, p.read = append([]byte(nil), v...), found, true
+		})
 	}
 	return pf
 }

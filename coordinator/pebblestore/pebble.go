@@ -6,6 +6,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -243,4 +244,37 @@ func (quietLogger) Errorf(format string, args ...interface{}) {
 }
 func (quietLogger) Fatalf(format string, args ...interface{}) {
 	panic(fmt.Sprintf("pebblestore: "+format, args...))
+}
+
+// GetSorted implements merge.SortedGetter: it reads keys (in ascending
+// order) through one iterator, seeking each by its prefix (the whole key:
+// Bloom filters answer most misses), and calls fn with each key's index,
+// value (valid only during the call) and whether it was found. One
+// iterator for a batch's keys opens each table once, where a Get per key
+// opens one per level and key.
+func (s *Store) GetSorted(keys [][]byte, fn func(i int, value []byte, found bool)) error {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("pebblestore: get: %w", err)
+	}
+	for i, k := range keys {
+		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return fmt.Errorf("pebblestore: get: %w", err)
+			}
+			fn(i, v, true)
+			continue
+		}
+		if err := it.Error(); err != nil {
+			it.Close()
+			return fmt.Errorf("pebblestore: get: %w", err)
+		}
+		fn(i, nil, false)
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: get: %w", err)
+	}
+	return nil
 }
