@@ -24,7 +24,10 @@ import (
 // ends the run. So a disk that stays full costs one failed flush every
 // 0.5-1 s, and work resumes at most FlushBackoffMax after space returns.
 const (
+	// FlushBackoffMin is the hold after the first failure of a run: 5 ms
+	// (2.5-5 ms with the jitter).
 	FlushBackoffMin = 5 * time.Millisecond
+	// FlushBackoffMax is the longest hold: 1 s (0.5-1 s with the jitter).
 	FlushBackoffMax = time.Second
 )
 
