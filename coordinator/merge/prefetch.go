@@ -55,9 +55,14 @@ type residency struct {
 	abort  int64          // seq of the last dropCache: older prefetches are all stale
 }
 
+// newResidency sizes the slots at 8 per cached key (up to 2^24; 12 bytes
+// each, 96 bytes per cached key): a key whose slot holds a cached key is
+// not prefetched but read by the committer, one at a time, so the share of
+// slots taken (about 1 in 9 when the cache is full, 4 in 10 with 2 slots
+// per key) is the share of a flood's new keys read serially.
 func newResidency(maxCached int) *residency {
 	n := 1 << 16
-	for n < 2*maxCached && n < 1<<22 {
+	for n < 8*maxCached && n < 1<<24 {
 		n <<= 1
 	}
 	return &residency{seed: maphash.MakeSeed(), mask: uint64(n - 1),
