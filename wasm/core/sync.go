@@ -72,7 +72,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
-	c.beatAsk = 0                        // this batch brings the reset notices a heartbeat would
+	c.beatAsk, c.beatNow = 0, false      // this batch brings the reset notices a heartbeat would
 	c.seq++
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
@@ -239,6 +239,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
 	c.applyResets(now) // before the views: they are newer than the resets they list
+	c.heard = now
 	for i := range views {
 		rv := &views[i]
 		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))

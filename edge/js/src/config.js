@@ -166,7 +166,7 @@ export function normalizeConfig(cfg, synced = false) {
 }
 
 /** The wire.Config message (msgpack field names) for a normalized config. */
-export function toWire(norm, isolateId) {
+export function toWire(norm, isolateId, syncIntervalMs) {
   const w = {
     v: PROTOCOL_VERSION,
     iso: isolateId,
@@ -184,5 +184,8 @@ export function toWire(norm, isolateId) {
   };
   // Isolates that never sync probe a half-open circuit on their own.
   if (norm.standalone) w.alone = true;
+  // The sync interval (ms; 1 ms to 1 h): the module trusts a denial it
+  // cached for two intervals after its last reply, then syncs first.
+  if (!norm.standalone && syncIntervalMs > 0) w.sync_ns = Math.round(Math.min(Math.max(syncIntervalMs, 1), 3600e3) * 1e6);
   return w;
 }

@@ -135,7 +135,7 @@ export class EdgeLimit {
     if (this._mod) return this;
     const mod = new Module(this._wasm);
     const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
-    mod.configure(toWire(this._norm, id));
+    mod.configure(toWire(this._norm, id, this._interval));
     this._mod = mod;
     if (this._firstId === undefined) {
       this._firstId = id; // restarts and incarnations derive their ids from it

@@ -16,6 +16,7 @@ const config = { limiters: [
   { name: 'rps', algorithm: 'fixed_window', limit: 6, period: '1s' },
   { name: 'big-open', algorithm: 'fixed_window', limit: 1e9, period: '1h', fail_policy: 'open' },
   { name: 'big-closed', algorithm: 'fixed_window', limit: 1e9, period: '1h', fail_policy: 'closed' },
+  { name: 'hourly', algorithm: 'fixed_window', limit: 5, period: '1h' },
 ] };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const running = [];
@@ -109,4 +110,19 @@ test('workerd: a request without ctx on a stale Worker (its probe sync cancelled
   const s = await stats(url);
   console.log(`# fresh again ${Date.now() - t0} ms after the request without ctx; syncs ${before.syncs} -> ${s.syncs}, abandoned ${s.abandoned}`);
   assert.ok(s.syncs > before.syncs, JSON.stringify(s));
+});
+
+test('workerd, default options, 4 Workers: a key reset on the coordinator is admitted by every Worker two sync intervals later', { skip, timeout: 60000 }, async () => {
+  const { coord, wd } = await start(4);
+  let admitted = 0;
+  for (let i = 0; i < 16; i++) if ((await limit(wd, wd.urls[i % 4], 'hourly')).success) admitted++;
+  assert.equal(admitted, 5, 'a 5/hour key admits its limit');
+  for (const url of wd.urls) assert.equal((await limit(wd, url, 'hourly')).success, false, 'every Worker denies the full key');
+  const r = await fetch(`${coord.url}/v1/limiters/hourly/keys/k`, { method: 'DELETE' });
+  assert.equal(r.status, 204);
+  await sleep(200); // two sync intervals (default 100 ms), no request in between
+  const after = [];
+  for (const url of wd.urls) after.push(await limit(wd, url, 'hourly'));
+  console.log(`# reset of a 5/hour key: ${after.filter((d) => d.success).length} of 4 Workers admit their first request 200 ms later`);
+  assert.deepEqual(after.map((d) => d.success), [true, true, true, true], JSON.stringify(after));
 });
