@@ -232,7 +232,9 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	if !r.Allowed {
 		c.holdFor(now, r.RetryAfter)
 		c.askBeat(now)
-		c.recheck(now, r)
+		if c.recheck(now, r) {
+			c.name(idx)
+		}
 	}
 	return nil
 }
@@ -317,7 +319,15 @@ merge:
 		r.Allowed = false
 		c.holdFor(now, r.RetryAfter)
 		c.askBeat(now)
-		c.recheck(now, r)
+		if c.recheck(now, r) {
+			for i, ch := range checks {
+				if e := c.tab.at(idxs[i]); e.gen == gens[i] {
+					c.name(idxs[i])
+				} else {
+					c.name(c.lookup(ch.Limiter, ch.Key, now))
+				}
+			}
+		}
 	}
 	return nil
 }

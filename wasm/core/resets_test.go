@@ -6,9 +6,11 @@
 package core_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -58,8 +60,10 @@ func TestResetReachesDenyingIsolates(t *testing.T) {
 				if !f.sync(i, now+1) {
 					t.Fatalf("isolate %d denied twice from its cache but sent no heartbeat", i)
 				}
-				if len(f.last.Entries) != 0 {
-					t.Errorf("isolate %d's heartbeat carries %+v", i, f.last.Entries)
+				for _, d := range f.last.Entries { // an idle isolate's recheck names the key, reporting nothing
+					if d.Delta != 0 || d.Demand != 0 {
+						t.Errorf("isolate %d's heartbeat carries %+v", i, f.last.Entries)
+					}
 				}
 			}
 			for i := range f.isos {
@@ -205,12 +209,19 @@ func newCore(t *testing.T, cfg wire.Config) *core.Core {
 // SyncRetry, the next sync goes out even with nothing else to report, and
 // the request decided again after it is admitted when the key was reset,
 // denied without another sync when it was not. An isolate that heard
-// within two intervals denies from its cache at once.
+// within two intervals denies from its cache at once. The same holds with
+// a coordinator that sends no reset notices (the shared mode over Redis):
+// the recheck's batch names the key, and its reply carries the key's view
+// after the reset.
 func TestIdleIsolateRechecksCachedDenial(t *testing.T) {
-	for _, mode := range []string{wire.Approximate, wire.Auto} {
-		t.Run(mode, func(t *testing.T) {
+	for _, tc := range []struct {
+		mode      string
+		noNotices bool
+	}{{wire.Approximate, false}, {wire.Auto, false}, {wire.Approximate, true}, {wire.Auto, true}} {
+		mode := tc.mode
+		t.Run(fmt.Sprintf("%s/notices=%v", mode, !tc.noNotices), func(t *testing.T) {
 			lc := wire.LimiterConfig{Name: "llm", Algorithm: wire.FixedWindow, Limit: 5, Period: 3600 * sec, Mode: mode}
-			f := newUpFleet(t, lc, 2, false)
+			f := newUpFleetWith(t, lc, 2, false, merge.MergerOptions{NoResetNotices: tc.noNotices})
 			now := 7200*sec + sec
 			admitted := 0
 			for round := 0; round < 10; round++ {
