@@ -144,6 +144,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
 		m.view(s, isolate, h.hash, now, !dup, b.End, v)
+		if b.Limits {
+			v.Limit = s.st.lim.LimitFor(s.key) // the isolate answers with the coordinator's limit
+		}
 		if s.st.up != nil {
 			m.addUpView(rp, s.st, s.key, isolate, now, false)
 		}

@@ -108,3 +108,30 @@ func TestDeadIsolatesBucketLeaseComesBack(t *testing.T) {
 		}
 	})
 }
+
+// The coordinator's limit reaches a batch that asks for it (Batch.Limits)
+// and no other: a module that does not ask reads views of 11 elements.
+func TestViewLimitOnlyWhenAsked(t *testing.T) {
+	c, _ := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	b := batch("a", 1, t0, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})
+	if v := viewOf(t, mustSync(t, c, b), "sfw", "k"); v.Limit != 0 {
+		t.Fatalf("a batch without lim got limit %d in its view, want none", v.Limit)
+	}
+	rp := mustSync(t, c, b) // the retry: the same reply shape
+	if enc := rp.Entries[0].AppendMsg(nil); enc[0] != 0x9b {
+		t.Fatalf("the view of a batch without lim encodes as %#x, want an array of 11 (0x9b)", enc[0])
+	}
+	b2 := batch("a", 2, t0+1, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})
+	b2.Limits = true
+	v := viewOf(t, mustSync(t, c, b2), "sfw", "k")
+	var want int64
+	for _, l := range testConfig().Limiters {
+		if l.Name == "sfw" {
+			want = l.LimitFor("k")
+		}
+	}
+	if v.Limit != want || want == 0 {
+		t.Fatalf("a batch with lim got limit %d, want the coordinator's %d", v.Limit, want)
+	}
+}

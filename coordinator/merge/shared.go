@@ -613,7 +613,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			}
 			m.hwms[r.iso] = hs
 			before := m.stats
-			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries}, r.scope, now, nil)
+			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries, Limits: r.b.Limits}, r.scope, now, nil)
 			if err != nil {
 				bad = err
 				continue

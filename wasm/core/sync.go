@@ -79,7 +79,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, c.rgen, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, c.rgen, true, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -152,7 +152,7 @@ func (c *Core) Reincarnate(newID string) error {
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, c.rgen, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, c.rgen, true, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil
@@ -247,6 +247,9 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			continue
 		}
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
+		if rv.v.Limit > 0 {
+			c.adoptLimit(rv.lim, idx, rv.v.Limit)
+		}
 	}
 	if c.rr.HasUpstream() { // most replies carry none: no closure to build
 		if err := c.upViews(now); err != nil {

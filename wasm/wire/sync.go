@@ -28,6 +28,10 @@ type Batch struct {
 	// applied (Reply.ResetGen; 0: none yet), so the coordinator tells it
 	// of the resets made since (resets.go). Encoded only when > 0.
 	ResetGen int64 `msgpack:"rg,omitempty"`
+	// Limits: the isolate reads View.Limit, so the coordinator sends its
+	// own limit for each key (a module that does not send it reads views
+	// of at most 11 elements). Encoded only when true.
+	Limits bool `msgpack:"lim,omitempty"`
 }
 
 // Delta is the consumption of one key in one window, encoded as the array
@@ -97,6 +101,14 @@ type View struct {
 	// the window ends (a coordinator without lease lifetimes). Optional on
 	// the wire: a view of 8 to 10 elements has 0.
 	Life int64
+	// Limit is the coordinator's limit for the key (its configuration,
+	// per-key overrides applied), sent only to a batch that says
+	// Batch.Limits; 0: not sent. An isolate whose configuration says
+	// otherwise answers with it (remaining, headers) and decides by it.
+	// Optional on the wire: a view of 8 to 11 elements has 0. Not in the
+	// msgpack/v5 reflection encoding of View (tag "-": an array-encoded
+	// struct has a fixed length there); AppendMsg and ReplyReader carry it.
+	Limit int64 `msgpack:"-"`
 }
 
 // AppendMsg appends b encoded as msgpack.
@@ -108,7 +120,7 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			up = b.Signals[i].AppendMsg(up)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, b.ResetGen, len(b.Entries))
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, b.ResetGen, b.Limits, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -122,8 +134,11 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
 // (Batch.End); rg is Batch.ResetGen (written when > 0).
-func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, rg int64, n int) []byte {
+func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, rg int64, lim bool, n int) []byte {
 	fields := 5
+	if lim {
+		fields++
+	}
 	if len(up) > 0 {
 		fields++
 	}
@@ -134,6 +149,10 @@ func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64,
 		fields++
 	}
 	dst = AppendMapHeader(dst, fields)
+	if lim {
+		dst = AppendString(dst, "lim")
+		dst = AppendBool(dst, true)
+	}
 	if rg > 0 {
 		dst = AppendString(dst, "rg")
 		dst = AppendInt(dst, rg)
@@ -212,6 +231,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.End = r.ReadBool()
 		case Equal("rg", f):
 			b.ResetGen = r.ReadInt()
+		case Equal("lim", f):
+			b.Limits = r.ReadBool()
 		default:
 			r.Skip()
 		}
@@ -294,7 +315,11 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
 // lease, isolates, stand, exhausted, life].
 func (v *View) AppendMsg(dst []byte) []byte {
-	dst = AppendArrayHeader(dst, 11)
+	n := 11
+	if v.Limit != 0 {
+		n = 12
+	}
+	dst = AppendArrayHeader(dst, n)
 	dst = AppendString(dst, v.Limiter)
 	dst = AppendString(dst, v.Key)
 	dst = AppendInt(dst, v.Window)
@@ -305,11 +330,15 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	dst = AppendInt(dst, v.Isolates)
 	dst = AppendInt(dst, v.Stand)
 	dst = AppendBool(dst, v.Exhausted)
-	return AppendInt(dst, v.Life)
+	dst = AppendInt(dst, v.Life)
+	if n == 12 {
+		dst = AppendInt(dst, v.Limit)
+	}
+	return dst
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life)))]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit))))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -388,21 +417,24 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	n := r.ReadArrayHeader()
-	if (n < 8 || n > 11) && r.err == nil {
+	if (n < 8 || n > 12) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
-	v.Stand, v.Exhausted, v.Life = 0, false, 0
+	v.Stand, v.Exhausted, v.Life, v.Limit = 0, false, 0, 0
 	if n >= 9 {
 		v.Stand = r.ReadInt()
 	}
 	if n >= 10 {
 		v.Exhausted = r.ReadBool()
 	}
-	if n == 11 {
+	if n >= 11 {
 		v.Life = r.ReadInt()
+	}
+	if n == 12 {
+		v.Limit = r.ReadInt()
 	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)

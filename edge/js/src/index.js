@@ -110,6 +110,7 @@ export class EdgeLimit {
     this._clock = opts.clock ?? Date.now;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
+    this._saidForeign = false; // _sayForeign
     this._schedOpts = {
       interval: this._interval, staleAfter: opts.staleAfter, backoffMax: opts.backoffMax, jitter: opts.jitter,
       probeInterval: opts.probeInterval ?? 500,
@@ -680,12 +681,24 @@ export class EdgeLimit {
       mod.syncIn(r.body, this._ns(now));
       s.success(now);
       this.counters.syncs++;
+      if (!this._saidForeign) this._sayForeign(mod);
       return true;
     } catch (e) {
       if (!live()) return false;
       s.failure(this._clock());
       this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync', e, false) : e);
       return false;
+    }
+  }
+
+  // A coordinator configured with other limits tells each key's limit in
+  // its views; the module answers and decides with it (stats
+  // foreign_limits). Said once per instance, on the console.
+  _sayForeign(mod) {
+    const n = Number(mod.stats().foreign_limits ?? 0);
+    if (n > 0) {
+      this._saidForeign = true;
+      console.warn(`edgelimit: the coordinator's limits differ from this isolate's configuration (${n} views); answers, headers and decisions use the coordinator's (keep the two configurations the same)`);
     }
   }
 

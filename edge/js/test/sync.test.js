@@ -192,3 +192,24 @@ test('a list of coordinators: a sync the first cannot take goes to the next at o
     assert.equal((await globalView(c.url, 'a', 'k')).body.count, 6);
   } finally { rl.close(); }
 });
+
+test('a coordinator configured with another limit: answers use its limit, and the console says so once', async () => {
+  const mk = (limit) => ({ limiters: [{ name: 'l', algorithm: 'fixed_window', limit, period: '1h' }] });
+  const c = await coordinator(mk(6));
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...a) => warned.push(a.join(' '));
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config: mk(60), coordinator: c.url, syncInterval: 50 });
+  try {
+    let admitted = 0;
+    let d;
+    for (let i = 0; i < 12; i++) {
+      d = await rl.limit({ limiter: 'l', key: 'k' });
+      if (d.success) admitted++;
+      await rl.sync();
+    }
+    assert.equal(d.limit, 6, `the answer's limit: ${JSON.stringify(d)}`);
+    assert.equal(admitted, 6, 'admitted against the coordinator\'s 6');
+    assert.equal(warned.filter((w) => w.includes("the coordinator's limits differ")).length, 1, warned.join('\n'));
+  } finally { console.warn = warn; rl.close(); }
+});
