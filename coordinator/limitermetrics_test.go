@@ -1,0 +1,124 @@
+package coordinator
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// metricValue returns the value of series (name{labels} exactly as the
+// text exposition writes it) in text, and fails t when it is absent.
+func metricValue(t *testing.T, text, series string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no series %s in:\n%s", series, text)
+	return 0
+}
+
+// TestLimiterMetrics: the per-limiter series over HTTP after real syncs:
+// admitted and denied are what the batches report (a retried batch counts
+// once), near/at-limit gauges count keys per limiter from their views and
+// drop them when the window ends, a reset key leaves them, the pause gauge
+// follows the merged pause, and labels are limiter names only.
+func TestLimiterMetrics(t *testing.T) {
+	c, clk, srv := newTestServer(t, nil)
+	w := clk.now() / sec
+	b1 := batch("a", 1, clk.now(),
+		wire.Delta{Limiter: "fw", Key: "k1", Window: w, Delta: 85, Demand: 90},    // 85%: near
+		wire.Delta{Limiter: "fw", Key: "k2", Window: w, Delta: 100, Demand: 130},  // 100%: at the limit
+		wire.Delta{Limiter: "fw", Key: "vip", Window: w, Delta: 500, Demand: 500}, // override 1000: 50%
+		wire.Delta{Limiter: "tb", Key: "b", Delta: 20, Demand: 25},                // bucket of 20 full
+		wire.Delta{Limiter: "sw", Key: "s", Window: w, Delta: 10, Demand: 10})
+	b1.Signals = []wire.Signal{{Limiter: "fw", Key: "k2", Pause: 30 * sec}}
+	for i := 0; i < 2; i++ { // the second is a retry: applied once
+		if st, _, p := syncAs(t, srv, "", b1); st != 200 {
+			t.Fatalf("sync: %d %+v", st, p)
+		}
+	}
+	m := metricsText(t, srv.URL)
+	for series, want := range map[string]float64{
+		`edgelimit_coordinator_admitted_total{limiter="fw"}`:        685,
+		`edgelimit_coordinator_denied_total{limiter="fw"}`:          35,
+		`edgelimit_coordinator_admitted_total{limiter="tb"}`:        20,
+		`edgelimit_coordinator_denied_total{limiter="tb"}`:          5,
+		`edgelimit_coordinator_admitted_total{limiter="sw"}`:        10,
+		`edgelimit_coordinator_denied_total{limiter="sw"}`:          0,
+		`edgelimit_coordinator_admitted_total{limiter="gcra"}`:      0,
+		`edgelimit_coordinator_upstream_pauses_total{limiter="fw"}`: 1,
+		`edgelimit_coordinator_keys_near_limit{limiter="fw"}`:       2,
+		`edgelimit_coordinator_keys_at_limit{limiter="fw"}`:         1,
+		`edgelimit_coordinator_keys_near_limit{limiter="tb"}`:       1,
+		`edgelimit_coordinator_keys_at_limit{limiter="tb"}`:         1,
+		`edgelimit_coordinator_keys_near_limit{limiter="sw"}`:       0,
+		`edgelimit_coordinator_keys_paused{limiter="fw"}`:           1,
+		`edgelimit_coordinator_keys_circuit_open{limiter="fw"}`:     0,
+		`edgelimit_coordinator_keys_untracked_total`:                0,
+		`edgelimit_coordinator_syncs_total`:                         1,
+		`edgelimit_coordinator_duplicates_dropped_total`:            1,
+	} {
+		if got := metricValue(t, m, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+	if strings.Contains(m, `key="`) {
+		t.Errorf("a series is labelled by key:\n%s", m)
+	}
+
+	// A reset drops the key from the gauges.
+	if err := c.ResetKey(context.Background(), "fw", "k1"); err != nil {
+		t.Fatal(err)
+	}
+	m = metricsText(t, srv.URL)
+	if got := metricValue(t, m, `edgelimit_coordinator_keys_near_limit{limiter="fw"}`); got != 1 {
+		t.Errorf("near limit after resetting k1: %v, want 1", got)
+	}
+
+	// The next window: no key near its limit; the pause (30 s) holds.
+	clk.add(sec)
+	m = metricsText(t, srv.URL)
+	for series, want := range map[string]float64{
+		`edgelimit_coordinator_keys_near_limit{limiter="fw"}`: 0,
+		`edgelimit_coordinator_keys_at_limit{limiter="fw"}`:   0,
+		`edgelimit_coordinator_keys_paused{limiter="fw"}`:     1,
+		`edgelimit_coordinator_admitted_total{limiter="fw"}`:  685,
+	} {
+		if got := metricValue(t, m, series); got != want {
+			t.Errorf("a window later: %s = %v, want %v", series, got, want)
+		}
+	}
+	clk.add(30 * sec)
+	m = metricsText(t, srv.URL)
+	if got := metricValue(t, m, `edgelimit_coordinator_keys_paused{limiter="fw"}`); got != 0 {
+		t.Errorf("after the pause: keys_paused %v, want 0", got)
+	}
+}
+
+// TestLimiterMetricsBounded: past its bound the tracker takes no new key
+// and counts it untracked; a key that cools down makes room again.
+func TestLimiterMetricsBounded(t *testing.T) {
+	cfg := testConfig()
+	now := 1000 * sec
+	lm := newLimiterMetrics(cfg, func() int64 { return now }, 1)
+	view := func(key string, count int64) wire.View {
+		return wire.View{Limiter: "fw", Key: key, Window: 1000, Count: count, Lease: -1, Isolates: 1}
+	}
+	lm.Applied(&wire.Batch{}, &wire.Reply{Entries: []wire.View{view("a", 90), view("b", 95)}}, now)
+	if lm.tracked != 1 || lm.untracked != 1 || len(lm.lims["fw"].hot) != 1 {
+		t.Fatalf("tracked %d untracked %d hot %v", lm.tracked, lm.untracked, lm.lims["fw"].hot)
+	}
+	lm.Applied(&wire.Batch{}, &wire.Reply{Entries: []wire.View{view("a", 10), view("b", 95)}}, now)
+	if _, ok := lm.lims["fw"].hot["b"]; !ok || lm.tracked != 1 || lm.untracked != 1 {
+		t.Fatalf("after a cooled down: tracked %d untracked %d hot %v", lm.tracked, lm.untracked, lm.lims["fw"].hot)
+	}
+}
