@@ -46,17 +46,28 @@ func freeLoopbackAddr(t *testing.T) string {
 }
 
 // startPrometheus runs the real Prometheus server on loopback, scraping
-// target's /metrics every 200 ms, with its storage in a temporary
-// directory, and returns its base URL; it is stopped when t ends.
+// target's /metrics every 200 ms as the job edgelimit-coordinator and
+// evaluating the shipped alert rules (deploy/prometheus/alerts.yml), with
+// its storage in a temporary directory, and returns its base URL; it is
+// stopped when t ends.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
 	bin := prometheusBinary(t)
 	dir := t.TempDir()
+	rules, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 200ms
   scrape_timeout: 200ms
+  evaluation_interval: 200ms
+rule_files: [alerts.yml]
 scrape_configs:
-  - job_name: edgelimit_coordinator
+  - job_name: edgelimit-coordinator
     static_configs:
       - targets: [%q]
 `, target)
@@ -153,7 +164,7 @@ func waitPromValue(t *testing.T, base, query string, want float64) {
 func TestPrometheusScrapesCoordinator(t *testing.T) {
 	c, clk, srv := newTestServer(t, nil)
 	prom := startPrometheus(t, srv.Listener.Addr().String())
-	waitPromValue(t, prom, `up{job="edgelimit_coordinator"}`, 1)
+	waitPromValue(t, prom, `up{job="edgelimit-coordinator"}`, 1)
 
 	w := clk.now() / sec
 	b := batch("edge-1", 1, clk.now(),
@@ -183,4 +194,57 @@ func TestPrometheusScrapesCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPromValue(t, prom, `edgelimit_coordinator_keys_at_limit{limiter="fw"}`, 0)
+	waitRulesHealthy(t, prom)
+}
+
+// waitRulesHealthy polls Prometheus until every rule of the shipped alert
+// rules was evaluated over the live series without an error (at most 30 s).
+func waitRulesHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/rules")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Data struct {
+				Groups []struct {
+					Rules []struct {
+						Name      string `json:"name"`
+						Health    string `json:"health"`
+						LastError string `json:"lastError"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := 0, 0
+		var bad []string
+		for _, g := range body.Data.Groups {
+			for _, r := range g.Rules {
+				n++
+				switch r.Health {
+				case "ok":
+					ok++
+				case "err":
+					bad = append(bad, r.Name+": "+r.LastError)
+				}
+			}
+		}
+		if len(bad) > 0 {
+			t.Fatalf("alert rules failed to evaluate: %v", bad)
+		}
+		if n > 0 && ok == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alert rules: %d of %d evaluated after 30 s", ok, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
