@@ -225,7 +225,7 @@ func seriesWidth(i, n int) float64 {
 	if n <= 1 {
 		return 2
 	}
-	return 2 + 4*float64(n-1-i)/float64(n-1)
+	return math.Round(20+40*float64(n-1-i)/float64(n-1)) / 10
 }
 
 // joinPoints formats polyline points.

@@ -508,6 +508,8 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"plotT":   func() int { return chartT },
 	"midX":    func(ch htmlChart) int { return (chartL + ch.W - chartR) / 2 },
 	"midY":    func() int { return (chartT + chartH - chartB) / 2 },
+	"dotR":    func(w float64) float64 { return w/2 + 2 }, // the widest series' dots under the others'
+
 }).Parse(`{{define "chart"}}<figure id="chart-{{.ID}}" class="chart">
 <figcaption>{{.Title}}</figcaption>
 {{if .Empty}}<p>no results</p>{{else}}<svg xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">
@@ -519,7 +521,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}{{with .YLabel}}<text transform="translate(12,{{midY}}) rotate(-90)" text-anchor="middle" class="axis-label">{{.}}</text>
 {{end}}{{with .Limit}}<line class="limit" x1="{{plotL}}" y1="{{.Y}}" x2="{{plotR $}}" y2="{{.Y}}" stroke="#d62728" stroke-width="1.5" stroke-dasharray="8 4"/><text x="{{plotR $}}" y="{{.Y}}" dx="4" dy="4" fill="#d62728">{{.Label}}</text>
 {{end}}{{range $i, $s := .Series}}<polyline class="series" data-strategy="{{$s.Name}}" data-points="{{$s.N}}" points="{{$s.Points}}" fill="none" stroke="{{$s.Color}}" stroke-width="{{$s.Width}}"{{if $s.Dashed}} stroke-dasharray="6 4"{{end}}{{if $s.Faint}} stroke-opacity="0.6"{{end}}/>
-{{range $s.Dots}}<circle class="{{.Class}}" data-strategy="{{$s.Name}}" cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{$s.Color}}"><title>{{.Label}}</title></circle>
+{{range $s.Dots}}<circle class="{{.Class}}" data-strategy="{{$s.Name}}" cx="{{.X}}" cy="{{.Y}}" r="{{dotR $s.Width}}" fill="{{$s.Color}}"><title>{{.Label}}</title></circle>
 {{end}}{{range $s.Clipped}}<path class="clipped" data-strategy="{{$s.Name}}" d="{{.Path}}" fill="{{$s.Color}}" stroke="#000" stroke-width="0.5"><title>{{.Label}}</title></path>
 {{end}}<rect class="legend" x="{{legendX $}}" y="{{legendY $i}}" width="12" height="4" fill="{{$s.Color}}" transform="translate(0,-4)"/><text x="{{legendX $}}" y="{{legendY $i}}" dx="18">{{$s.Name}}</text>
 {{end}}</svg>{{with .Caption}}<p class="caption">{{.}}</p>{{end}}{{end}}
