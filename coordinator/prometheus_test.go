@@ -162,6 +162,7 @@ func waitPromValue(t *testing.T, base, query string, want float64) {
 // the per-limiter series with the values the batches reported, and follows
 // them as more syncs arrive.
 func TestPrometheusScrapesCoordinator(t *testing.T) {
+	prometheusBinary(t) // skip (or fail under CI) before starting anything
 	c, clk, srv := newTestServer(t, nil)
 	prom := startPrometheus(t, srv.Listener.Addr().String())
 	waitPromValue(t, prom, `up{job="edgelimit-coordinator"}`, 1)

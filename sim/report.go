@@ -158,6 +158,8 @@ func WriteJSON(w io.Writer, rep Report) error {
 	return nil
 }
 
+// strategyColors is each strategy's colour in chart.svg and report.html
+// (where seriesColors keeps them distinct).
 var strategyColors = map[string]string{LocalOnly: "#d62728", Central: "#7f7f7f", Location: "#ff7f0e",
 	Approximate: "#1f77b4", Strict: "#2ca02c", Auto: "#9467bd",
 	Approximate + FeedbackSuffix: "#17becf", Strict + FeedbackSuffix: "#bcbd22", Auto + FeedbackSuffix: "#e377c2"}
