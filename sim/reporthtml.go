@@ -577,7 +577,7 @@ svg text { font: 11px system-ui, sans-serif; }
 <p>What each run paid for its overrun: utilisation (higher is better) and the wait p99 (lower is better).</p>
 {{range .Frontier}}{{template "chart" .}}{{end}}
 <h2>Timeline</h2>
-{{with .Timeline}}{{template "chart" .}}{{else}}<p id="no-timeline">No timeline was recorded (edgelimit sim --out records one per run).</p>{{end}}
+{{with .Timeline}}{{template "chart" .}}{{else}}<p id="no-timeline">No timeline to draw: none of the runs recorded one, or none is the run --timeline names (edgelimit sim --out records one per run).</p>{{end}}
 <h2>Scenario</h2>
 <pre id="scenario">{{.ScenarioJSON}}</pre>
 </body>
