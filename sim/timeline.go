@@ -1,5 +1,14 @@
 package sim
 
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
 // MaxTimelineWindows bounds a Timeline: at most this many windows are
 // recorded (the first ones of the run, empty windows between them
 // included), so a run's recording takes at most 32 KiB: 2048.
@@ -63,4 +72,88 @@ func (e *engine) recordWindow(gid int32, tr *truth) {
 		tl.Admitted, tl.Offered = append(tl.Admitted, 0), append(tl.Offered, 0)
 	}
 	tl.Admitted, tl.Offered = append(tl.Admitted, tr.admitted), append(tl.Offered, tr.offered)
+}
+
+// TimelineChoice returns the result report.html draws the timeline of:
+// the one of strategy@interval named by choice (ParseTimelineChoice; the
+// interval is ignored for local-only and central) when it has a Timeline;
+// with choice "", the tuner's pick when it ran, else auto, strict or the
+// first swept strategy with a timeline, at the interval nearest 100 ms,
+// else the first result with one. ok is false when none has one.
+func TimelineChoice(rs []Result, choice string, t *Tuning) (Result, bool) {
+	var with []Result
+	for _, r := range rs {
+		if r.Timeline != nil && len(r.Timeline.Admitted) > 0 {
+			with = append(with, r)
+		}
+	}
+	if len(with) == 0 {
+		return Result{}, false
+	}
+	find := func(strategy string, iv time.Duration) (Result, bool) {
+		for _, r := range with {
+			if r.Strategy == strategy && (!swept(r) || time.Duration(r.Sync) == iv) {
+				return r, true
+			}
+		}
+		return Result{}, false
+	}
+	if choice != "" {
+		st, iv, err := ParseTimelineChoice(choice)
+		if err != nil {
+			return Result{}, false
+		}
+		return find(st, iv)
+	}
+	if t != nil && t.Found {
+		if r, ok := find(t.Strategy, time.Duration(t.Interval)); ok {
+			return r, true
+		}
+	}
+	nearest := func(strategy string) (Result, bool) {
+		var best Result
+		found := false
+		for _, r := range with {
+			if r.Strategy != strategy || !swept(r) {
+				continue
+			}
+			d := math.Abs(math.Log(float64(r.Sync) / float64(100*time.Millisecond)))
+			if !found || d < math.Abs(math.Log(float64(best.Sync)/float64(100*time.Millisecond))) {
+				best, found = r, true
+			}
+		}
+		return best, found
+	}
+	for _, st := range []string{Auto, Strict} {
+		if r, ok := nearest(st); ok {
+			return r, true
+		}
+	}
+	for _, r := range with {
+		if swept(r) {
+			return nearest(r.Strategy)
+		}
+	}
+	return with[0], true
+}
+
+// ParseTimelineChoice reads a timeline choice, "strategy@interval" (a Go
+// or wire duration: "auto@100ms"), or a strategy alone for local-only and
+// central.
+func ParseTimelineChoice(s string) (strategy string, interval time.Duration, err error) {
+	st, iv, hasIv := strings.Cut(s, "@")
+	if !validStrategy(st) {
+		return "", 0, fmt.Errorf("sim: timeline %q: unknown strategy %q (want strategy@interval, e.g. auto@100ms)", s, st)
+	}
+	if !hasIv {
+		if st != LocalOnly && st != Central {
+			return "", 0, fmt.Errorf("sim: timeline %q: %s needs an interval (want strategy@interval, e.g. %s@100ms)", s, st, st)
+		}
+		return st, 0, nil
+	}
+	d, err := wire.ParseDuration(iv)
+	if err != nil || d <= 0 {
+		return "", 0, fmt.Errorf("sim: timeline %q: want strategy@interval with a positive interval, e.g. auto@100ms", s)
+	}
+	return st, time.Duration(d), nil
 }
