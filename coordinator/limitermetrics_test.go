@@ -131,3 +131,27 @@ func TestLimiterMetricsBounded(t *testing.T) {
 		t.Fatalf("after a cooled down: tracked %d untracked %d hot %v", lm.tracked, lm.untracked, lm.lims["fw"].hot)
 	}
 }
+
+// BenchmarkLimiterMetricsApplied: what the per-limiter series add to the
+// merge of a batch of 1,000 entries (1,000 distinct keys per batch, counts
+// spread so that some are near their limit), as BenchmarkDashboardApplied
+// measures the dashboard's.
+func BenchmarkLimiterMetricsApplied(b *testing.B) {
+	t0 := 1000 * sec
+	lm := newLimiterMetrics(testConfig(), func() int64 { return t0 }, DefaultMaxTrackedKeys)
+	const batches = 100
+	bts, rps := make([]*wire.Batch, batches), make([]*wire.Reply, batches)
+	for n := range batches {
+		bts[n], rps[n] = &wire.Batch{Entries: make([]wire.Delta, 1000)}, &wire.Reply{Entries: make([]wire.View, 1000)}
+		for i := range 1000 {
+			k := "k" + strconv.Itoa(n*1000+i)
+			bts[n].Entries[i] = wire.Delta{Limiter: "fw", Key: k, Window: 1000, Delta: 1, Demand: 2}
+			rps[n].Entries[i] = wire.View{Limiter: "fw", Key: k, Window: 1000, Count: int64((n*31 + i*7) % 101)}
+		}
+	}
+	n := 0
+	for b.Loop() {
+		lm.Applied(bts[n%batches], rps[n%batches], t0)
+		n++
+	}
+}
