@@ -13,7 +13,7 @@ import (
 // DefaultMaxTrackedKeys bounds the keys the per-limiter gauges remember
 // (near or at the limit, paused, circuit open), over all limiters: 65536.
 // Past it a new key is not tracked (the gauges undercount) and
-// edgelimit_coordinator_keys_untracked_total counts it.
+// edgelimit_coordinator_keys_untracked_total counts each of its views.
 const DefaultMaxTrackedKeys = 1 << 16
 
 // limiterMetrics are the coordinator's per-limiter Prometheus series, kept
@@ -28,7 +28,7 @@ const DefaultMaxTrackedKeys = 1 << 16
 //	edgelimit_coordinator_keys_at_limit{limiter}      keys using all of their limit now
 //	edgelimit_coordinator_keys_paused{limiter}        keys under an upstream pause now
 //	edgelimit_coordinator_keys_circuit_open{limiter}  keys whose fleet circuit is open now
-//	edgelimit_coordinator_keys_untracked_total        keys the gauges could not track (DefaultMaxTrackedKeys reached)
+//	edgelimit_coordinator_keys_untracked_total        views of keys the gauges could not track (DefaultMaxTrackedKeys reached)
 //
 // The counters are best effort like the dashboard's: a batch applied and
 // then lost to a failed commit (its isolate retries it) is counted twice.
@@ -76,7 +76,7 @@ var (
 	descOpen = prometheus.NewDesc("edgelimit_coordinator_keys_circuit_open",
 		"Keys whose fleet-wide upstream circuit is open now, by limiter.", []string{"limiter"}, nil)
 	descUntracked = prometheus.NewDesc("edgelimit_coordinator_keys_untracked_total",
-		"Keys near their limit, paused or with an open circuit that the per-limiter gauges could not track (bound reached; the gauges undercount).", nil, nil)
+		"Views of keys near their limit, paused or with an open circuit that the per-limiter gauges could not track (bound reached: the gauges undercount), counted per merged view.", nil, nil)
 )
 
 // newLimiterMetrics returns the per-limiter series of the limiters of cfg,
