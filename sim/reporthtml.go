@@ -186,10 +186,11 @@ type htmlDot struct {
 }
 
 // htmlMark is a point clipped at the plot's edge: a triangle (Path)
-// pointing off the chart, its true value in Label.
+// pointing off the chart, its true value in Label (the triangle's title)
+// and, for a line of a strategy without an interval, in Text beside it.
 type htmlMark struct {
-	X, Y        float64
-	Path, Label string
+	X, Y, TX, TY      float64 // the mark; where Text goes
+	Path, Label, Text string
 }
 
 type htmlTick struct {
@@ -263,7 +264,10 @@ func intervalChart(title, id string, rs []Result, order []string, colors map[str
 				label := fmt.Sprintf("%s: %.4g", s, v)
 				se.Dots = append(se.Dots, htmlDot{X: x1, Y: yp, Label: label, Class: "point"})
 				if clip != 0 {
-					se.Clipped = append(se.Clipped, clipMark(x1, yp, 0, clip, label+" (off the chart)"))
+					m := clipMark(x1, yp, 0, clip, label+" (off the chart)")
+					// One mark per line: room for its value, below (above) the edge, stacked.
+					m.Text, m.TX, m.TY = fmt.Sprintf("%s %.4g", s, v), x1-10, yp+float64(clip)*(14+12*float64(len(clipped)))
+					se.Clipped = append(se.Clipped, m)
 					clipped = append(clipped, label)
 				}
 				break
@@ -437,7 +441,8 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 {{end}}{{range $i, $s := .Series}}<polyline class="series" data-strategy="{{$s.Name}}" data-points="{{$s.N}}" points="{{$s.Points}}" fill="none" stroke="{{$s.Color}}" stroke-width="{{$s.Width}}"{{if $s.Dashed}} stroke-dasharray="6 4"{{end}}{{if $s.Faint}} stroke-opacity="0.6"{{end}}/>
 {{range $s.Dots}}<circle class="{{.Class}}" data-strategy="{{$s.Name}}" cx="{{.X}}" cy="{{.Y}}" r="{{dotR $s.Width}}" fill="{{$s.Color}}"><title>{{.Label}}</title></circle>
 {{end}}{{range $s.Clipped}}<path class="clipped" data-strategy="{{$s.Name}}" d="{{.Path}}" fill="{{$s.Color}}" stroke="#000" stroke-width="0.5"><title>{{.Label}}</title></path>
-{{end}}<rect class="legend" x="{{legendX $}}" y="{{legendY $i}}" width="12" height="4" fill="{{$s.Color}}" transform="translate(0,-4)"/><text x="{{legendX $}}" y="{{legendY $i}}" dx="18">{{$s.Name}}</text>
+{{if .Text}}<text class="clipped-label" x="{{.TX}}" y="{{.TY}}" text-anchor="end" fill="{{$s.Color}}">{{.Text}} {{if lt .TY .Y}}&#8595;{{else}}&#8593;{{end}}</text>
+{{end}}{{end}}<rect class="legend" x="{{legendX $}}" y="{{legendY $i}}" width="12" height="4" fill="{{$s.Color}}" transform="translate(0,-4)"/><text x="{{legendX $}}" y="{{legendY $i}}" dx="18">{{$s.Name}}</text>
 {{end}}</svg>{{with .Caption}}<p class="caption">{{.}}</p>{{end}}{{end}}
 </figure>
 {{end}}<!doctype html>

@@ -163,6 +163,9 @@ func TestWriteHTML(t *testing.T) {
 	if strings.Contains(charts["overrun"], ">6300<") || !strings.Contains(charts["overrun"], "local-only: 6300 (off the chart)") {
 		t.Error("the overrun axis reaches local-only's 6300%, or its marker does not say its value")
 	}
+	if !regexp.MustCompile(`class="clipped-label"[^>]*>local-only 6300 &#8593;</text>`).MatchString(charts["overrun"]) {
+		t.Error("the clipped local-only line is not labelled with its value")
+	}
 	// The timeline: the limit line, one point per window, the windows over the limit marked.
 	if !strings.Contains(charts["timeline"], `class="limit"`) || strings.Count(charts["timeline"], `class="over"`) != htmlTestOver {
 		t.Errorf("timeline: limit line or %d over-limit markers missing", htmlTestOver)
