@@ -227,7 +227,7 @@ func checkTimeline(choice, out string, sc *sim.Scenario) error {
 	}
 	st, iv, err := sim.ParseTimelineChoice(choice)
 	if err != nil {
-		return fmt.Errorf("sim: --timeline: %w", err)
+		return err // "sim: timeline ...: want strategy@interval ..."
 	}
 	if !slices.Contains(sc.Strategies, st) {
 		return fmt.Errorf("sim: --timeline %q: %s is not among the strategies run (%s)", choice, st, strings.Join(sc.Strategies, ", "))
