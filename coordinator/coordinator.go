@@ -268,9 +268,10 @@ func Open(opts Options) (*Coordinator, error) {
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
-	m.SetObserver(c.dash)
+	obs := observers{c.dash, c.met.lim}
+	m.SetObserver(obs)
 	if ss, ok := store.(merge.SharedStore); ok {
-		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
+		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, obs); err != nil {
 			store.Close()
 			return nil, err
 		}
@@ -346,12 +347,14 @@ func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 		err := c.shared.Reset(limiter, key)
 		if err == nil {
 			c.dash.Forget(limiter, key)
+			c.met.lim.forget(limiter, key)
 		}
 		return err
 	}
 	err := c.do(ctx, func(m *merge.Merger, now int64) error { return m.ResetAt(limiter, key, now) })
 	if err == nil {
 		c.dash.Forget(limiter, key)
+		c.met.lim.forget(limiter, key)
 	}
 	return err
 }

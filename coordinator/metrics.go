@@ -27,8 +27,12 @@ import (
 //	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
 //	edgelimit_coordinator_store_healthy              1 while the store works, 0 while commits fail or it reports background errors (/healthz 503)
 //	edgelimit_coordinator_store_background_errors_total  failed flushes and compactions reported by Pebble
+//
+// and the per-limiter series of limitermetrics.go (admitted, denied,
+// upstream pauses; keys near or at the limit, paused, circuit open).
 type metrics struct {
 	reg    *prometheus.Registry
+	lim    *limiterMetrics // per-limiter series, a merge.Observer
 	commit prometheus.Histogram
 	group  prometheus.Histogram
 	ckpt   prometheus.Histogram
@@ -37,7 +41,8 @@ type metrics struct {
 
 func newMetrics(c *Coordinator) *metrics {
 	const ns = "edgelimit_coordinator_"
-	mt := &metrics{reg: prometheus.NewRegistry()}
+	mt := &metrics{reg: prometheus.NewRegistry(),
+		lim: newLimiterMetrics(c.opts.Config, c.opts.Clock.Now, DefaultMaxTrackedKeys)}
 	mt.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: ns + "commit_seconds",
 		Help:    "Latency of one synced group commit, seconds.",
 		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
@@ -54,7 +59,7 @@ func newMetrics(c *Coordinator) *metrics {
 			return float64(f(c.mergeStats()))
 		})
 	}
-	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors,
+	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors, mt.lim,
 		counter("checkpoints_total", "Checkpoints committed.", func(s merge.MergeStats) int64 { return s.Checkpoints }),
 		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s merge.MergeStats) int64 { return s.Replayed }),
 		counter("syncs_total", "Sync batches applied.", func(s merge.MergeStats) int64 { return s.Batches }),

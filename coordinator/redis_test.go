@@ -87,6 +87,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"StaleEntriesVisible", TestStaleEntriesVisible},
 		{"HTTPSyncRoundTrip", TestHTTPSyncRoundTrip},
 		{"LeasesWithinLimitPublic", TestLeasesWithinLimitPublic},
+		{"LimiterMetrics", TestLimiterMetrics},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

@@ -95,6 +95,7 @@ type engine struct {
 	overs               []float64 // overrun % of each key-window over its capacity
 	up                  *upstream // the upstream model, when the scenario has one
 	feedback            bool      // the isolates observe the upstream's answers
+	timeline            bool      // record Result.Timeline (timeline.go)
 }
 
 func (e *engine) setup() error {
@@ -235,6 +236,9 @@ func (e *engine) setup() error {
 		}
 	}
 	e.scheduleKills()
+	if e.timeline {
+		e.startTimeline()
+	}
 	return nil
 }
 
@@ -637,6 +641,7 @@ func (e *engine) flush(gid int32) {
 	if tr.win < 0 || tr.offered == 0 {
 		return
 	}
+	e.recordWindow(gid, tr)
 	k := &e.keys[gid]
 	r := &e.res
 	r.Windows++

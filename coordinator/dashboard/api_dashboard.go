@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -232,37 +231,13 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, TopKeysView{Limiter: name, Algorithm: l.cfg.Algorithm, At: now, Keys: keys})
 }
 
-// keyView computes what a key uses now from its last view e.
+// keyView computes what a key uses now from its last view e (UsageOf).
 func keyView(cfg *wire.LimiterConfig, e *topEntry, now int64) KeyView {
-	limit := cfg.LimitFor(e.key)
-	kv := KeyView{Key: e.key, Limit: limit, Isolates: e.isolates, UpdatedMS: max(now-e.at, 0) / 1e6}
-	p := cfg.Period
-	if cfg.IsBucket() {
-		capacity := cfg.EffectiveBurst(limit)
-		kv.Limit = capacity
-		if ahead := e.tat - now; ahead > 0 {
-			t := max(p/limit, 1) // ns per unit of cost
-			kv.Count = min((ahead+t-1)/t, capacity)
-			kv.ResetMS = ahead / 1e6
-		}
-	} else {
-		w := now / p
-		var cur, prev int64
-		switch e.window {
-		case w:
-			cur, prev = e.count, e.prev
-		case w - 1:
-			prev = e.count
-		}
-		kv.Count = cur
-		if cfg.Algorithm == wire.SlidingWindow {
-			left := float64(p-now%p) / float64(p)
-			kv.Count = cur + int64(math.Ceil(float64(prev)*left))
-		}
-		kv.ResetMS = ((w+1)*p - now) / 1e6
-	}
+	u := UsageOf(cfg, e.key, e.window, e.count, e.prev, e.tat, now)
+	kv := KeyView{Key: e.key, Count: u.Count, Limit: u.Limit, ResetMS: u.Reset / 1e6,
+		Isolates: e.isolates, UpdatedMS: max(now-e.at, 0) / 1e6}
 	kv.Remaining = max(kv.Limit-kv.Count, 0)
-	kv.Used = float64(kv.Count) / float64(kv.Limit)
+	kv.Used = u.Used()
 	kv.NearLimit = kv.Used > NearLimitFraction
 	return kv
 }
