@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -143,6 +144,7 @@ type SharedMerger struct {
 
 // sharedReq is one batch waiting for its group.
 type sharedReq struct {
+	ctx   context.Context // the request's: its group's store calls stop once every request's has ended
 	b     *wire.Batch
 	scope string
 	rp    *wire.Reply
@@ -352,7 +354,9 @@ func (s *SharedMerger) loop(m *Merger, clock func() int64, quit <-chan struct{})
 			n++
 		}
 		group = group[:n]
-		s.applyGroup(context.Background(), m, group, clock())
+		gctx, cancel := groupContext(group)
+		s.applyGroup(gctx, m, group, clock())
+		cancel()
 		for _, r := range group {
 			close(r.done)
 		}
@@ -520,6 +524,30 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		t.Duplicates += st.Duplicates
 		t.Batches += st.Batches
 	})
+}
+
+// groupContext returns the context of a group's store calls: it ends once
+// the context of every request of group has (their clients gave up), so a
+// store that retries through a failover stops for a group nobody waits
+// for.
+func groupContext(group []*sharedReq) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var left atomic.Int64
+	left.Store(int64(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, r := range group {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
 
 func slicesContains(ss []string, s string) bool {
@@ -749,7 +777,7 @@ func (s *SharedMerger) cfgLimiter(name string) *wire.LimiterConfig {
 // stale. Errors: as Merger.Apply's, ErrUnavailable (the store failed;
 // nothing applied, retry with the same Seq), or ctx's.
 func (s *SharedMerger) Sync(ctx context.Context, b *wire.Batch, scope string) (rp *wire.Reply, stale int64, err error) {
-	r := &sharedReq{b: b, scope: scope, done: make(chan struct{})}
+	r := &sharedReq{ctx: ctx, b: b, scope: scope, done: make(chan struct{})}
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():

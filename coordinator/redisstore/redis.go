@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"net/url"
 	"os"
 	"sort"
@@ -34,14 +35,19 @@ import (
 // hash slot, per bucket; a sub-batch's keys and its mark share that slot
 // and are written by one script.
 
-// DefaultBuckets is Options.Buckets by default: 64 hash slots,
-// enough to spread the keys over up to 16 masters (give every master at
-// least 4). A batch costs Redis one mark and one script call per bucket it
-// touches, so fewer buckets are cheaper for large batches: with batches of
-// 100 keys on 3 masters, 16 buckets took 15-19 µs of master time per delta,
-// 64 took 28, 256 took 34 and 1024 took 37-46 (one run each, 3 s, this
-// 2-core VM).
-const DefaultBuckets = 64
+// DefaultBuckets is Options.Buckets by default: 512 hash slots, enough to
+// spread the keys over up to 128 masters with at least 4 buckets each (a
+// master's share of the keys varies less the more buckets it has). The
+// cost: a batch costs Redis one mark and one script call per bucket it
+// touches, and a sequence mark per isolate per bucket it touched is kept,
+// so more buckets are dearer for large batches: with batches of 100 keys
+// on 3 masters, 16 buckets took 15-19 µs of master time per delta, 64 took
+// 28, 256 took 34 and 1024 took 37-46 (one run each, 3 s, this 2-core VM;
+// docs/scale-out.md). Clusters of up to 16 masters can use 64
+// (--redis-buckets 64), chosen when the cluster is first used: the count
+// is stored in the cluster (meta.go) and cannot change without emptying
+// it.
+const DefaultBuckets = 512
 
 // Options configure Open. Zero fields take the defaults.
 type Options struct {
@@ -60,15 +66,38 @@ type Options struct {
 	// WaitTimeout bounds WAIT. Default 1s.
 	WaitTimeout time.Duration
 	// Buckets is the number of buckets (hash tags, so hash slots) the keys
-	// are spread over: at least 4 per master. Every coordinator of a
-	// cluster must use the same, and changing it moves every key (the
-	// state starts from zero). Default DefaultBuckets (64).
+	// are spread over: at least 4 per master. The first coordinator stores
+	// it in the cluster; one with another value refuses to start, and
+	// changing it means emptying the cluster (every key moves). Default
+	// DefaultBuckets (512).
 	Buckets int
 	// Timeout bounds one command (dial, read, write). Default 2s.
 	Timeout time.Duration
 	// PoolSize is the connections per node. Default 64.
 	PoolSize int
+	// RetryFor bounds how long a read or write keeps being retried through
+	// a failover (connection errors, CLUSTERDOWN, TRYAGAIN, MOVED: the slot
+	// map is reloaded and the round trip tried again at once), and how
+	// long WAIT is repeated while fewer than Wait replicas acknowledged;
+	// the caller's context bounds it too. Default DefaultRetryFor (3s:
+	// Redis promotes a replica 2-3 s after its master fails with
+	// cluster-node-timeout 1000, and the edges' sync timeout is 5 s).
+	RetryFor time.Duration
+	// WaitDegraded chooses what a write does when WAIT cannot be met (a
+	// master left with fewer than Wait replicas, as after a failover with
+	// one replica per master): false (the default) refuses it (the batch
+	// answers 503 and is resent; /healthz is 503 while a master has fewer
+	// than Wait replicas online), true accepts it with the replicas there
+	// are, counts a WAIT shortfall (Stats.WaitDegraded) and, until a WAIT
+	// on that master is met again, waits only 10 ms for its replicas.
+	WaitDegraded bool
+	// Logger receives the store's logs (an outage and its end, failovers).
+	// Default slog.Default().
+	Logger *slog.Logger
 }
+
+// DefaultRetryFor is Options.RetryFor by default.
+const DefaultRetryFor = 3 * time.Second
 
 // ParseURL parses "redis://HOST:PORT[,HOST:PORT...]" into its
 // addresses. A user and password in the URL are taken too (prefer
@@ -133,17 +162,28 @@ func CredentialsFromEnv(o *Options) {
 // a write is acknowledged once the master applied it (and, with
 // Options.Wait, once that many replicas did).
 type Store struct {
-	rdb  *redis.ClusterClient
-	opts Options
+	rdb    *redis.ClusterClient
+	opts   Options
+	rl     reloader
+	pr     prober
+	stats  stats
+	health outage
+	short  sync.Map // master address -> true while WAIT there falls short (WaitDegraded)
 }
 
-// Open connects to the cluster of o.Addrs and checks it answers.
+// Open connects to the cluster of o.Addrs, checks it answers, and checks
+// (or, at first start, stores) the bucket count and format version kept in
+// the cluster (meta.go).
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if len(o.Addrs) == 0 {
 		return nil, errors.New("redisstore: no address")
 	}
-	if o.Buckets <= 0 {
+	explicit := o.Buckets > 0
+	if !explicit {
 		o.Buckets = DefaultBuckets
+	}
+	if o.Buckets > 16384 {
+		return nil, fmt.Errorf("redisstore: %d buckets: at most 16384 (the cluster's hash slots)", o.Buckets)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
@@ -154,6 +194,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.PoolSize <= 0 {
 		o.PoolSize = 64
 	}
+	if o.RetryFor <= 0 {
+		o.RetryFor = DefaultRetryFor
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
 		DialTimeout: o.Timeout, ReadTimeout: 2*o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
 		PoolSize: o.PoolSize, MaxRedirects: 8, MaxRetries: 2, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
@@ -161,7 +207,13 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("redisstore: %s: %w", strings.Join(o.Addrs, ","), err)
 	}
-	return &Store{rdb: rdb, opts: o}, nil
+	s := &Store{rdb: rdb, opts: o}
+	s.health = outage{log: o.Logger, stats: &s.stats}
+	if err := s.checkMeta(ctx, explicit); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Client returns the cluster client (for tests and benchmarks).
@@ -207,15 +259,19 @@ func versionPrefix(n uint64) string {
 // Get returns the value of a key record (without its version), of an
 // isolate's high-water mark, or of any other key.
 func (s *Store) Get(key []byte) ([]byte, bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
-	defer cancel()
 	var v string
-	var err error
-	if len(key) > 0 && key[0] == merge.PrefixHWM {
-		v, err = s.rdb.HGet(ctx, s.RedisKey(key), "v").Result()
-	} else {
-		v, err = s.rdb.Get(ctx, s.RedisKey(key)).Result()
-	}
+	err := s.retry(context.Background(), "get", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancel()
+		var err error
+		defer s.stats.roundTrip(time.Now())
+		if len(key) > 0 && key[0] == merge.PrefixHWM {
+			v, err = s.rdb.HGet(ctx, s.RedisKey(key), "v").Result()
+		} else {
+			v, err = s.rdb.Get(ctx, s.RedisKey(key)).Result()
+		}
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
@@ -236,13 +292,17 @@ func (s *Store) Get(key []byte) ([]byte, bool, error) {
 // own). Sets and range deletes are refused: key records are written only
 // through WriteShared.
 func (s *Store) Commit(ops []merge.Op) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
-	defer cancel()
 	for _, op := range ops {
 		if !op.Delete || op.End != nil {
 			return errors.New("redisstore: only single-key deletes are committed directly")
 		}
-		if err := s.rdb.Del(ctx, s.RedisKey(op.Key)).Err(); err != nil {
+		err := s.retry(context.Background(), "del", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+			defer cancel()
+			defer s.stats.roundTrip(time.Now())
+			return s.rdb.Del(ctx, s.RedisKey(op.Key)).Err()
+		})
+		if err != nil {
 			return fmt.Errorf("redisstore: del: %w", err)
 		}
 	}
@@ -306,24 +366,31 @@ func (s *Store) Close() error { return s.rdb.Close() }
 // ReadShared reads keys, marks and isolates' high-water marks in one
 // pipeline (one round trip per master).
 func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.MarkRef, isolates []string) ([]merge.Versioned, []int64, [][]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	kc := make([]*redis.StringCmd, len(keys))
 	mc := make([]*redis.StringCmd, len(marks))
 	hc := make([]*redis.StringCmd, len(isolates))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			kc[i] = p.Get(ctx, s.RedisKey(k))
+	err := s.retry(ctx, "read", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancel()
+		defer s.stats.roundTrip(time.Now())
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				kc[i] = p.Get(ctx, s.RedisKey(k))
+			}
+			for i, m := range marks {
+				mc[i] = p.Get(ctx, s.Tag(m.Bucket)+"m"+m.Isolate)
+			}
+			for i, iso := range isolates {
+				hc[i] = p.HGet(ctx, s.RedisKey([]byte(merge.HWMStorageKey(iso))), "v")
+			}
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			return nil
 		}
-		for i, m := range marks {
-			mc[i] = p.Get(ctx, s.Tag(m.Bucket)+"m"+m.Isolate)
-		}
-		for i, iso := range isolates {
-			hc[i] = p.HGet(ctx, s.RedisKey([]byte(merge.HWMStorageKey(iso))), "v")
-		}
-		return nil
+		return err
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("redisstore: read: %w", err)
 	}
 	result := func(c *redis.StringCmd) (string, bool, error) {
@@ -419,26 +486,97 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 
 // evalOnMasters runs each script call on the master of its first key,
 // grouped per master into one pipeline (one round trip per master), with
-// WAIT at the end of each pipeline when Options.Wait is set. It
-// returns each call's integer result.
-// ran reports, per call, whether its script ran (res holds its result)
-// even when err reports a failure (of other calls, or of WAIT).
+// WAIT at the end of each pipeline when Options.Wait is set. It returns
+// each call's integer result; ran reports, per call, whether its script
+// ran (res holds its result) even when err reports a failure (of other
+// calls, or of WAIT). Calls that did not run for a retryable error (a
+// failover: see retry.go) are sent again, to the master the reloaded slot
+// map names, until Options.RetryFor or ctx's end. A call that did run but
+// whose reply was lost is sent again too: the marks make it a duplicate.
 func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
-	// Room for the pipeline and for WAIT's own timeout, so that a WAIT not
-	// met is answered as such rather than cut by the deadline.
-	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.Timeout+s.opts.WaitTimeout)
-	defer cancel()
+	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
+	pending := make([]int, len(calls))
+	for i := range pending {
+		pending[i] = i
+	}
+	end := s.retryDeadline(ctx, time.Now())
+	wait := retryBackoff
+	for {
+		// Room for the pipeline and for WAIT's own timeout, so that a WAIT
+		// not met is answered as such rather than cut by the deadline.
+		actx, cancel := context.WithDeadline(ctx, later(end, time.Now().Add(2*s.opts.Timeout+s.opts.WaitTimeout)))
+		errs := s.evalPending(actx, calls, pending, res, ran, end)
+		cancel()
+		var again []int
+		var failed []error
+		retry := false
+		for _, e := range errs {
+			if e.err == nil {
+				continue
+			}
+			failed = append(failed, e.err)
+			if retryable(e.err) {
+				s.health.failed("write", e.err)
+				retry = true
+				for _, i := range e.idx {
+					if !ran[i] {
+						again = append(again, i)
+					}
+				}
+			}
+		}
+		if len(failed) == 0 {
+			s.health.succeeded()
+			return res, ran, nil
+		}
+		err = errors.Join(failed...)
+		if !retry || len(again) == 0 || ctx.Err() != nil || time.Now().Add(wait).After(end) {
+			if retry {
+				s.rdb.ReloadState(ctx) // learn the new layout for the next group
+			}
+			return res, ran, err
+		}
+		s.stats.retries.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, ran, err
+		}
+		wait = min(2*wait, retryBackoffMax)
+		s.reload(ctx)
+		pending = again
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// groupErr is the outcome of one master's pipeline: the calls it carried
+// and its error.
+type groupErr struct {
+	idx []int
+	err error
+}
+
+// evalPending sends the calls of pending, one pipeline per master.
+func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []int64, ran []bool, end time.Time) []groupErr {
 	type group struct {
 		node *redis.Client
 		idx  []int
 	}
 	groups := map[*redis.Client]*group{}
 	var order []*group
-	for i, c := range calls {
+	for _, i := range pending {
+		c := calls[i]
 		node, err := s.rdb.MasterForKey(ctx, c.keys[0])
 		if err != nil {
-			s.rdb.ReloadState(ctx)
-			return nil, make([]bool, len(calls)), fmt.Errorf("redisstore: master of %q: %w", c.keys[0], err)
+			return []groupErr{{idx: pending, err: fmt.Errorf("redisstore: master of %q: %w", c.keys[0], err)}}
 		}
 		g := groups[node]
 		if g == nil {
@@ -448,23 +586,17 @@ func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []in
 		}
 		g.idx = append(g.idx, i)
 	}
-	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
-	errs := make([]error, len(order))
+	out := make([]groupErr, len(order))
 	var wg sync.WaitGroup
 	for gi, g := range order {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[gi] = s.evalGroup(ctx, g.node, calls, g.idx, res, ran)
+			out[gi] = groupErr{idx: g.idx, err: s.evalGroup(ctx, g.node, calls, g.idx, res, ran, end)}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		// A failover or resharding moved slots: learn the new layout.
-		s.rdb.ReloadState(ctx)
-		return res, ran, err
-	}
-	return res, ran, nil
+	return out
 }
 
 type scriptCall struct {
@@ -473,12 +605,17 @@ type scriptCall struct {
 	args   []any
 }
 
-func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool) error {
+// evalGroup runs the calls of idx on node in one pipeline, on one
+// connection, then WAITs there (WAIT counts the replicas that have this
+// connection's writes) when Options.Wait is set; see waitReplicas.
+func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool, end time.Time) error {
 	addr := node.Options().Addr
+	conn := node.Conn()
+	defer conn.Close()
 	cmds := make([]*redis.Cmd, len(idx))
-	var waits []*redis.Cmd
 	run := func(j []int, sha bool) error {
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		defer s.stats.roundTrip(time.Now())
+		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, j := range j {
 				c := calls[idx[j]]
 				if sha {
@@ -486,9 +623,6 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 				} else {
 					cmds[j] = c.script.Eval(ctx, p, c.keys, c.args...)
 				}
-			}
-			if s.opts.Wait > 0 {
-				waits = append(waits, p.Do(ctx, "WAIT", s.opts.Wait, s.opts.WaitTimeout.Milliseconds()))
 			}
 			return nil
 		})
@@ -518,6 +652,7 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 		}
 	}
 	var first error
+	wrote := false
 	for j, i := range idx {
 		if cmds[j] == nil {
 			continue
@@ -528,18 +663,13 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 			continue
 		}
 		res[i], ran[i] = v, true
+		wrote = wrote || v == 0
 	}
 	if err = cmp.Or(first, err); err != nil {
 		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
 	}
-	for _, wait := range waits {
-		n, err := wait.Int64()
-		if err != nil {
-			return fmt.Errorf("redisstore: WAIT on %s: %w", addr, err)
-		}
-		if n < int64(s.opts.Wait) {
-			return fmt.Errorf("redisstore: WAIT on %s: %d of %d replicas acknowledged within %s", addr, n, s.opts.Wait, s.opts.WaitTimeout)
-		}
+	if s.opts.Wait > 0 && wrote {
+		return s.waitReplicas(ctx, conn, addr, end)
 	}
 	return nil
 }
