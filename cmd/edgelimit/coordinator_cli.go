@@ -216,8 +216,7 @@ var flagEnv = map[string]string{
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
-	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED",
-	"lease-life":          "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
+	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
 	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }

@@ -301,18 +301,29 @@ func (c *Cluster) Restart(ctx context.Context, addr string) error {
 
 // ReplicaOf returns the address of a replica of the master at addr, or "".
 func (c *Cluster) ReplicaOf(ctx context.Context, addr string) string {
+	if r := c.ReplicasOf(ctx, addr); len(r) > 0 {
+		return r[0]
+	}
+	return ""
+}
+
+// ReplicasOf returns the addresses of the replicas connected to the master
+// at addr (INFO replication).
+func (c *Cluster) ReplicasOf(ctx context.Context, addr string) []string {
 	cl := redis.NewClient(&redis.Options{Addr: addr})
 	defer cl.Close()
 	info, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
-		return ""
+		return nil
 	}
+	var out []string
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "slave0:") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "slave") || strings.TrimLeft(name[len("slave"):], "0123456789") != "" || name == "slave" {
 			continue
 		}
 		var ip, port string
-		for _, f := range strings.Split(strings.TrimSpace(line[len("slave0:"):]), ",") {
+		for _, f := range strings.Split(rest, ",") {
 			k, v, _ := strings.Cut(f, "=")
 			switch k {
 			case "ip":
@@ -322,10 +333,19 @@ func (c *Cluster) ReplicaOf(ctx context.Context, addr string) string {
 			}
 		}
 		if ip != "" && port != "" {
-			return ip + ":" + port
+			out = append(out, ip+":"+port)
 		}
 	}
-	return ""
+	return out
+}
+
+// IsMaster reports whether the node at addr answers and reports
+// role:master.
+func (c *Cluster) IsMaster(ctx context.Context, addr string) bool {
+	cl := redis.NewClient(&redis.Options{Addr: addr})
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "role:master")
 }
 
 // WaitPromoted waits until the node at addr (a replica whose master

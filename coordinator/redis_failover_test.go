@@ -1,0 +1,261 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/redisstore"
+	"github.com/edgelimit/edgelimit/internal/loadgen"
+	"github.com/edgelimit/edgelimit/internal/rediscluster"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// totalConfig is one fixed-window limiter "total" of an hour that never
+// denies: its count is the number of deltas stored.
+func totalConfig() wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "total", Algorithm: wire.FixedWindow, Limit: wire.MaxLimit, Period: int64(time.Hour)}}}
+}
+
+// serveShared runs a coordinator over rs on a loopback port until the test
+// ends and returns its base URL.
+func serveShared(t *testing.T, rs *redisstore.Store, cfg wire.Config) (*Coordinator, string) {
+	t.Helper()
+	c, err := Open(Options{Store: rs, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Serve(ctx, ln)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		c.Close()
+	})
+	return c, "http://" + ln.Addr().String()
+}
+
+// storedTotal sums the stored counts of the keys key-0 .. key-(n-1) of
+// the limiter of cfg (its only one), as loadgen names them.
+func storedTotal(t *testing.T, rs *redisstore.Store, cfg wire.Config, n int) int64 {
+	t.Helper()
+	var ks [][]byte
+	for i := 0; i < n; i++ {
+		ks = append(ks, []byte(merge.KeyStorageKey(cfg.Limiters[0].Name, fmt.Sprintf("key-%d", i))))
+	}
+	vals, _, _, err := rs.ReadShared(context.Background(), ks, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for i, v := range vals {
+		if v.Version == 0 {
+			continue
+		}
+		count, prev, err := merge.SharedCounts(&cfg.Limiters[0], string(ks[i]), v.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += count + prev
+	}
+	return stored
+}
+
+// healthWatch polls url's /healthz every 20 ms and records the first 503
+// and the first 200 after it.
+type healthWatch struct {
+	mu           sync.Mutex
+	down, upWant time.Time
+}
+
+func watchHealth(ctx context.Context, url string) *healthWatch {
+	h := &healthWatch{}
+	go func() {
+		client := &http.Client{Timeout: 2 * time.Second}
+		for ctx.Err() == nil {
+			resp, err := client.Get(url + "/healthz")
+			now := time.Now()
+			if err == nil {
+				resp.Body.Close()
+				h.mu.Lock()
+				switch {
+				case resp.StatusCode != 200 && h.down.IsZero():
+					h.down = now
+				case resp.StatusCode == 200 && !h.down.IsZero() && h.upWant.IsZero():
+					h.upWant = now
+				}
+				h.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return h
+}
+
+func (h *healthWatch) times() (down, up time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down, h.upWant
+}
+
+// TestRedisFailoverTimeline kills a Redis master under load and prints the
+// recovery: a Redis Cluster of 3 masters with 2 replicas each
+// (cluster-node-timeout 1000), a coordinator with WAIT 1, 8 clients
+// posting batches of 24 deltas over 256 keys (each batch touches every
+// master) and resending a failed batch as an isolate does. 1.5 s in, one
+// master is killed (SIGKILL). It logs the timeline (promotion of a
+// replica, first admission after it, when every client was admitted
+// again, /healthz down and up) and checks that nothing acknowledged was
+// lost (the stored count is at least the acknowledged deltas), nothing
+// was counted twice (at most what the clients sent), that admissions
+// resumed after the promotion, /healthz reported the outage and recovered,
+// and the store counted the failover. docs/scale-out.md quotes its
+// timeline (`go test -v -run TestRedisFailoverTimeline ./coordinator/`).
+func TestRedisFailoverTimeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Redis Cluster with replicas; not in -short")
+	}
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := totalConfig()
+	_, url := serveShared(t, rs, cfg)
+	hw := watchHealth(ctx, url)
+
+	const clients, entries, keys = 8, 24, 256
+	var mu sync.Mutex
+	var acks []time.Time
+	perClient := make([][]time.Time, clients)
+	acked := func(c int, at time.Time) {
+		mu.Lock()
+		acks = append(acks, at)
+		perClient[c] = append(perClient[c], at)
+		mu.Unlock()
+	}
+	var killed, promoted time.Time
+	var replicas []string
+	var victim string
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		m := cl.Masters(ctx)
+		victim = m[0]
+		replicas = cl.ReplicasOf(ctx, victim)
+		killed = time.Now()
+		cl.Kill(victim)
+		for ctx.Err() == nil {
+			for _, r := range replicas {
+				if cl.IsMaster(ctx, r) {
+					promoted = time.Now()
+					return
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	res, err := loadgen.Run(ctx, loadgen.Config{URL: url, Clients: clients, Entries: entries, Keys: keys,
+		Limiter: "total", Period: int64(time.Hour), Duration: 7 * time.Second, Acked: acked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if promoted.IsZero() {
+		t.Fatalf("no replica of %s (%v) was promoted within the run", victim, replicas)
+	}
+	mu.Lock()
+	sort.Slice(acks, func(i, j int) bool { return acks[i].Before(acks[j]) })
+	var lastBefore, firstAfter time.Time
+	for _, a := range acks {
+		if a.Before(killed) {
+			lastBefore = a
+		}
+		if a.After(promoted) && firstAfter.IsZero() {
+			firstAfter = a
+		}
+	}
+	// allBack: when the last client had a batch acknowledged after the
+	// promotion (zero if one never had).
+	var allBack time.Time
+	for _, ts := range perClient {
+		i := sort.Search(len(ts), func(i int) bool { return ts[i].After(promoted) })
+		if i == len(ts) {
+			allBack = time.Time{}
+			break
+		}
+		if ts[i].After(allBack) {
+			allBack = ts[i]
+		}
+	}
+	mu.Unlock()
+	if firstAfter.IsZero() {
+		t.Fatalf("no batch acknowledged after the promotion at +%s", promoted.Sub(killed))
+	}
+	down, up := hw.times()
+	ms := func(at time.Time) string {
+		if at.IsZero() {
+			return "never"
+		}
+		return fmt.Sprintf("%+.2f s", at.Sub(killed).Seconds())
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "failure timeline (kill -9 of master %s at 0):\n", victim)
+	fmt.Fprintf(&b, "| event | time |\n|---|---|\n")
+	fmt.Fprintf(&b, "| last batch acknowledged before the kill | %s |\n", ms(lastBefore))
+	fmt.Fprintf(&b, "| /healthz 503 | %s |\n", ms(down))
+	fmt.Fprintf(&b, "| a replica reports role:master | %s |\n", ms(promoted))
+	fmt.Fprintf(&b, "| first batch acknowledged after the promotion | %s (%.0f ms after it) |\n", ms(firstAfter), firstAfter.Sub(promoted).Seconds()*1000)
+	fmt.Fprintf(&b, "| every client's batches acknowledged again | %s |\n", ms(allBack))
+	fmt.Fprintf(&b, "| /healthz 200 again | %s |\n", ms(up))
+	t.Log(b.String())
+	st := rs.Stats()
+	t.Logf("load: %s; store: %d round trips, %d errors, %d retries, %d outages, %d slot reloads, %d failovers seen, %d WAIT shortfalls",
+		res, st.RoundTrips, st.Errors, st.Retries, st.Outages, st.SlotReloads, st.Failovers, st.WaitShortfalls)
+
+	if err := cl.WaitOK(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stored := storedTotal(t, rs, cfg, keys)
+	t.Logf("%d key-deltas acknowledged, %d stored", res.KeyDeltas, stored)
+	if stored < res.KeyDeltas {
+		t.Errorf("with WAIT 1 and 2 replicas, %d acknowledged deltas were lost", res.KeyDeltas-stored)
+	}
+	// At most each client's last batch, sent but not acknowledged when the
+	// run ended, is stored beyond what was acknowledged.
+	if stored > res.KeyDeltas+clients*entries {
+		t.Errorf("%d stored > %d acknowledged + %d in flight: a batch was counted twice", stored, res.KeyDeltas, clients*entries)
+	}
+	if allBack.IsZero() {
+		t.Errorf("a client had no batch acknowledged after the promotion")
+	}
+	if down.IsZero() || up.IsZero() {
+		t.Errorf("/healthz went down at %s and up at %s: it should report the outage and its end", ms(down), ms(up))
+	}
+	if st.Retries == 0 || st.Outages == 0 || st.SlotReloads == 0 {
+		t.Errorf("the store counted %+v: want retries, an outage and slot reloads", st)
+	}
+}
