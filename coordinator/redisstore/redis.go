@@ -202,7 +202,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
 		DialTimeout: o.Timeout, ReadTimeout: 2*o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
-		PoolSize: o.PoolSize, MaxRedirects: 8, MaxRetries: 2, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
+		PoolSize: o.PoolSize, MaxRedirects: 3, MaxRetries: 2, MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
+	// Few redirects and short backoffs: a failover is retried by the
+	// store itself, with a synchronous slot map reload (retry.go), rather
+	// than for a second inside go-redis's pipeline.
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("redisstore: %s: %w", strings.Join(o.Addrs, ","), err)
@@ -446,12 +449,17 @@ func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.Mar
 // is M, then per mark its seq and TTL (ms), then per record the expected
 // version prefix ("" when absent), the new value and its TTL (ms). Returns
 // 0 applied, 1 conflict (a version changed), 2 duplicate (a mark is
-// already at its seq).
+// already at its seq: the write of an earlier attempt, whose reply or WAIT
+// was lost; the mark's TTL is renewed, a write, so that WAIT after it
+// covers that earlier write too).
 var subScript = redis.NewScript(`
 local nm = tonumber(ARGV[1])
 for i = 1, nm do
   local m = redis.call('GET', KEYS[i])
-  if m and tonumber(m) >= tonumber(ARGV[2*i]) then return 2 end
+  if m and tonumber(m) >= tonumber(ARGV[2*i]) then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2*i+1])
+    return 2
+  end
 end
 local base = 2*nm + 1
 for i = nm + 1, #KEYS do
@@ -663,13 +671,27 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 			continue
 		}
 		res[i], ran[i] = v, true
-		wrote = wrote || v == 0
+		wrote = wrote || v != 1
 	}
-	if err = cmp.Or(first, err); err != nil {
+	// The pipeline's own error first: a connection error leaves its
+	// commands without a reply, which Int64 reports as a type error.
+	if err = cmp.Or(err, first); err != nil {
 		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
 	}
 	if s.opts.Wait > 0 && wrote {
-		return s.waitReplicas(ctx, conn, addr, end)
+		err := s.waitReplicas(ctx, conn, addr, end)
+		if retryable(err) {
+			// The connection broke before WAIT answered: what it wrote is
+			// not known to be replicated. Send those calls again (their
+			// marks make them duplicates if the write survived, and WAIT
+			// after them covers it).
+			for _, i := range idx {
+				if ran[i] && res[i] != 1 {
+					ran[i] = false
+				}
+			}
+		}
+		return err
 	}
 	return nil
 }
