@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -257,5 +259,118 @@ func TestRedisFailoverTimeline(t *testing.T) {
 	}
 	if st.Retries == 0 || st.Outages == 0 || st.SlotReloads == 0 {
 		t.Errorf("the store counted %+v: want retries, an outage and slot reloads", st)
+	}
+}
+
+// postBatch sends b to url's POST /v1/sync and returns the status.
+func postBatch(t *testing.T, url string, b *wire.Batch) int {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Post(url+"/v1/sync", "application/msgpack", bytes.NewReader(b.AppendMsg(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRedisWaitOneReplica: with one replica per master and WAIT 1, a
+// master's failure leaves its promoted replica without a replica, so WAIT
+// cannot be met. Two coordinators over one cluster show both choices: A
+// (the default, refusal) answers 503 and /healthz 503 until the old master
+// is back as a replica, then takes the same batch; B
+// (--redis-wait-degraded) keeps answering 200 with /healthz 200, counting
+// the WAIT shortfalls. Every acknowledged delta is stored once.
+func TestRedisWaitOneReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Redis Cluster with replicas; not in -short")
+	}
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	open := func(degraded bool) *redisstore.Store {
+		rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32,
+			WaitDegraded: degraded, RetryFor: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	rsA, rsB := open(false), open(true)
+	cfg := totalConfig()
+	_, urlA := serveShared(t, rsA, cfg)
+	_, urlB := serveShared(t, rsB, cfg)
+	const keys = 256
+	batch := func(iso string, seq int64) *wire.Batch {
+		b := &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: time.Now().UnixNano()}
+		for i := 0; i < keys; i++ {
+			b.Entries = append(b.Entries, wire.Delta{Limiter: "total", Key: fmt.Sprintf("key-%d", i),
+				Window: time.Now().UnixNano() / int64(time.Hour), Delta: 1, Demand: 1})
+		}
+		return b
+	}
+	var acked int64
+	mustPost := func(url string, b *wire.Batch) {
+		t.Helper()
+		if st := postBatch(t, url, b); st != 200 {
+			t.Fatalf("batch %s/%d: status %d", b.Isolate, b.Seq, st)
+		}
+		acked += int64(len(b.Entries))
+	}
+	mustPost(urlA, batch("a", 1))
+	mustPost(urlB, batch("b", 1))
+	waitHealth(t, urlA, 200)
+	waitHealth(t, urlB, 200)
+
+	victim := cl.Masters(ctx)[0]
+	replica := cl.ReplicaOf(ctx, victim)
+	t.Logf("kill -9 master %s (replica %s)", victim, replica)
+	if err := cl.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitPromoted(ctx, replica, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Degraded: served, with the shortfall counted.
+	mustPost(urlB, batch("b", 2))
+	waitHealth(t, urlB, 200)
+	if st := rsB.Stats(); st.WaitDegraded == 0 {
+		t.Errorf("degraded store counted no WAIT shortfall: %+v", st)
+	}
+	// Refusal: 503 (the batch is not acknowledged), /healthz 503.
+	a2 := batch("a", 2)
+	if st := postBatch(t, urlA, a2); st != http.StatusServiceUnavailable {
+		t.Fatalf("refusing coordinator answered %d while WAIT cannot be met, want 503", st)
+	}
+	waitHealth(t, urlA, http.StatusServiceUnavailable)
+	if st := rsA.Stats(); st.WaitShortfalls == 0 || st.WaitDegraded != 0 {
+		t.Errorf("refusing store: %+v, want shortfalls and none accepted", st)
+	}
+	// The old master comes back as the new master's replica: A serves the
+	// same batch again (resent as an isolate does).
+	t.Logf("restart %s", victim)
+	if err := cl.Restart(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitReplicas(ctx, 1, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, urlA, 200)
+	mustPost(urlA, a2)
+	mustPost(urlA, batch("a", 3))
+
+	if err := cl.WaitOK(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if stored := storedTotal(t, rsA, cfg, keys); stored != acked {
+		t.Errorf("%d deltas acknowledged, %d stored", acked, stored)
 	}
 }

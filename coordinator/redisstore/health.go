@@ -45,7 +45,7 @@ func (o *outage) failed(op string, err error) {
 	}
 	o.down, o.since, o.nfail = true, time.Now(), 1
 	o.stats.outages.Add(1)
-	o.log.Warn("redisstore: Redis round trips failing; retrying (logged once until they succeed again)", "op", op, "err", err.Error())
+	o.log.Warn("redisstore: Redis unavailable; retrying (logged once, until it answers again)", "op", op, "err", err.Error())
 }
 
 // succeeded records a successful round trip; the first after an outage is
