@@ -2,7 +2,9 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"github.com/edgelimit/edgelimit/clock"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,5 +227,66 @@ func TestRedisRecordsExpire(t *testing.T) {
 		if ttl < 23*time.Hour || ttl > 24*time.Hour {
 			t.Fatalf("mark %q TTL %v, want IsolateTTL (24h)", k, ttl)
 		}
+	}
+}
+
+// TestRedisSettingsStored: the first store to open a cluster records its
+// bucket count and format version there; a store with another bucket
+// count, or a cluster in another format, is refused with both values
+// named; a cluster holding keys but no settings is adopted only with an
+// explicit bucket count.
+func TestRedisSettingsStored(t *testing.T) {
+	cl := testCluster(t)
+	ctx := context.Background()
+	openTestRedis(t, redisstore.Options{Buckets: 16}).Close()
+	open := func(buckets int) error {
+		s, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Buckets: buckets})
+		if err == nil {
+			s.Close()
+		}
+		return err
+	}
+	if err := open(16); err != nil {
+		t.Fatalf("same bucket count refused: %v", err)
+	}
+	for _, tc := range []struct {
+		buckets int
+		want    []string
+	}{{32, []string{"16 buckets", "has 32"}}, {0, []string{"16 buckets", fmt.Sprintf("has %d", redisstore.DefaultBuckets)}}} {
+		err := open(tc.buckets)
+		if err == nil {
+			t.Fatalf("%d buckets accepted on a cluster set up with 16", tc.buckets)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) || !strings.HasPrefix(err.Error(), "redisstore: ") {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+	}
+	// Another format version.
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	defer c.Close()
+	if err := c.HSet(ctx, "el:meta", "format", "99").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(16); err == nil || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), fmt.Sprintf("format %d", redisstore.FormatVersion)) {
+		t.Errorf("format 99 in the cluster: %v", err)
+	}
+	// Keys but no settings (state from before they were stored): the
+	// default is refused, an explicit count adopts it.
+	if err := cl.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "{el:3}kx", "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(0); err == nil || !strings.Contains(err.Error(), "--redis-buckets") {
+		t.Errorf("a cluster with keys and no settings opened with the default: %v", err)
+	}
+	if err := open(64); err != nil {
+		t.Errorf("explicit 64 refused: %v", err)
+	}
+	if err := open(64); err != nil {
+		t.Errorf("64 again refused: %v", err)
 	}
 }
