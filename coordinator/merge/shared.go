@@ -650,7 +650,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
 				DeltasStale: m.stats.DeltasStale - before.DeltasStale}
 			if !subDup {
-				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: int64(s.opts.IsolateTTL)})
+				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: m.sharedMarkTTL(sb.entries, now, int64(s.opts.IsolateTTL))})
 			}
 		}
 		if bad != nil {
