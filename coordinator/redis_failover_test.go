@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -143,7 +144,9 @@ func TestRedisFailoverTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Stop()
-	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32})
+	logs := &syncBuffer{}
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +260,29 @@ func TestRedisFailoverTimeline(t *testing.T) {
 	if down.IsZero() || up.IsZero() {
 		t.Errorf("/healthz went down at %s and up at %s: it should report the outage and its end", ms(down), ms(up))
 	}
-	if st.Retries == 0 || st.Outages == 0 || st.SlotReloads == 0 {
-		t.Errorf("the store counted %+v: want retries, an outage and slot reloads", st)
+	if st.Retries == 0 || st.Outages == 0 || st.SlotReloads == 0 || st.Failovers == 0 {
+		t.Errorf("the store counted %+v: want retries, an outage, slot reloads and a failover", st)
+	}
+	// Logged once per outage and once at its end, not per failed attempt.
+	text := logs.String()
+	nDown, nBack := int64(strings.Count(text, "Redis unavailable")), int64(strings.Count(text, "Redis answers again"))
+	if nDown != st.Outages || nBack < nDown-1 || nBack > nDown || nDown >= st.Errors {
+		t.Errorf("%d outage logs and %d recovery logs for %d outages and %d failed round trips:\n%s", nDown, nBack, st.Outages, st.Errors, text)
+	}
+	// The counters are on /metrics.
+	m := metricsText(t, url)
+	for _, name := range []string{"edgelimit_coordinator_redis_retries_total", "edgelimit_coordinator_redis_outages_total",
+		"edgelimit_coordinator_redis_round_trips_total", "edgelimit_coordinator_redis_failovers_total"} {
+		var v float64
+		i := strings.Index(m, "\n"+name+" ")
+		if i < 0 {
+			t.Errorf("/metrics has no %s", name)
+			continue
+		}
+		fmt.Sscan(m[i+len(name)+2:], &v)
+		if v == 0 {
+			t.Errorf("/metrics: %s is 0", name)
+		}
 	}
 }
 
