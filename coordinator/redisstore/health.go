@@ -68,10 +68,10 @@ type prober struct {
 	masters []string // the masters the last successful probe saw, sorted
 }
 
-// Probe reports whether the cluster serves writes now: every master of the
-// slot map (reloaded first) answers, is a master, and, when Options.Wait
-// is set and Options.WaitDegraded is not, has at least Wait replicas
-// online; and the cluster state is ok. The result is reused for 250 ms. A
+// Probe reports whether Redis serves writes now: every master (of the
+// cluster's slot map, reloaded first; or the one master) answers, is a
+// master, and, when Options.Wait is set and Options.WaitDegraded is not,
+// has at least Wait replicas online; and a cluster's state is ok. The result is reused for 250 ms. A
 // change in the set of masters since the previous successful probe is
 // counted as a failover (Stats.Failovers) and logged.
 func (s *Store) Probe(ctx context.Context) error {
@@ -84,7 +84,7 @@ func (s *Store) Probe(ctx context.Context) error {
 	defer cancel()
 	var mu sync.Mutex
 	var masters []string
-	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		addr := c.Options().Addr
 		info, err := c.Info(ctx, "replication").Result()
 		if err != nil {
@@ -98,12 +98,18 @@ func (s *Store) Probe(ctx context.Context) error {
 				return fmt.Errorf("master %s: %d replicas online, WAIT needs %d", addr, n, s.opts.Wait)
 			}
 		}
-		ci, err := c.ClusterInfo(ctx).Result()
-		if err != nil {
-			return fmt.Errorf("master %s: %w", addr, err)
-		}
-		if !strings.Contains(ci, "cluster_state:ok") {
-			return fmt.Errorf("master %s: cluster_state is not ok", addr)
+		if s.isCluster() {
+			ci, err := c.ClusterInfo(ctx).Result()
+			if err != nil {
+				return fmt.Errorf("master %s: %w", addr, err)
+			}
+			if !strings.Contains(ci, "cluster_state:ok") {
+				return fmt.Errorf("master %s: cluster_state is not ok", addr)
+			}
+		} else {
+			// One master, behind a Sentinel client whose address is not the
+			// master's: its replication id changes when a replica takes over.
+			addr = "replid " + infoField(info, "master_replid")
 		}
 		mu.Lock()
 		masters = append(masters, addr)
@@ -114,7 +120,7 @@ func (s *Store) Probe(ctx context.Context) error {
 	if err != nil {
 		s.pr.err = fmt.Errorf("redisstore: probe: %w", err)
 		s.health.failed("probe", err)
-		s.rdb.ReloadState(ctx)
+		s.reloadLazy(ctx)
 		return s.pr.err
 	}
 	s.pr.err = nil
@@ -126,4 +132,14 @@ func (s *Store) Probe(ctx context.Context) error {
 	}
 	s.pr.masters = masters
 	return nil
+}
+
+// infoField returns the value of name in an INFO reply, or "".
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -73,7 +73,7 @@ func (s *Store) checkMeta(ctx context.Context, explicit bool) error {
 func (s *Store) dbSize(ctx context.Context) (int64, error) {
 	var mu sync.Mutex
 	var n int64
-	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		k, err := c.DBSize(ctx).Result()
 		mu.Lock()
 		n += k

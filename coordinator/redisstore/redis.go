@@ -8,11 +8,11 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -94,45 +94,22 @@ type Options struct {
 	// Logger receives the store's logs (an outage and its end, failovers).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Mode says what Addrs are: a cluster's seed nodes, one standalone
+	// server, or Sentinels (client.go). Default ModeAuto: a cluster, or a
+	// standalone server when the one address given is not in cluster mode.
+	Mode Mode
+	// SentinelMaster names the master the Sentinels watch (ModeSentinel),
+	// SentinelUsername and SentinelPassword authenticate to the Sentinels
+	// (default: none; Username and Password are the master's).
+	SentinelMaster, SentinelUsername, SentinelPassword string
+	// TLS, when set, makes every connection TLS with this configuration
+	// (rediss://; its RootCAs from the URL's ca=FILE, else the system's).
+	// Default nil: plain TCP.
+	TLS *tls.Config
 }
 
 // DefaultRetryFor is Options.RetryFor by default.
 const DefaultRetryFor = 3 * time.Second
-
-// ParseURL parses "redis://HOST:PORT[,HOST:PORT...]" into its
-// addresses. A user and password in the URL are taken too (prefer
-// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD: command lines are
-// visible to other users).
-func ParseURL(s string) (Options, error) {
-	var o Options
-	rest, ok := strings.CutPrefix(s, "redis://")
-	if !ok {
-		return o, fmt.Errorf("redisstore: store %q: want redis://HOST:PORT[,HOST:PORT...]", s)
-	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		u, err := url.Parse("redis://" + rest[:at+1] + "x")
-		if err != nil {
-			return o, fmt.Errorf("redisstore: store: %w", err)
-		}
-		o.Username = u.User.Username()
-		o.Password, _ = u.User.Password()
-		rest = rest[at+1:]
-	}
-	rest, _, _ = strings.Cut(rest, "/")
-	for _, a := range strings.Split(rest, ",") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
-		}
-		if _, _, err := splitHostPort(a); err != nil {
-			return o, fmt.Errorf("redisstore: store %q: %w", s, err)
-		}
-		o.Addrs = append(o.Addrs, a)
-	}
-	if len(o.Addrs) == 0 {
-		return o, fmt.Errorf("redisstore: store %q: no HOST:PORT", s)
-	}
-	return o, nil
-}
 
 func splitHostPort(a string) (string, int, error) {
 	i := strings.LastIndexByte(a, ':')
@@ -147,13 +124,18 @@ func splitHostPort(a string) (string, int, error) {
 }
 
 // CredentialsFromEnv fills o.Username and o.Password from
-// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD when set.
+// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD, and the
+// Sentinels' from EDGELIMIT_REDIS_SENTINEL_USERNAME and
+// EDGELIMIT_REDIS_SENTINEL_PASSWORD, when set.
 func CredentialsFromEnv(o *Options) {
-	if v := os.Getenv("EDGELIMIT_REDIS_USERNAME"); v != "" {
-		o.Username = v
-	}
-	if v := os.Getenv("EDGELIMIT_REDIS_PASSWORD"); v != "" {
-		o.Password = v
+	for _, e := range []struct {
+		name string
+		dst  *string
+	}{{"EDGELIMIT_REDIS_USERNAME", &o.Username}, {"EDGELIMIT_REDIS_PASSWORD", &o.Password},
+		{"EDGELIMIT_REDIS_SENTINEL_USERNAME", &o.SentinelUsername}, {"EDGELIMIT_REDIS_SENTINEL_PASSWORD", &o.SentinelPassword}} {
+		if v := os.Getenv(e.name); v != "" {
+			*e.dst = v
+		}
 	}
 }
 
@@ -162,7 +144,7 @@ func CredentialsFromEnv(o *Options) {
 // a write is acknowledged once the master applied it (and, with
 // Options.Wait, once that many replicas did).
 type Store struct {
-	rdb    *redis.ClusterClient
+	rdb    redis.UniversalClient // *redis.ClusterClient, or *redis.Client (standalone, Sentinel)
 	opts   Options
 	rl     reloader
 	pr     prober
@@ -200,15 +182,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
-		DialTimeout: o.Timeout, ReadTimeout: 2*o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
-		PoolSize: o.PoolSize, MaxRedirects: 3, MaxRetries: 2, MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
-	// Few redirects and short backoffs: a failover is retried by the
-	// store itself, with a synchronous slot map reload (retry.go), rather
-	// than for a second inside go-redis's pipeline.
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redisstore: %s: %w", strings.Join(o.Addrs, ","), err)
+	rdb, err := connect(ctx, &o)
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{rdb: rdb, opts: o}
 	s.health = outage{log: o.Logger, stats: &s.stats}
@@ -219,8 +195,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Client returns the cluster client (for tests and benchmarks).
-func (s *Store) Client() *redis.ClusterClient { return s.rdb }
+// Client returns the client (for tests and benchmarks).
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // Tag returns the hash tag of bucket, which starts the Redis keys of the
 // bucket (its key records and its isolates' marks).
@@ -322,7 +298,7 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) erro
 	ctx := context.Background()
 	var mu sync.Mutex
 	var keys []string
-	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		it := c.Scan(ctx, 0, "*", 1000).Iterator()
 		for it.Next(ctx) {
 			k := it.Val()
@@ -540,7 +516,7 @@ func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []in
 		err = errors.Join(failed...)
 		if !retry || len(again) == 0 || ctx.Err() != nil || time.Now().Add(wait).After(end) {
 			if retry {
-				s.rdb.ReloadState(ctx) // learn the new layout for the next group
+				s.reloadLazy(ctx) // learn the new layout for the next group
 			}
 			return res, ran, err
 		}
@@ -582,7 +558,7 @@ func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []i
 	var order []*group
 	for _, i := range pending {
 		c := calls[i]
-		node, err := s.rdb.MasterForKey(ctx, c.keys[0])
+		node, err := s.masterFor(ctx, c.keys[0])
 		if err != nil {
 			return []groupErr{{idx: pending, err: fmt.Errorf("redisstore: master of %q: %w", c.keys[0], err)}}
 		}

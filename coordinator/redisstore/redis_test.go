@@ -1,8 +1,11 @@
 package redisstore
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgelimit/edgelimit/internal/selfsigned"
 )
 
 func TestParseURL(t *testing.T) {
@@ -31,5 +34,43 @@ func TestCredentialsFromEnv(t *testing.T) {
 	}
 	if _, err := ParseURL("http://x:1"); err == nil || !strings.HasPrefix(err.Error(), "redisstore: ") {
 		t.Fatalf("error %v, want the redisstore: prefix", err)
+	}
+}
+
+// TestParseURLOptions: rediss:// turns TLS on, ca= loads the roots,
+// sentinel= and mode= choose the mode; bad options and a ca without TLS
+// are refused, and errors never show the password.
+func TestParseURLOptions(t *testing.T) {
+	dir := t.TempDir()
+	p, err := selfsigned.Write(dir, "ca", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := p.CertFile
+	o, err := ParseURL("rediss://u:p@127.0.0.1:6380?ca=" + ca)
+	if err != nil || o.TLS == nil || o.TLS.RootCAs == nil || o.Mode != ModeAuto || o.Username != "u" {
+		t.Fatalf("%+v %v", o, err)
+	}
+	o, err = ParseURL("redis://10.0.0.1:26379,10.0.0.2:26379?sentinel=mymaster")
+	if err != nil || o.Mode != ModeSentinel || o.SentinelMaster != "mymaster" || len(o.Addrs) != 2 || o.TLS != nil {
+		t.Fatalf("%+v %v", o, err)
+	}
+	o, err = ParseURL("redis://10.0.0.1:6379?mode=standalone")
+	if err != nil || o.Mode != ModeStandalone {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, bad := range []string{"redis://u:secret@h:1?ca=" + ca, "rediss://u:secret@h:1?ca=/nonexistent", "redis://h:1?mode=ring",
+		"redis://h:1?sentinel=", "redis://u:secret@h:1?bogus=1", "rediss://u:secret@h:1?ca=" + filepath.Join(dir, "ca-key.pem") + "x"} {
+		_, err := ParseURL(bad)
+		if err == nil {
+			t.Errorf("%q accepted", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") || !strings.HasPrefix(err.Error(), "redisstore: ") {
+			t.Errorf("%q: error %q", bad, err)
+		}
+	}
+	if _, err := ParseURL("rediss://u:secret@h"); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("no port: %v", err)
 	}
 }

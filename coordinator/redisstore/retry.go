@@ -85,7 +85,7 @@ func (s *Store) reload(ctx context.Context) {
 	s.rl.last = time.Now()
 	s.stats.slotReloads.Add(1)
 	if s.rdb != nil {
-		s.rdb.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil })
+		s.forEachMaster(ctx, func(context.Context, *redis.Client) error { return nil })
 	}
 }
 

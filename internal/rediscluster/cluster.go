@@ -41,11 +41,12 @@ type Options struct {
 
 // Node is one redis-server process of the cluster.
 type Node struct {
-	Addr string // 127.0.0.1:port
-	cmd  *exec.Cmd
-	args []string
-	dir  string
-	dead bool
+	Addr   string // 127.0.0.1:port
+	cmd    *exec.Cmd
+	args   []string
+	dir    string
+	dead   bool
+	noPing bool // ready once its port accepts connections (TLS, ACL)
 }
 
 // Cluster is a running Redis Cluster on loopback.
@@ -152,7 +153,9 @@ func startNode(ctx context.Context, o Options) (*Node, error) {
 	return nd, nil
 }
 
-// start runs the node's redis-server and waits until it answers.
+// start runs the node's redis-server and waits until it answers (PING,
+// or for a node whose clients need TLS or a user, until its port accepts
+// connections).
 func (nd *Node) start(ctx context.Context) error {
 	cmd := exec.Command("redis-server", nd.args...)
 	out, err := cmd.StdoutPipe()
@@ -162,22 +165,42 @@ func (nd *Node) start(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("rediscluster: redis-server: %w", err)
 	}
+	var logMu sync.Mutex
+	var tail []string // its last lines, for an error
 	go func() { // drain its log so it never blocks on a full pipe
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			logMu.Lock()
+			tail = append(tail, sc.Text())
+			if len(tail) > 4 {
+				tail = tail[1:]
+			}
+			logMu.Unlock()
 		}
 	}()
 	nd.cmd, nd.dead = cmd, false
 	cl := redis.NewClient(&redis.Options{Addr: nd.Addr})
 	defer cl.Close()
+	ready := func() error { return cl.Ping(ctx).Err() }
+	if nd.noPing {
+		ready = func() error {
+			c, err := net.DialTimeout("tcp", nd.Addr, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if err := cl.Ping(ctx).Err(); err == nil {
+		if err := ready(); err == nil {
 			return nil
 		} else if time.Now().After(deadline) || ctx.Err() != nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 			nd.dead = true
-			return fmt.Errorf("rediscluster: redis-server on %s did not start: %w", nd.Addr, err)
+			logMu.Lock()
+			defer logMu.Unlock()
+			return fmt.Errorf("rediscluster: redis-server on %s did not start: %w; its log ends: %s", nd.Addr, err, strings.Join(tail, " | "))
 		}
 	}
 }
