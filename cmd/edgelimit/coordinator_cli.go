@@ -37,9 +37,12 @@ Runs the coordinator: merges isolates' sync batches exactly once into Pebble
 in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
 GET /healthz and GET /metrics.
 
-With --store redis://..., the state lives in a Redis Cluster instead (the
-seed nodes given; the user and password from EDGELIMIT_REDIS_USERNAME and
-EDGELIMIT_REDIS_PASSWORD): coordinators become a stateless tier, any of
+With --store redis://..., the state lives in Redis instead: a Redis
+Cluster (the seed nodes given), one standalone server, or a master found
+through Sentinels (?sentinel=NAME); rediss:// for TLS (?ca=FILE); the user
+and password from EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD
+(the Sentinels': EDGELIMIT_REDIS_SENTINEL_USERNAME and _PASSWORD).
+Coordinators become a stateless tier, any of
 them serves any isolate, and edges may list several and fail over between
 them. Redis replicates asynchronously: a delta acknowledged by a master
 that dies before its replica got it is lost, unless --redis-wait N makes
@@ -95,7 +98,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	insecure := fs.Bool("insecure", false, "allow serving without a token on a non-loopback address")
 	ckptKeys := fs.Int("checkpoint-keys", 0, "checkpoint once `N` distinct keys were logged (default 131072)")
 	ckptEvery := durationFlag(fs, "checkpoint-interval", 0, "checkpoint at least this often when anything was logged (default 10s)")
-	storeURL := fs.String("store", "", "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
+	storeURL := fs.String("store", "", "shared store `URL` (replaces --data): redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...] a Redis Cluster, or one standalone server; rediss://... over TLS (?ca=FILE: trust FILE's certificates); ?sentinel=NAME: the addresses are Sentinels watching master NAME")
 	redisBuckets := fs.Int("redis-buckets", 0, "with a redis store: hash slots the keys are spread over, at least 4 per master; stored in the cluster by the first coordinator, and a coordinator with another value refuses to start (changing it means emptying the cluster) (default 512: up to 128 masters)")
 	redisWait := fs.Int("redis-wait", 0, "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
 	redisDegraded := fs.Bool("redis-wait-degraded", false, "with --redis-wait: when a master has fewer replicas than N (after a failover with one replica), accept its writes with those there are (counted, logged) instead of refusing them with 503 until a replica is back")
@@ -187,7 +190,10 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fmt.Errorf("coordinator: %w", err)
 		}
 		opts.Store = rs
-		where = "redis cluster " + strings.Join(ro.Addrs, ",")
+		where = "redis " + string(rs.Mode()) + " " + strings.Join(ro.Addrs, ",")
+		if ro.TLS != nil {
+			where += " (TLS)"
+		}
 		if ro.Wait > 0 {
 			where += fmt.Sprintf(", WAIT %d", ro.Wait)
 			if ro.WaitDegraded {

@@ -132,3 +132,6 @@ func (s *Store) isCluster() bool {
 	_, ok := s.rdb.(*redis.ClusterClient)
 	return ok
 }
+
+// Mode returns how the store reaches Redis (ModeAuto resolved at Open).
+func (s *Store) Mode() Mode { return s.opts.Mode }

@@ -34,7 +34,7 @@ func ParseURL(s string) (Options, error) {
 		}
 	}
 	if !ok {
-		return o, fmt.Errorf("redisstore: store %q: want redis://HOST:PORT[,HOST:PORT...] or rediss://...", redact(s))
+		return o, fmt.Errorf("redisstore: store %q: want redis://HOST:PORT[,HOST:PORT...], or rediss:// for TLS", redact(s))
 	}
 	rest, query, _ := strings.Cut(rest, "?")
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {

@@ -167,7 +167,7 @@ func (nd *Node) start(ctx context.Context) error {
 	}
 	var logMu sync.Mutex
 	var tail []string // its last lines, for an error
-	go func() { // drain its log so it never blocks on a full pipe
+	go func() {       // drain its log so it never blocks on a full pipe
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			logMu.Lock()
