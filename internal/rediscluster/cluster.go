@@ -214,6 +214,18 @@ func (nd *Node) stop() {
 	os.RemoveAll(nd.dir)
 }
 
+// Pid returns the process id of the running node at addr, or 0.
+func (c *Cluster) Pid(addr string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr && !nd.dead && nd.cmd.Process != nil {
+			return nd.cmd.Process.Pid
+		}
+	}
+	return 0
+}
+
 // Addrs returns the addresses of the nodes still running.
 func (c *Cluster) Addrs() []string {
 	c.mu.Lock()
