@@ -74,3 +74,39 @@ func TestParseURLOptions(t *testing.T) {
 		t.Errorf("no port: %v", err)
 	}
 }
+
+// FuzzParseURL: any store URL gives Options or an error prefixed
+// "redisstore: "; the same URL with the password PWMARK never shows it in
+// the error; accepted URLs have at least one HOST:PORT with a valid port.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"redis://h:1", "rediss://u:pw@h:1,g:2?mode=standalone", "redis://h:1?sentinel=m",
+		"redis://u:pw@h:1?ca=/x", "redis://u:pw@", "rediss://:pw@[::1]:6379/0?mode=cluster&mode=standalone", "redis://u:p@w@h:1?x=%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if scheme, rest, ok := strings.Cut(s, "://"); ok {
+			if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+				user, _, _ := strings.Cut(rest[:at], ":")
+				marked := scheme + "://" + user + ":PWMARK" + rest[at:]
+				if _, err := ParseURL(marked); err != nil && strings.Contains(err.Error(), "PWMARK") {
+					t.Fatalf("%q: error %q shows the password", marked, err)
+				}
+			}
+		}
+		o, err := ParseURL(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "redisstore: ") {
+				t.Fatalf("%q: error %q without the package prefix", s, err)
+			}
+			return
+		}
+		if len(o.Addrs) == 0 {
+			t.Fatalf("%q: accepted without an address", s)
+		}
+		for _, a := range o.Addrs {
+			if _, _, err := splitHostPort(a); err != nil {
+				t.Fatalf("%q: accepted address %q: %v", s, a, err)
+			}
+		}
+	})
+}

@@ -39,8 +39,8 @@ func ParseURL(s string) (Options, error) {
 	rest, query, _ := strings.Cut(rest, "?")
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		u, err := url.Parse("redis://" + rest[:at+1] + "x")
-		if err != nil {
-			return o, fmt.Errorf("redisstore: store: the user and password: %w", err)
+		if err != nil { // its text would show the password
+			return o, fmt.Errorf("redisstore: store: the user and password are not valid in a URL (escape reserved characters as %%XX)")
 		}
 		o.Username = u.User.Username()
 		o.Password, _ = u.User.Password()
