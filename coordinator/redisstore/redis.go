@@ -425,4 +425,3 @@ func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.Mar
 	}
 	return vals, seqs, hwms, nil
 }
-
