@@ -182,3 +182,49 @@ func TestRedisSentinel(t *testing.T) {
 		t.Errorf("store counted %+v: want a failover and degraded WAITs", st)
 	}
 }
+
+// TestRedisClusterTLS: a Redis Cluster of 3 masters serving TLS only
+// (tls-cluster, tls-replication): rediss://...?ca= the nodes' certificate
+// opens it as a cluster (the slot map's addresses are their TLS ports) and
+// a coordinator counts over it; plain redis:// is refused.
+func TestRedisClusterTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a TLS cluster; not in -short")
+	}
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cert, err := selfsigned.Write(t.TempDir(), "redis", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, TLSCert: cert.CertFile, TLSKey: cert.KeyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	addrs := strings.Join(cl.Addrs(), ",")
+	if s, err := openURL(ctx, "redis://"+addrs, func(o *redisstore.Options) { o.Timeout = time.Second }); err == nil {
+		s.Close()
+		t.Fatal("plain redis:// opened a TLS cluster")
+	}
+	rs, err := openURL(ctx, "rediss://"+addrs+"?ca="+cert.CertFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Mode() != redisstore.ModeCluster {
+		t.Fatalf("mode %q, want cluster", rs.Mode())
+	}
+	c, url := serveShared(t, rs, totalConfig())
+	for seq := int64(1); seq <= 3; seq++ {
+		if st := postBatch(t, url, oneDelta("tlsc", seq)); st != 200 {
+			t.Fatalf("batch %d: %d", seq, st)
+		}
+	}
+	if n := countOf(t, c); n != 3 {
+		t.Fatalf("count %d, want 3", n)
+	}
+	waitHealth(t, url, 200)
+}
