@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/wasm/wire"
+	"github.com/redis/go-redis/v9"
 )
 
 // totalConfig is one fixed-window limiter "total" of an hour that never
@@ -404,5 +406,80 @@ func TestRedisWaitOneReplica(t *testing.T) {
 	}
 	if stored := storedTotal(t, rsA, cfg, keys); stored != acked {
 		t.Errorf("%d deltas acknowledged, %d stored", acked, stored)
+	}
+}
+
+// TestRedisRetryConfirmedByWait: a batch whose write reached a master but
+// not its replica (WAIT not met: 503) is resent; the retry finds the
+// bucket's mark already at its seq and must not be acknowledged before
+// the replica has that earlier write. 3 masters with one replica each,
+// WAIT 1 (refusal, 1 s): the key's master's replica is frozen (SIGSTOP),
+// the batch answers 503, its retry 503 too (the mark is renewed, and WAIT
+// after it is not met), and once the replica runs again the retry is
+// acknowledged and counted once. The isolate's high-water mark lives on
+// another master, whose WAIT is met: only the bucket's confirmation can
+// refuse the retry.
+func TestRedisRetryConfirmedByWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Redis Cluster with replicas; not in -short")
+	}
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, ReplicasPerMaster: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := totalConfig()
+	c, url := serveShared(t, rs, cfg)
+	cc := rs.Client().(*redis.ClusterClient)
+	masterOf := func(key string) string {
+		n, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Options().Addr
+	}
+	skey := []byte(merge.KeyStorageKey("total", "key-0"))
+	master := masterOf(rs.RedisKey(skey))
+	iso := ""
+	for i := 0; iso == ""; i++ {
+		if id := fmt.Sprintf("iso-%d", i); masterOf(rs.RedisKey([]byte(merge.HWMStorageKey(id)))) != master {
+			iso = id
+		}
+	}
+	replica := cl.ReplicaOf(ctx, master)
+	b := oneDelta(iso, 1)
+	if err := cl.Signal(replica, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			cl.Signal(replica, syscall.SIGCONT)
+		}
+	}()
+	if st := postBatch(t, url, b); st != http.StatusServiceUnavailable {
+		t.Fatalf("batch with its master's replica frozen: %d, want 503", st)
+	}
+	if st := postBatch(t, url, b); st != http.StatusServiceUnavailable {
+		t.Fatalf("its retry, replica still frozen: %d, want 503 (acknowledged before the replica had it)", st)
+	}
+	cl.Signal(replica, syscall.SIGCONT)
+	stopped = false
+	for deadline := time.Now().Add(20 * time.Second); postBatch(t, url, b) != 200; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the retry was never acknowledged after the replica resumed")
+		}
+	}
+	if n := countOf(t, c); n != 1 {
+		t.Fatalf("count %d, want 1", n)
 	}
 }

@@ -98,6 +98,12 @@ type SubWrite struct {
 	Versions []uint64 // as read; 0 = absent
 	Values   [][]byte
 	TTLs     []int64 // ns
+	// Confirm are marks found already at their batch's Seq (an earlier
+	// attempt wrote the part but was not acknowledged): the store renews
+	// their TTL, a write, so that a store that waits for replicas (WAIT)
+	// confirms the earlier write before the batch is answered as a
+	// duplicate there. Nothing is checked for them.
+	Confirm []MarkSet
 }
 
 // SubOutcome is what a SubWrite did.
@@ -649,15 +655,19 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			sb.rp = rp
 			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
 				DeltasStale: m.stats.DeltasStale - before.DeltasStale}
-			if !subDup {
-				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: m.sharedMarkTTL(sb.entries, now, int64(s.opts.IsolateTTL))})
+			ms := MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: m.sharedMarkTTL(sb.entries, now, int64(s.opts.IsolateTTL))}
+			switch {
+			case !subDup:
+				w.Marks = append(w.Marks, ms)
+			case !r.dup:
+				w.Confirm = append(w.Confirm, ms) // written by an attempt not acknowledged
 			}
 		}
 		if bad != nil {
 			fail([]*sharedBucket{g}, bad)
 			continue
 		}
-		if len(w.Marks) == 0 {
+		if len(w.Marks) == 0 && len(w.Confirm) == 0 {
 			continue // duplicates only: answered from what was read
 		}
 		for _, st := range m.dirtyKeys {

@@ -19,37 +19,44 @@ import (
 // connection (then WAIT there), the isolates' high-water marks advanced by
 // markScript the same way.
 
-// subScript is a SubWrite: KEYS are the M marks, then the records; ARGV[1]
-// is M, then per mark its seq and TTL (ms), then per record the expected
-// version prefix ("" when absent), the new value and its TTL (ms). Returns
-// 0 applied, 1 conflict (a version changed), 2 duplicate (a mark is
-// already at its seq: the write of an earlier attempt, whose reply or WAIT
-// was lost; the mark's TTL is renewed, a write, so that WAIT after it
-// covers that earlier write too).
+// subScript is a SubWrite: KEYS are the M marks, then the R records, then
+// the C marks to confirm; ARGV[1] is M, ARGV[2] is C, then per mark its
+// seq and TTL (ms), then per record the expected version prefix ("" when
+// absent), the new value and its TTL (ms), then per mark to confirm its
+// TTL (ms). Returns 0 applied (the marks to confirm had their TTL renewed),
+// 1 conflict (a version changed), 2 duplicate (a mark is already at its
+// seq: the write of an earlier attempt, whose reply or WAIT was lost).
+// Renewing a TTL is a write: WAIT after it covers the earlier write too.
 var subScript = redis.NewScript(`
 local nm = tonumber(ARGV[1])
+local nc = tonumber(ARGV[2])
+local nr = #KEYS - nm - nc
 for i = 1, nm do
   local m = redis.call('GET', KEYS[i])
-  if m and tonumber(m) >= tonumber(ARGV[2*i]) then
-    redis.call('PEXPIRE', KEYS[i], ARGV[2*i+1])
+  if m and tonumber(m) >= tonumber(ARGV[1+2*i]) then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2+2*i])
     return 2
   end
 end
-local base = 2*nm + 1
-for i = nm + 1, #KEYS do
-  local j = base + 3*(i-nm-1)
-  local v = redis.call('GET', KEYS[i])
-  local want = ARGV[j+1]
+local base = 2*nm + 3
+for i = 1, nr do
+  local j = base + 3*(i-1)
+  local v = redis.call('GET', KEYS[nm+i])
+  local want = ARGV[j]
   if v then
     if string.sub(v, 1, 20) ~= want then return 1 end
   elseif want ~= '' then return 1 end
 end
-for i = nm + 1, #KEYS do
-  local j = base + 3*(i-nm-1)
-  redis.call('SET', KEYS[i], ARGV[j+2], 'PX', ARGV[j+3])
+for i = 1, nr do
+  local j = base + 3*(i-1)
+  redis.call('SET', KEYS[nm+i], ARGV[j+1], 'PX', ARGV[j+2])
 end
 for i = 1, nm do
-  redis.call('SET', KEYS[i], ARGV[2*i], 'PX', ARGV[2*i+1])
+  redis.call('SET', KEYS[i], ARGV[1+2*i], 'PX', ARGV[2+2*i])
+end
+local cbase = base + 3*nr
+for i = 1, nc do
+  redis.call('PEXPIRE', KEYS[nm+nr+i], ARGV[cbase+i-1])
 end
 return 0
 `)
@@ -271,15 +278,20 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 }
 
 // WriteShared performs subs (see SubWrite), one script call each, grouped
-// per master.
+// per master. A SubWrite that only confirms marks needs no call without
+// WAIT (Options.Wait 0): it is applied as it is.
 func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge.SubOutcome, error) {
-	calls := make([]scriptCall, len(subs))
+	calls := make([]scriptCall, 0, len(subs))
+	of := make([]int, 0, len(subs)) // of[k]: the sub of calls[k]
 	for i := range subs {
 		w := &subs[i]
+		if len(w.Marks) == 0 && len(w.Keys) == 0 && s.opts.Wait == 0 {
+			continue
+		}
 		t := s.Tag(w.Bucket)
-		keys := make([]string, 0, len(w.Marks)+len(w.Keys))
-		args := make([]any, 0, 1+2*len(w.Marks)+3*len(w.Keys))
-		args = append(args, len(w.Marks))
+		keys := make([]string, 0, len(w.Marks)+len(w.Keys)+len(w.Confirm))
+		args := make([]any, 0, 2+2*len(w.Marks)+3*len(w.Keys)+len(w.Confirm))
+		args = append(args, len(w.Marks), len(w.Confirm))
 		for _, m := range w.Marks {
 			keys = append(keys, t+"m"+m.Isolate)
 			args = append(args, m.Seq, ms(m.TTL))
@@ -296,13 +308,24 @@ func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge
 			}
 			args = append(args, want, versionPrefix(w.Versions[j]+1)+string(w.Values[j]), ms(w.TTLs[j]))
 		}
-		calls[i] = scriptCall{script: subScript, keys: keys, args: args}
+		for _, m := range w.Confirm {
+			keys = append(keys, t+"m"+m.Isolate)
+			args = append(args, ms(m.TTL))
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		calls, of = append(calls, scriptCall{script: subScript, keys: keys, args: args}), append(of, i)
+	}
+	outs := make([]merge.SubOutcome, len(subs)) // SubApplied where no call was needed
+	if len(calls) == 0 {
+		return outs, nil
 	}
 	res, ran, err := s.evalOnMasters(ctx, calls)
-	outs := make([]merge.SubOutcome, len(res))
-	for i, r := range res {
+	for k, r := range res {
+		i := of[k]
 		switch {
-		case !ran[i]:
+		case !ran[k]:
 			outs[i] = merge.SubFailed
 		case r == 0 && err != nil:
 			outs[i] = merge.SubUnconfirmed // written; WAIT (or a neighbour) failed
