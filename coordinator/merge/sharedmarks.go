@@ -30,5 +30,8 @@ func (m *Merger) sharedMarkTTL(entries []wire.Delta, now, isolateTTL int64) int6
 		until := addSat(entries[i].Window, 2) * P // window w+1 has ended: w is stale
 		ttl = max(ttl, addSat(max(until-now, 0), addSat(P, sharedTTLMargin)))
 	}
+	if ttl == 0 { // no entries: nothing says how long the mark matters
+		return isolateTTL
+	}
 	return min(ttl, isolateTTL)
 }
