@@ -110,6 +110,7 @@ fuzz:
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
 	@for t in FuzzDecodeBatch FuzzWalkLog FuzzDecodeShared; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./sim -run '^$$' -fuzz '^FuzzParseTimelineChoice$$' -fuzztime $(FUZZTIME)
+	@go test ./coordinator/redisstore -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME)
 
 ## bench: every benchmark side by side, as ratios (README "Measured figures"): the module and
 ## its peers, then servers on loopback started by the benchmark (edge host vs central Redis

@@ -99,6 +99,7 @@ func newMetrics(c *Coordinator) *metrics {
 				return float64(n)
 			}),
 	)
+	mt.reg.MustRegister(redisCollectors(c)...) // redismetrics.go
 	for _, k := range errorKinds {
 		mt.errors.WithLabelValues(k)
 	}
