@@ -37,7 +37,9 @@ const MsgpackContentType = "application/msgpack"
 // the offending field ("body", "v", "e", "e[3].limiter", ...). A sync
 // batch whose sequence number is neither the isolate's next nor a retry of
 // its last is answered 409 with the type urn:edgelimit:problem:seq_stale,
-// seq_gap or seq_conflict (field "seq"; see sequence.go); a time or window
+// seq_gap or seq_conflict (field "seq"; see sequence.go), and one without
+// the secret its isolate id is bound to 409 seq_identity (field "sec", no
+// sequence number told; merge/sequence.go); a time or window
 // ahead of the clock 400 with urn:edgelimit:problem:clock_skew (times.go).
 // A successful reply carries Edgelimit-Stale-Entries: N when N entries were
 // dropped as older than their key's previous window.
@@ -84,7 +86,7 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
-	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict",
+	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict", "seq_identity",
 	"unavailable", "internal", "not_found"}
 
 // problem is an RFC 9457 problem details body with the offending field.
@@ -116,6 +118,8 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	var mbe *http.MaxBytesError
 	var se *merge.SeqError
 	switch {
+	case errors.As(err, &se) && se.Anomaly == merge.SeqIdentity:
+		c.fail(w, http.StatusConflict, "seq_identity", "sec", "Batch of another incarnation", se.Error())
 	case errors.As(err, &se):
 		c.fail(w, http.StatusConflict, "seq_"+string(se.Anomaly), "seq", "Batch out of sequence", se.Error())
 	case errors.As(err, &mbe):

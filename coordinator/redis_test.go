@@ -82,6 +82,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"ResetKey", TestResetKey},
 		{"OtherTokenCannotTakeOverIsolate", TestOtherTokenCannotTakeOverIsolate},
 		{"SeqJumpRefusedWithoutTokens", TestSeqJumpRefusedWithoutTokens},
+		{"IsolateIdentityCannotBeStolen", TestIsolateIdentityCannotBeStolen},
 		{"RestartedIsolateStartsNewIncarnation", TestRestartedIsolateStartsNewIncarnation},
 		{"FutureWindowRefused", TestFutureWindowRefused},
 		{"StaleEntriesVisible", TestStaleEntriesVisible},

@@ -136,6 +136,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			m.applySignal(st, isolate, h.hash, &b.Signals[i], now)
 		}
 		h.seq, h.seen, h.sum = b.Seq, now, sum
+		h.bind(b)
 		m.markHWM(h)
 	}
 	rp := &wire.Reply{Version: wire.Version, Seq: b.Seq, At: now, Entries: make([]wire.View, len(slots))}

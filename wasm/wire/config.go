@@ -105,6 +105,13 @@ type Config struct {
 	// half-open circuit then probes on its own instead of asking the
 	// coordinator. Encoded only when set.
 	Standalone bool `msgpack:"alone,omitempty"`
+	// IsolateSecret is the incarnation's secret, MinSecretLen to
+	// MaxSecretLen bytes, chosen at random by the host for each
+	// incarnation (a new one with each new isolate id): every batch
+	// carries it (Batch.Secret), and the coordinator refuses a batch for
+	// the isolate id without it (see Batch.Secret). Empty: batches carry
+	// none and the isolate's id is not protected. Encoded only when set.
+	IsolateSecret string `msgpack:"secret,omitempty"`
 }
 
 // EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.
@@ -128,6 +135,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.IsolateID) > MaxIsolateIDLen {
 		bad("iso", "isolate id longer than "+strconv.Itoa(MaxIsolateIDLen)+" bytes")
+	}
+	if c.IsolateSecret != "" && !ValidSecret(c.IsolateSecret) {
+		bad("secret", errSecretLen)
 	}
 	if c.MaxKeys < 0 || c.MaxKeys > 1<<24 {
 		bad("max_keys", "must be between 0 (default) and 16777216")
@@ -194,12 +204,21 @@ func (c *Config) Validate() error {
 
 // AppendMsg appends c encoded as msgpack.
 func (c *Config) AppendMsg(b []byte) []byte {
+	n := 4
 	if c.Standalone {
-		b = AppendMapHeader(b, 5)
+		n++
+	}
+	if c.IsolateSecret != "" {
+		n++
+	}
+	b = AppendMapHeader(b, n)
+	if c.Standalone {
 		b = AppendString(b, "alone")
 		b = AppendBool(b, true)
-	} else {
-		b = AppendMapHeader(b, 4)
+	}
+	if c.IsolateSecret != "" {
+		b = AppendString(b, "secret")
+		b = AppendString(b, c.IsolateSecret)
 	}
 	b = AppendString(b, "v")
 	b = AppendInt(b, c.Version)
@@ -266,6 +285,8 @@ func (c *Config) UnmarshalMsg(b []byte) error {
 			c.MaxKeys = r.ReadInt()
 		case "alone":
 			c.Standalone = r.ReadBool()
+		case "secret":
+			c.IsolateSecret = r.ReadString()
 		case "limiters":
 			m := r.ReadArrayHeader()
 			if m > MaxLimiters {

@@ -165,8 +165,12 @@ export function normalizeConfig(cfg, synced = false) {
   return { maxKeys, limiters, standalone: !synced };
 }
 
-/** The wire.Config message (msgpack field names) for a normalized config. */
-export function toWire(norm, isolateId) {
+/**
+ * The wire.Config message (msgpack field names) for a normalized config,
+ * the isolate's id and its incarnation's secret (32 random hex digits; see
+ * wire.Config.IsolateSecret).
+ */
+export function toWire(norm, isolateId, secret) {
   const w = {
     v: PROTOCOL_VERSION,
     iso: isolateId,
@@ -184,5 +188,6 @@ export function toWire(norm, isolateId) {
   };
   // Isolates that never sync probe a half-open circuit on their own.
   if (norm.standalone) w.alone = true;
+  if (secret) w.secret = secret;
   return w;
 }
