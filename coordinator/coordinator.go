@@ -241,6 +241,7 @@ type request struct {
 // Open opens the store and starts the committer.
 func Open(opts Options) (*Coordinator, error) {
 	opts.EnsureDefaults()
+	opts.Merger.ReportPerScope = opts.Merger.ReportPerScope || len(opts.Tokens) > 1
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

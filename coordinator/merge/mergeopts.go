@@ -57,6 +57,12 @@ type MergerOptions struct {
 	// no reset generation, so isolates send no heartbeats and hear of a
 	// reset only with a reply for the key. Default false (notices on).
 	NoResetNotices bool
+	// ReportPerScope: an upstream's announced limit counts once per
+	// isolate namespace (a bearer token, scope.go) rather than once per
+	// isolate incarnation, so one token's clients cannot outvote another's
+	// (upstream.go). The coordinator sets it when it has several tokens.
+	// Default false.
+	ReportPerScope bool
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged
 	// but not checkpointed stay in memory, so this bounds the cache's

@@ -27,9 +27,9 @@ type keyUpstream struct {
 	reps       []upReport // announced limits, one per isolate, at most maxReporters
 }
 
-// upReport is one isolate's latest announced limit.
+// upReport is one reporter's latest announced limit.
 type upReport struct {
-	hash  uint64 // isoHash of the isolate
+	hash  uint64 // the reporter (Merger.reporter)
 	limit int64
 	seen  int64 // coordinator ns
 }
@@ -135,12 +135,35 @@ func (u *keyUpstream) open(lim *wire.LimiterConfig, seed uint64, now int64) {
 	}
 }
 
+// Who may signal. Only limiters with an upstream configuration
+// (wire.UpstreamConfig, "upstream" in the config file) take signals: the
+// others' are ignored and counted (MergeStats.SignalsIgnored; a 4xx would
+// refuse the whole batch, its deltas with it, and the isolate would resend
+// it forever). A pause is capped by the limiter's upstream.max_pause
+// (default 1 h: wire.LimiterConfig.PauseCap). Announced limits are counted
+// per reporter: an isolate incarnation (its id in its token's namespace,
+// bound to the incarnation by its secret: sequence.go), or, with
+// MergerOptions.ReportPerScope (a coordinator with several tokens), the
+// token: a client cannot make itself several reporters by making up
+// isolate ids, and one token cannot lower the limit another token's
+// isolates get unless the key has only one recent isolate (agreedLimit).
+// At most maxReporters reports are kept per key.
+
+// reporter is who an announced limit from an isolate of scope (hash: its
+// isoHash) counts as (see above).
+func (m *Merger) reporter(scope string, hash uint64) uint64 {
+	if m.opts.ReportPerScope && scope != "" {
+		return isoHash(scope)
+	}
+	return hash
+}
+
 // applySignal merges one isolate's signal into st at now: the pause ends
 // at the latest, failures open the circuit (or reopen it when they answer
 // the isolate's probe), a success of the probe closes it, a probe request
 // is granted when no other isolate holds the probe, and an announced
-// limit is recorded for the isolate.
-func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire.Signal, now int64) {
+// limit is recorded for the reporter (Merger.reporter).
+func (m *Merger) applySignal(st *keyState, isolate string, hash, reporter uint64, sg *wire.Signal, now int64) {
 	m.markKey(st)
 	lim := st.lim
 	if st.up == nil {
@@ -178,12 +201,12 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire
 	}
 	if sg.Limit > 0 {
 		l := min(sg.Limit, lim.AnnouncedCap(lim.LimitFor(sg.Key)))
-		i := slices.IndexFunc(u.reps, func(r upReport) bool { return r.hash == hash })
+		i := slices.IndexFunc(u.reps, func(r upReport) bool { return r.hash == reporter })
 		switch {
 		case i >= 0:
-			u.reps[i] = upReport{hash, l, now}
+			u.reps[i] = upReport{reporter, l, now}
 		case len(u.reps) < maxReporters:
-			u.reps = append(u.reps, upReport{hash, l, now})
+			u.reps = append(u.reps, upReport{reporter, l, now})
 		default:
 			oldest := 0
 			for j := range u.reps {
@@ -191,7 +214,7 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire
 					oldest = j
 				}
 			}
-			u.reps[oldest] = upReport{hash, l, now}
+			u.reps[oldest] = upReport{reporter, l, now}
 		}
 	}
 }
