@@ -10,8 +10,8 @@ import (
 // identifies it; the coordinator applies a batch at most once, so a retry
 // resends the same Seq.
 type Batch struct {
-	Version int64   `msgpack:"v"`
-	Isolate string  `msgpack:"iso"`         // isolate id, 1..MaxIsolateIDLen bytes
+	Version int64  `msgpack:"v"`
+	Isolate string `msgpack:"iso"` // isolate id, 1..MaxIsolateIDLen bytes
 	// Secret is the incarnation's secret (Config.IsolateSecret),
 	// MinSecretLen to MaxSecretLen bytes, or empty (none). The
 	// coordinator binds the isolate id to it with the id's first batch
@@ -19,7 +19,7 @@ type Batch struct {
 	// later batch for the id that does not carry the same secret, so a
 	// client that knows an isolate id cannot take it over or force it to
 	// reincarnate. Encoded only when set.
-	Secret string `msgpack:"sec,omitempty"`
+	Secret  string  `msgpack:"sec,omitempty"`
 	Seq     int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
 	At      int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
 	Entries []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
