@@ -31,8 +31,11 @@ const MsgpackContentType = "application/msgpack"
 //	GET    /metrics                          Prometheus metrics
 //	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
 //
-// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set;
-// each token is its own namespace of isolate ids (scope.go).
+// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens or
+// Options.Grants is set, and the token's role (roles.go: edge for sync,
+// read for the GETs, admin for DELETE; 403 forbidden otherwise); each token
+// is its own namespace of isolate ids (scope.go), and a key's view shows
+// the caller's isolates only.
 // Errors are problem+json (RFC 9457) with an extra "field" member naming
 // the offending field ("body", "v", "e", "e[3].limiter", ...). A sync
 // batch whose sequence number is neither the isolate's next nor a retry of
@@ -45,10 +48,10 @@ const MsgpackContentType = "application/msgpack"
 // dropped as older than their key's previous window.
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
-	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
-	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
-	c.dash.Routes(mux, dashSource{c}, c.auth)
+	mux.Handle("POST /v1/sync", c.auth(RoleEdge, http.HandlerFunc(c.handleSync)))
+	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(RoleRead, http.HandlerFunc(c.handleGetKey)))
+	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handleDeleteKey)))
+	c.dash.Routes(mux, dashSource{c}, func(h http.Handler) http.Handler { return c.auth(RoleRead, h) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
 			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
@@ -87,7 +90,7 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
 	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict", "seq_identity",
-	"unavailable", "internal", "not_found"}
+	"unavailable", "internal", "not_found", "forbidden"}
 
 // problem is an RFC 9457 problem details body with the offending field.
 type problem struct {
@@ -149,17 +152,42 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	}
 }
 
-// auth requires a configured bearer token, compared in constant time, and
-// puts the token's isolate namespace in the request's context (scope.go).
-func (c *Coordinator) auth(next http.Handler) http.Handler {
-	if len(c.opts.Tokens) == 0 {
+// authenticated reports whether the coordinator requires bearer tokens.
+func (c *Coordinator) authenticated() bool { return len(c.opts.Tokens)+len(c.opts.Grants) > 0 }
+
+// principals returns the tokens the coordinator accepts and, at the same
+// index, what each may do (roles.go).
+func (c *Coordinator) principals() ([][]byte, []*principal) {
+	var tokens [][]byte
+	var ps []*principal
+	for _, t := range c.opts.Tokens {
+		tokens = append(tokens, []byte(t))
+		ps = append(ps, &principal{scope: tokenScope(t), roles: RoleAll})
+	}
+	for _, g := range c.opts.Grants {
+		p := &principal{scope: tokenScope(g.Token), roles: g.Roles}
+		if g.Roles&RoleEdge != 0 && len(g.Limiters) > 0 {
+			p.limiters = map[string]bool{}
+			for _, l := range g.Limiters {
+				p.limiters[l] = true
+			}
+		}
+		tokens = append(tokens, []byte(g.Token))
+		ps = append(ps, p)
+	}
+	return tokens, ps
+}
+
+// auth requires a configured bearer token (compared in constant time)
+// whose roles hold role, and puts the token's principal (its isolate
+// namespace and roles: scope.go, roles.go) in the request's context. A
+// missing or unknown token is 401; a known one without role 403
+// (urn:edgelimit:problem:forbidden, naming the role missing).
+func (c *Coordinator) auth(role Role, next http.Handler) http.Handler {
+	if !c.authenticated() {
 		return next
 	}
-	tokens := make([][]byte, len(c.opts.Tokens))
-	scopes := make([]string, len(c.opts.Tokens))
-	for i, t := range c.opts.Tokens {
-		tokens[i], scopes[i] = []byte(t), tokenScope(t)
-	}
+	tokens, ps := c.principals()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		match := -1
@@ -168,16 +196,19 @@ func (c *Coordinator) auth(next http.Handler) http.Handler {
 				match = i
 			}
 		}
-		if ok && match >= 0 {
-			r = r.WithContext(withScope(r.Context(), scopes[match]))
-		}
 		if !ok || match < 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgelimit"`)
 			c.fail(w, http.StatusUnauthorized, "auth", "Authorization", "Unauthorized",
 				"a valid bearer token is required")
 			return
 		}
-		next.ServeHTTP(w, r)
+		p := ps[match]
+		if !p.may(role) {
+			c.fail(w, http.StatusForbidden, "forbidden", "Authorization", "Forbidden",
+				"this token lacks the "+role.String()+" role, which "+r.Method+" "+r.URL.Path+" needs (it has "+p.roles.String()+")")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 	})
 }
 
@@ -238,6 +269,10 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, err)
 		return
 	}
+	if field, detail := principalOf(r.Context()).forbidBatch(b); field != "" {
+		c.fail(w, http.StatusForbidden, "forbidden", field, "Forbidden", detail)
+		return
+	}
 	rq, err := c.sync(r.Context(), b)
 	if err != nil {
 		c.failErr(w, err)
@@ -258,6 +293,16 @@ func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.failErr(w, err)
 		return
+	}
+	// Other tokens' isolates are not the caller's business (scope.go).
+	scope := scopeOf(r.Context())
+	ks.Leases = ownIsolates(ks.Leases, scope)
+	if u := ks.Upstream; u != nil && u.Probe != "" {
+		probe, ok := strings.CutPrefix(u.Probe, scope)
+		if !ok {
+			probe = "(another token's isolate)"
+		}
+		u.Probe = probe
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(ks)

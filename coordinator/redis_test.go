@@ -83,6 +83,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"OtherTokenCannotTakeOverIsolate", TestOtherTokenCannotTakeOverIsolate},
 		{"SeqJumpRefusedWithoutTokens", TestSeqJumpRefusedWithoutTokens},
 		{"IsolateIdentityCannotBeStolen", TestIsolateIdentityCannotBeStolen},
+		{"KeyViewShowsOwnIsolatesOnly", TestKeyViewShowsOwnIsolatesOnly},
 		{"RestartedIsolateStartsNewIncarnation", TestRestartedIsolateStartsNewIncarnation},
 		{"FutureWindowRefused", TestFutureWindowRefused},
 		{"StaleEntriesVisible", TestStaleEntriesVisible},
