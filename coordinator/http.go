@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -27,6 +28,7 @@ const MsgpackContentType = "application/msgpack"
 //	POST   /v1/sync                          body: wire.Batch (msgpack); reply: wire.Reply (msgpack)
 //	GET    /v1/limiters/{name}/keys/{key}    current state of a key (JSON KeyState)
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
+//	                                         (both: ?encoding=base64url takes {key} as the key's bytes in base64url)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
 //	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
@@ -288,8 +290,41 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
+// pathKey returns the key of a /v1/limiters/{name}/keys/{key} request: the
+// path segment as text, or, with ?encoding=base64url, the bytes it encodes
+// (unpadded or padded base64url: any key, whatever its bytes, as the
+// dashboard sends it). It answers 400 itself and returns false when the
+// key is not 1 to wire.MaxKeyLen bytes or not base64url.
+func (c *Coordinator) pathKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key := r.PathValue("key")
+	switch enc := r.URL.Query().Get("encoding"); enc {
+	case "":
+	case "base64url":
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key, "="))
+		if err != nil {
+			c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key", "the key is not base64url: "+err.Error())
+			return "", false
+		}
+		key = string(b)
+	default:
+		c.fail(w, http.StatusBadRequest, "invalid", "encoding", "Invalid key encoding",
+			"encoding must be base64url or absent (the key as text), got "+strconv.Quote(enc))
+		return "", false
+	}
+	if key == "" || len(key) > wire.MaxKeyLen {
+		c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key",
+			"keys are 1 to "+strconv.Itoa(wire.MaxKeyLen)+" bytes")
+		return "", false
+	}
+	return key, true
+}
+
 func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
-	ks, err := c.KeyState(r.Context(), r.PathValue("name"), r.PathValue("key"))
+	key, ok := c.pathKey(w, r)
+	if !ok {
+		return
+	}
+	ks, err := c.KeyState(r.Context(), r.PathValue("name"), key)
 	if err != nil {
 		c.failErr(w, err)
 		return
@@ -309,10 +344,8 @@ func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Coordinator) handleDeleteKey(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	if key == "" || len(key) > wire.MaxKeyLen {
-		c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key",
-			"keys are 1 to "+strconv.Itoa(wire.MaxKeyLen)+" bytes")
+	key, ok := c.pathKey(w, r)
+	if !ok {
 		return
 	}
 	if err := c.ResetKey(r.Context(), r.PathValue("name"), key); err != nil {
