@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -207,6 +209,23 @@ func TestParseTokens(t *testing.T) {
 		if c, err := Open(o); err == nil {
 			c.Close()
 			t.Errorf("Open with grants %+v succeeded", o.Grants)
+		}
+	}
+}
+
+// TestEdgeOnlyTokenProbes: an edge host's health probe (GET /v1/limiters
+// with its token) takes the 403 problem of a token with the edge role and
+// not read as a live coordinator that knows the token; an unknown token
+// still fails it.
+func TestEdgeOnlyTokenProbes(t *testing.T) {
+	_, _, srv := rolesServer(t)
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{{"edge-a", true}, {"reader", true}, {"fleet", true}, {"nobody", false}} {
+		err := (&syncloop.HTTPTransport{URL: srv.URL, Token: tc.token}).Probe(context.Background())
+		if (err == nil) != tc.ok {
+			t.Errorf("probe with %s: %v, want ok %v", tc.token, err, tc.ok)
 		}
 	}
 }
