@@ -28,6 +28,7 @@ const MsgpackContentType = "application/msgpack"
 //	POST   /v1/sync                          body: wire.Batch (msgpack); reply: wire.Reply (msgpack)
 //	GET    /v1/limiters/{name}/keys/{key}    current state of a key (JSON KeyState)
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
+//	POST   /v1/limiters/{name}/keys/{key}    pause a key fleet-wide (JSON PauseRequest; pause.go)
 //	                                         (both: ?encoding=base64url takes {key} as the key's bytes in base64url)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
@@ -53,6 +54,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.Handle("POST /v1/sync", c.auth(RoleEdge, http.HandlerFunc(c.handleSync)))
 	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(RoleRead, http.HandlerFunc(c.handleGetKey)))
 	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handleDeleteKey)))
+	mux.Handle("POST /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handlePause)))
 	c.dash.Routes(mux, dashSource{c}, func(h http.Handler) http.Handler { return c.auth(RoleRead, h) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
@@ -92,7 +94,7 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
 	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict", "seq_identity",
-	"unavailable", "internal", "not_found", "forbidden"}
+	"unavailable", "internal", "not_found", "forbidden", "not_supported"}
 
 // problem is an RFC 9457 problem details body with the offending field.
 type problem struct {

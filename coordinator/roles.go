@@ -19,7 +19,8 @@ import (
 //	       the batch must name one of them
 //	read   GET /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates (the
 //	       dashboard's read API) and GET /v1/limiters/{name}/keys/{key}
-//	admin  DELETE /v1/limiters/{name}/keys/{key} (reset)
+//	admin  DELETE /v1/limiters/{name}/keys/{key} (reset) and POST to it
+//	       (pause the key: pause.go)
 //
 // A request its token's roles do not cover is refused 403 with the problem
 // type urn:edgelimit:problem:forbidden, naming the role (or the limiter)

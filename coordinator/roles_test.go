@@ -229,3 +229,64 @@ func TestEdgeOnlyTokenProbes(t *testing.T) {
 		}
 	}
 }
+
+// postJSON posts body to path with token and returns the status and body.
+func postJSON(t *testing.T, srv *httptest.Server, path, token, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestAdminPausesKey: the admin role pauses a key fleet-wide (POST
+// .../keys/{key} {"pause": "2h"}), capped at the limiter's max_pause (1 h
+// by default); the edges syncing the key hear it in their replies; other
+// roles get 403, bad bodies 400.
+func TestAdminPausesKey(t *testing.T) {
+	_, clk, srv := rolesServer(t)
+	now := clk.now()
+	if st, _, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 1))); st != 200 {
+		t.Fatalf("edge-a: %d %+v", st, p)
+	}
+	for _, tok := range []string{"reader", "edge-a", "edge-b"} {
+		st, body := postJSON(t, srv, "/v1/limiters/fw/keys/k", tok, `{"pause": "2h"}`)
+		wantForbidden(t, tok+" pauses", st, body, "admin")
+	}
+	st, body := postJSON(t, srv, "/v1/limiters/fw/keys/k", "admin", `{"pause": "2h"}`)
+	var ks struct {
+		Upstream struct {
+			PausedNS int64 `json:"paused_ns"`
+		} `json:"upstream"`
+	}
+	if err := json.Unmarshal(body, &ks); st != 200 || err != nil || ks.Upstream.PausedNS != 3600*sec {
+		t.Fatalf("admin pauses 2h: %d %s, want 200 and paused_ns of 1 h (the cap)", st, body)
+	}
+	st, rp, p := syncAs(t, srv, "edge-a", batch("a1", 2, now, fwDelta("k", 1)))
+	if st != 200 || len(rp.Upstream) != 1 || rp.Upstream[0].Key != "k" || rp.Upstream[0].Pause != 3600*sec {
+		t.Fatalf("edge-a's reply after the pause: %d %+v %+v, want the key's pause", st, rp, p)
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"pause": "0s"}`, "pause"},
+		{`{"pause": "soon"}`, "pause"},
+		{`{"paws": "1m"}`, "body"},
+		{`{"pause": "1m"} {"pause": "1m"}`, "body"},
+	} {
+		st, body := postJSON(t, srv, "/v1/limiters/fw/keys/k", "admin", tc.body)
+		if p := decodeProblem(t, body); st != 400 || p.Field != tc.field {
+			t.Errorf("pause %s: %d %+v, want 400 naming %s", tc.body, st, p, tc.field)
+		}
+	}
+	if st, body := call(t, srv, "DELETE", "/v1/limiters/fw/keys/k", "admin"); st != 204 {
+		t.Fatalf("reset: %d %s", st, body)
+	}
+	if st, body := call(t, srv, "GET", "/v1/limiters/fw/keys/k", "reader"); st != 200 || strings.Contains(string(body), "paused_ns") {
+		t.Fatalf("after the reset: %d %s, want no pause", st, body)
+	}
+}

@@ -2,6 +2,8 @@ package merge
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
@@ -336,4 +338,34 @@ func (s *keyState) decodeUp(d *decoder) {
 	if d.err == nil {
 		s.up = u
 	}
+}
+
+// Pause pauses (limiter, key) for d ns from now, as an operator (the
+// coordinator's admin role) rather than an upstream asks: every isolate
+// that syncs the key hears the pause with its reply and denies the key
+// until it ends. d is capped by the limiter's PauseCap (upstream.max_pause,
+// default 1 h); a pause already set longer stays (pauses merge as the
+// latest end; Reset lifts it). It returns the pause left, ns, and stages
+// the change for the next Commit.
+func (m *Merger) Pause(limiter, key string, d, now int64) (int64, error) {
+	lim := m.lims[limiter]
+	if lim == nil {
+		return 0, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
+	}
+	if d <= 0 {
+		return 0, errors.New("merge: a pause must be longer than 0")
+	}
+	if err := m.recovered(); err != nil {
+		return 0, err
+	}
+	st, err := m.loadKey(lim, key, nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	m.markKey(st)
+	if st.up == nil {
+		st.up = &keyUpstream{}
+	}
+	st.up.pause = max(st.up.pause, now+min(d, lim.PauseCap()))
+	return st.up.pause - now, nil
 }
