@@ -249,7 +249,7 @@ type request struct {
 // Open opens the store and starts the committer.
 func Open(opts Options) (*Coordinator, error) {
 	opts.EnsureDefaults()
-	opts.Merger.ReportPerScope = opts.Merger.ReportPerScope || len(opts.Tokens)+len(opts.Grants) > 1
+	opts.Merger.ReportPerScope = opts.Merger.ReportPerScope || opts.edgeTokens() > 1
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

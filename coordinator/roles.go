@@ -141,6 +141,17 @@ func (o *Options) validateGrants() error {
 	return errors.Join(errs...)
 }
 
+// edgeTokens returns how many tokens may sync (the edge role).
+func (o *Options) edgeTokens() int {
+	n := len(o.Tokens)
+	for _, g := range o.Grants {
+		if g.Roles&RoleEdge != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // principal is what the bearer token of a request may do.
 type principal struct {
 	scope    string          // its isolate namespace (scope.go)

@@ -60,7 +60,7 @@ type MergerOptions struct {
 	// ReportPerScope: an upstream's announced limit counts once per
 	// isolate namespace (a bearer token, scope.go) rather than once per
 	// isolate incarnation, so one token's clients cannot outvote another's
-	// (upstream.go). The coordinator sets it when it has several tokens.
+	// (upstream.go). The coordinator sets it when several tokens may sync.
 	// Default false.
 	ReportPerScope bool
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
