@@ -139,13 +139,13 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			s := &slots[at[i]]
 			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
 		}
-		reporter := m.reporter(scope, h.hash)
+		tok := m.reportToken(scope)
 		for i, st := range sigs {
 			if st == nil {
 				m.stats.SignalsIgnored++
 				continue
 			}
-			m.applySignal(st, isolate, h.hash, reporter, &b.Signals[i], now)
+			m.applySignal(st, isolate, h.hash, tok, &b.Signals[i], now)
 		}
 		h.seq, h.seen, h.sum = b.Seq, now, sum
 		h.bind(b)
