@@ -57,10 +57,10 @@ type MergerOptions struct {
 	// no reset generation, so isolates send no heartbeats and hear of a
 	// reset only with a reply for the key. Default false (notices on).
 	NoResetNotices bool
-	// ReportPerScope: an upstream's announced limit counts once per
-	// isolate namespace (a bearer token, scope.go) rather than once per
-	// isolate incarnation, so one token's clients cannot outvote another's
-	// (upstream.go). The coordinator sets it when several tokens may sync.
+	// ReportPerScope: isolate namespaces (bearer tokens, the scope of
+	// ApplyAs) vote on a key's announced limit, rather than isolates, so
+	// one token's clients cannot outvote another's (upstream.go,
+	// agreedLimit). The coordinator sets it when several tokens may sync.
 	// Default false.
 	ReportPerScope bool
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
