@@ -29,14 +29,14 @@ const MsgpackContentType = "application/msgpack"
 //	GET    /v1/limiters/{name}/keys/{key}    current state of a key (JSON KeyState)
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
 //	POST   /v1/limiters/{name}/keys/{key}    pause a key fleet-wide (JSON PauseRequest; pause.go)
-//	                                         (both: ?encoding=base64url takes {key} as the key's bytes in base64url)
+//	                                         (each: ?encoding=base64url takes {key} as the key's bytes in base64url)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
 //	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
 //
 // /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens or
 // Options.Grants is set, and the token's role (roles.go: edge for sync,
-// read for the GETs, admin for DELETE; 403 forbidden otherwise); each token
+// read for the GETs, admin for DELETE and POST; 403 forbidden otherwise); each token
 // is its own namespace of isolate ids (scope.go), and a key's view shows
 // the caller's isolates only.
 // Errors are problem+json (RFC 9457) with an extra "field" member naming
