@@ -96,8 +96,8 @@ fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest FuzzObservation; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for t in FuzzSyncIn FuzzObserve FuzzParseHeaders; do go test ./wasm/core -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
-	@for t in FuzzDecodeBatch FuzzWalkLog FuzzDecodeShared FuzzTokenRoles; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@go test ./coordinator/merge -run '^$$' -fuzz '^FuzzIsolateIdentity$$' -fuzztime $(FUZZTIME)
+	@for t in FuzzDecodeBatch FuzzTokenRoles; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in FuzzWalkLog FuzzDecodeShared FuzzIsolateIdentity; do go test ./coordinator/merge -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 ## bench: every benchmark side by side, as ratios (README "Measured figures"): the module and
 ## its peers, then servers on loopback started by the benchmark (edge host vs central Redis
