@@ -275,6 +275,7 @@ func (e *engine) restart(nd *node, now int64) error {
 func (e *engine) start(nd *node, now int64) error {
 	cfg := e.cfg
 	cfg.IsolateID = e.strategy + "-" + strconv.Itoa(nd.index) + "-" + strconv.Itoa(int(nd.gen))
+	cfg.SyncInterval = min(max(e.interval, wire.MinSyncInterval), wire.MaxSyncInterval)
 	seed := e.seed*1_000_003 + uint64(nd.index)*7919 + uint64(nd.gen)
 	iso, err := e.rt.NewIsolate(e.ctx, cfg, seed)
 	if err != nil {

@@ -106,7 +106,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	leaseGrace := durationFlag(fs, "lease-grace", 0, "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
 	strand := fs.Float64("strand-budget", 0, "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	lf := addLogFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

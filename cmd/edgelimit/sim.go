@@ -57,7 +57,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -70,3 +70,41 @@ func TestLeaseLifeAndRelease(t *testing.T) {
 		t.Errorf("W (alive under the lease) reserves %d after the expiry, want the %d held (counted as spent)", r, held)
 	}
 }
+
+// A bucket lease whose isolate died ends with its life: it is charged to
+// the bucket as spent at its end, and the bucket refills it, so another
+// isolate gets the whole burst back once the refill time has passed. (It
+// used to stay reserved until its holder reported, which a dead isolate
+// never does: the bucket stayed short of its burst for good.)
+func TestDeadIsolatesBucketLeaseComesBack(t *testing.T) {
+	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	// stb: 50/s, burst 100. Isolate a asks for 60, gets a lease, dies.
+	va := viewOf(t, mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "stb", Key: "k", Demand: 60})), "stb", "k")
+	if va.Lease <= 0 {
+		t.Fatalf("isolate a got lease %d, want some", va.Lease)
+	}
+	// 5 s later (the lease ended 4.8 s ago; the bucket refills 100 in 2 s),
+	// isolate b asks for the whole burst in a few syncs.
+	at := t0 + 5*sec
+	var got int64
+	for seq := int64(1); seq <= 4; seq++ {
+		at += sec / 100
+		clk.set(at)
+		v := viewOf(t, mustSync(t, c, batch("b", seq, at, wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+		got = v.Lease
+	}
+	if got < 100-1 {
+		t.Fatalf("isolate b holds a lease of %d after a's lease of %d ended 5 s ago; want the burst (100) back", got, va.Lease)
+	}
+	// And never more than the bucket holds: a's lease was charged.
+	c.withMerger(func(m *Merger) {
+		ks, err := m.KeyState("stb", "k", clk.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.LeaseSum > 100 {
+			t.Errorf("leases %d > burst 100", ks.LeaseSum)
+		}
+	})
+}

@@ -190,6 +190,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
 		cfg.IsolateID = opts.IDPrefix + "-" + strconv.Itoa(i)
+		if opts.Sync.Interval > 0 {
+			cfg.SyncInterval = min(max(int64(opts.Sync.Interval), wire.MinSyncInterval), wire.MaxSyncInterval)
+		}
 		iso, err := rt.NewIsolate(ctx, cfg, uint64(i))
 		if err != nil {
 			h.Close()

@@ -49,7 +49,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			e.roll(max64(window(now, l.cfg.Period), e.win))
 		}
 		key := c.tab.keyBytes(e)
-		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict {
+		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict || e.flags&fName != 0 {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
 			count++
@@ -72,7 +72,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
-	c.beatAsk = 0                        // this batch brings the reset notices a heartbeat would
+	c.beatAsk, c.beatNow = 0, false      // this batch brings the reset notices a heartbeat would
 	c.seq++
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
@@ -245,6 +245,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
 	c.applyResets(now) // before the views: they are newer than the resets they list
+	c.heard = now
 	for i := range views {
 		rv := &views[i]
 		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
@@ -345,12 +346,19 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		e.vWin, e.vCur, e.vPrev = v.Window, v.Count, v.Prev
 	}
 	e.vAt = at
-	e.flags |= fView
+	named := e.flags&fName != 0
+	e.flags = e.flags&^fName | fView
 	e.setExp(l, now)
 	if !l.strict {
 		return
 	}
 	s := c.tab.lease(e)
+	if named && !v.Exhausted && s.asked == 0 && !l.bucket {
+		// A recheck (resets.go): the window has room again (a reset the
+		// coordinator sent no notice of): the dry spell ends, the next
+		// request asks.
+		s.dryWin, s.dryN = -1, 0
+	}
 	if v.Lease >= 0 {
 		s.expires = leaseExpiry(c.cutAt, v.Life)
 		// The standing lease is for the window after the view's.

@@ -112,6 +112,13 @@ type Config struct {
 	// the isolate id without it (see Batch.Secret). Empty: batches carry
 	// none and the isolate's id is not protected. Encoded only when set.
 	IsolateSecret string `msgpack:"secret,omitempty"`
+	// SyncInterval is the host's sync interval, ns (0: DefaultSyncInterval,
+	// 100 ms; else MinSyncInterval..MaxSyncInterval). The isolate trusts a
+	// denial it cached for two intervals after its last reply: past that,
+	// a request it would deny from the cache asks for a sync first
+	// (SyncRetry), so a reset on the coordinator reaches it within two
+	// intervals (core/resets.go). Encoded only when set.
+	SyncInterval int64 `msgpack:"sync_ns,omitempty"`
 }
 
 // EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.
@@ -141,6 +148,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxKeys < 0 || c.MaxKeys > 1<<24 {
 		bad("max_keys", "must be between 0 (default) and 16777216")
+	}
+	if c.SyncInterval != 0 && (c.SyncInterval < MinSyncInterval || c.SyncInterval > MaxSyncInterval) {
+		bad("sync_ns", "must be 0 (default: 100ms) or between 1ms and 1h (in ns), got "+strconv.FormatInt(c.SyncInterval, 10))
 	}
 	if len(c.Limiters) == 0 {
 		bad("limiters", "at least one limiter is required")
@@ -211,6 +221,9 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	if c.IsolateSecret != "" {
 		n++
 	}
+	if c.SyncInterval != 0 {
+		n++
+	}
 	b = AppendMapHeader(b, n)
 	if c.Standalone {
 		b = AppendString(b, "alone")
@@ -219,6 +232,10 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	if c.IsolateSecret != "" {
 		b = AppendString(b, "secret")
 		b = AppendString(b, c.IsolateSecret)
+	}
+	if c.SyncInterval != 0 {
+		b = AppendString(b, "sync_ns")
+		b = AppendInt(b, c.SyncInterval)
 	}
 	b = AppendString(b, "v")
 	b = AppendInt(b, c.Version)
@@ -287,6 +304,8 @@ func (c *Config) UnmarshalMsg(b []byte) error {
 			c.Standalone = r.ReadBool()
 		case "secret":
 			c.IsolateSecret = r.ReadString()
+		case "sync_ns":
+			c.SyncInterval = r.ReadInt()
 		case "limiters":
 			m := r.ReadArrayHeader()
 			if m > MaxLimiters {

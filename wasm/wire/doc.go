@@ -46,6 +46,12 @@ const (
 	// (1 ms and 31 days).
 	MinPeriod = int64(1e6)
 	MaxPeriod = int64(31 * 24 * 3600 * 1e9)
+	// DefaultSyncInterval is Config.SyncInterval when it is 0: 100 ms, ns.
+	DefaultSyncInterval = int64(100e6)
+	// MinSyncInterval and MaxSyncInterval bound Config.SyncInterval: 1 ms
+	// and 1 h, ns.
+	MinSyncInterval = int64(1e6)
+	MaxSyncInterval = int64(3600e9)
 	// DefaultMaxKeys is the default cap on keys one isolate tracks.
 	DefaultMaxKeys = 100000
 )

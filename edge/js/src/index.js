@@ -138,7 +138,7 @@ export class EdgeLimit {
     // Each incarnation (this one, a restart after a trap, a reincarnation)
     // has its own secret, which its batches carry: the coordinator refuses
     // a batch for the id without it, so no other client can take the id.
-    mod.configure(toWire(this._norm, id, randomHex(32)));
+    mod.configure(toWire(this._norm, id, this._interval, randomHex(32)));
     this._mod = mod;
     if (this._firstId === undefined) {
       this._firstId = id; // restarts and incarnations derive their ids from it
