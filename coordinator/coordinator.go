@@ -46,9 +46,14 @@ type Options struct {
 	Config wire.Config
 	// Clock is the coordinator's time (package clock). Default clock.Real.
 	Clock clock.Clock
-	// Tokens are the bearer tokens accepted on /v1/* (any one of them, so
-	// each edge may have its own). Empty means no authentication.
+	// Tokens are the bearer tokens accepted on /v1/* with every role (any
+	// one of them, so each edge may have its own; roles.go). Empty, with
+	// no Grants, means no authentication.
 	Tokens []string
+	// Grants are bearer tokens with some roles only (edge, read, admin;
+	// roles.go). Empty: every token of Tokens may do everything, the
+	// single trusted fleet of a coordinator without roles.
+	Grants []Grant
 	// MaxBodyBytes caps a request body, in bytes. Default 4 MiB (4194304),
 	// which holds a batch of MaxBatchEntries entries with long keys.
 	MaxBodyBytes int64
@@ -112,6 +117,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxGroup < 0 {
 		errs = append(errs, fmt.Errorf("coordinator: Options.MaxGroup must be positive (0 takes the default), got %d", o.MaxGroup))
+	}
+	if err := o.validateGrants(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.GCBudget < 0 {
 		errs = append(errs, fmt.Errorf("coordinator: Options.GCBudget must be positive (0 takes the default), got %d", o.GCBudget))
@@ -241,6 +249,7 @@ type request struct {
 // Open opens the store and starts the committer.
 func Open(opts Options) (*Coordinator, error) {
 	opts.EnsureDefaults()
+	opts.Merger.ReportPerScope = opts.Merger.ReportPerScope || opts.edgeTokens() > 1
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -64,7 +64,8 @@ func newMetrics(c *Coordinator) *metrics {
 		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s merge.MergeStats) int64 { return s.Replayed }),
 		counter("syncs_total", "Sync batches applied.", func(s merge.MergeStats) int64 { return s.Batches }),
 		counter("duplicates_dropped_total", "Retries of an isolate's last applied batch, not applied again.", func(s merge.MergeStats) int64 { return s.Duplicates }),
-		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
+		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict, identity).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
+		counter("upstream_signals_ignored_total", "Upstream signals for limiters without an upstream configuration, ignored.", func(s merge.MergeStats) int64 { return s.SignalsIgnored }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_healthy",
 			Help: "1 while the store works; 0 while commits fail or it reports background errors (then /healthz and sync answer 503)."},
 			func() float64 {

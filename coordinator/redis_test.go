@@ -83,6 +83,8 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"ResetKey", TestResetKey},
 		{"OtherTokenCannotTakeOverIsolate", TestOtherTokenCannotTakeOverIsolate},
 		{"SeqJumpRefusedWithoutTokens", TestSeqJumpRefusedWithoutTokens},
+		{"IsolateIdentityCannotBeStolen", TestIsolateIdentityCannotBeStolen},
+		{"KeyViewShowsOwnIsolatesOnly", TestKeyViewShowsOwnIsolatesOnly},
 		{"RestartedIsolateStartsNewIncarnation", TestRestartedIsolateStartsNewIncarnation},
 		{"FutureWindowRefused", TestFutureWindowRefused},
 		{"StaleEntriesVisible", TestStaleEntriesVisible},

@@ -74,7 +74,12 @@ With --tls-cert and --tls-key the server speaks HTTPS (TLS 1.2 or later);
 SIGHUP reads both files again (a renewed certificate serves new
 connections; a pair that fails to load is logged and the old one stays).
 
-Each bearer token is its own namespace of isolate ids. A batch whose time
+Each bearer token is its own namespace of isolate ids. A token given alone
+may do everything (one trusted fleet); TOKEN:ROLES gives it only ROLES,
+joined by '+': edge (POST /v1/sync, for every limiter, or edge=api|llm for
+those named), read (the dashboard's GETs and GET .../keys/{key}) and admin
+(DELETE .../keys/{key}); other requests get 403. Example:
+--token 'k1:edge=api|llm,k2:read+admin'. A batch whose time
 is more than --max-clock-skew (default 2s) ahead of this server's clock, or
 that names a window past this server's current one (the next one only when
 it starts within --max-clock-skew), is refused (400 clock_skew), so keep
@@ -93,7 +98,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	data := fs.String("data", "", "Pebble data `DIR`, created if missing (required unless --in-memory or --store)")
 	listen := fs.String("listen", "127.0.0.1:7070", "listen `ADDR` (host:port)")
 	config := fs.String("config", "", "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
-	token := fs.String("token", "", "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
+	token := fs.String("token", "", "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge); TOKEN:ROLES gives a token only ROLES (edge, edge=LIMITER|..., read, admin, joined by +)")
 	inMemory := fs.Bool("in-memory", false, "keep state in memory only (nothing survives a restart)")
 	insecure := fs.Bool("insecure", false, "allow serving without a token on a non-loopback address")
 	ckptKeys := fs.Int("checkpoint-keys", 0, "checkpoint once `N` distinct keys were logged (default 131072)")
@@ -137,13 +142,11 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *data == "" && !*inMemory && *storeURL == "" {
 		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
 	}
-	var tokens []string
-	for _, t := range strings.Split(*token, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tokens = append(tokens, t)
-		}
+	tokens, grants, err := coordinator.ParseTokens(*token)
+	if err != nil {
+		return err
 	}
-	if len(tokens) == 0 && !*insecure && !isLoopback(*listen) {
+	if len(tokens)+len(grants) == 0 && !*insecure && !isLoopback(*listen) {
 		return fmt.Errorf("coordinator: refusing to serve %s without a token: set --token (or EDGELIMIT_TOKEN), listen on loopback, or pass --insecure", *listen)
 	}
 	var cfg wire.Config
@@ -167,7 +170,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	ln = sln
 	start := time.Now()
-	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens,
+	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens, Grants: grants,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}}
 	where := *data

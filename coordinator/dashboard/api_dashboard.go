@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -91,7 +92,11 @@ type TopKeysView struct {
 // capacity). Reset is when the count next drops: the window's end, or
 // when the bucket is full again.
 type KeyView struct {
-	Key       string  `json:"key"`
+	Key string `json:"key"` // as JSON text: bytes that are not UTF-8 show as U+FFFD
+	// KeyB64 is the key's exact bytes in unpadded base64url (RFC 4648
+	// §5), what the page resets it by: DELETE
+	// /v1/limiters/{name}/keys/{key_b64}?encoding=base64url.
+	KeyB64    string  `json:"key_b64"`
 	Count     int64   `json:"count"`
 	Limit     int64   `json:"limit"` // after per-key overrides
 	Remaining int64   `json:"remaining"`
@@ -234,7 +239,7 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 // keyView computes what a key uses now from its last view e (UsageOf).
 func keyView(cfg *wire.LimiterConfig, e *topEntry, now int64) KeyView {
 	u := UsageOf(cfg, e.key, e.window, e.count, e.prev, e.tat, now)
-	kv := KeyView{Key: e.key, Count: u.Count, Limit: u.Limit, ResetMS: u.Reset / 1e6,
+	kv := KeyView{Key: e.key, KeyB64: base64.RawURLEncoding.EncodeToString([]byte(e.key)), Count: u.Count, Limit: u.Limit, ResetMS: u.Reset / 1e6,
 		Isolates: e.isolates, UpdatedMS: max(now-e.at, 0) / 1e6}
 	kv.Remaining = max(kv.Limit-kv.Count, 0)
 	kv.Used = u.Used()

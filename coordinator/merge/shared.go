@@ -495,6 +495,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			continue
 		}
 		r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
+		r.h.bind(r.b)
 		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: int64(s.opts.IsolateTTL)})
 	}
 	if len(adv) > 0 {

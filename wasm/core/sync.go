@@ -79,7 +79,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, c.rgen, true, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, end, c.rgen, true, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -139,20 +139,26 @@ func (c *Core) urgent(e *entry, now int64) bool {
 // outstanding batch, if any, becomes batch 1 of newID with the same deltas
 // and time, so the next SyncOut resends them and nothing is lost (the
 // coordinator applied nothing of the refused batch). newID must be 1 to
-// wire.MaxIsolateIDLen bytes and differ from the current id (ErrBadInput).
-func (c *Core) Reincarnate(newID string) error {
+// wire.MaxIsolateIDLen bytes and differ from the current id; secret is the
+// new incarnation's secret (wire.Config.IsolateSecret: empty, or
+// wire.MinSecretLen to wire.MaxSecretLen random bytes the host chose), else
+// ErrBadInput.
+func (c *Core) Reincarnate(newID, secret string) error {
 	if c.cfg.IsolateID == "" {
 		return ErrNoIsolateID
 	}
 	if newID == "" || len(newID) > wire.MaxIsolateIDLen || newID == c.cfg.IsolateID {
 		return badInput(errors.New("core: a new incarnation needs a new isolate id of 1 to 128 bytes"))
 	}
-	c.cfg.IsolateID = newID
+	if secret != "" && !wire.ValidSecret(secret) {
+		return badInput(errors.New("core: an isolate secret must be 16 to 64 bytes"))
+	}
+	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
 	c.seq = 0
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, c.rgen, true, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, false, c.rgen, true, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil

@@ -105,6 +105,13 @@ type Config struct {
 	// half-open circuit then probes on its own instead of asking the
 	// coordinator. Encoded only when set.
 	Standalone bool `msgpack:"alone,omitempty"`
+	// IsolateSecret is the incarnation's secret, MinSecretLen to
+	// MaxSecretLen bytes, chosen at random by the host for each
+	// incarnation (a new one with each new isolate id): every batch
+	// carries it (Batch.Secret), and the coordinator refuses a batch for
+	// the isolate id without it (see Batch.Secret). Empty: batches carry
+	// none and the isolate's id is not protected. Encoded only when set.
+	IsolateSecret string `msgpack:"secret,omitempty"`
 	// SyncInterval is the host's sync interval, ns (0: DefaultSyncInterval,
 	// 100 ms; else MinSyncInterval..MaxSyncInterval). The isolate trusts a
 	// denial it cached for two intervals after its last reply: past that,
@@ -135,6 +142,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.IsolateID) > MaxIsolateIDLen {
 		bad("iso", "isolate id longer than "+strconv.Itoa(MaxIsolateIDLen)+" bytes")
+	}
+	if c.IsolateSecret != "" && !ValidSecret(c.IsolateSecret) {
+		bad("secret", errSecretLen)
 	}
 	if c.MaxKeys < 0 || c.MaxKeys > 1<<24 {
 		bad("max_keys", "must be between 0 (default) and 16777216")
@@ -208,6 +218,9 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	if c.Standalone {
 		n++
 	}
+	if c.IsolateSecret != "" {
+		n++
+	}
 	if c.SyncInterval != 0 {
 		n++
 	}
@@ -215,6 +228,10 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	if c.Standalone {
 		b = AppendString(b, "alone")
 		b = AppendBool(b, true)
+	}
+	if c.IsolateSecret != "" {
+		b = AppendString(b, "secret")
+		b = AppendString(b, c.IsolateSecret)
 	}
 	if c.SyncInterval != 0 {
 		b = AppendString(b, "sync_ns")
@@ -285,6 +302,8 @@ func (c *Config) UnmarshalMsg(b []byte) error {
 			c.MaxKeys = r.ReadInt()
 		case "alone":
 			c.Standalone = r.ReadBool()
+		case "secret":
+			c.IsolateSecret = r.ReadString()
 		case "sync_ns":
 			c.SyncInterval = r.ReadInt()
 		case "limiters":

@@ -25,6 +25,11 @@ const (
 	MaxNameLen = 64
 	// MaxIsolateIDLen is the longest isolate id, in bytes.
 	MaxIsolateIDLen = 128
+	// MinSecretLen and MaxSecretLen bound an isolate secret
+	// (Config.IsolateSecret, Batch.Secret), in bytes: hosts send 32 hex
+	// digits of 16 random bytes.
+	MinSecretLen = 16
+	MaxSecretLen = 64
 	// MaxLimiters is the most limiters one configuration may hold.
 	MaxLimiters = 256
 	// MaxOverrides is the most per-key overrides one limiter may hold.

@@ -10,8 +10,16 @@ import (
 // identifies it; the coordinator applies a batch at most once, so a retry
 // resends the same Seq.
 type Batch struct {
-	Version int64   `msgpack:"v"`
-	Isolate string  `msgpack:"iso"`         // isolate id, 1..MaxIsolateIDLen bytes
+	Version int64  `msgpack:"v"`
+	Isolate string `msgpack:"iso"` // isolate id, 1..MaxIsolateIDLen bytes
+	// Secret is the incarnation's secret (Config.IsolateSecret),
+	// MinSecretLen to MaxSecretLen bytes, or empty (none). The
+	// coordinator binds the isolate id to it with the id's first batch
+	// (keeping a hash) and refuses, without telling sequence numbers, a
+	// later batch for the id that does not carry the same secret, so a
+	// client that knows an isolate id cannot take it over or force it to
+	// reincarnate. Encoded only when set.
+	Secret  string  `msgpack:"sec,omitempty"`
 	Seq     int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
 	At      int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
 	Entries []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
@@ -120,7 +128,7 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			up = b.Signals[i].AppendMsg(up)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, b.ResetGen, b.Limits, len(b.Entries))
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, b.End, b.ResetGen, b.Limits, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -133,9 +141,13 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // after an array header), nil when there are none. With Batch.AppendMsg it
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
-// (Batch.End); rg is Batch.ResetGen (written when > 0).
-func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, rg int64, lim bool, n int) []byte {
+// (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
+// Batch.Secret (written when set); lim is Batch.Limits (written when true).
+func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up []byte, end bool, rg int64, lim bool, n int) []byte {
 	fields := 5
+	if secret != "" {
+		fields++
+	}
 	if lim {
 		fields++
 	}
@@ -149,6 +161,10 @@ func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64,
 		fields++
 	}
 	dst = AppendMapHeader(dst, fields)
+	if secret != "" {
+		dst = AppendString(dst, "sec")
+		dst = AppendString(dst, secret)
+	}
 	if lim {
 		dst = AppendString(dst, "lim")
 		dst = AppendBool(dst, true)
@@ -205,6 +221,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.Version = r.ReadInt()
 		case Equal("iso", f):
 			b.Isolate = r.ReadString()
+		case Equal("sec", f):
+			b.Secret = r.ReadString()
 		case Equal("seq", f):
 			b.Seq = r.ReadInt()
 		case Equal("at", f):
@@ -250,6 +268,8 @@ func (b *Batch) Validate() error {
 		return &FieldError{"v", errors.New("version " + strconv.FormatInt(b.Version, 10) + " is not supported (want " + strconv.Itoa(Version) + ")")}
 	case b.Isolate == "" || len(b.Isolate) > MaxIsolateIDLen:
 		return &FieldError{"iso", errors.New("isolate id must be 1 to " + strconv.Itoa(MaxIsolateIDLen) + " bytes")}
+	case b.Secret != "" && !ValidSecret(b.Secret):
+		return &FieldError{"sec", errors.New(errSecretLen)}
 	case b.Seq < 1:
 		return &FieldError{"seq", errors.New("sequence numbers start at 1")}
 	case b.ResetGen < 0:
@@ -512,3 +532,10 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		rp.Resets = append(rp.Resets, ResetKey{Limiter: string(lim), Key: string(key)})
 	})
 }
+
+// errSecretLen says what an isolate secret must be.
+const errSecretLen = "an isolate secret must be 16 to 64 bytes"
+
+// ValidSecret reports whether s may be an isolate secret
+// (Config.IsolateSecret, Batch.Secret): MinSecretLen to MaxSecretLen bytes.
+func ValidSecret(s string) bool { return len(s) >= MinSecretLen && len(s) <= MaxSecretLen }

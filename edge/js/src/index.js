@@ -136,7 +136,10 @@ export class EdgeLimit {
     if (this._mod) return this;
     const mod = new Module(this._wasm);
     const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
-    mod.configure(toWire(this._norm, id, this._interval));
+    // Each incarnation (this one, a restart after a trap, a reincarnation)
+    // has its own secret, which its batches carry: the coordinator refuses
+    // a batch for the id without it, so no other client can take the id.
+    mod.configure(toWire(this._norm, id, this._interval, randomHex(32)));
     this._mod = mod;
     if (this._firstId === undefined) {
       this._firstId = id; // restarts and incarnations derive their ids from it
@@ -661,12 +664,13 @@ export class EdgeLimit {
       let r = await this._post(batch);
       if (!live()) return false;
       if (r.seqProblem) {
-        // The coordinator refused the sequence number and applied nothing
-        // (it lost this isolate's state, or another client used its id):
-        // a new incarnation resends the same deltas as its batch 1.
+        // The coordinator refused the sequence number or the isolate's
+        // secret and applied nothing (it lost this isolate's state, or a
+        // restart or another client used its id): a new incarnation, with
+        // a new id and secret, resends the same deltas as its batch 1.
         const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        mod.reincarnate(id);
+        mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
         batch = mod.syncOut(this._ns(this._clock()));
