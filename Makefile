@@ -9,14 +9,18 @@ WASM         := wasm/edgelimit.wasm
 STATICCHECK  := $(CURDIR)/.tools/bin/staticcheck
 STATICCHECK_VER := v0.6.1
 
-.PHONY: tools chromium wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js bench-recover figures
+.PHONY: tools chromium prometheus test-rules wasm wasm-check demo test test-go fuzz bench vet fmt-check tidy-check lint clean accuracy tools-js test-js bench-js bench-recover figures
 
-## tools: install TinyGo (and its Debian packages) into .tools/, staticcheck, redis-server and Chromium (idempotent)
-tools: $(TINYGO) $(STATICCHECK) redis chromium
+## tools: install TinyGo (and its Debian packages) into .tools/, staticcheck, redis-server, Prometheus and Chromium (idempotent)
+tools: $(TINYGO) $(STATICCHECK) redis prometheus chromium
 
 ## chromium: headless Chromium for the browser tests (Debian package chromium)
 chromium:
 	@./scripts/install-chromium.sh
+
+## prometheus: the Prometheus server and promtool (Debian package prometheus) for the alert rules' tests and the scrape test
+prometheus:
+	@./scripts/install-prometheus.sh
 
 $(TINYGO):
 	@./scripts/install-tinygo.sh
@@ -43,7 +47,7 @@ demo:
 	@go run ./cmd/edgelimit sim --scenario default
 
 ## test: everything CI checks
-test: tools wasm-check vet fmt-check tidy-check lint test-go test-js
+test: tools wasm-check vet fmt-check tidy-check lint test-rules test-go test-js
 
 ## vet: go vet of the host packages, and of every package under wasm/ (tests included) built for wasip1
 vet:
@@ -58,6 +62,14 @@ lint: $(STATICCHECK)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out" >&2; exit 1; fi
+
+## test-rules: check deploy/prometheus (the example configuration and its alert rules) and run the rules'
+## unit tests with promtool (fails under CI=true without promtool; skipped, saying so, otherwise)
+test-rules:
+	@if ! command -v promtool >/dev/null; then \
+	if [ "$$CI" = true ]; then echo "test-rules: promtool is not installed (make tools)" >&2; exit 1; fi; \
+	echo "test-rules: SKIPPED: promtool is not installed (make tools); deploy/prometheus was not tested" >&2; exit 0; fi; \
+	cd deploy/prometheus && promtool check config --syntax-only prometheus.yml >/dev/null && promtool check rules alerts.yml >/dev/null && promtool test rules alerts_test.yml
 
 test-go:
 	@go test -race -count=1 -timeout 15m ./...
@@ -96,7 +108,10 @@ fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest FuzzObservation; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for t in FuzzSyncIn FuzzObserve FuzzParseHeaders; do go test ./wasm/core -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
-	@for t in FuzzDecodeBatch FuzzWalkLog FuzzDecodeShared FuzzParseBytes; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in FuzzDecodeBatch FuzzTokenRoles FuzzParseBytes; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in FuzzWalkLog FuzzDecodeShared FuzzIsolateIdentity; do go test ./coordinator/merge -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@go test ./sim -run '^$$' -fuzz '^FuzzParseTimelineChoice$$' -fuzztime $(FUZZTIME)
+	@go test ./coordinator/redisstore -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME)
 
 ## bench: every benchmark side by side, as ratios (README "Measured figures"): the module and
 ## its peers, then servers on loopback started by the benchmark (edge host vs central Redis

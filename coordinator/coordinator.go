@@ -46,9 +46,14 @@ type Options struct {
 	Config wire.Config
 	// Clock is the coordinator's time (package clock). Default clock.Real.
 	Clock clock.Clock
-	// Tokens are the bearer tokens accepted on /v1/* (any one of them, so
-	// each edge may have its own). Empty means no authentication.
+	// Tokens are the bearer tokens accepted on /v1/* with every role (any
+	// one of them, so each edge may have its own; roles.go). Empty, with
+	// no Grants, means no authentication.
 	Tokens []string
+	// Grants are bearer tokens with some roles only (edge, read, admin;
+	// roles.go). Empty: every token of Tokens may do everything, the
+	// single trusted fleet of a coordinator without roles.
+	Grants []Grant
 	// MaxBodyBytes caps a request body, in bytes. Default 4 MiB (4194304),
 	// which holds a batch of MaxBatchEntries entries with long keys.
 	MaxBodyBytes int64
@@ -121,6 +126,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxGroup < 0 {
 		errs = append(errs, fmt.Errorf("coordinator: Options.MaxGroup must be positive (0 takes the default), got %d", o.MaxGroup))
+	}
+	if err := o.validateGrants(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.GCBudget < 0 {
 		errs = append(errs, fmt.Errorf("coordinator: Options.GCBudget must be positive (0 takes the default), got %d", o.GCBudget))
@@ -255,6 +263,7 @@ type request struct {
 // Open opens the store and starts the committer.
 func Open(opts Options) (*Coordinator, error) {
 	opts.EnsureDefaults()
+	opts.Merger.ReportPerScope = opts.Merger.ReportPerScope || opts.edgeTokens() > 1
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -283,9 +292,10 @@ func Open(opts Options) (*Coordinator, error) {
 		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
-	m.SetObserver(c.dash)
+	obs := observers{c.dash, c.met.lim}
+	m.SetObserver(obs)
 	if ss, ok := store.(merge.SharedStore); ok {
-		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, c.dash); err != nil {
+		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, obs); err != nil {
 			store.Close()
 			return nil, err
 		}
@@ -361,12 +371,14 @@ func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 		err := c.shared.Reset(limiter, key)
 		if err == nil {
 			c.dash.Forget(limiter, key)
+			c.met.lim.forget(limiter, key)
 		}
 		return err
 	}
 	err := c.do(ctx, func(m *merge.Merger, now int64) error { return m.ResetAt(limiter, key, now) })
 	if err == nil {
 		c.dash.Forget(limiter, key)
+		c.met.lim.forget(limiter, key)
 	}
 	return err
 }

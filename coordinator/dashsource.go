@@ -21,7 +21,7 @@ func (s dashSource) CachedKeys() (n int) {
 }
 
 func (s dashSource) Scope(r *http.Request) (string, bool) {
-	return scopeOf(r.Context()), len(s.c.opts.Tokens) > 0
+	return scopeOf(r.Context()), s.c.authenticated()
 }
 
 func (s dashSource) Fail(w http.ResponseWriter, status int, kind, field, title, detail string) {

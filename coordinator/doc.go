@@ -30,9 +30,14 @@
 //     merge.Observer interface, and it reads the coordinator through its
 //     own Source interface (dashsource.go), so the merge does not know it.
 //   - No client can blind another's counts: each bearer token is its own
-//     namespace of isolate ids (scope.go); sequence numbers are dense, and
+//     namespace of isolate ids (scope.go); an isolate id is bound to its
+//     incarnation's secret by its first batch, and a batch without it gets
+//     a 409 that tells no sequence number; sequence numbers are dense, and
 //     a stale, jumped or conflicting one applies nothing and gets a 409 the
 //     isolate answers with a new incarnation (merge.ErrSequence).
+//   - Token roles (roles.go): without Options.Grants every token may do
+//     everything; a Grant gives a token the edge (sync, per limiter), read
+//     or admin role only, and a request beyond them gets 403.
 //   - Store health (health.go): commit failures and Pebble's background
 //     errors make /healthz and sync answer 503 until writes succeed again.
 //

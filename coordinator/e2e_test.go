@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -316,21 +314,5 @@ func TestSIGTERMGracefulShutdown(t *testing.T) {
 // scrapeMetric returns the value of the Prometheus series name at url.
 func scrapeMetric(t *testing.T, url, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == name {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-	}
-	t.Fatalf("no %s at %s/metrics", name, url)
-	return 0
+	return metricValue(t, metricsText(t, url), name)
 }

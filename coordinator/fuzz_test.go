@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
@@ -47,6 +48,56 @@ func FuzzDecodeBatch(f *testing.F) {
 			if !errors.As(err, &fe) || fe.Field == "" {
 				t.Fatalf("check error without a field: %v", err)
 			}
+		}
+	})
+}
+
+// FuzzTokenRoles runs the --token grammar (ParseTokens) on arbitrary text
+// and the edge role's limiter check on arbitrary batches: parsing never
+// panics, an error never shows a whole token, every grant it returns has
+// known roles and limiters only with edge; and a batch passes the check of
+// an edge granted "fw" only when every entry and signal names fw.
+func FuzzTokenRoles(f *testing.F) {
+	f.Add("k1:edge=fw|sw,k2:read+admin,k3", batch("a", 1, 5, wire.Delta{Limiter: "fw", Key: "k", Window: 3, Delta: 1}).AppendMsg(nil))
+	f.Add("tok:edge=", batch("a", 1, 5, wire.Delta{Limiter: "sw", Key: "k", Window: 3, Delta: 1}).AppendMsg(nil))
+	f.Add("a:b:c,,:read", []byte{0x80})
+	edge := &principal{roles: RoleEdge, limiters: map[string]bool{"fw": true}}
+	f.Fuzz(func(t *testing.T, spec string, body []byte) {
+		toks, grants, err := ParseTokens(spec)
+		if err != nil {
+			for _, item := range strings.Split(spec, ",") {
+				if tok, _, _ := strings.Cut(strings.TrimSpace(item), ":"); len(tok) > 4 && strings.Contains(err.Error(), tok) {
+					t.Fatalf("error %q shows token %q", err, tok)
+				}
+			}
+		}
+		for _, tok := range toks {
+			if tok == "" || strings.ContainsAny(tok, ",:") {
+				t.Fatalf("token %q", tok)
+			}
+		}
+		for _, g := range grants {
+			if g.Roles == 0 || g.Roles&^RoleAll != 0 || len(g.Limiters) > 0 && g.Roles&RoleEdge == 0 {
+				t.Fatalf("grant %+v", g)
+			}
+		}
+		b, err := DecodeBatch(body)
+		if err != nil {
+			return
+		}
+		all := true
+		for _, e := range b.Entries {
+			all = all && e.Limiter == "fw"
+		}
+		for _, s := range b.Signals {
+			all = all && s.Limiter == "fw"
+		}
+		field, detail := edge.forbidBatch(b)
+		if all != (field == "") || field != "" && detail == "" {
+			t.Fatalf("batch %+v: forbidden %q %q, want allowed %v", b, field, detail, all)
+		}
+		if field, _ := (*principal)(nil).forbidBatch(b); field != "" {
+			t.Fatalf("no principal (no tokens) forbade %q", field)
 		}
 	})
 }

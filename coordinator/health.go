@@ -77,8 +77,12 @@ func (c *Coordinator) failingFor() time.Duration {
 }
 
 // healthy reports whether the store works: the last commit succeeded and
-// the store reports no background failure (GET /healthz).
+// the store reports no background failure (GET /healthz); in shared mode,
+// what the store's probe says (sharedHealthy).
 func (c *Coordinator) healthy() error {
+	if c.shared != nil {
+		return c.sharedHealthy()
+	}
 	if c.storeDown.Load() {
 		return fmt.Errorf("%w: the last commit failed", ErrUnavailable)
 	}

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,23 +42,6 @@ func metricsText(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
-}
-
-// metricValue returns the value of the series named name (no labels) in
-// the metrics text m, or fails.
-func metricValue(t *testing.T, m, name string) float64 {
-	t.Helper()
-	for _, line := range strings.Split(m, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("no series %s in:\n%s", name, m)
-	return 0
 }
 
 // TestDiskFullBacksOffAndIsUnhealthy: Pebble on disk whose table writes

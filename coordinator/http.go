@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -27,26 +28,34 @@ const MsgpackContentType = "application/msgpack"
 //	POST   /v1/sync                          body: wire.Batch (msgpack); reply: wire.Reply (msgpack)
 //	GET    /v1/limiters/{name}/keys/{key}    current state of a key (JSON KeyState)
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
+//	POST   /v1/limiters/{name}/keys/{key}    pause a key fleet-wide (JSON PauseRequest; pause.go)
+//	                                         (each: ?encoding=base64url takes {key} as the key's bytes in base64url)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
 //	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
 //
-// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens is set;
-// each token is its own namespace of isolate ids (scope.go).
+// /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens or
+// Options.Grants is set, and the token's role (roles.go: edge for sync,
+// read for the GETs, admin for DELETE and POST; 403 forbidden otherwise); each token
+// is its own namespace of isolate ids (scope.go), and a key's view shows
+// the caller's isolates only.
 // Errors are problem+json (RFC 9457) with an extra "field" member naming
 // the offending field ("body", "v", "e", "e[3].limiter", ...). A sync
 // batch whose sequence number is neither the isolate's next nor a retry of
 // its last is answered 409 with the type urn:edgelimit:problem:seq_stale,
-// seq_gap or seq_conflict (field "seq"; see sequence.go); a time or window
+// seq_gap or seq_conflict (field "seq"; see sequence.go), and one without
+// the secret its isolate id is bound to 409 seq_identity (field "sec", no
+// sequence number told; merge/sequence.go); a time or window
 // ahead of the clock 400 with urn:edgelimit:problem:clock_skew (times.go).
 // A successful reply carries Edgelimit-Stale-Entries: N when N entries were
 // dropped as older than their key's previous window.
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/sync", c.auth(http.HandlerFunc(c.handleSync)))
-	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleGetKey)))
-	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(http.HandlerFunc(c.handleDeleteKey)))
-	c.dash.Routes(mux, dashSource{c}, c.auth)
+	mux.Handle("POST /v1/sync", c.auth(RoleEdge, http.HandlerFunc(c.handleSync)))
+	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(RoleRead, http.HandlerFunc(c.handleGetKey)))
+	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handleDeleteKey)))
+	mux.Handle("POST /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handlePause)))
+	c.dash.Routes(mux, dashSource{c}, func(h http.Handler) http.Handler { return c.auth(RoleRead, h) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
 			http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
@@ -84,8 +93,8 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
-	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict",
-	"unavailable", "internal", "not_found"}
+	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict", "seq_identity",
+	"unavailable", "internal", "not_found", "forbidden", "not_supported"}
 
 // problem is an RFC 9457 problem details body with the offending field.
 type problem struct {
@@ -116,6 +125,8 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	var mbe *http.MaxBytesError
 	var se *merge.SeqError
 	switch {
+	case errors.As(err, &se) && se.Anomaly == merge.SeqIdentity:
+		c.fail(w, http.StatusConflict, "seq_identity", "sec", "Batch of another incarnation", se.Error())
 	case errors.As(err, &se):
 		c.fail(w, http.StatusConflict, "seq_"+string(se.Anomaly), "seq", "Batch out of sequence", se.Error())
 	case errors.As(err, &mbe):
@@ -145,17 +156,42 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	}
 }
 
-// auth requires a configured bearer token, compared in constant time, and
-// puts the token's isolate namespace in the request's context (scope.go).
-func (c *Coordinator) auth(next http.Handler) http.Handler {
-	if len(c.opts.Tokens) == 0 {
+// authenticated reports whether the coordinator requires bearer tokens.
+func (c *Coordinator) authenticated() bool { return len(c.opts.Tokens)+len(c.opts.Grants) > 0 }
+
+// principals returns the tokens the coordinator accepts and, at the same
+// index, what each may do (roles.go).
+func (c *Coordinator) principals() ([][]byte, []*principal) {
+	var tokens [][]byte
+	var ps []*principal
+	for _, t := range c.opts.Tokens {
+		tokens = append(tokens, []byte(t))
+		ps = append(ps, &principal{scope: tokenScope(t), roles: RoleAll})
+	}
+	for _, g := range c.opts.Grants {
+		p := &principal{scope: tokenScope(g.Token), roles: g.Roles}
+		if g.Roles&RoleEdge != 0 && len(g.Limiters) > 0 {
+			p.limiters = map[string]bool{}
+			for _, l := range g.Limiters {
+				p.limiters[l] = true
+			}
+		}
+		tokens = append(tokens, []byte(g.Token))
+		ps = append(ps, p)
+	}
+	return tokens, ps
+}
+
+// auth requires a configured bearer token (compared in constant time)
+// whose roles hold role, and puts the token's principal (its isolate
+// namespace and roles: scope.go, roles.go) in the request's context. A
+// missing or unknown token is 401; a known one without role 403
+// (urn:edgelimit:problem:forbidden, naming the role missing).
+func (c *Coordinator) auth(role Role, next http.Handler) http.Handler {
+	if !c.authenticated() {
 		return next
 	}
-	tokens := make([][]byte, len(c.opts.Tokens))
-	scopes := make([]string, len(c.opts.Tokens))
-	for i, t := range c.opts.Tokens {
-		tokens[i], scopes[i] = []byte(t), tokenScope(t)
-	}
+	tokens, ps := c.principals()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		match := -1
@@ -164,16 +200,19 @@ func (c *Coordinator) auth(next http.Handler) http.Handler {
 				match = i
 			}
 		}
-		if ok && match >= 0 {
-			r = r.WithContext(withScope(r.Context(), scopes[match]))
-		}
 		if !ok || match < 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="edgelimit"`)
 			c.fail(w, http.StatusUnauthorized, "auth", "Authorization", "Unauthorized",
 				"a valid bearer token is required")
 			return
 		}
-		next.ServeHTTP(w, r)
+		p := ps[match]
+		if !p.may(role) {
+			c.fail(w, http.StatusForbidden, "forbidden", "Authorization", "Forbidden",
+				"this token lacks the "+role.String()+" role, which "+r.Method+" "+r.URL.Path+" needs (it has "+p.roles.String()+")")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 	})
 }
 
@@ -234,6 +273,10 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, err)
 		return
 	}
+	if field, detail := principalOf(r.Context()).forbidBatch(b); field != "" {
+		c.fail(w, http.StatusForbidden, "forbidden", field, "Forbidden", detail)
+		return
+	}
 	rq, err := c.sync(r.Context(), b)
 	if err != nil {
 		c.failErr(w, err)
@@ -249,21 +292,62 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
+// pathKey returns the key of a /v1/limiters/{name}/keys/{key} request: the
+// path segment as text, or, with ?encoding=base64url, the bytes it encodes
+// (unpadded or padded base64url: any key, whatever its bytes, as the
+// dashboard sends it). It answers 400 itself and returns false when the
+// key is not 1 to wire.MaxKeyLen bytes or not base64url.
+func (c *Coordinator) pathKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key := r.PathValue("key")
+	switch enc := r.URL.Query().Get("encoding"); enc {
+	case "":
+	case "base64url":
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key, "="))
+		if err != nil {
+			c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key", "the key is not base64url: "+err.Error())
+			return "", false
+		}
+		key = string(b)
+	default:
+		c.fail(w, http.StatusBadRequest, "invalid", "encoding", "Invalid key encoding",
+			"encoding must be base64url or absent (the key as text), got "+strconv.Quote(enc))
+		return "", false
+	}
+	if key == "" || len(key) > wire.MaxKeyLen {
+		c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key",
+			"keys are 1 to "+strconv.Itoa(wire.MaxKeyLen)+" bytes")
+		return "", false
+	}
+	return key, true
+}
+
 func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
-	ks, err := c.KeyState(r.Context(), r.PathValue("name"), r.PathValue("key"))
+	key, ok := c.pathKey(w, r)
+	if !ok {
+		return
+	}
+	ks, err := c.KeyState(r.Context(), r.PathValue("name"), key)
 	if err != nil {
 		c.failErr(w, err)
 		return
+	}
+	// Other tokens' isolates are not the caller's business (scope.go).
+	scope := scopeOf(r.Context())
+	ks.Leases = ownIsolates(ks.Leases, scope)
+	if u := ks.Upstream; u != nil && u.Probe != "" {
+		probe, ok := strings.CutPrefix(u.Probe, scope)
+		if !ok {
+			probe = "(another token's isolate)"
+		}
+		u.Probe = probe
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(ks)
 }
 
 func (c *Coordinator) handleDeleteKey(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	if key == "" || len(key) > wire.MaxKeyLen {
-		c.fail(w, http.StatusBadRequest, "invalid", "key", "Invalid key",
-			"keys are 1 to "+strconv.Itoa(wire.MaxKeyLen)+" bytes")
+	key, ok := c.pathKey(w, r)
+	if !ok {
 		return
 	}
 	if err := c.ResetKey(r.Context(), r.PathValue("name"), key); err != nil {

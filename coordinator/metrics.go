@@ -28,8 +28,12 @@ import (
 //	edgelimit_coordinator_store_healthy              1 while the store works, 0 while commits fail or it reports background errors (/healthz 503)
 //	edgelimit_coordinator_store_background_errors_total  failed flushes and compactions reported by Pebble
 //	edgelimit_coordinator_store_failing_seconds      how long the store has been failing (commits or background work), 0 while it works
+//
+// and the per-limiter series of limitermetrics.go (admitted, denied,
+// upstream pauses; keys near or at the limit, paused, circuit open).
 type metrics struct {
 	reg    *prometheus.Registry
+	lim    *limiterMetrics // per-limiter series, a merge.Observer
 	commit prometheus.Histogram
 	group  prometheus.Histogram
 	ckpt   prometheus.Histogram
@@ -38,7 +42,8 @@ type metrics struct {
 
 func newMetrics(c *Coordinator) *metrics {
 	const ns = "edgelimit_coordinator_"
-	mt := &metrics{reg: prometheus.NewRegistry()}
+	mt := &metrics{reg: prometheus.NewRegistry(),
+		lim: newLimiterMetrics(c.opts.Config, c.opts.Clock.Now, DefaultMaxTrackedKeys)}
 	mt.commit = prometheus.NewHistogram(prometheus.HistogramOpts{Name: ns + "commit_seconds",
 		Help:    "Latency of one synced group commit, seconds.",
 		Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)})
@@ -55,12 +60,13 @@ func newMetrics(c *Coordinator) *metrics {
 			return float64(f(c.mergeStats()))
 		})
 	}
-	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors,
+	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors, mt.lim,
 		counter("checkpoints_total", "Checkpoints committed.", func(s merge.MergeStats) int64 { return s.Checkpoints }),
 		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s merge.MergeStats) int64 { return s.Replayed }),
 		counter("syncs_total", "Sync batches applied.", func(s merge.MergeStats) int64 { return s.Batches }),
 		counter("duplicates_dropped_total", "Retries of an isolate's last applied batch, not applied again.", func(s merge.MergeStats) int64 { return s.Duplicates }),
-		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
+		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict, identity).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
+		counter("upstream_signals_ignored_total", "Upstream signals for limiters without an upstream configuration, ignored.", func(s merge.MergeStats) int64 { return s.SignalsIgnored }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_healthy",
 			Help: "1 while the store works; 0 while commits fail or it reports background errors (then /healthz and sync answer 503)."},
 			func() float64 {
@@ -99,6 +105,7 @@ func newMetrics(c *Coordinator) *metrics {
 	mt.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_failing_seconds",
 		Help: "Seconds the store has been failing (failed commits, or failed flushes and compactions, retried with backoff); 0 while it works."},
 		func() float64 { return c.failingFor().Seconds() }))
+	mt.reg.MustRegister(redisCollectors(c)...) // redismetrics.go
 	for _, k := range errorKinds {
 		mt.errors.WithLabelValues(k)
 	}

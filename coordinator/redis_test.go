@@ -2,9 +2,10 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"github.com/edgelimit/edgelimit/clock"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,11 +83,14 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"ResetKey", TestResetKey},
 		{"OtherTokenCannotTakeOverIsolate", TestOtherTokenCannotTakeOverIsolate},
 		{"SeqJumpRefusedWithoutTokens", TestSeqJumpRefusedWithoutTokens},
+		{"IsolateIdentityCannotBeStolen", TestIsolateIdentityCannotBeStolen},
+		{"KeyViewShowsOwnIsolatesOnly", TestKeyViewShowsOwnIsolatesOnly},
 		{"RestartedIsolateStartsNewIncarnation", TestRestartedIsolateStartsNewIncarnation},
 		{"FutureWindowRefused", TestFutureWindowRefused},
 		{"StaleEntriesVisible", TestStaleEntriesVisible},
 		{"HTTPSyncRoundTrip", TestHTTPSyncRoundTrip},
 		{"LeasesWithinLimitPublic", TestLeasesWithinLimitPublic},
+		{"LimiterMetrics", TestLimiterMetrics},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).
@@ -96,21 +100,21 @@ func TestMergeOnRedisCluster(t *testing.T) {
 	}
 }
 
-// clusterKeys returns the number of keys on the masters of cl.
+// clusterKeys returns the number of keys on the masters of cl, less the
+// store's settings (el:meta).
 func clusterKeys(t *testing.T, cl *rediscluster.Cluster) int64 {
 	t.Helper()
-	s := openRedisNoFlush(t)
-	defer s.Close()
-	var n atomic.Int64
-	err := s.Client().ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
-		k, err := c.DBSize(ctx).Result()
-		n.Add(k)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	var n int64
+	for _, a := range cl.Masters(context.Background()) {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		k, err := c.DBSize(context.Background()).Result()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += k
 	}
-	return n.Load()
+	return n - 1
 }
 
 // TestRedisTwoCoordinatorsOneKey: two coordinators over one cluster serve
@@ -197,7 +201,9 @@ func openRedisNoFlush(t testing.TB) *redisstore.Store {
 // TestRedisRecordsExpire: every record is written with a TTL, so old
 // windows and idle isolates leave Redis without a GC pass: a windowed key
 // until its window is older than the previous one (plus a period and a
-// minute), the isolate's marks after IsolateTTL.
+// minute), and so the isolate's mark in that bucket (merge/sharedmarks.go);
+// the isolate's high-water mark, and its mark in a bucket it charged a
+// token bucket in, after IsolateTTL.
 func TestRedisRecordsExpire(t *testing.T) {
 	rs := openTestRedis(t, redisstore.Options{Buckets: 16})
 	clk := &fakeClock{}
@@ -208,23 +214,90 @@ func TestRedisRecordsExpire(t *testing.T) {
 	}
 	defer c.Close()
 	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}))
+	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "tb", Key: "k", Delta: 1}))
 	ctx := context.Background()
-	skey := []byte(merge.KeyStorageKey("fw", "k"))
-	ttl, err := rs.Client().PTTL(ctx, rs.RedisKey(skey)).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Useful until window 1002 begins (t0 + 2 s): 1.5 s from now, + 1 s + 1 min.
-	if want := 62500 * time.Millisecond; ttl <= 0 || ttl > want || ttl < want-5*time.Second {
-		t.Fatalf("key record TTL %v, want about %v", ttl, want)
-	}
-	for _, k := range []string{rs.Tag(rs.Bucket(skey)) + "ma", rs.RedisKey([]byte(merge.HWMStorageKey("a")))} {
+	pttl := func(k string) time.Duration {
+		t.Helper()
 		ttl, err := rs.Client().PTTL(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl < 23*time.Hour || ttl > 24*time.Hour {
-			t.Fatalf("mark %q TTL %v, want IsolateTTL (24h)", k, ttl)
+		return ttl
+	}
+	skey := []byte(merge.KeyStorageKey("fw", "k"))
+	// Useful until window 1002 begins (t0 + 2 s): 1.5 s from now, + 1 s + 1 min.
+	want := 62500 * time.Millisecond
+	for _, k := range []string{rs.RedisKey(skey), rs.Tag(rs.Bucket(skey)) + "ma"} {
+		if ttl := pttl(k); ttl <= 0 || ttl > want || ttl < want-5*time.Second {
+			t.Fatalf("%q TTL %v, want about %v", k, ttl, want)
 		}
+	}
+	tkey := []byte(merge.KeyStorageKey("tb", "k"))
+	for _, k := range []string{rs.Tag(rs.Bucket(tkey)) + "mb", rs.RedisKey([]byte(merge.HWMStorageKey("a"))),
+		rs.RedisKey([]byte(merge.HWMStorageKey("b")))} {
+		if ttl := pttl(k); ttl < 23*time.Hour || ttl > 24*time.Hour {
+			t.Fatalf("%q TTL %v, want IsolateTTL (24h)", k, ttl)
+		}
+	}
+}
+
+// TestRedisSettingsStored: the first store to open a cluster records its
+// bucket count and format version there; a store with another bucket
+// count, or a cluster in another format, is refused with both values
+// named; a cluster holding keys but no settings is adopted only with an
+// explicit bucket count.
+func TestRedisSettingsStored(t *testing.T) {
+	cl := testCluster(t)
+	ctx := context.Background()
+	openTestRedis(t, redisstore.Options{Buckets: 16}).Close()
+	open := func(buckets int) error {
+		s, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Buckets: buckets})
+		if err == nil {
+			s.Close()
+		}
+		return err
+	}
+	if err := open(16); err != nil {
+		t.Fatalf("same bucket count refused: %v", err)
+	}
+	for _, tc := range []struct {
+		buckets int
+		want    []string
+	}{{32, []string{"16 buckets", "has 32"}}, {0, []string{"16 buckets", fmt.Sprintf("has %d", redisstore.DefaultBuckets)}}} {
+		err := open(tc.buckets)
+		if err == nil {
+			t.Fatalf("%d buckets accepted on a cluster set up with 16", tc.buckets)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) || !strings.HasPrefix(err.Error(), "redisstore: ") {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+	}
+	// Another format version.
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	defer c.Close()
+	if err := c.HSet(ctx, "el:meta", "format", "99").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(16); err == nil || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), fmt.Sprintf("format %d", redisstore.FormatVersion)) {
+		t.Errorf("format 99 in the cluster: %v", err)
+	}
+	// Keys but no settings (state from before they were stored): the
+	// default is refused, an explicit count adopts it.
+	if err := cl.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "{el:3}kx", "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(0); err == nil || !strings.Contains(err.Error(), "--redis-buckets") {
+		t.Errorf("a cluster with keys and no settings opened with the default: %v", err)
+	}
+	if err := open(64); err != nil {
+		t.Errorf("explicit 64 refused: %v", err)
+	}
+	if err := open(64); err != nil {
+		t.Errorf("64 again refused: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // Isolate namespaces. Each bearer token has its own namespace of isolate
@@ -21,15 +22,38 @@ func tokenScope(token string) string {
 	return hex.EncodeToString(s[:8]) + "/"
 }
 
-type scopeKey struct{}
+type principalKey struct{}
 
-// withScope returns ctx carrying the isolate namespace of the request.
-func withScope(ctx context.Context, scope string) context.Context {
-	return context.WithValue(ctx, scopeKey{}, scope)
+// withPrincipal returns ctx carrying the request's principal: its token's
+// isolate namespace and roles (roles.go).
+func withPrincipal(ctx context.Context, p *principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// principalOf returns the principal carried by ctx (nil when none: a
+// coordinator without tokens).
+func principalOf(ctx context.Context) *principal {
+	p, _ := ctx.Value(principalKey{}).(*principal)
+	return p
 }
 
 // scopeOf returns the isolate namespace carried by ctx ("" when none).
 func scopeOf(ctx context.Context) string {
-	s, _ := ctx.Value(scopeKey{}).(string)
-	return s
+	if p := principalOf(ctx); p != nil {
+		return p.scope
+	}
+	return ""
+}
+
+// ownIsolates keeps in leases only the isolates of scope, their ids
+// without it (stored ids are scope + id): a key's view shows no other
+// token's isolates. Without tokens (scope "") every id is kept.
+func ownIsolates(leases map[string]int64, scope string) map[string]int64 {
+	out := make(map[string]int64, len(leases))
+	for id, n := range leases {
+		if own, ok := strings.CutPrefix(id, scope); ok {
+			out[own] = n
+		}
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
@@ -32,6 +33,35 @@ func (c *Coordinator) syncShared(ctx context.Context, b *wire.Batch) (*request, 
 	c.met.observeCommit(time.Since(start), 1)
 	c.dash.Committed(time.Since(start))
 	return &request{batch: b, reply: rp, stale: stale}, nil
+}
+
+// Prober is a SharedStore that can say whether it serves writes now
+// (redisstore.Store.Probe: every master answers, WAIT can be met).
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
+// sharedProbeTimeout bounds one health probe of a shared store: 1 s.
+const sharedProbeTimeout = time.Second
+
+// sharedHealthy is healthy in shared mode: a store that probes itself
+// (Prober) is asked, so GET /healthz answers 200 as soon as the store
+// serves again rather than after the next write; otherwise, whether the
+// last group failed.
+func (c *Coordinator) sharedHealthy() error {
+	p, ok := c.store.(Prober)
+	if !ok {
+		if c.storeDown.Load() {
+			return fmt.Errorf("%w: the last commit failed", ErrUnavailable)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedProbeTimeout)
+	defer cancel()
+	if err := p.Probe(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // mergeStats returns the merge counters (of the Merger, or in shared mode

@@ -1,7 +1,9 @@
 package coordinator_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -175,5 +177,95 @@ func TestUIInBrowser(t *testing.T) {
 	}
 	if n := keyCount(); n != 0 {
 		t.Fatalf("after the page's reset the coordinator counts %d, want 0", n)
+	}
+}
+
+// TestUIResetsAnyKey is issue 21's dashboard probe in headless Chromium:
+// keys that are not UTF-8, ".", "..", "/", "%" and a 256-byte key are each
+// reset from the page's button, and each reset clears that key (read
+// back by its bytes) and leaves the others, where the page used to send
+// the key's text in the path (the invalid-UTF-8 key reset "\ufffd", the
+// dot segments were normalised away by the browser).
+func TestUIResetsAnyKey(t *testing.T) {
+	bctx := browsertest.Start(t)
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "api", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(24 * time.Hour)}}}
+	const token = "ui-test-token"
+	c, err := coordinator.Open(coordinator.Options{InMemory: true, Config: cfg, Tokens: []string{token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- c.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+		c.Close()
+	})
+	curl := "http://" + ln.Addr().String()
+	keys := []string{"\xff\xfeab", ".", "..", "/", "a/b", "100%", "%2e%2e", "\xef\xbf\xbd", strings.Repeat("\xffk/.", wire.MaxKeyLen/4)}
+	now := time.Now().UnixNano()
+	b := &wire.Batch{Version: wire.Version, Isolate: "ui-edge", Secret: strings.Repeat("s", 32), Seq: 1, At: now}
+	for _, k := range append([]string{"keep"}, keys...) {
+		b.Entries = append(b.Entries, wire.Delta{Limiter: "api", Key: k, Window: now / int64(24*time.Hour), Delta: 3, Demand: 3})
+	}
+	req, _ := http.NewRequest("POST", curl+"/v1/sync", bytes.NewReader(b.AppendMsg(nil)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", coordinator.MsgpackContentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("sync: %d", resp.StatusCode)
+	}
+	count := func(k string) int64 {
+		ks, err := c.KeyState(context.Background(), "api", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ks.Count
+	}
+	go func() { // accept every confirmation
+		for _, err := range chromedp.Events(bctx, page.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			go chromedp.Do(bctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+				return err
+			}))
+		}
+	}()
+	rowOf := func(k string) chromedp.CSS {
+		return chromedp.CSS(`div[data-limiter="api"] tr[data-key-b64="` + base64.RawURLEncoding.EncodeToString([]byte(k)) + `"]`)
+	}
+	err = chromedp.Do(bctx,
+		chromedp.Navigate(curl+"/ui"),
+		chromedp.SetValue(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS(`#tokenform button`)),
+		chromedp.WaitVisible(rowOf("keep")),
+	)
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	for i, k := range keys {
+		if err := chromedp.Do(bctx, chromedp.Click(rowOf(k)+` button.reset`), chromedp.WaitNotPresent(rowOf(k))); err != nil {
+			t.Fatalf("reset of %q from the page: %v", k, err)
+		}
+		if n := count(k); n != 0 {
+			t.Fatalf("key %q counts %d after the page reset it, want 0", k, n)
+		}
+		for _, other := range append([]string{"keep"}, keys[i+1:]...) {
+			if n := count(other); n != 3 {
+				t.Fatalf("key %q counts %d after the page reset %q, want 3", other, n, k)
+			}
+		}
 	}
 }

@@ -95,6 +95,7 @@ type engine struct {
 	overs               []float64 // overrun % of each key-window over its capacity
 	up                  *upstream // the upstream model, when the scenario has one
 	feedback            bool      // the isolates observe the upstream's answers
+	timeline            bool      // record Result.Timeline (timeline.go)
 }
 
 func (e *engine) setup() error {
@@ -235,6 +236,9 @@ func (e *engine) setup() error {
 		}
 	}
 	e.scheduleKills()
+	if e.timeline {
+		e.startTimeline()
+	}
 	return nil
 }
 
@@ -275,6 +279,7 @@ func (e *engine) restart(nd *node, now int64) error {
 func (e *engine) start(nd *node, now int64) error {
 	cfg := e.cfg
 	cfg.IsolateID = e.strategy + "-" + strconv.Itoa(nd.index) + "-" + strconv.Itoa(int(nd.gen))
+	cfg.SyncInterval = min(max(e.interval, wire.MinSyncInterval), wire.MaxSyncInterval)
 	seed := e.seed*1_000_003 + uint64(nd.index)*7919 + uint64(nd.gen)
 	iso, err := e.rt.NewIsolate(e.ctx, cfg, seed)
 	if err != nil {
@@ -636,6 +641,7 @@ func (e *engine) flush(gid int32) {
 	if tr.win < 0 || tr.offered == 0 {
 		return
 	}
+	e.recordWindow(gid, tr)
 	k := &e.keys[gid]
 	r := &e.res
 	r.Windows++

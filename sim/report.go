@@ -143,6 +143,9 @@ type Report struct {
 	Scenario *Scenario `json:"scenario"`
 	Results  []Result  `json:"results"`
 	Tuning   *Tuning   `json:"tuning,omitempty"`
+	// TimelineOf chooses the run whose Timeline report.html draws:
+	// "strategy@interval" (see TimelineChoice); "" the default.
+	TimelineOf string `json:"-"`
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -155,8 +158,11 @@ func WriteJSON(w io.Writer, rep Report) error {
 	return nil
 }
 
+// strategyColors is each strategy's colour in chart.svg and report.html
+// (where seriesColors keeps them distinct).
 var strategyColors = map[string]string{LocalOnly: "#d62728", Central: "#7f7f7f", Location: "#ff7f0e",
-	Approximate: "#1f77b4", Strict: "#2ca02c", Auto: "#9467bd"}
+	Approximate: "#1f77b4", Strict: "#2ca02c", Auto: "#9467bd",
+	Approximate + FeedbackSuffix: "#17becf", Strict + FeedbackSuffix: "#bcbd22", Auto + FeedbackSuffix: "#e377c2"}
 
 // WriteSVG draws two panels against the sync interval (log scale), one
 // line per strategy: worst-window overrun (% of the limit) and sync

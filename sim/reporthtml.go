@@ -6,18 +6,31 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // WriteHTML writes rep as one self-contained HTML page (report.html of
-// `edgelimit sim --out`), readable offline: the scenario, the results table
-// and three inline SVG charts against the sync interval (log scale), one
-// line per strategy: worst-window overrun (% of the limit), utilisation (%)
-// and sync requests per second. Strategies without a sync interval
-// (local-only, central) are drawn as dashed horizontal lines.
+// `edgelimit sim --out`), readable offline and without script: the
+// scenario, the results table (one row for each strategy without a sync
+// interval: local-only, central), and inline SVG charts:
+//   - against the sync interval (log scale), one series per strategy:
+//     worst-window overrun (% of the limit), utilisation (%) and sync
+//     requests per second (log scale). Strategies without an interval are
+//     dashed horizontal lines. The linear axes are set by the swept
+//     strategies: a value more than outlierFactor times their largest
+//     (local-only's overrun) is drawn clipped at the edge, marked with a
+//     triangle whose title gives it;
+//   - the frontier: worst-window overrun against utilisation and against
+//     the wait p99, one point per run, a swept strategy's points joined in
+//     interval order;
+//   - the timeline of rep.TimelineOf (see TimelineChoice): what its key
+//     admitted in each window against the limit line, when recorded
+//     (SweepOptions.Timeline).
+//
+// Every series has a colour of its own (seriesColors).
 func WriteHTML(w io.Writer, rep Report) error {
 	page := htmlPage{Title: "edgelimit sim", Results: rep.Results, Tuning: rep.Tuning, Legend: Legend}
 	if rep.Scenario != nil {
@@ -29,7 +42,8 @@ func WriteHTML(w io.Writer, rep Report) error {
 		}
 		page.ScenarioJSON = string(b)
 	}
-	for _, r := range rep.Results {
+	rs := onePerFixedStrategy(rep.Results)
+	for _, r := range rs {
 		page.Rows = append(page.Rows, htmlRow{Strategy: r.Strategy, Sync: syncLabel(r),
 			Overrun: pct(r.OverrunPct), Worst: pct(r.WorstOverrunPct), Util: pct(r.Utilisation),
 			Unserved: pct(r.UnservedPct), SyncPerSec: strconv.FormatFloat(r.SyncPerSec, 'f', 1, 64),
@@ -61,13 +75,30 @@ func WriteHTML(w io.Writer, rep Report) error {
 				Util: pct(p.Utilisation), Meets: meets})
 		}
 	}
+	var order []string
+	for _, r := range rs {
+		if !slices.Contains(order, r.Strategy) {
+			order = append(order, r.Strategy)
+		}
+	}
+	colors := seriesColors(order)
 	page.Charts = []htmlChart{
-		chartOf("worst-window overrun (% of the limit)", "overrun", rep.Results,
+		intervalChart("worst-window overrun (% of the limit)", "overrun", rs, order, colors, false,
 			func(r Result) float64 { return r.WorstOverrunPct }),
-		chartOf("utilisation (% of what the limit allows)", "utilisation", rep.Results,
+		intervalChart("utilisation (% of what the limit allows)", "utilisation", rs, order, colors, false,
 			func(r Result) float64 { return r.Utilisation }),
-		chartOf("sync requests per second (log scale)", "sync", rep.Results,
+		intervalChart("sync requests per second (log scale)", "sync", rs, order, colors, true,
 			func(r Result) float64 { return r.SyncPerSec }),
+	}
+	page.Frontier = []htmlChart{
+		frontierChart("worst-window overrun against utilisation", "frontier-util", rs, order, colors,
+			"utilisation (%)", false, func(r Result) float64 { return r.Utilisation }),
+		frontierChart("worst-window overrun against the wait p99", "frontier-wait", rs, order, colors,
+			"wait p99 (ms)", true, func(r Result) float64 { return float64(r.WaitP99) / 1e6 }),
+	}
+	if r, ok := TimelineChoice(rs, rep.TimelineOf, rep.Tuning); ok {
+		ch := timelineChart(r, colors[r.Strategy])
+		page.Timeline = &ch
 	}
 	if err := htmlTmpl.Execute(w, page); err != nil {
 		return fmt.Errorf("sim: html: %w", err)
@@ -76,6 +107,24 @@ func WriteHTML(w io.Writer, rep Report) error {
 }
 
 func pct(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "%" }
+
+// onePerFixedStrategy returns rs with one result for each strategy without
+// a sync interval (Sweep repeats local-only's and central's for every
+// interval).
+func onePerFixedStrategy(rs []Result) []Result {
+	var out []Result
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if !swept(r) {
+			if seen[r.Strategy] {
+				continue
+			}
+			seen[r.Strategy] = true
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 type htmlPage struct {
 	Title, Description, ScenarioJSON string
@@ -87,7 +136,9 @@ type htmlPage struct {
 	Tuning                           *Tuning
 	Rows                             []htmlRow
 	Upstream                         []htmlUpRow // scenarios with an upstream
-	Charts                           []htmlChart
+	Charts                           []htmlChart // against the sync interval
+	Frontier                         []htmlChart
+	Timeline                         *htmlChart // nil: no timeline recorded
 }
 
 // htmlTuneRow is one scanned interval of the tuner.
@@ -108,23 +159,38 @@ type htmlRow struct {
 
 // htmlChart is one SVG panel: W x H pixels, plot area inside the margins.
 type htmlChart struct {
-	Title, ID string
-	W, H      int
-	Lines     []htmlLine
-	XTicks    []htmlTick
-	YTicks    []htmlTick
-	Empty     bool
+	Title, ID, XLabel, YLabel string
+	Caption                   string // under the chart: what is clipped, what is drawn
+	W, H                      int
+	Series                    []htmlSeries
+	XTicks, YTicks            []htmlTick
+	Limit                     *htmlLimit // the timeline's limit line
+	Empty                     bool
 }
 
-type htmlLine struct {
-	Strategy, Color, Points string
-	Dashed                  bool
-	Dots                    []htmlDot
+// htmlSeries is one series: a polyline (Points, N of them), its dots and
+// its points drawn clipped at the plot's edge.
+type htmlSeries struct {
+	Name, Color, Points string
+	N                   int
+	Width               float64
+	Dashed, Faint       bool
+	Dots                []htmlDot
+	Clipped             []htmlMark
 }
 
 type htmlDot struct {
 	X, Y  float64
 	Label string
+	Class string // "point", or "over" (a timeline window over the limit)
+}
+
+// htmlMark is a point clipped at the plot's edge: a triangle (Path)
+// pointing off the chart, its true value in Label (the triangle's title)
+// and, for a line of a strategy without an interval, in Text beside it.
+type htmlMark struct {
+	X, Y, TX, TY      float64 // the mark; where Text goes
+	Path, Label, Text string
 }
 
 type htmlTick struct {
@@ -132,38 +198,33 @@ type htmlTick struct {
 	Label string
 }
 
-const (
-	chartW, chartH                 = 640, 300
-	chartL, chartR, chartT, chartB = 60, 150, 20, 40
-)
+// htmlLimit is the timeline's limit line at height Y.
+type htmlLimit struct {
+	Y     float64
+	Label string
+}
 
-// chartOf lays out one panel: x is the sync interval (log scale), y linear
-// from 0 to the largest value, or for the sync panel (id "sync") log scale
-// over the decades the positive values span, zeros on the axis.
-func chartOf(title, id string, rs []Result, y func(Result) float64) htmlChart {
-	logY := id == "sync"
-	ch := htmlChart{Title: title, ID: id, W: chartW, H: chartH}
-	byStrategy := map[string][]Result{}
-	var order []string
-	xmin, xmax, ymax, ypos := math.Inf(1), math.Inf(-1), 0.0, math.Inf(1)
-	for _, r := range rs {
-		if _, ok := byStrategy[r.Strategy]; !ok {
-			order = append(order, r.Strategy)
-		}
-		byStrategy[r.Strategy] = append(byStrategy[r.Strategy], r)
-		if swept(r) {
-			xmin, xmax = math.Min(xmin, float64(r.Sync)), math.Max(xmax, float64(r.Sync))
-		}
-		if v := y(r); !math.IsNaN(v) && !math.IsInf(v, 0) {
-			ymax = math.Max(ymax, v)
-			if v > 0 {
-				ypos = math.Min(ypos, v)
-			}
-		}
-	}
+// intervalChart lays out one panel against the sync interval: x the
+// interval (log scale), y linear from 0 (clipping the outliers of the
+// strategies without an interval, see linearRange), or with logY a log
+// scale over the decades the positive values span, zeros on the axis.
+func intervalChart(title, id string, rs []Result, order []string, colors map[string]string, logY bool, y func(Result) float64) htmlChart {
+	ch := htmlChart{Title: title, ID: id, W: chartW, H: chartH, XLabel: "sync interval"}
 	if len(rs) == 0 {
 		ch.Empty = true
 		return ch
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	var core, extra, all []float64
+	for _, r := range rs {
+		v := y(r)
+		all = append(all, v)
+		if swept(r) {
+			xmin, xmax = math.Min(xmin, float64(r.Sync)), math.Max(xmax, float64(r.Sync))
+			core = append(core, v)
+		} else {
+			extra = append(extra, v)
+		}
 	}
 	if math.IsInf(xmin, 1) { // no swept strategy: one arbitrary decade
 		xmin, xmax = float64(100*time.Millisecond), float64(time.Second)
@@ -171,76 +232,177 @@ func chartOf(title, id string, rs []Result, y func(Result) float64) htmlChart {
 	if xmax <= xmin {
 		xmin, xmax = xmin/2, xmax*2
 	}
-	if ymax <= 0 {
-		ymax = 1
-	}
-	ymax *= 1.1
-	lx0, lx1 := math.Log(xmin), math.Log(xmax)
-	px := func(x float64) float64 {
-		return chartL + (math.Log(x)-lx0)/(lx1-lx0)*float64(chartW-chartL-chartR)
-	}
-	py := func(v float64) float64 { return float64(chartH-chartB) - v/ymax*float64(chartH-chartT-chartB) }
-	logY = logY && !math.IsInf(ypos, 1) // all zero: linear
+	xs := scale{lo: xmin, hi: xmax, log: true, p0: chartL, p1: chartW - chartR}
+	ys := scale{p0: chartH - chartB, p1: chartT}
 	if logY {
-		d0, d1 := math.Floor(math.Log10(ypos)), math.Ceil(math.Log10(ymax/1.1))
-		if d1 <= d0 {
-			d1 = d0 + 1
-		}
-		py = func(v float64) float64 {
-			if v <= 0 {
-				return float64(chartH - chartB)
-			}
-			f := (math.Log10(v) - d0) / (d1 - d0)
-			return float64(chartH-chartB) - math.Max(f, 0)*float64(chartH-chartT-chartB)
-		}
-		for d := d0; d <= d1; d++ {
-			ch.YTicks = append(ch.YTicks, htmlTick{Pos: py(math.Pow(10, d)), Label: tickLabel(math.Pow(10, d))})
-		}
+		ys.lo, ys.hi = logRange(all)
+		ys.log = true
+	} else {
+		ys.lo, ys.hi = linearRange(core, extra, true)
 	}
+	ch.YTicks = ys.ticks()
 	for _, r := range rs {
-		if swept(r) && !hasTick(ch.XTicks, px(float64(r.Sync))) {
-			ch.XTicks = append(ch.XTicks, htmlTick{Pos: px(float64(r.Sync)), Label: time.Duration(r.Sync).String()})
+		if p, _ := xs.at(float64(r.Sync)); swept(r) && !hasTick(ch.XTicks, p) {
+			ch.XTicks = append(ch.XTicks, htmlTick{Pos: p, Label: time.Duration(r.Sync).String()})
 		}
 	}
-	for i := 0; i <= 4 && !logY; i++ {
-		v := ymax / 1.1 * float64(i) / 4
-		ch.YTicks = append(ch.YTicks, htmlTick{Pos: py(v), Label: tickLabel(v)})
-	}
-	for _, s := range order {
-		rr := byStrategy[s]
-		color := strategyColors[s]
-		if color == "" {
-			color = "#444"
-		}
-		ln := htmlLine{Strategy: s, Color: color}
-		var pts []string
-		if !swept(rr[0]) {
-			v := y(rr[0])
-			ln.Dashed = true
-			pts = []string{fmt.Sprintf("%.1f,%.1f", px(xmin), py(v)), fmt.Sprintf("%.1f,%.1f", px(xmax), py(v))}
-			ln.Dots = []htmlDot{{X: px(xmax), Y: py(v), Label: fmt.Sprintf("%s: %.3g", s, v)}}
-		} else {
-			sort.SliceStable(rr, func(i, j int) bool { return rr[i].Sync < rr[j].Sync })
-			for _, r := range rr {
-				x, v := px(float64(r.Sync)), py(y(r))
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, v))
-				ln.Dots = append(ln.Dots, htmlDot{X: x, Y: v,
-					Label: fmt.Sprintf("%s at %s: %.3g", s, time.Duration(r.Sync), y(r))})
+	var clipped []string
+	for i, s := range order {
+		se := htmlSeries{Name: s, Color: colors[s], Width: seriesWidth(i, len(order))}
+		var px, py []float64
+		for _, r := range rs {
+			if r.Strategy != s {
+				continue
+			}
+			v := y(r)
+			yp, clip := ys.at(v)
+			if !swept(r) {
+				se.Dashed = true
+				x0, _ := xs.at(xmin)
+				x1, _ := xs.at(xmax)
+				px, py = []float64{x0, x1}, []float64{yp, yp}
+				label := fmt.Sprintf("%s: %.4g", s, v)
+				se.Dots = append(se.Dots, htmlDot{X: x1, Y: yp, Label: label, Class: "point"})
+				if clip != 0 {
+					m := clipMark(x1, yp, 0, clip, label+" (off the chart)")
+					// One mark per line: room for its value, below (above) the edge, stacked.
+					m.Text, m.TX, m.TY = fmt.Sprintf("%s %.4g", s, v), x1-10, yp+float64(clip)*(14+12*float64(len(clipped)))
+					se.Clipped = append(se.Clipped, m)
+					clipped = append(clipped, label)
+				}
+				break
+			}
+			xp, _ := xs.at(float64(r.Sync))
+			px, py = append(px, xp), append(py, yp)
+			label := fmt.Sprintf("%s at %s: %.4g", s, time.Duration(r.Sync), v)
+			se.Dots = append(se.Dots, htmlDot{X: xp, Y: yp, Label: label, Class: "point"})
+			if clip != 0 {
+				se.Clipped = append(se.Clipped, clipMark(xp, yp, 0, clip, label+" (off the chart)"))
+				clipped = append(clipped, label)
 			}
 		}
-		ln.Points = strings.Join(pts, " ")
-		ch.Lines = append(ch.Lines, ln)
+		se.Points, se.N = joinPoints(px, py), len(px)
+		ch.Series = append(ch.Series, se)
+	}
+	if len(clipped) > 0 {
+		ch.Caption = "Off the chart (drawn at its edge, marked with a triangle): " + strings.Join(clipped, "; ") + "."
 	}
 	return ch
 }
 
-// tickLabel formats an axis value: whole numbers without exponent, three
-// significant digits below 100.
-func tickLabel(v float64) string {
-	if v >= 100 {
-		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+// frontierChart lays out overrun (y) against another figure (x) of every
+// run: a swept strategy's runs joined in interval order, a strategy
+// without an interval one point. Both axes are linear, their range set
+// by the swept strategies (outliers clipped, see linearRange).
+func frontierChart(title, id string, rs []Result, order []string, colors map[string]string, xlabel string, xFromZero bool, x func(Result) float64) htmlChart {
+	ch := htmlChart{Title: title, ID: id, W: chartW, H: chartH, XLabel: xlabel, YLabel: "worst-window overrun (%)"}
+	if len(rs) == 0 {
+		ch.Empty = true
+		return ch
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	y := func(r Result) float64 { return r.WorstOverrunPct }
+	var xc, xe, yc, ye []float64
+	for _, r := range rs {
+		if swept(r) {
+			xc, yc = append(xc, x(r)), append(yc, y(r))
+		} else {
+			xe, ye = append(xe, x(r)), append(ye, y(r))
+		}
+	}
+	xs := scale{p0: chartL, p1: chartW - chartR}
+	xs.lo, xs.hi = linearRange(xc, xe, xFromZero)
+	ys := scale{p0: chartH - chartB, p1: chartT}
+	ys.lo, ys.hi = linearRange(yc, ye, true)
+	ch.XTicks, ch.YTicks = xs.ticks(), ys.ticks()
+	var clipped []string
+	for i, s := range order {
+		se := htmlSeries{Name: s, Color: colors[s], Width: seriesWidth(i, len(order))}
+		var pts []Result
+		for _, r := range rs {
+			if r.Strategy == s {
+				pts = append(pts, r)
+			}
+		}
+		slices.SortStableFunc(pts, func(a, b Result) int { return int(a.Sync - b.Sync) })
+		var px, py []float64
+		for _, r := range pts {
+			xp, cx := xs.at(x(r))
+			yp, cy := ys.at(y(r))
+			px, py = append(px, xp), append(py, yp)
+			at := ""
+			if swept(r) {
+				at = " at " + time.Duration(r.Sync).String()
+			}
+			label := fmt.Sprintf("%s%s: overrun %.4g%%, %s %.4g", s, at, y(r), xlabel, x(r))
+			se.Dots = append(se.Dots, htmlDot{X: xp, Y: yp, Label: label, Class: "point"})
+			if cx != 0 || cy != 0 {
+				se.Clipped = append(se.Clipped, clipMark(xp, yp, cx, cy, label+" (off the chart)"))
+				clipped = append(clipped, label)
+			}
+		}
+		se.Points, se.N = joinPoints(px, py), len(px)
+		ch.Series = append(ch.Series, se)
+	}
+	ch.Caption = "One point per run; lower is better on y. "
+	if len(clipped) > 0 {
+		ch.Caption += "Off the chart (drawn at its edge, marked with a triangle): " + strings.Join(clipped, "; ") + "."
+	}
+	return ch
+}
+
+// timelineChart lays out r's Timeline: admitted per window (one point per
+// window; windows over the limit marked), offered (faint) and the limit.
+func timelineChart(r Result, color string) htmlChart {
+	tl := r.Timeline
+	at := ""
+	if swept(r) {
+		at = " at " + time.Duration(r.Sync).String()
+	}
+	ch := htmlChart{Title: fmt.Sprintf("admitted per window of %s, key %q: %s%s", time.Duration(tl.Period), tl.Key, r.Strategy, at),
+		ID: "timeline", W: 2*chartW - chartR, H: chartH, XLabel: "time (s)", YLabel: "cost per window"}
+	n := len(tl.Admitted)
+	xs := scale{lo: 0, hi: float64(max(n-1, 1)), p0: chartL, p1: float64(ch.W - chartR)}
+	ymax := float64(tl.Limit)
+	for i := range tl.Admitted {
+		ymax = math.Max(ymax, math.Max(float64(tl.Admitted[i]), float64(tl.Offered[i])))
+	}
+	ys := scale{lo: 0, hi: ymax * 1.1, p0: chartH - chartB, p1: chartT}
+	if ys.hi <= 0 {
+		ys.hi = 1
+	}
+	ch.YTicks = ys.ticks()
+	// x ticks in seconds of simulated time (window i starts at (First+i) periods).
+	secs := float64(tl.Period) / 1e9
+	ts := scale{lo: float64(tl.First) * secs, hi: (float64(tl.First) + xs.hi) * secs}
+	for _, v := range ts.tickValues() {
+		p, _ := xs.at(v/secs - float64(tl.First))
+		ch.XTicks = append(ch.XTicks, htmlTick{Pos: p, Label: tickLabel(v)})
+	}
+	adm := htmlSeries{Name: "admitted", Color: color, Width: 1.5, N: n}
+	off := htmlSeries{Name: "offered", Color: "#999", Width: 1, Faint: true, N: n}
+	var px, pa, po []float64
+	over := 0
+	for i := range tl.Admitted {
+		xp, _ := xs.at(float64(i))
+		ya, _ := ys.at(float64(tl.Admitted[i]))
+		yo, _ := ys.at(float64(tl.Offered[i]))
+		px, pa, po = append(px, xp), append(pa, ya), append(po, yo)
+		if tl.Admitted[i] > tl.Limit {
+			over++
+			adm.Dots = append(adm.Dots, htmlDot{X: xp, Y: ya, Class: "over",
+				Label: fmt.Sprintf("window %d: %d admitted, limit %d", tl.First+int64(i), tl.Admitted[i], tl.Limit)})
+		}
+	}
+	adm.Points, off.Points = joinPoints(px, pa), joinPoints(px, po)
+	ch.Series = []htmlSeries{off, adm}
+	yl, _ := ys.at(float64(tl.Limit))
+	ch.Limit = &htmlLimit{Y: yl, Label: fmt.Sprintf("limit %d", tl.Limit)}
+	ch.Caption = fmt.Sprintf("%d windows of %s from %.4g s; %d over the limit (marked).", n, time.Duration(tl.Period),
+		float64(tl.First)*float64(tl.Period)/1e9, over)
+	if tl.Truncated {
+		ch.Caption += fmt.Sprintf(" The run had more windows: the first %d are drawn.", MaxTimelineWindows)
+	}
+	return ch
 }
 
 // swept reports whether r's strategy has a sync interval to plot against.
@@ -257,23 +419,45 @@ func hasTick(ts []htmlTick, pos float64) bool {
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"legendY": func(i int) int { return chartT + 10 + 18*i },
-	"plotR":   func() int { return chartW - chartR },
-	"legendX": func() int { return chartW - chartR + 10 },
+	"plotR":   func(ch htmlChart) int { return ch.W - chartR },
+	"legendX": func(ch htmlChart) int { return ch.W - chartR + 10 },
 	"plotB":   func() int { return chartH - chartB },
 	"plotL":   func() int { return chartL },
 	"plotT":   func() int { return chartT },
-}).Parse(`<!doctype html>
+	"midX":    func(ch htmlChart) int { return (chartL + ch.W - chartR) / 2 },
+	"midY":    func() int { return (chartT + chartH - chartB) / 2 },
+	"dotR":    func(w float64) float64 { return w/2 + 2 }, // the widest series' dots under the others'
+
+}).Parse(`{{define "chart"}}<figure id="chart-{{.ID}}" class="chart">
+<figcaption>{{.Title}}</figcaption>
+{{if .Empty}}<p>no results</p>{{else}}<svg xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">
+<line x1="{{plotL}}" y1="{{plotB}}" x2="{{plotR .}}" y2="{{plotB}}" stroke="#333"/>
+<line x1="{{plotL}}" y1="{{plotT}}" x2="{{plotL}}" y2="{{plotB}}" stroke="#333"/>
+{{range .YTicks}}<line x1="{{plotL}}" y1="{{.Pos}}" x2="{{plotR $}}" y2="{{.Pos}}" stroke="#eee"/><text x="{{plotL}}" y="{{.Pos}}" text-anchor="end" dx="-4" dy="4">{{.Label}}</text>
+{{end}}{{range .XTicks}}<text x="{{.Pos}}" y="{{plotB}}" dy="16" text-anchor="middle">{{.Label}}</text>
+{{end}}{{with .XLabel}}<text x="{{midX $}}" y="{{plotB}}" dy="32" text-anchor="middle" class="axis-label">{{.}}</text>
+{{end}}{{with .YLabel}}<text transform="translate(12,{{midY}}) rotate(-90)" text-anchor="middle" class="axis-label">{{.}}</text>
+{{end}}{{with .Limit}}<line class="limit" x1="{{plotL}}" y1="{{.Y}}" x2="{{plotR $}}" y2="{{.Y}}" stroke="#d62728" stroke-width="1.5" stroke-dasharray="8 4"/><text x="{{plotR $}}" y="{{.Y}}" dx="4" dy="4" fill="#d62728">{{.Label}}</text>
+{{end}}{{range $i, $s := .Series}}<polyline class="series" data-strategy="{{$s.Name}}" data-points="{{$s.N}}" points="{{$s.Points}}" fill="none" stroke="{{$s.Color}}" stroke-width="{{$s.Width}}"{{if $s.Dashed}} stroke-dasharray="6 4"{{end}}{{if $s.Faint}} stroke-opacity="0.6"{{end}}/>
+{{range $s.Dots}}<circle class="{{.Class}}" data-strategy="{{$s.Name}}" cx="{{.X}}" cy="{{.Y}}" r="{{dotR $s.Width}}" fill="{{$s.Color}}"><title>{{.Label}}</title></circle>
+{{end}}{{range $s.Clipped}}<path class="clipped" data-strategy="{{$s.Name}}" d="{{.Path}}" fill="{{$s.Color}}" stroke="#000" stroke-width="0.5"><title>{{.Label}}</title></path>
+{{if .Text}}<text class="clipped-label" x="{{.TX}}" y="{{.TY}}" text-anchor="end" fill="{{$s.Color}}">{{.Text}} {{if lt .TY .Y}}&#8595;{{else}}&#8593;{{end}}</text>
+{{end}}{{end}}<rect class="legend" x="{{legendX $}}" y="{{legendY $i}}" width="12" height="4" fill="{{$s.Color}}" transform="translate(0,-4)"/><text x="{{legendX $}}" y="{{legendY $i}}" dx="18">{{$s.Name}}</text>
+{{end}}</svg>{{with .Caption}}<p class="caption">{{.}}</p>{{end}}{{end}}
+</figure>
+{{end}}<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1100px; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1200px; }
 table { border-collapse: collapse; margin: .8em 0; }
 th, td { border-bottom: 1px solid #ddd; padding: .25em .6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 pre { background: #f6f6f6; padding: .8em; overflow: auto; max-height: 24em; }
 figure { margin: 1em 0; }
+.caption { color: #555; font-size: 12px; max-width: 640px; }
 svg text { font: 11px system-ui, sans-serif; }
 </style>
 </head>
@@ -306,19 +490,13 @@ svg text { font: 11px system-ui, sans-serif; }
 </table>
 {{end}}
 <h2>Against the sync interval</h2>
-{{range .Charts}}<figure id="chart-{{.ID}}">
-<figcaption>{{.Title}}</figcaption>
-{{if .Empty}}<p>no results</p>{{else}}<svg xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="{{.Title}}">
-<line x1="{{plotL}}" y1="{{plotB}}" x2="{{plotR}}" y2="{{plotB}}" stroke="#333"/>
-<line x1="{{plotL}}" y1="{{plotT}}" x2="{{plotL}}" y2="{{plotB}}" stroke="#333"/>
-{{range .YTicks}}<line x1="{{plotL}}" y1="{{.Pos}}" x2="{{plotR}}" y2="{{.Pos}}" stroke="#eee"/><text x="{{plotL}}" y="{{.Pos}}" text-anchor="end" dx="-4" dy="4">{{.Label}}</text>
-{{end}}{{range .XTicks}}<text x="{{.Pos}}" y="{{plotB}}" dy="16" text-anchor="middle">{{.Label}}</text>
-{{end}}{{range $i, $l := .Lines}}<polyline class="series" data-strategy="{{$l.Strategy}}" points="{{$l.Points}}" fill="none" stroke="{{$l.Color}}" stroke-width="2"{{if $l.Dashed}} stroke-dasharray="6 4"{{end}}/>
-{{range $l.Dots}}<circle cx="{{.X}}" cy="{{.Y}}" r="3" fill="{{$l.Color}}"><title>{{.Label}}</title></circle>
-{{end}}<rect x="{{legendX}}" y="{{legendY $i}}" width="12" height="3" fill="{{$l.Color}}" transform="translate(0,-4)"/><text x="{{legendX}}" y="{{legendY $i}}" dx="18">{{$l.Strategy}}</text>
-{{end}}</svg>{{end}}
-</figure>
-{{end}}
+<p>Strategies without a sync interval (local-only, central) are dashed lines across.</p>
+{{range .Charts}}{{template "chart" .}}{{end}}
+<h2>Frontier</h2>
+<p>What each run paid for its overrun: utilisation (higher is better) and the wait p99 (lower is better).</p>
+{{range .Frontier}}{{template "chart" .}}{{end}}
+<h2>Timeline</h2>
+{{with .Timeline}}{{template "chart" .}}{{else}}<p id="no-timeline">No timeline to draw: none of the runs recorded one, or none is the run --timeline names (edgelimit sim --out records one per run).</p>{{end}}
 <h2>Scenario</h2>
 <pre id="scenario">{{.ScenarioJSON}}</pre>
 </body>

@@ -100,6 +100,10 @@ type Result struct {
 	UpstreamUtilisation     float64 `json:"upstream_utilisation_pct,omitempty"`
 	UpstreamPauseEvents     int64   `json:"upstream_pause_events,omitempty"`
 	Upstream429WorstIsolate int64   `json:"upstream_429_worst_isolate,omitempty"`
+
+	// Timeline is what the run's first key admitted in each window, when
+	// recorded (SweepOptions.Timeline; see timeline.go); nil otherwise.
+	Timeline *Timeline `json:"timeline,omitempty"`
 }
 
 // histogram is a log-linear histogram of non-negative ns values (8

@@ -36,6 +36,11 @@ func (s *Simulator) Close(ctx context.Context) error {
 // one sync interval (ns; ignored by local-only and central). progress, when
 // not nil, is called now and then with the fraction of simulated time done.
 func (s *Simulator) Run(ctx context.Context, sc *Scenario, strategy string, interval time.Duration, seed uint64, progress func(float64)) (Result, error) {
+	return s.run(ctx, sc, strategy, interval, seed, progress, false)
+}
+
+// run is Run, recording the first key's Timeline when timeline is set.
+func (s *Simulator) run(ctx context.Context, sc *Scenario, strategy string, interval time.Duration, seed uint64, progress func(float64), timeline bool) (Result, error) {
 	if !validStrategy(strategy) {
 		return Result{}, fmt.Errorf("sim: unknown strategy %q", strategy)
 	}
@@ -47,7 +52,8 @@ func (s *Simulator) Run(ctx context.Context, sc *Scenario, strategy string, inte
 			return Result{}, err
 		}
 	}
-	e := &engine{ctx: ctx, sc: sc, strategy: strategy, interval: int64(interval), seed: seed, rt: s.rt, progress: progress}
+	e := &engine{ctx: ctx, sc: sc, strategy: strategy, interval: int64(interval), seed: seed, rt: s.rt, progress: progress,
+		timeline: timeline}
 	defer e.close()
 	if err := e.setup(); err != nil {
 		return Result{}, err
@@ -72,6 +78,10 @@ type SweepOptions struct {
 	// Progress, when set, is called with the fraction of the sweep done
 	// (from several goroutines when Parallel > 1, serialized).
 	Progress func(float64)
+	// Timeline records, in each Result, what the run's first key admitted
+	// per window (Result.Timeline, at most MaxTimelineWindows windows:
+	// 32 KiB per result). Default false.
+	Timeline bool
 }
 
 // Sweep runs every strategy at every interval and returns the results in
@@ -136,7 +146,7 @@ func (s *Simulator) Sweep(ctx context.Context, sc *Scenario, o SweepOptions) ([]
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			jb := jobs[j]
-			r, err := s.Run(ctx, sc, jb.strategy, jb.interval, o.Seed, func(f float64) { report(j, f) })
+			r, err := s.run(ctx, sc, jb.strategy, jb.interval, o.Seed, func(f float64) { report(j, f) }, o.Timeline)
 			if err != nil {
 				errs[j] = fmt.Errorf("sim: %s at %v: %w", jb.strategy, jb.interval, err)
 				return

@@ -30,7 +30,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sysDur := durationFlag(fs, "duration", 4*time.Second, "measured time of each system benchmark (after a 1s warm-up)")
 	floodKeys := fs.Int("flood-keys", 1_000_000, "with -readme: distinct keys of the isolate flood figure (the README's: 1,000,000)")
 	readme := fs.Bool("readme", false, "print every README figure this command reproduces (`make figures`), in the README's rows and units, then the ones it leaves to their own commands")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	re, err := regexp.Compile(*filter)

@@ -31,25 +31,32 @@ func init() {
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D] [--tls-cert FILE --tls-key FILE]
        [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-memory SIZE]
-   or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N] [--redis-buckets N] [--listen ADDR] ...
+   or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N [--redis-wait-degraded]] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
 in DIR and serves POST /v1/sync, GET|DELETE /v1/limiters/{name}/keys/{key},
 GET /healthz and GET /metrics.
 
-With --store redis://..., the state lives in a Redis Cluster instead (the
-seed nodes given; the user and password from EDGELIMIT_REDIS_USERNAME and
-EDGELIMIT_REDIS_PASSWORD): coordinators become a stateless tier, any of
+With --store redis://..., the state lives in Redis instead: a Redis
+Cluster (the seed nodes given), one standalone server, or a master found
+through Sentinels (?sentinel=NAME); rediss:// for TLS (?ca=FILE); the user
+and password from EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD
+(the Sentinels': EDGELIMIT_REDIS_SENTINEL_USERNAME and _PASSWORD).
+Coordinators become a stateless tier, any of
 them serves any isolate, and edges may list several and fail over between
 them. Redis replicates asynchronously: a delta acknowledged by a master
 that dies before its replica got it is lost, unless --redis-wait N makes
 every write wait for N replicas (WAIT) before the batch is answered.
+During a failover the coordinator reloads the slot map and retries a
+batch's reads and writes for up to 3 s (within the request) rather than
+answering 503; /healthz probes Redis (every master answers; with
+--redis-wait, has N replicas online unless --redis-wait-degraded).
 
 Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
 EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
 EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
-EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_TLS_CERT, EDGELIMIT_TLS_KEY,
+EDGELIMIT_REDIS_WAIT_DEGRADED, EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_TLS_CERT, EDGELIMIT_TLS_KEY,
 EDGELIMIT_MAX_MEMORY, EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
@@ -73,7 +80,12 @@ With --tls-cert and --tls-key the server speaks HTTPS (TLS 1.2 or later);
 SIGHUP reads both files again (a renewed certificate serves new
 connections; a pair that fails to load is logged and the old one stays).
 
-Each bearer token is its own namespace of isolate ids. A batch whose time
+Each bearer token is its own namespace of isolate ids. A token given alone
+may do everything (one trusted fleet); TOKEN:ROLES gives it only ROLES,
+joined by '+': edge (POST /v1/sync, for every limiter, or edge=api|llm for
+those named), read (the dashboard's GETs and GET .../keys/{key}) and admin
+(DELETE .../keys/{key}); other requests get 403. Example:
+--token 'k1:edge=api|llm,k2:read+admin'. A batch whose time
 is more than --max-clock-skew (default 2s) ahead of this server's clock, or
 that names a window past this server's current one (the next one only when
 it starts within --max-clock-skew), is refused (400 clock_skew), so keep
@@ -92,14 +104,15 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	data := fs.String("data", "", "Pebble data `DIR`, created if missing (required unless --in-memory or --store)")
 	listen := fs.String("listen", "127.0.0.1:7070", "listen `ADDR` (host:port)")
 	config := fs.String("config", "", "JSON configuration `FILE` with the limiters (default: one limiter \"default\", fixed_window, 100 per 1s)")
-	token := fs.String("token", "", "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge)")
+	token := fs.String("token", "", "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge); TOKEN:ROLES gives a token only ROLES (edge, edge=LIMITER|..., read, admin, joined by +)")
 	inMemory := fs.Bool("in-memory", false, "keep state in memory only (nothing survives a restart)")
 	insecure := fs.Bool("insecure", false, "allow serving without a token on a non-loopback address")
 	ckptKeys := fs.Int("checkpoint-keys", 0, "checkpoint once `N` distinct keys were logged (default 131072)")
 	ckptEvery := durationFlag(fs, "checkpoint-interval", 0, "checkpoint at least this often when anything was logged (default 10s)")
-	storeURL := fs.String("store", "", "shared store `URL`: redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster; replaces --data)")
-	redisBuckets := fs.Int("redis-buckets", 0, "with a redis store: hash slots the keys are spread over, at least 4 per master; the same on every coordinator (changing it starts the state from zero) (default 64)")
+	storeURL := fs.String("store", "", "shared store `URL` (replaces --data): redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...] a Redis Cluster, or one standalone server; rediss://... over TLS (?ca=FILE: trust FILE's certificates); ?sentinel=NAME: the addresses are Sentinels watching master NAME")
+	redisBuckets := fs.Int("redis-buckets", 0, "with a redis store: hash slots the keys are spread over, at least 4 per master; stored in the cluster by the first coordinator, and a coordinator with another value refuses to start (changing it means emptying the cluster) (default 512: up to 128 masters)")
 	redisWait := fs.Int("redis-wait", 0, "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
+	redisDegraded := fs.Bool("redis-wait-degraded", false, "with --redis-wait: when a master has fewer replicas than N (after a failover with one replica), accept its writes with those there are (counted, logged) instead of refusing them with 503 until a replica is back")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both read again on SIGHUP)")
 	tlsKey := fs.String("tls-key", "", "the PEM private key `FILE` of --tls-cert")
 	skew := durationFlag(fs, "max-clock-skew", 0, "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
@@ -108,7 +121,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	strand := fs.Float64("strand-budget", 0, "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	maxMemory := bytesFlag(fs, "max-memory", 0, func(v int64) error { _, err := coordinator.BudgetFor(v); return err }, "the memory this server is sized for, `SIZE` in bytes or with KiB, MiB, GiB (at least 128MiB): caches and the Go memory limit (default 768MiB)")
 	lf := addLogFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -140,13 +153,11 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *data == "" && !*inMemory && *storeURL == "" {
 		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
 	}
-	var tokens []string
-	for _, t := range strings.Split(*token, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			tokens = append(tokens, t)
-		}
+	tokens, grants, err := coordinator.ParseTokens(*token)
+	if err != nil {
+		return err
 	}
-	if len(tokens) == 0 && !*insecure && !isLoopback(*listen) {
+	if len(tokens)+len(grants) == 0 && !*insecure && !isLoopback(*listen) {
 		return fmt.Errorf("coordinator: refusing to serve %s without a token: set --token (or EDGELIMIT_TOKEN), listen on loopback, or pass --insecure", *listen)
 	}
 	var cfg wire.Config
@@ -170,7 +181,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	ln = sln
 	start := time.Now()
-	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens, MaxMemory: budget.MaxMemory,
+	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}}
 	where := *data
@@ -184,7 +195,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fmt.Errorf("coordinator: %w", err)
 		}
 		redisstore.CredentialsFromEnv(&ro)
-		ro.Wait, ro.Buckets = *redisWait, *redisBuckets
+		ro.Wait, ro.Buckets, ro.WaitDegraded, ro.Logger = *redisWait, *redisBuckets, *redisDegraded, log
 		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		rs, err := redisstore.Open(octx, ro)
 		cancel()
@@ -193,9 +204,15 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 			return fmt.Errorf("coordinator: %w", err)
 		}
 		opts.Store = rs
-		where = "redis cluster " + strings.Join(ro.Addrs, ",")
+		where = "redis " + string(rs.Mode()) + " " + strings.Join(ro.Addrs, ",")
+		if ro.TLS != nil {
+			where += " (TLS)"
+		}
 		if ro.Wait > 0 {
 			where += fmt.Sprintf(", WAIT %d", ro.Wait)
+			if ro.WaitDegraded {
+				where += " (degraded when short)"
+			}
 		}
 	}
 	c, err := coordinator.Open(opts)
@@ -219,7 +236,7 @@ var flagEnv = map[string]string{
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
-	"lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
+	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
 	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY", "max-memory": "EDGELIMIT_MAX_MEMORY",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }

@@ -23,6 +23,9 @@ func TestCoordinatorCLI(t *testing.T) {
 		{[]string{"--in-memory", "--listen", "0.0.0.0:0"}, "without a token"},
 		{[]string{"--in-memory", "--config", "/nonexistent.json"}, "no such file"},
 		{[]string{"--in-memory", "extra"}, "unexpected argument"},
+		{[]string{"--in-memory", "--token", "k1:edge=default,k2:writer"}, "role 1 of 1 is not edge"},
+		{[]string{"--in-memory", "--token", "k1:edge=nope"}, `unknown limiter "nope"`},
+		{[]string{"--in-memory", "--token", "k1,k1:read"}, "given twice"},
 		{[]string{"--store", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "want redis://HOST:PORT"},
 		{[]string{"--store", "redis://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "redisstore: 127.0.0.1:1"},
 	} {

@@ -66,7 +66,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	idleTimeout := durationFlag(fs, "idle-timeout", host.DefaultIdleTimeout, "idle keep-alive connections are closed after this")
 	maxBody := fs.Int64("max-body", host.DefaultMaxBodyBytes, "cap on a request body, bytes (larger: 413)")
 	lf := addLogFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

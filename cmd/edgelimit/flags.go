@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"sort"
@@ -87,4 +89,28 @@ func checkCoordinatorURLs(list string) error {
 		return fmt.Errorf("coordinator URL list %q names no URL", list)
 	}
 	return nil
+}
+
+// parseFlags parses args into fs. A bad flag is one line, the flag
+// package's error and where the usage is ("run ... -h"), not the whole
+// usage before it; -h prints the usage (and returns flag.ErrHelp).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		if usage != nil {
+			usage()
+		} else {
+			fs.PrintDefaults()
+		}
+		return err
+	}
+	return fmt.Errorf("%w (run edgelimit %s -h for the flags)", err, fs.Name())
 }

@@ -117,3 +117,20 @@ func TestVersionAndOnePrefix(t *testing.T) {
 		}
 	}
 }
+
+// A bad flag is one line naming the flag and where the usage is; the
+// usage itself is printed for -h only.
+func TestBadFlagIsOneLine(t *testing.T) {
+	for _, cmd := range []string{"coordinator", "edge", "sim", "bench", "version"} {
+		_, stderr, err := run(t, cmd, "--no-such-flag")
+		if err == nil || !strings.Contains(err.Error(), "no-such-flag") || !strings.Contains(err.Error(), "run edgelimit "+cmd+" -h") {
+			t.Errorf("%s --no-such-flag: error %v, want the flag and the -h hint", cmd, err)
+		}
+		if stderr != "" {
+			t.Errorf("%s --no-such-flag printed %q before the error, want nothing", cmd, stderr)
+		}
+		if _, stderr, err := run(t, cmd, "-h"); err != nil || !strings.Contains(strings.ToLower(stderr), "usage") {
+			t.Errorf("%s -h: error %v, usage %q", cmd, err, stderr)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +40,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	duration := durationFlag(fs, "duration", 0, "simulated time (default: the scenario's)")
 	seed := fs.Uint64("seed", 1, "random seed; the same seed gives the same output")
 	strategies := fs.String("strategies", "", "comma-separated strategies: "+strings.Join(sim.AllStrategies, ",")+" (default: the scenario's)")
-	out := fs.String("out", "", "directory to write results.csv, results.json and chart.svg to")
+	out := fs.String("out", "", "directory to write results.csv, results.json, chart.svg and report.html to")
+	timeline := fs.String("timeline", "", "with --out: the run whose admitted-per-window timeline report.html draws, strategy@interval (e.g. auto@100ms; local-only and central need no interval; default: the tuner's pick, else auto or strict nearest 100ms)")
 	target := fs.String("target-overrun", "", "tune: scan sync intervals and pick the largest whose key-window overrun (--target-metric) stays within this on every seed, e.g. 1%, while the wait stays within --max-wait and the utilisation above --min-util")
 	targetStrategy := fs.String("target-strategy", "", "strategy for --target-overrun (default: the one strategy --strategies names)")
 	maxWait := durationFlag(fs, "max-wait", 0, "with --target-overrun: the largest wait p99 on every seed (default one round trip: twice the scenario's one-way latency; negative: no bound)")
@@ -57,7 +59,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -126,6 +128,11 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := sc.Prepare(); err != nil {
 		return err
 	}
+	if *timeline != "" {
+		if err := checkTimeline(*timeline, *out, sc); err != nil {
+			return err
+		}
+	}
 	var targetPct float64
 	if *targetMetric != sim.MetricWorst && *targetMetric != sim.MetricP99 {
 		return fmt.Errorf("sim: --target-metric: want %s or %s, got %q", sim.MetricWorst, sim.MetricP99, *targetMetric)
@@ -160,7 +167,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stdout)
 	bar := newProgressBar(stderr, *quiet)
-	results, err := s.Sweep(ctx, sc, sim.SweepOptions{Seed: *seed, Parallel: *parallel, Progress: bar.set})
+	results, err := s.Sweep(ctx, sc, sim.SweepOptions{Seed: *seed, Parallel: *parallel, Progress: bar.set, Timeline: *out != ""})
 	bar.done()
 	if err != nil {
 		return err
@@ -194,7 +201,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	if *out != "" {
-		if err := writeSimOut(*out, sc, results, tgt); err != nil {
+		if err := writeSimOut(*out, sim.Report{Scenario: sc, Results: results, Tuning: tgt, TimelineOf: *timeline}); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join([]string{filepath.Join(*out, "results.csv"),
@@ -213,7 +220,33 @@ func loadScenario(name string) (*sim.Scenario, error) {
 	return sim.Builtin(name)
 }
 
-func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Tuning) error {
+// checkTimeline refuses a --timeline that names no run of this sweep.
+func checkTimeline(choice, out string, sc *sim.Scenario) error {
+	if out == "" {
+		return fmt.Errorf("sim: --timeline draws in report.html: give --out too")
+	}
+	st, iv, err := sim.ParseTimelineChoice(choice)
+	if err != nil {
+		return err // "sim: timeline ...: want strategy@interval ..."
+	}
+	if !slices.Contains(sc.Strategies, st) {
+		return fmt.Errorf("sim: --timeline %q: %s is not among the strategies run (%s)", choice, st, strings.Join(sc.Strategies, ", "))
+	}
+	if st == sim.LocalOnly || st == sim.Central {
+		return nil
+	}
+	var ivs []string
+	for _, d := range sc.Sync {
+		if time.Duration(d) == iv {
+			return nil
+		}
+		ivs = append(ivs, time.Duration(d).String())
+	}
+	return fmt.Errorf("sim: --timeline %q: %v is not among the sync intervals run (%s)", choice, iv, strings.Join(ivs, ", "))
+}
+
+func writeSimOut(dir string, rep sim.Report) error {
+	sc, rs := rep.Scenario, rep.Results
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("sim: out: %w", err)
 	}
@@ -235,11 +268,11 @@ func writeSimOut(dir string, sc *sim.Scenario, rs []sim.Result, tgt *sim.Tuning)
 		return err
 	}
 	if err := write("results.json", func(w io.Writer) error {
-		return sim.WriteJSON(w, sim.Report{Scenario: sc, Results: rs, Tuning: tgt})
+		return sim.WriteJSON(w, rep)
 	}); err != nil {
 		return err
 	}
-	if err := write("report.html", func(w io.Writer) error { return sim.WriteHTML(w, sim.Report{Scenario: sc, Results: rs, Tuning: tgt}) }); err != nil {
+	if err := write("report.html", func(w io.Writer) error { return sim.WriteHTML(w, rep) }); err != nil {
 		return err
 	}
 	return write("chart.svg", func(w io.Writer) error {

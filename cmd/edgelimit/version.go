@@ -25,7 +25,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: edgelimit version [-h]\n\nPrints the build, the wire protocol and the embedded edge module's versions.\n")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return fmt.Errorf("version: %w", err)
 	}
 	if fs.NArg() > 0 {

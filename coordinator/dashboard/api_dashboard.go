@@ -1,8 +1,8 @@
 package dashboard
 
 import (
+	"encoding/base64"
 	"encoding/json"
-	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -92,7 +92,11 @@ type TopKeysView struct {
 // capacity). Reset is when the count next drops: the window's end, or
 // when the bucket is full again.
 type KeyView struct {
-	Key       string  `json:"key"`
+	Key string `json:"key"` // as JSON text: bytes that are not UTF-8 show as U+FFFD
+	// KeyB64 is the key's exact bytes in unpadded base64url (RFC 4648
+	// §5), what the page resets it by: DELETE
+	// /v1/limiters/{name}/keys/{key_b64}?encoding=base64url.
+	KeyB64    string  `json:"key_b64"`
 	Count     int64   `json:"count"`
 	Limit     int64   `json:"limit"` // after per-key overrides
 	Remaining int64   `json:"remaining"`
@@ -232,37 +236,13 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, TopKeysView{Limiter: name, Algorithm: l.cfg.Algorithm, At: now, Keys: keys})
 }
 
-// keyView computes what a key uses now from its last view e.
+// keyView computes what a key uses now from its last view e (UsageOf).
 func keyView(cfg *wire.LimiterConfig, e *topEntry, now int64) KeyView {
-	limit := cfg.LimitFor(e.key)
-	kv := KeyView{Key: e.key, Limit: limit, Isolates: e.isolates, UpdatedMS: max(now-e.at, 0) / 1e6}
-	p := cfg.Period
-	if cfg.IsBucket() {
-		capacity := cfg.EffectiveBurst(limit)
-		kv.Limit = capacity
-		if ahead := e.tat - now; ahead > 0 {
-			t := max(p/limit, 1) // ns per unit of cost
-			kv.Count = min((ahead+t-1)/t, capacity)
-			kv.ResetMS = ahead / 1e6
-		}
-	} else {
-		w := now / p
-		var cur, prev int64
-		switch e.window {
-		case w:
-			cur, prev = e.count, e.prev
-		case w - 1:
-			prev = e.count
-		}
-		kv.Count = cur
-		if cfg.Algorithm == wire.SlidingWindow {
-			left := float64(p-now%p) / float64(p)
-			kv.Count = cur + int64(math.Ceil(float64(prev)*left))
-		}
-		kv.ResetMS = ((w+1)*p - now) / 1e6
-	}
+	u := UsageOf(cfg, e.key, e.window, e.count, e.prev, e.tat, now)
+	kv := KeyView{Key: e.key, KeyB64: base64.RawURLEncoding.EncodeToString([]byte(e.key)), Count: u.Count, Limit: u.Limit, ResetMS: u.Reset / 1e6,
+		Isolates: e.isolates, UpdatedMS: max(now-e.at, 0) / 1e6}
 	kv.Remaining = max(kv.Limit-kv.Count, 0)
-	kv.Used = float64(kv.Count) / float64(kv.Limit)
+	kv.Used = u.Used()
 	kv.NearLimit = kv.Used > NearLimitFraction
 	return kv
 }

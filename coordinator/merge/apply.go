@@ -117,7 +117,14 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	}()
 	for i := range b.Signals {
 		sg := &b.Signals[i]
-		st, err := m.loadKey(m.lims[sg.Limiter], sg.Key, nil, -1)
+		lim := m.lims[sg.Limiter]
+		if lim.Upstream == nil {
+			// Only limiters configured to follow their upstream take
+			// signals (upstream.go); the others' are ignored and counted.
+			sigs = append(sigs, nil)
+			continue
+		}
+		st, err := m.loadKey(lim, sg.Key, nil, -1)
 		if err != nil {
 			return nil, err
 		}
@@ -132,10 +139,16 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			s := &slots[at[i]]
 			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
 		}
+		tok := m.reportToken(scope)
 		for i, st := range sigs {
-			m.applySignal(st, isolate, h.hash, &b.Signals[i], now)
+			if st == nil {
+				m.stats.SignalsIgnored++
+				continue
+			}
+			m.applySignal(st, isolate, h.hash, tok, &b.Signals[i], now)
 		}
 		h.seq, h.seen, h.sum = b.Seq, now, sum
+		h.bind(b)
 		m.markHWM(h)
 	}
 	rp := &wire.Reply{Version: wire.Version, Seq: b.Seq, At: now, Entries: make([]wire.View, len(slots))}
@@ -144,12 +157,15 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
 		m.view(s, isolate, h.hash, now, !dup, b.End, v)
+		if b.Limits {
+			v.Limit = s.st.lim.LimitFor(s.key) // the isolate answers with the coordinator's limit
+		}
 		if s.st.up != nil {
 			m.addUpView(rp, s.st, s.key, isolate, now, false)
 		}
 	}
 	for i, st := range sigs {
-		if st.mark != mark { // not among the entries: its view is not there yet
+		if st != nil && st.mark != mark { // not among the entries: its view is not there yet
 			st.mark, st.slotIdx = mark, -1
 			m.addUpView(rp, st, b.Signals[i].Key, isolate, now, true)
 		}

@@ -279,6 +279,25 @@ func (is *isoState) perWindow(period int64) float64 {
 	return float64(is.demand) / demandScale * float64(period) / float64(is.gap)
 }
 
+// chargeExpired ends the bucket leases of st's isolates other than me
+// whose life is over (an isolate that stopped, or was killed, holding
+// one): each is charged to the bucket as spent at the lease's end (the
+// isolate may have spent it at any time until then, and not after:
+// charging at the end is the latest, so the most careful, time) and
+// given up. The bucket then refills it at the limit's rate, instead of
+// the reservation holding the bucket below its burst for good. An isolate
+// that did spend it and reports late is charged a second time: safe. The
+// sum of leases stays within the bucket's tokens: both fall by the lease.
+func (m *Merger) chargeExpired(st *keyState, me *isoState, limit, now int64) {
+	for i := range st.isos {
+		is := &st.isos[i]
+		if is != me && is.lease > 0 && m.leaseExpired(is, now) {
+			st.tat = limitmath.AdvanceTAT(st.tat, is.expires, is.lease, st.lim.Period, limit)
+			is.lease = 0
+		}
+	}
+}
+
 // grantBucket tops up isolate me's lease on bucket st at time now. Bucket
 // leases only grow (an isolate may spend its lease at any time, so it stays
 // reserved until reported); like windowed ones they are sized by need: a
@@ -289,6 +308,7 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	P := lim.Period
 	limit := st.limitFor(key, now)
 	burst := lim.EffectiveBurst(limit)
+	m.chargeExpired(st, me, limit, now)
 	debt := max(0, st.tat-now)
 	tokens := max(0, burst-mulDivUp(debt, limit, P))
 	var sumL, sumD int64

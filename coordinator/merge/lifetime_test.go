@@ -70,3 +70,68 @@ func TestLeaseLifeAndRelease(t *testing.T) {
 		t.Errorf("W (alive under the lease) reserves %d after the expiry, want the %d held (counted as spent)", r, held)
 	}
 }
+
+// A bucket lease whose isolate died ends with its life: it is charged to
+// the bucket as spent at its end, and the bucket refills it, so another
+// isolate gets the whole burst back once the refill time has passed. (It
+// used to stay reserved until its holder reported, which a dead isolate
+// never does: the bucket stayed short of its burst for good.)
+func TestDeadIsolatesBucketLeaseComesBack(t *testing.T) {
+	const life, grace = 100 * time.Millisecond, 100 * time.Millisecond
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.LeaseLife, o.Merger.LeaseGrace = life, grace })
+	// stb: 50/s, burst 100. Isolate a asks for 60, gets a lease, dies.
+	va := viewOf(t, mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "stb", Key: "k", Demand: 60})), "stb", "k")
+	if va.Lease <= 0 {
+		t.Fatalf("isolate a got lease %d, want some", va.Lease)
+	}
+	// 5 s later (the lease ended 4.8 s ago; the bucket refills 100 in 2 s),
+	// isolate b asks for the whole burst in a few syncs.
+	at := t0 + 5*sec
+	var got int64
+	for seq := int64(1); seq <= 4; seq++ {
+		at += sec / 100
+		clk.set(at)
+		v := viewOf(t, mustSync(t, c, batch("b", seq, at, wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+		got = v.Lease
+	}
+	if got < 100-1 {
+		t.Fatalf("isolate b holds a lease of %d after a's lease of %d ended 5 s ago; want the burst (100) back", got, va.Lease)
+	}
+	// And never more than the bucket holds: a's lease was charged.
+	c.withMerger(func(m *Merger) {
+		ks, err := m.KeyState("stb", "k", clk.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.LeaseSum > 100 {
+			t.Errorf("leases %d > burst 100", ks.LeaseSum)
+		}
+	})
+}
+
+// The coordinator's limit reaches a batch that asks for it (Batch.Limits)
+// and no other: a module that does not ask reads views of 11 elements.
+func TestViewLimitOnlyWhenAsked(t *testing.T) {
+	c, _ := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	b := batch("a", 1, t0, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})
+	if v := viewOf(t, mustSync(t, c, b), "sfw", "k"); v.Limit != 0 {
+		t.Fatalf("a batch without lim got limit %d in its view, want none", v.Limit)
+	}
+	rp := mustSync(t, c, b) // the retry: the same reply shape
+	if enc := rp.Entries[0].AppendMsg(nil); enc[0] != 0x9b {
+		t.Fatalf("the view of a batch without lim encodes as %#x, want an array of 11 (0x9b)", enc[0])
+	}
+	b2 := batch("a", 2, t0+1, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})
+	b2.Limits = true
+	v := viewOf(t, mustSync(t, c, b2), "sfw", "k")
+	var want int64
+	for _, l := range testConfig().Limiters {
+		if l.Name == "sfw" {
+			want = l.LimitFor("k")
+		}
+	}
+	if v.Limit != want || want == 0 {
+		t.Fatalf("a batch with lim got limit %d, want the coordinator's %d", v.Limit, want)
+	}
+}

@@ -26,6 +26,9 @@ type MergeStats struct {
 	GCDeleted     int64 // records deleted by GC
 	Checkpoints   int64 // checkpoints committed
 	Replayed      int64 // log records replayed (after a crash or a failed commit)
+	// SignalsIgnored counts upstream signals (wire.Signal) for limiters
+	// without an upstream configuration, which the merge ignores.
+	SignalsIgnored int64
 }
 
 // Merger is the merge state machine: it applies batches to the state of

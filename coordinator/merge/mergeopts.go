@@ -57,6 +57,12 @@ type MergerOptions struct {
 	// no reset generation, so isolates send no heartbeats and hear of a
 	// reset only with a reply for the key. Default false (notices on).
 	NoResetNotices bool
+	// ReportPerScope: isolate namespaces (bearer tokens, the scope of
+	// ApplyAs) vote on a key's announced limit, rather than isolates, so
+	// one token's clients cannot outvote another's (upstream.go,
+	// agreedLimit). The coordinator sets it when several tokens may sync.
+	// Default false.
+	ReportPerScope bool
 	// CheckpointKeys: a checkpoint is due once this many distinct keys and
 	// isolates were logged since the previous one (see wal.go). Keys logged
 	// but not checkpointed stay in memory, so this bounds the cache's

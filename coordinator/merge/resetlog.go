@@ -18,7 +18,9 @@ import (
 // the dry spells and fleet limits of every key. The log is not durable: a
 // restart costs every isolate one ResetAll, which only makes it ask
 // again where it would have waited. In shared mode (Redis) replies carry
-// no generation: a reset reaches the isolates that sync the key.
+// no generation: a reset reaches the isolates that sync the key, which an
+// isolate denying from its cache does within two sync intervals of its
+// last reply (wasm/core/resets.go, recheck).
 
 // maxResetLog bounds the resets the Merger remembers (about 100 bytes
 // each): an isolate further behind is told ResetAll.

@@ -1,6 +1,8 @@
 package merge
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"strconv"
 
@@ -27,6 +29,20 @@ import (
 // nothing is counted twice. A batch can thus never move another
 // incarnation's high-water mark out of its reach: a jumped Seq is refused,
 // not recorded.
+//
+// Identity. Before its sequence number, a batch for a known isolate
+// (hw > 0) must carry the secret its incarnation's first batch carried
+// (wire.Batch.Secret; the coordinator keeps its SHA-256, cut to 16 bytes,
+// in the high-water mark, so it is persisted and shared like the mark).
+// Without it the batch is SeqIdentity: refused, 409
+// urn:edgelimit:problem:seq_identity, with no sequence number told (the
+// error carries none). A client that knows an isolate id but not its
+// secret thus learns nothing of its sequence and cannot make the real
+// isolate reincarnate (it would have to send the next number before the
+// isolate does, with its secret). A restart that kept its id starts with
+// a new secret, is refused the same way and starts a new incarnation. An
+// isolate whose first batch carried no secret (a host older than secrets)
+// is bound to none: its batches need none, and its id is unprotected.
 
 // ErrSequence marks a batch refused for its sequence number (a *SeqError).
 var ErrSequence = errors.New("merge: batch out of sequence")
@@ -39,17 +55,22 @@ const (
 	SeqStale    SeqAnomaly = "stale"
 	SeqGap      SeqAnomaly = "gap"
 	SeqConflict SeqAnomaly = "conflict"
+	SeqIdentity SeqAnomaly = "identity"
 )
 
 // SeqError is a batch refused for its sequence number; nothing of it was
 // applied. It matches ErrSequence with errors.Is.
 type SeqError struct {
 	Anomaly   SeqAnomaly
-	Seq       int64 // the batch's sequence number
-	HighWater int64 // the isolate's high-water mark (0: unknown isolate)
+	Seq       int64 // the batch's sequence number (0 for SeqIdentity: not told)
+	HighWater int64 // the isolate's high-water mark (0: unknown isolate, or SeqIdentity: not told)
 }
 
 func (e *SeqError) Error() string {
+	if e.Anomaly == SeqIdentity {
+		return "merge: the batch does not carry the secret of the incarnation that holds its isolate id" +
+			" (another client, or a restart that kept its id); start a new incarnation (a new isolate id and secret, its sequence from the start) and resend"
+	}
 	s := "merge: batch seq " + strconv.FormatInt(e.Seq, 10) + " is " + string(e.Anomaly) +
 		": the isolate's last applied seq is " + strconv.FormatInt(e.HighWater, 10)
 	switch e.Anomaly {
@@ -69,6 +90,9 @@ func (e *SeqError) Is(target error) bool { return target == ErrSequence }
 // checkSeq classifies b against the isolate's high-water mark h: it reports
 // whether b is a retry of the last applied batch, or a *SeqError.
 func checkSeq(h *hwmState, b *wire.Batch, sum uint64) (retry bool, err error) {
+	if h.seq > 0 && !h.holds(b.Secret) {
+		return false, &SeqError{Anomaly: SeqIdentity}
+	}
 	switch {
 	case b.Seq == h.seq+1:
 		return false, nil
@@ -113,3 +137,24 @@ func batchSum(b *wire.Batch) uint64 {
 	}
 	return h | 1
 }
+
+// secretHash is what the coordinator keeps of an isolate secret: the first
+// 16 bytes of its SHA-256; zero for no secret.
+func secretHash(secret string) (h [16]byte) {
+	if secret != "" {
+		s := sha256.Sum256([]byte(secret))
+		copy(h[:], s[:16])
+	}
+	return h
+}
+
+// holds reports whether secret is the one h's incarnation is bound to
+// (compared in constant time).
+func (h *hwmState) holds(secret string) bool {
+	want := secretHash(secret)
+	return subtle.ConstantTimeCompare(h.secret[:], want[:]) == 1
+}
+
+// bind records the secret of b, the batch being applied, as h's (the
+// same one for every batch after the first: checkSeq refused others).
+func (h *hwmState) bind(b *wire.Batch) { h.secret = secretHash(b.Secret) }

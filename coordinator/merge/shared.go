@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -97,6 +98,12 @@ type SubWrite struct {
 	Versions []uint64 // as read; 0 = absent
 	Values   [][]byte
 	TTLs     []int64 // ns
+	// Confirm are marks found already at their batch's Seq (an earlier
+	// attempt wrote the part but was not acknowledged): the store renews
+	// their TTL, a write, so that a store that waits for replicas (WAIT)
+	// confirms the earlier write before the batch is answered as a
+	// duplicate there. Nothing is checked for them.
+	Confirm []MarkSet
 }
 
 // SubOutcome is what a SubWrite did.
@@ -143,6 +150,7 @@ type SharedMerger struct {
 
 // sharedReq is one batch waiting for its group.
 type sharedReq struct {
+	ctx   context.Context // the request's: its group's store calls stop once every request's has ended
 	b     *wire.Batch
 	scope string
 	rp    *wire.Reply
@@ -352,7 +360,9 @@ func (s *SharedMerger) loop(m *Merger, clock func() int64, quit <-chan struct{})
 			n++
 		}
 		group = group[:n]
-		s.applyGroup(context.Background(), m, group, clock())
+		gctx, cancel := groupContext(group)
+		s.applyGroup(gctx, m, group, clock())
+		cancel()
 		for _, r := range group {
 			close(r.done)
 		}
@@ -485,6 +495,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			continue
 		}
 		r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
+		r.h.bind(r.b)
 		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: int64(s.opts.IsolateTTL)})
 	}
 	if len(adv) > 0 {
@@ -520,6 +531,30 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		t.Duplicates += st.Duplicates
 		t.Batches += st.Batches
 	})
+}
+
+// groupContext returns the context of a group's store calls: it ends once
+// the context of every request of group has (their clients gave up), so a
+// store that retries through a failover stops for a group nobody waits
+// for.
+func groupContext(group []*sharedReq) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var left atomic.Int64
+	left.Store(int64(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, r := range group {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
 }
 
 func slicesContains(ss []string, s string) bool {
@@ -613,7 +648,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			}
 			m.hwms[r.iso] = hs
 			before := m.stats
-			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries}, r.scope, now, nil)
+			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries, Limits: r.b.Limits}, r.scope, now, nil)
 			if err != nil {
 				bad = err
 				continue
@@ -621,15 +656,19 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			sb.rp = rp
 			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
 				DeltasStale: m.stats.DeltasStale - before.DeltasStale}
-			if !subDup {
-				w.Marks = append(w.Marks, MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: int64(s.opts.IsolateTTL)})
+			ms := MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: m.sharedMarkTTL(sb.entries, now, int64(s.opts.IsolateTTL))}
+			switch {
+			case !subDup:
+				w.Marks = append(w.Marks, ms)
+			case !r.dup:
+				w.Confirm = append(w.Confirm, ms) // written by an attempt not acknowledged
 			}
 		}
 		if bad != nil {
 			fail([]*sharedBucket{g}, bad)
 			continue
 		}
-		if len(w.Marks) == 0 {
+		if len(w.Marks) == 0 && len(w.Confirm) == 0 {
 			continue // duplicates only: answered from what was read
 		}
 		for _, st := range m.dirtyKeys {
@@ -749,7 +788,7 @@ func (s *SharedMerger) cfgLimiter(name string) *wire.LimiterConfig {
 // stale. Errors: as Merger.Apply's, ErrUnavailable (the store failed;
 // nothing applied, retry with the same Seq), or ctx's.
 func (s *SharedMerger) Sync(ctx context.Context, b *wire.Batch, scope string) (rp *wire.Reply, stale int64, err error) {
-	r := &sharedReq{b: b, scope: scope, done: make(chan struct{})}
+	r := &sharedReq{ctx: ctx, b: b, scope: scope, done: make(chan struct{})}
 	select {
 	case s.reqs <- r:
 	case <-ctx.Done():

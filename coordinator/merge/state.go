@@ -17,7 +17,8 @@ import (
 //	                                 then the isolates holding strict leases,
 //	                                 their standing leases, and the optional
 //	                                 upstream section ('u', upstream.go)
-//	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records)
+//	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records),
+//	                                 then 16 bytes of the secret's hash when the isolate has one (sequence.go)
 //	'l' gen                       -> log record: the new states of one group
 //
 // Windowed limiters keep only the newest window W and W-1 in the record, so
@@ -83,14 +84,15 @@ const demandScale = 1024
 // hwmState is the exactly-once high-water mark of one isolate.
 type hwmState struct {
 	id       string
-	hash     uint64 // isoHash(id)
-	seq      int64  // highest applied batch sequence number
-	seen     int64  // coordinator time of the last batch, ns
-	sum      uint64 // batchSum of the last applied batch; 0 = unknown (a record older than the digest)
-	dirty    bool   // changed since the last Stage
-	epoch    int64  // Merger.ckptEpoch when last logged
-	ckptSlot int32  // index of its op in Merger.ckptOps, when epoch is current
-	gen      int64  // Stage that holds the last change
+	hash     uint64   // isoHash(id)
+	seq      int64    // highest applied batch sequence number
+	seen     int64    // coordinator time of the last batch, ns
+	sum      uint64   // batchSum of the last applied batch; 0 = unknown (a record older than the digest)
+	secret   [16]byte // secretHash of the incarnation's secret; zero: none (sequence.go)
+	dirty    bool     // changed since the last Stage
+	epoch    int64    // Merger.ckptEpoch when last logged
+	ckptSlot int32    // index of its op in Merger.ckptOps, when epoch is current
+	gen      int64    // Stage that holds the last change
 }
 
 func keyStorageKey(limiter, key string) string {
@@ -232,7 +234,11 @@ func (h *hwmState) encode(dst []byte) []byte {
 	dst = append(dst, stateVer)
 	dst = binary.AppendVarint(dst, h.seq)
 	dst = binary.AppendVarint(dst, h.seen)
-	return binary.AppendUvarint(dst, h.sum)
+	dst = binary.AppendUvarint(dst, h.sum)
+	if h.secret != ([16]byte{}) {
+		dst = append(dst, h.secret[:]...)
+	}
+	return dst
 }
 
 func (h *hwmState) decode(b []byte) error {
@@ -241,9 +247,15 @@ func (h *hwmState) decode(b []byte) error {
 	}
 	d := decoder{b: b[1:]}
 	h.seq, h.seen = d.varint(), d.varint()
-	h.sum = 0
+	h.sum, h.secret = 0, [16]byte{}
 	if d.err == nil && len(d.b) > 0 { // records written before the digest end here
 		h.sum = d.uvarint(^uint64(0))
+	}
+	if d.err == nil && len(d.b) > 0 { // records of isolates without a secret end here
+		if len(d.b) != len(h.secret) {
+			return errCorrupt
+		}
+		copy(h.secret[:], d.b)
 	}
 	return d.err
 }

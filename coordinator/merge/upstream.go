@@ -2,6 +2,8 @@ package merge
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
@@ -27,11 +29,12 @@ type keyUpstream struct {
 	reps       []upReport // announced limits, one per isolate, at most maxReporters
 }
 
-// upReport is one isolate's latest announced limit.
+// upReport is one isolate incarnation's latest announced limit.
 type upReport struct {
-	hash  uint64 // isoHash of the isolate
+	hash  uint64 // isoHash of the isolate (its id in its token's namespace)
 	limit int64
-	seen  int64 // coordinator ns
+	seen  int64  // coordinator ns
+	tok   uint64 // the reporter's token (Merger.reportToken); 0: one trusted fleet
 }
 
 // maxReporters bounds the announced limits kept per key: the oldest report
@@ -46,26 +49,93 @@ func reportHorizon(lim *wire.LimiterConfig) int64 { return max(10*lim.Period, 60
 // agreed: with reports from at least two isolates within the horizon, the
 // upper median of their limits (one isolate cannot lower the fleet's limit
 // alone; any two honest ones bound it), or the only report when the key has
-// one recent isolate. It never exceeds the limiter's cap for key.
+// one recent isolate. With several tokens (reports with a token), tokens
+// vote rather than isolates: each token's vote is the upper median of its
+// isolates' reports, and the agreed limit the upper median of two or more
+// tokens' votes; one token's reports alone agree (as above) only for a
+// leased key whose recent isolates are all that token's. One token's
+// clients thus cannot lower the limit other tokens' isolates get. It never
+// exceeds the limiter's cap for key.
 func (s *keyState) agreedLimit(key string, now int64) int64 {
 	u := s.up
 	if u == nil || len(u.reps) == 0 {
 		return 0
 	}
 	horizon := now - reportHorizon(s.lim)
-	var ls [maxReporters]int64
+	var recent [maxReporters]upReport
 	n := 0
 	for _, r := range u.reps {
-		if r.seen >= horizon && n < len(ls) {
-			ls[n] = r.limit
+		if r.seen >= horizon && n < len(recent) {
+			recent[n] = r
 			n++
 		}
 	}
-	if n == 0 || n == 1 && s.recentIsolates(now) > 1 {
+	if n == 0 {
 		return 0
 	}
-	slices.Sort(ls[:n])
-	return min(ls[n/2], s.lim.AnnouncedCap(s.lim.LimitFor(key)))
+	rs := recent[:n]
+	slices.SortFunc(rs, func(a, b upReport) int { return cmpInt(a.tok, b.tok) })
+	var votes [maxReporters]int64
+	nv := 0
+	for i := 0; i < n; {
+		j := i
+		for j < n && rs[j].tok == rs[i].tok {
+			j++
+		}
+		votes[nv] = upperMedian(rs[i:j])
+		nv++
+		i = j
+	}
+	var agreed int64
+	switch {
+	case nv >= 2:
+		slices.Sort(votes[:nv])
+		agreed = votes[nv/2]
+	case n == 1 && s.recentIsolates(now) > 1:
+		return 0
+	case rs[0].tok != 0 && !s.onlyToken(rs[0].tok, now):
+		return 0
+	default:
+		agreed = votes[0]
+	}
+	return min(agreed, s.lim.AnnouncedCap(s.lim.LimitFor(key)))
+}
+
+// upperMedian returns the upper median of the limits of rs (not empty).
+func upperMedian(rs []upReport) int64 {
+	var ls [maxReporters]int64
+	for i, r := range rs {
+		ls[i] = r.limit
+	}
+	slices.Sort(ls[:len(rs)])
+	return ls[len(rs)/2]
+}
+
+func cmpInt(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// onlyToken reports whether every isolate that recently synced s is of the
+// token tok (Merger.reportToken). Only leased keys know their isolates by
+// id; for the others it is false.
+func (s *keyState) onlyToken(tok uint64, now int64) bool {
+	if !s.lim.Leased() {
+		return false
+	}
+	horizon := now - 2*s.lim.Period
+	for i := range s.isos {
+		is := &s.isos[i]
+		if is.seen >= horizon && (len(is.id) < ScopeLen || isoHash(is.id[:ScopeLen]) != tok) {
+			return false
+		}
+	}
+	return true
 }
 
 // limitFor is the limit the coordinator applies to key now: the agreed
@@ -135,12 +205,36 @@ func (u *keyUpstream) open(lim *wire.LimiterConfig, seed uint64, now int64) {
 	}
 }
 
+// Who may signal. Only limiters with an upstream configuration
+// (wire.UpstreamConfig, "upstream" in the config file) take signals: the
+// others' are ignored and counted (MergeStats.SignalsIgnored; a 4xx would
+// refuse the whole batch, its deltas with it, and the isolate would resend
+// it forever). A pause is capped by the limiter's upstream.max_pause
+// (default 1 h: wire.LimiterConfig.PauseCap). Announced limits are kept
+// per isolate incarnation (its id in its token's namespace, bound to the
+// incarnation by its secret: sequence.go) and, with
+// MergerOptions.ReportPerScope (several tokens may sync), counted per
+// token (agreedLimit): a client cannot make itself several voters by
+// making up isolate ids, and one token cannot lower the limit another
+// token's isolates get. At most maxReporters reports are kept per key.
+
+// reportToken is the token an announced limit from an isolate of scope
+// counts for (see above): isoHash(scope) with ReportPerScope, else 0 (one
+// trusted fleet).
+func (m *Merger) reportToken(scope string) uint64 {
+	if m.opts.ReportPerScope && scope != "" {
+		return isoHash(scope)
+	}
+	return 0
+}
+
 // applySignal merges one isolate's signal into st at now: the pause ends
 // at the latest, failures open the circuit (or reopen it when they answer
 // the isolate's probe), a success of the probe closes it, a probe request
 // is granted when no other isolate holds the probe, and an announced
-// limit is recorded for the isolate.
-func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire.Signal, now int64) {
+// limit is recorded for the isolate, with its token tok
+// (Merger.reportToken).
+func (m *Merger) applySignal(st *keyState, isolate string, hash, tok uint64, sg *wire.Signal, now int64) {
 	m.markKey(st)
 	lim := st.lim
 	if st.up == nil {
@@ -181,9 +275,9 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire
 		i := slices.IndexFunc(u.reps, func(r upReport) bool { return r.hash == hash })
 		switch {
 		case i >= 0:
-			u.reps[i] = upReport{hash, l, now}
+			u.reps[i] = upReport{hash, l, now, tok}
 		case len(u.reps) < maxReporters:
-			u.reps = append(u.reps, upReport{hash, l, now})
+			u.reps = append(u.reps, upReport{hash, l, now, tok})
 		default:
 			oldest := 0
 			for j := range u.reps {
@@ -191,7 +285,7 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash uint64, sg *wire
 					oldest = j
 				}
 			}
-			u.reps[oldest] = upReport{hash, l, now}
+			u.reps[oldest] = upReport{hash, l, now, tok}
 		}
 	}
 }
@@ -272,7 +366,15 @@ func (s *keyState) encodeUp(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, r.limit)
 		dst = binary.AppendVarint(dst, r.seen)
 	}
-	return binary.AppendVarint(dst, u.failAt)
+	dst = binary.AppendVarint(dst, u.failAt)
+	// The reports' tokens, when any has one (records written before
+	// tokens voted end before them: every token 0).
+	if slices.ContainsFunc(u.reps, func(r upReport) bool { return r.tok != 0 }) {
+		for _, r := range u.reps {
+			dst = binary.AppendUvarint(dst, r.tok)
+		}
+	}
+	return dst
 }
 
 // decodeUp reads the upstream section written by encodeUp.
@@ -310,7 +412,42 @@ func (s *keyState) decodeUp(d *decoder) {
 	if d.err == nil && len(d.b) > 0 {
 		u.failAt = d.varint()
 	}
+	if d.err == nil && len(d.b) > 0 {
+		for i := range u.reps {
+			u.reps[i].tok = d.uvarint(^uint64(0))
+		}
+	}
 	if d.err == nil {
 		s.up = u
 	}
+}
+
+// Pause pauses (limiter, key) for d ns from now, as an operator (the
+// coordinator's admin role) rather than an upstream asks: every isolate
+// that syncs the key hears the pause with its reply and denies the key
+// until it ends. d is capped by the limiter's PauseCap (upstream.max_pause,
+// default 1 h); a pause already set longer stays (pauses merge as the
+// latest end; Reset lifts it). It returns the pause left, ns, and stages
+// the change for the next Commit.
+func (m *Merger) Pause(limiter, key string, d, now int64) (int64, error) {
+	lim := m.lims[limiter]
+	if lim == nil {
+		return 0, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)
+	}
+	if d <= 0 {
+		return 0, errors.New("merge: a pause must be longer than 0")
+	}
+	if err := m.recovered(); err != nil {
+		return 0, err
+	}
+	st, err := m.loadKey(lim, key, nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	m.markKey(st)
+	if st.up == nil {
+		st.up = &keyUpstream{}
+	}
+	st.up.pause = max(st.up.pause, now+min(d, lim.PauseCap()))
+	return st.up.pause - now, nil
 }

@@ -146,7 +146,7 @@ func TestUpstreamSectionRoundTrip(t *testing.T) {
 	st := newKeyState(lim, keyStorageKey("llm", "k"))
 	st.win, st.count = 7, 3
 	st.up = &keyUpstream{pause: 99, circuit: wire.CircuitHalfOpen, opens: 3, fails: 2, openUntil: 77,
-		probeIso: "scope/iso-1", probeUntil: 88, reps: []upReport{{1, 6, 5}, {2, 7, 6}}}
+		probeIso: "scope/iso-1", probeUntil: 88, reps: []upReport{{1, 6, 5, 0}, {2, 7, 6, 0}}}
 	b := st.encode(nil)
 	got := newKeyState(lim, st.skey)
 	if err := got.decode(b, 64); err != nil {
@@ -154,6 +154,13 @@ func TestUpstreamSectionRoundTrip(t *testing.T) {
 	}
 	if got.up == nil || got.up.pause != 99 || got.up.probeIso != "scope/iso-1" || len(got.up.reps) != 2 || got.up.reps[1].limit != 7 {
 		t.Fatalf("round trip: %+v", got.up)
+	}
+	// With tokens, the reports' tokens survive too.
+	st.up.reps[0].tok, st.up.reps[1].tok = 1<<63, 5
+	b = st.encode(nil)
+	got = newKeyState(lim, st.skey)
+	if err := got.decode(b, 64); err != nil || got.up.reps[0].tok != 1<<63 || got.up.reps[1].tok != 5 {
+		t.Fatalf("round trip with tokens: %+v %v", got.up, err)
 	}
 	for i := 1; i < len(b); i++ {
 		_ = newKeyState(lim, st.skey).decode(b[:i], 64) // must not panic

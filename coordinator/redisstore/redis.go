@@ -1,17 +1,21 @@
-// Package redisstore is the merge.SharedStore on a Redis Cluster: several
-// coordinators share it, each running the merge core's shared-mode merger
-// (merge.SharedMerger) over it. Each bucket's part of a group of batches is
-// written by one Lua script that checks key versions and the isolates'
-// marks in that hash slot.
+// Package redisstore is the merge.SharedStore on Redis (a Redis Cluster,
+// one standalone server, or a master behind Sentinels: client.go):
+// several coordinators share it, each running the merge core's
+// shared-mode merger (merge.SharedMerger) over it. Each bucket's part of a
+// group of batches is written by one Lua script that checks key versions
+// and the isolates' marks in that hash slot (write.go). Failovers are
+// retried through (retry.go), WAIT makes writes durable on replicas
+// (wait.go), the bucket count and format are kept in Redis (meta.go), and
+// Probe answers the coordinator's health checks (health.go).
 package redisstore
 
 import (
-	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net/url"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -34,76 +38,83 @@ import (
 // hash slot, per bucket; a sub-batch's keys and its mark share that slot
 // and are written by one script.
 
-// DefaultBuckets is Options.Buckets by default: 64 hash slots,
-// enough to spread the keys over up to 16 masters (give every master at
-// least 4). A batch costs Redis one mark and one script call per bucket it
-// touches, so fewer buckets are cheaper for large batches: with batches of
-// 100 keys on 3 masters, 16 buckets took 15-19 µs of master time per delta,
-// 64 took 28, 256 took 34 and 1024 took 37-46 (one run each, 3 s, this
-// 2-core VM).
-const DefaultBuckets = 64
+// DefaultBuckets is Options.Buckets by default: 512 hash slots, enough to
+// spread the keys over up to 128 masters with at least 4 buckets each (a
+// master's share of the keys varies less the more buckets it has). The
+// cost: a batch costs Redis one mark and one script call per bucket it
+// touches, and a sequence mark per isolate per bucket it touched is kept,
+// so more buckets are dearer for large batches: with batches of 100 keys
+// on 3 masters, 16 buckets took 15-19 µs of master time per delta, 64 took
+// 28, 256 took 34 and 1024 took 37-46 (one run each, 3 s, this 2-core VM;
+// docs/scale-out.md). Clusters of up to 16 masters can use 64
+// (--redis-buckets 64), chosen when the cluster is first used: the count
+// is stored in the cluster (meta.go) and cannot change without emptying
+// it.
+const DefaultBuckets = 512
 
 // Options configure Open. Zero fields take the defaults.
 type Options struct {
-	// Addrs are the seed nodes of the cluster (host:port); the others are
-	// discovered. Required.
+	// Addrs are the seed nodes of the cluster (host:port; the others are
+	// discovered), the standalone server, or the Sentinels (Mode).
+	// Required.
 	Addrs []string
 	// Username and Password authenticate (ACL user, or Password alone for
 	// requirepass). Default: none.
 	Username, Password string
 	// Wait, when > 0, makes every write wait until this many replicas of
 	// the master acknowledged it (WAIT Wait WaitTimeout) before the batch
-	// is answered; fewer is an error (the isolate retries; nothing is
-	// applied twice). Default 0: acknowledged writes may be lost when a
-	// master fails before replicating them (asynchronous replication).
+	// is answered; fewer is refused (the isolate retries; nothing is
+	// applied twice) or, with WaitDegraded, accepted and counted (wait.go).
+	// Default 0: acknowledged writes may be lost when a master fails
+	// before replicating them (asynchronous replication).
 	Wait int
 	// WaitTimeout bounds WAIT. Default 1s.
 	WaitTimeout time.Duration
 	// Buckets is the number of buckets (hash tags, so hash slots) the keys
-	// are spread over: at least 4 per master. Every coordinator of a
-	// cluster must use the same, and changing it moves every key (the
-	// state starts from zero). Default DefaultBuckets (64).
+	// are spread over: at least 4 per master. The first coordinator stores
+	// it in the cluster; one with another value refuses to start, and
+	// changing it means emptying the cluster (every key moves). Default
+	// DefaultBuckets (512).
 	Buckets int
 	// Timeout bounds one command (dial, read, write). Default 2s.
 	Timeout time.Duration
 	// PoolSize is the connections per node. Default 64.
 	PoolSize int
+	// RetryFor bounds how long a read or write keeps being retried through
+	// a failover (connection errors, CLUSTERDOWN, TRYAGAIN, MOVED: the slot
+	// map is reloaded and the round trip tried again at once), and how
+	// long WAIT is repeated while fewer than Wait replicas acknowledged;
+	// the caller's context bounds it too. Default DefaultRetryFor (3s:
+	// Redis promotes a replica 2-3 s after its master fails with
+	// cluster-node-timeout 1000, and the edges' sync timeout is 5 s).
+	RetryFor time.Duration
+	// WaitDegraded chooses what a write does when WAIT cannot be met (a
+	// master left with fewer than Wait replicas, as after a failover with
+	// one replica per master): false (the default) refuses it (the batch
+	// answers 503 and is resent; /healthz is 503 while a master has fewer
+	// than Wait replicas online), true accepts it with the replicas there
+	// are, counts a WAIT shortfall (Stats.WaitDegraded) and, until a WAIT
+	// on that master is met again, waits only 10 ms for its replicas.
+	WaitDegraded bool
+	// Logger receives the store's logs (an outage and its end, failovers).
+	// Default slog.Default().
+	Logger *slog.Logger
+	// Mode says what Addrs are: a cluster's seed nodes, one standalone
+	// server, or Sentinels (client.go). Default ModeAuto: a cluster, or a
+	// standalone server when the one address given is not in cluster mode.
+	Mode Mode
+	// SentinelMaster names the master the Sentinels watch (ModeSentinel),
+	// SentinelUsername and SentinelPassword authenticate to the Sentinels
+	// (default: none; Username and Password are the master's).
+	SentinelMaster, SentinelUsername, SentinelPassword string
+	// TLS, when set, makes every connection TLS with this configuration
+	// (rediss://; its RootCAs from the URL's ca=FILE, else the system's).
+	// Default nil: plain TCP.
+	TLS *tls.Config
 }
 
-// ParseURL parses "redis://HOST:PORT[,HOST:PORT...]" into its
-// addresses. A user and password in the URL are taken too (prefer
-// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD: command lines are
-// visible to other users).
-func ParseURL(s string) (Options, error) {
-	var o Options
-	rest, ok := strings.CutPrefix(s, "redis://")
-	if !ok {
-		return o, fmt.Errorf("redisstore: store %q: want redis://HOST:PORT[,HOST:PORT...]", s)
-	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		u, err := url.Parse("redis://" + rest[:at+1] + "x")
-		if err != nil {
-			return o, fmt.Errorf("redisstore: store: %w", err)
-		}
-		o.Username = u.User.Username()
-		o.Password, _ = u.User.Password()
-		rest = rest[at+1:]
-	}
-	rest, _, _ = strings.Cut(rest, "/")
-	for _, a := range strings.Split(rest, ",") {
-		if a = strings.TrimSpace(a); a == "" {
-			continue
-		}
-		if _, _, err := splitHostPort(a); err != nil {
-			return o, fmt.Errorf("redisstore: store %q: %w", s, err)
-		}
-		o.Addrs = append(o.Addrs, a)
-	}
-	if len(o.Addrs) == 0 {
-		return o, fmt.Errorf("redisstore: store %q: no HOST:PORT", s)
-	}
-	return o, nil
-}
+// DefaultRetryFor is Options.RetryFor by default.
+const DefaultRetryFor = 3 * time.Second
 
 func splitHostPort(a string) (string, int, error) {
 	i := strings.LastIndexByte(a, ':')
@@ -118,32 +129,48 @@ func splitHostPort(a string) (string, int, error) {
 }
 
 // CredentialsFromEnv fills o.Username and o.Password from
-// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD when set.
+// EDGELIMIT_REDIS_USERNAME and EDGELIMIT_REDIS_PASSWORD, and the
+// Sentinels' from EDGELIMIT_REDIS_SENTINEL_USERNAME and
+// EDGELIMIT_REDIS_SENTINEL_PASSWORD, when set.
 func CredentialsFromEnv(o *Options) {
-	if v := os.Getenv("EDGELIMIT_REDIS_USERNAME"); v != "" {
-		o.Username = v
-	}
-	if v := os.Getenv("EDGELIMIT_REDIS_PASSWORD"); v != "" {
-		o.Password = v
+	for _, e := range []struct {
+		name string
+		dst  *string
+	}{{"EDGELIMIT_REDIS_USERNAME", &o.Username}, {"EDGELIMIT_REDIS_PASSWORD", &o.Password},
+		{"EDGELIMIT_REDIS_SENTINEL_USERNAME", &o.SentinelUsername}, {"EDGELIMIT_REDIS_SENTINEL_PASSWORD", &o.SentinelPassword}} {
+		if v := os.Getenv(e.name); v != "" {
+			*e.dst = v
+		}
 	}
 }
 
-// Store is the SharedStore on a Redis Cluster: coordinators over the
-// same cluster form a stateless tier (shared.go). Durability is Redis's:
+// Store is the SharedStore on Redis: coordinators over the same Redis
+// form a stateless tier (merge/shared.go). Durability is Redis's:
 // a write is acknowledged once the master applied it (and, with
 // Options.Wait, once that many replicas did).
 type Store struct {
-	rdb  *redis.ClusterClient
-	opts Options
+	rdb    redis.UniversalClient // *redis.ClusterClient, or *redis.Client (standalone, Sentinel)
+	opts   Options
+	rl     reloader
+	pr     prober
+	stats  stats
+	health outage
+	short  sync.Map // master address -> true while WAIT there falls short (WaitDegraded)
 }
 
-// Open connects to the cluster of o.Addrs and checks it answers.
+// Open connects to the cluster of o.Addrs, checks it answers, and checks
+// (or, at first start, stores) the bucket count and format version kept in
+// the cluster (meta.go).
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if len(o.Addrs) == 0 {
 		return nil, errors.New("redisstore: no address")
 	}
-	if o.Buckets <= 0 {
+	explicit := o.Buckets > 0
+	if !explicit {
 		o.Buckets = DefaultBuckets
+	}
+	if o.Buckets > 16384 {
+		return nil, fmt.Errorf("redisstore: %d buckets: at most 16384 (the cluster's hash slots)", o.Buckets)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
@@ -154,18 +181,27 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.PoolSize <= 0 {
 		o.PoolSize = 64
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
-		DialTimeout: o.Timeout, ReadTimeout: 2*o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
-		PoolSize: o.PoolSize, MaxRedirects: 8, MaxRetries: 2, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redisstore: %s: %w", strings.Join(o.Addrs, ","), err)
+	if o.RetryFor <= 0 {
+		o.RetryFor = DefaultRetryFor
 	}
-	return &Store{rdb: rdb, opts: o}, nil
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	rdb, err := connect(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{rdb: rdb, opts: o}
+	s.health = outage{log: o.Logger, stats: &s.stats}
+	if err := s.checkMeta(ctx, explicit); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
-// Client returns the cluster client (for tests and benchmarks).
-func (s *Store) Client() *redis.ClusterClient { return s.rdb }
+// Client returns the client (for tests and benchmarks).
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // Tag returns the hash tag of bucket, which starts the Redis keys of the
 // bucket (its key records and its isolates' marks).
@@ -207,15 +243,19 @@ func versionPrefix(n uint64) string {
 // Get returns the value of a key record (without its version), of an
 // isolate's high-water mark, or of any other key.
 func (s *Store) Get(key []byte) ([]byte, bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
-	defer cancel()
 	var v string
-	var err error
-	if len(key) > 0 && key[0] == merge.PrefixHWM {
-		v, err = s.rdb.HGet(ctx, s.RedisKey(key), "v").Result()
-	} else {
-		v, err = s.rdb.Get(ctx, s.RedisKey(key)).Result()
-	}
+	err := s.retry(context.Background(), "get", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancel()
+		var err error
+		defer s.stats.roundTrip(time.Now())
+		if len(key) > 0 && key[0] == merge.PrefixHWM {
+			v, err = s.rdb.HGet(ctx, s.RedisKey(key), "v").Result()
+		} else {
+			v, err = s.rdb.Get(ctx, s.RedisKey(key)).Result()
+		}
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
@@ -236,13 +276,17 @@ func (s *Store) Get(key []byte) ([]byte, bool, error) {
 // own). Sets and range deletes are refused: key records are written only
 // through WriteShared.
 func (s *Store) Commit(ops []merge.Op) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
-	defer cancel()
 	for _, op := range ops {
 		if !op.Delete || op.End != nil {
 			return errors.New("redisstore: only single-key deletes are committed directly")
 		}
-		if err := s.rdb.Del(ctx, s.RedisKey(op.Key)).Err(); err != nil {
+		err := s.retry(context.Background(), "del", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+			defer cancel()
+			defer s.stats.roundTrip(time.Now())
+			return s.rdb.Del(ctx, s.RedisKey(op.Key)).Err()
+		})
+		if err != nil {
 			return fmt.Errorf("redisstore: del: %w", err)
 		}
 	}
@@ -259,7 +303,7 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) erro
 	ctx := context.Background()
 	var mu sync.Mutex
 	var keys []string
-	err := s.rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		it := c.Scan(ctx, 0, "*", 1000).Iterator()
 		for it.Next(ctx) {
 			k := it.Val()
@@ -306,24 +350,31 @@ func (s *Store) Close() error { return s.rdb.Close() }
 // ReadShared reads keys, marks and isolates' high-water marks in one
 // pipeline (one round trip per master).
 func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.MarkRef, isolates []string) ([]merge.Versioned, []int64, [][]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
 	kc := make([]*redis.StringCmd, len(keys))
 	mc := make([]*redis.StringCmd, len(marks))
 	hc := make([]*redis.StringCmd, len(isolates))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range keys {
-			kc[i] = p.Get(ctx, s.RedisKey(k))
+	err := s.retry(ctx, "read", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		defer cancel()
+		defer s.stats.roundTrip(time.Now())
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				kc[i] = p.Get(ctx, s.RedisKey(k))
+			}
+			for i, m := range marks {
+				mc[i] = p.Get(ctx, s.Tag(m.Bucket)+"m"+m.Isolate)
+			}
+			for i, iso := range isolates {
+				hc[i] = p.HGet(ctx, s.RedisKey([]byte(merge.HWMStorageKey(iso))), "v")
+			}
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			return nil
 		}
-		for i, m := range marks {
-			mc[i] = p.Get(ctx, s.Tag(m.Bucket)+"m"+m.Isolate)
-		}
-		for i, iso := range isolates {
-			hc[i] = p.HGet(ctx, s.RedisKey([]byte(merge.HWMStorageKey(iso))), "v")
-		}
-		return nil
+		return err
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("redisstore: read: %w", err)
 	}
 	result := func(c *redis.StringCmd) (string, bool, error) {
@@ -374,235 +425,3 @@ func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.Mar
 	}
 	return vals, seqs, hwms, nil
 }
-
-// subScript is a SubWrite: KEYS are the M marks, then the records; ARGV[1]
-// is M, then per mark its seq and TTL (ms), then per record the expected
-// version prefix ("" when absent), the new value and its TTL (ms). Returns
-// 0 applied, 1 conflict (a version changed), 2 duplicate (a mark is
-// already at its seq).
-var subScript = redis.NewScript(`
-local nm = tonumber(ARGV[1])
-for i = 1, nm do
-  local m = redis.call('GET', KEYS[i])
-  if m and tonumber(m) >= tonumber(ARGV[2*i]) then return 2 end
-end
-local base = 2*nm + 1
-for i = nm + 1, #KEYS do
-  local j = base + 3*(i-nm-1)
-  local v = redis.call('GET', KEYS[i])
-  local want = ARGV[j+1]
-  if v then
-    if string.sub(v, 1, 20) ~= want then return 1 end
-  elseif want ~= '' then return 1 end
-end
-for i = nm + 1, #KEYS do
-  local j = base + 3*(i-nm-1)
-  redis.call('SET', KEYS[i], ARGV[j+2], 'PX', ARGV[j+3])
-end
-for i = 1, nm do
-  redis.call('SET', KEYS[i], ARGV[2*i], 'PX', ARGV[2*i+1])
-end
-return 0
-`)
-
-// markScript advances an isolate's high-water mark: KEYS[1]; ARGV seq,
-// value, TTL (ms). Returns 1 when set, 0 when it already held seq or more.
-var markScript = redis.NewScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 's') or '0')
-if cur >= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-`)
-
-func ms(ns int64) int64 { return max(ns/1e6, 1) }
-
-// evalOnMasters runs each script call on the master of its first key,
-// grouped per master into one pipeline (one round trip per master), with
-// WAIT at the end of each pipeline when Options.Wait is set. It
-// returns each call's integer result.
-// ran reports, per call, whether its script ran (res holds its result)
-// even when err reports a failure (of other calls, or of WAIT).
-func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
-	// Room for the pipeline and for WAIT's own timeout, so that a WAIT not
-	// met is answered as such rather than cut by the deadline.
-	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.Timeout+s.opts.WaitTimeout)
-	defer cancel()
-	type group struct {
-		node *redis.Client
-		idx  []int
-	}
-	groups := map[*redis.Client]*group{}
-	var order []*group
-	for i, c := range calls {
-		node, err := s.rdb.MasterForKey(ctx, c.keys[0])
-		if err != nil {
-			s.rdb.ReloadState(ctx)
-			return nil, make([]bool, len(calls)), fmt.Errorf("redisstore: master of %q: %w", c.keys[0], err)
-		}
-		g := groups[node]
-		if g == nil {
-			g = &group{node: node}
-			groups[node] = g
-			order = append(order, g)
-		}
-		g.idx = append(g.idx, i)
-	}
-	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
-	errs := make([]error, len(order))
-	var wg sync.WaitGroup
-	for gi, g := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[gi] = s.evalGroup(ctx, g.node, calls, g.idx, res, ran)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		// A failover or resharding moved slots: learn the new layout.
-		s.rdb.ReloadState(ctx)
-		return res, ran, err
-	}
-	return res, ran, nil
-}
-
-type scriptCall struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-}
-
-func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool) error {
-	addr := node.Options().Addr
-	cmds := make([]*redis.Cmd, len(idx))
-	var waits []*redis.Cmd
-	run := func(j []int, sha bool) error {
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, j := range j {
-				c := calls[idx[j]]
-				if sha {
-					cmds[j] = c.script.EvalSha(ctx, p, c.keys, c.args...)
-				} else {
-					cmds[j] = c.script.Eval(ctx, p, c.keys, c.args...)
-				}
-			}
-			if s.opts.Wait > 0 {
-				waits = append(waits, p.Do(ctx, "WAIT", s.opts.Wait, s.opts.WaitTimeout.Milliseconds()))
-			}
-			return nil
-		})
-		return err
-	}
-	all := make([]int, len(idx))
-	for j := range all {
-		all[j] = j
-	}
-	err := run(all, true)
-	if err != nil {
-		// A script this node has not seen yet (first use, or a replica
-		// that just took over): send those calls with the script itself.
-		var again []int
-		for j, c := range cmds {
-			if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-				again = append(again, j)
-			}
-		}
-		if len(again) > 0 {
-			err = run(again, false)
-			for _, c := range cmds {
-				if c.Err() != nil {
-					err = c.Err()
-				}
-			}
-		}
-	}
-	var first error
-	for j, i := range idx {
-		if cmds[j] == nil {
-			continue
-		}
-		v, err := cmds[j].Int64()
-		if err != nil {
-			first = cmp.Or(first, err)
-			continue
-		}
-		res[i], ran[i] = v, true
-	}
-	if err = cmp.Or(first, err); err != nil {
-		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
-	}
-	for _, wait := range waits {
-		n, err := wait.Int64()
-		if err != nil {
-			return fmt.Errorf("redisstore: WAIT on %s: %w", addr, err)
-		}
-		if n < int64(s.opts.Wait) {
-			return fmt.Errorf("redisstore: WAIT on %s: %d of %d replicas acknowledged within %s", addr, n, s.opts.Wait, s.opts.WaitTimeout)
-		}
-	}
-	return nil
-}
-
-// WriteShared performs subs (see SubWrite), one script call each, grouped
-// per master.
-func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge.SubOutcome, error) {
-	calls := make([]scriptCall, len(subs))
-	for i := range subs {
-		w := &subs[i]
-		t := s.Tag(w.Bucket)
-		keys := make([]string, 0, len(w.Marks)+len(w.Keys))
-		args := make([]any, 0, 1+2*len(w.Marks)+3*len(w.Keys))
-		args = append(args, len(w.Marks))
-		for _, m := range w.Marks {
-			keys = append(keys, t+"m"+m.Isolate)
-			args = append(args, m.Seq, ms(m.TTL))
-		}
-		for j, k := range w.Keys {
-			rk := s.RedisKey(k)
-			if !strings.HasPrefix(rk, t) {
-				return nil, fmt.Errorf("redisstore: key %q is not in bucket %d", k, w.Bucket)
-			}
-			keys = append(keys, rk)
-			want := ""
-			if w.Versions[j] != 0 {
-				want = versionPrefix(w.Versions[j])
-			}
-			args = append(args, want, versionPrefix(w.Versions[j]+1)+string(w.Values[j]), ms(w.TTLs[j]))
-		}
-		calls[i] = scriptCall{script: subScript, keys: keys, args: args}
-	}
-	res, ran, err := s.evalOnMasters(ctx, calls)
-	outs := make([]merge.SubOutcome, len(res))
-	for i, r := range res {
-		switch {
-		case !ran[i]:
-			outs[i] = merge.SubFailed
-		case r == 0 && err != nil:
-			outs[i] = merge.SubUnconfirmed // written; WAIT (or a neighbour) failed
-		case r == 0:
-			outs[i] = merge.SubApplied
-		case r == 1:
-			outs[i] = merge.SubConflict
-		case r == 2:
-			outs[i] = merge.SubDuplicate
-		default:
-			return nil, fmt.Errorf("redisstore: script answered %d", r)
-		}
-	}
-	return outs, err
-}
-
-// AdvanceMarks advances isolates' high-water marks (each unless already at
-// its seq or beyond), grouped per master.
-func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
-	calls := make([]scriptCall, len(marks))
-	for i, m := range marks {
-		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
-			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
-	}
-	_, _, err := s.evalOnMasters(ctx, calls)
-	return err
-}
-
-var _ merge.SharedStore = (*Store)(nil)

@@ -100,22 +100,24 @@ type Host struct {
 	probe    *syncloop.HTTPTransport // probes a coordinator for /healthz (CheckHealth); the isolates sync through their own
 	probeMu  sync.Mutex              // one probe at a time
 	probedAt atomic.Int64            // ns of the last successful probe; 0 before
+	foreign  atomic.Bool             // the log said the coordinator's limits differ (foreign.go)
 }
 
 // slot is one isolate with its lock, its sync loop, a broadcast of
 // completed syncs and what /healthz and the fail policy need to know of
 // its syncs.
 type slot struct {
-	idx    int
-	log    *slog.Logger // the host's, with the isolate's id
-	clk    clock.Clock  // the host's
-	mu     sync.Mutex
-	iso    *isolate.Isolate
-	share  *failpolicy.Share[shareKey] // local-share counts; under mu
-	loop   *syncloop.Loop
-	tr     *syncloop.HTTPTransport // the loop's; nil without a coordinator
-	syncMu sync.Mutex
-	synced chan struct{} // closed and replaced after every attempt that ends (applied or failed)
+	idx     int
+	log     *slog.Logger // the host's, with the isolate's id
+	foreign *atomic.Bool // the host's foreign: said once (foreign.go)
+	clk     clock.Clock  // the host's
+	mu      sync.Mutex
+	iso     *isolate.Isolate
+	share   *failpolicy.Share[shareKey] // local-share counts; under mu
+	loop    *syncloop.Loop
+	tr      *syncloop.HTTPTransport // the loop's; nil without a coordinator
+	syncMu  sync.Mutex
+	synced  chan struct{} // closed and replaced after every attempt that ends (applied or failed)
 
 	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
 	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
@@ -190,12 +192,15 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
 		cfg.IsolateID = opts.IDPrefix + "-" + strconv.Itoa(i)
+		if opts.Sync.Interval > 0 {
+			cfg.SyncInterval = min(max(int64(opts.Sync.Interval), wire.MinSyncInterval), wire.MaxSyncInterval)
+		}
 		iso, err := rt.NewIsolate(ctx, cfg, uint64(i))
 		if err != nil {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
 		}
-		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys))}
+		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys)), foreign: &h.foreign}
 		s.lastOK.Store(start)
 		s.log, s.clk = opts.Logger.With("isolate", cfg.IsolateID), opts.Clock
 		h.slots = append(h.slots, s)
@@ -411,6 +416,7 @@ func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error
 	}
 	m.s.unacked.Store(0)
 	m.s.ended()
+	m.s.sayForeign(ctx, m.s.foreign)
 	return nil
 }
 

@@ -55,7 +55,9 @@ func (h *Host) readChecks(w http.ResponseWriter, r *http.Request) (checks []isol
 		problem(w, http.StatusMethodNotAllowed, "method", "use GET or POST")
 		return nil, false
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.opts.Server.MaxBodyBytes)
+	if !capBody(w, r, h.opts.Server.MaxBodyBytes) {
+		return nil, false
+	}
 	checks, err := h.parseChecks(r)
 	if err != nil {
 		var mbe *http.MaxBytesError

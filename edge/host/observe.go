@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 
@@ -83,11 +84,25 @@ func fnv32(a, b string) uint32 {
 }
 
 func (h *Host) handleObserve(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, h.opts.Server.MaxBodyBytes)
+	if !capBody(w, r, h.opts.Server.MaxBodyBytes) {
+		return
+	}
 	var q ObserveRequest
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&q); err != nil {
+	err := dec.Decode(&q)
+	if err == nil {
+		// One document: anything but white space after it is refused,
+		// not ignored.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("a second JSON value after the request (one JSON object per request)")
+			var mbe *http.MaxBytesError
+			if errors.As(terr, &mbe) {
+				err = terr
+			}
+		}
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			problem(w, http.StatusRequestEntityTooLarge, "body", err.Error())

@@ -204,10 +204,20 @@ func TestObserveRefusesBadInput(t *testing.T) {
 		`{"limiter":"llm","key":"k","status":1000}`,
 		`{"limiter":"llm","key":"k","status":429,"extra":1}`,
 		`not json`,
+		// A second document after the first is refused, not ignored, and
+		// the first is not applied (k2 is not paused below).
+		`{"limiter":"llm","key":"k2","status":429,"headers":{"Retry-After":"30"}} {"limiter":"llm","key":"k2","status":200}`,
+		`{"limiter":"llm","key":"k2","status":429,"headers":{"Retry-After":"30"}} x`,
 	} {
 		if code, _ := observe(t, srv, body); code != 400 {
 			t.Errorf("%s: %d, want 400", body, code)
 		}
+	}
+	if resp, _ := get(t, srv, url.Values{"limiter": {"llm"}, "key": {"k2"}}); resp.StatusCode != 200 {
+		t.Fatalf("k2 after refused observations: %d, want 200 (not paused)", resp.StatusCode)
+	}
+	if code, _ := observe(t, srv, "{\"limiter\":\"llm\",\"key\":\"k3\",\"status\":200}\n \t"); code != 200 {
+		t.Fatalf("one document and white space: %d, want 200", code)
 	}
 	// Garbage header values are ignored, with the reason; the 429 still pauses.
 	code, o := observe(t, srv, `{"limiter":"llm","key":"k","status":429,"headers":{"Retry-After":"soon","X-RateLimit-Reset":"-5"}}`)

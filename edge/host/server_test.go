@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -112,5 +113,34 @@ func TestRepeatedKeyThroughHost(t *testing.T) {
 	}
 	if code, _, _ := s.decide(t, url.Values{"limiter": {"api"}, "key": {"y"}}); code != 429 {
 		t.Fatalf("after 6 of 6: status %d", code)
+	}
+}
+
+// TestDeclaredBodyOverCapAnsweredAtOnce: a request whose Content-Length
+// declares more than the body cap gets 413 without the host reading or
+// waiting for the body: the client sends the headers only, over a real
+// loopback connection, and the answer comes while the body never does (the
+// read timeout, a minute here, would otherwise hold it; the connection's
+// 30 s deadline only keeps a broken host from hanging the test).
+func TestDeclaredBodyOverCapAnsweredAtOnce(t *testing.T) {
+	s := serve(t, Options{Config: upstreamConfig(wire.Approximate), Isolates: 1, RetryWait: -1,
+		Server: ServerOptions{ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, MaxBodyBytes: 1024}})
+	addr := strings.TrimPrefix(s.url, "http://")
+	for _, path := range []string{"/v1/observe", "/v1/decide"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n", path)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer before the body: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		c.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "1048576") {
+			t.Fatalf("%s: %d %s, want 413 naming the declared length", path, resp.StatusCode, body)
+		}
 	}
 }

@@ -54,12 +54,17 @@ type Isolate struct {
 
 // NewIsolate instantiates an isolate and configures it with cfg. seed feeds
 // the module's random source (WASI random_get), so runs are reproducible.
+// An isolate with an id and no cfg.IsolateSecret gets a new one (NewSecret);
+// restarts and Reincarnate always take a new one.
 func (r *Runtime) NewIsolate(ctx context.Context, cfg wire.Config, seed uint64) (*Isolate, error) {
 	if cfg.Version == 0 {
 		cfg.Version = wire.Version
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("isolate: %w", err)
+	}
+	if cfg.IsolateID != "" && cfg.IsolateSecret == "" {
+		cfg.IsolateSecret = NewSecret()
 	}
 	i := &Isolate{rt: r, cfg: cfg, baseID: cfg.IsolateID, seed: seed}
 	if err := i.start(ctx); err != nil {
@@ -103,6 +108,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	cfg := i.cfg
 	if i.restarts > 0 && cfg.IsolateID != "" {
 		cfg.IsolateID = i.baseID + "/r" + strconv.Itoa(i.restarts)
+		cfg.IsolateSecret = NewSecret()
 	}
 	if err := i.writeIO(ctx, cfg.AppendMsg(nil)); err != nil {
 		mod.Close(ctx)
@@ -117,7 +123,7 @@ func (i *Isolate) start(ctx context.Context) error {
 		mod.Close(ctx)
 		return fmt.Errorf("isolate: configure: %w", core.ErrorForCode(c))
 	}
-	i.cfg.IsolateID = cfg.IsolateID
+	i.cfg.IsolateID, i.cfg.IsolateSecret = cfg.IsolateID, cfg.IsolateSecret
 	return nil
 }
 
@@ -273,22 +279,23 @@ func (i *Isolate) SyncIn(ctx context.Context, reply []byte, now int64) error {
 // Reincarnate starts a new incarnation of the isolate, for when the
 // coordinator refused its batch's sequence number (HTTP 409 seq_stale,
 // seq_gap or seq_conflict; syncloop.ErrSequence): the module takes a new
-// isolate id (the configured id, '~' and 12 random hex digits; see ID),
+// isolate id (the configured id, '~' and 12 random hex digits; see ID) and
+// a new secret (NewSecret),
 // restarts its sequence numbers at 1 and makes its outstanding batch batch
 // 1 of the new id, so the next SyncOut resends the same deltas.
 func (i *Isolate) Reincarnate(ctx context.Context) error {
 	if i.cfg.IsolateID == "" {
 		return fmt.Errorf("isolate: reincarnate: %w", core.ErrNoIsolateID)
 	}
-	id := incarnationID(i.baseID, rand.Uint64())
-	if err := i.writeIO(ctx, []byte(id)); err != nil {
+	id, secret := incarnationID(i.baseID, rand.Uint64()), NewSecret()
+	if err := i.writeIO(ctx, []byte(id+secret)); err != nil {
 		return err
 	}
-	i.stack[0] = uint64(len(id))
+	i.stack[0], i.stack[1] = uint64(len(id)), uint64(len(secret))
 	if err := i.status(ctx, "reincarnate", i.reincarnate); err != nil {
 		return err
 	}
-	i.cfg.IsolateID = id
+	i.cfg.IsolateID, i.cfg.IsolateSecret = id, secret
 	return nil
 }
 

@@ -10,7 +10,8 @@ import (
 
 // TestReincarnateThroughModule: the module's el_reincarnate makes the
 // outstanding batch batch 1 of a new id (the configured id and a suffix),
-// with the same deltas.
+// with the same deltas and a new secret (every batch carries its
+// incarnation's: 32 hex digits, a new one each time).
 func TestReincarnateThroughModule(t *testing.T) {
 	ctx := context.Background()
 	_, iso := newTestIsolate(t, testConfig("iso-7"), Options{})
@@ -24,6 +25,10 @@ func TestReincarnateThroughModule(t *testing.T) {
 	var b0, b1 wire.Batch
 	if err := b0.UnmarshalMsg(out); err != nil {
 		t.Fatal(err)
+	}
+	secrets := map[string]bool{b0.Secret: true}
+	if len(b0.Secret) != 32 || strings.Trim(b0.Secret, "0123456789abcdef") != "" {
+		t.Fatalf("first batch's secret %q, want 32 hex digits", b0.Secret)
 	}
 	for life := 0; life < 2; life++ { // a second refusal gets another new id
 		prev := iso.ID()
@@ -43,6 +48,10 @@ func TestReincarnateThroughModule(t *testing.T) {
 		if b1.Isolate != iso.ID() || b1.Seq != 1 || b1.At != b0.At || len(b1.Entries) != 1 || b1.Entries[0] != b0.Entries[0] {
 			t.Fatalf("resent batch %+v, want %+v as seq 1 of %s", b1, b0, iso.ID())
 		}
+		if len(b1.Secret) != 32 || secrets[b1.Secret] || b1.Secret != iso.Config().IsolateSecret {
+			t.Fatalf("incarnation %d's secret %q: want a new one of 32 hex digits, the isolate's", life+1, b1.Secret)
+		}
+		secrets[b1.Secret] = true
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 
 // Probe asks the coordinator in use whether it answers this transport's
 // token, without a batch: GET /v1/limiters with the bearer token must
-// answer 200 with JSON (a proxy's HTML page is no answer). A host whose isolates have had nothing to sync for a while
+// answer 200 with JSON (a proxy's HTML page is no answer), or 403 with a
+// problem+json body (a token with the coordinator's edge role but not its
+// read role: known, so valid). A host whose isolates have had nothing to sync for a while
 // probes before reporting itself healthy, rather than trusting old sync
 // ages. Only the coordinator in use is probed (no failover).
 func (t *HTTPTransport) Probe(ctx context.Context) error {
@@ -22,10 +24,14 @@ func (t *HTTPTransport) Probe(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode == http.StatusForbidden && strings.HasPrefix(ct, "application/problem+json") {
+		return nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("syncloop: probe: %w: %s", ErrRefused, resp.Status)
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+	if !strings.HasPrefix(ct, "application/json") {
 		return fmt.Errorf("syncloop: probe: %w: 200 with Content-Type %q, not the coordinator's JSON", ErrRefused, ct)
 	}
 	return nil

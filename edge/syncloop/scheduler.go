@@ -6,11 +6,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // Defaults of Options.
 const (
-	DefaultInterval      = 100 * time.Millisecond
+	DefaultInterval      = time.Duration(wire.DefaultSyncInterval) // 100ms, the module's assumption too
 	DefaultJitter        = 0.1
 	DefaultBackoffMax    = 30 * time.Second
 	DefaultProbeInterval = 500 * time.Millisecond

@@ -33,6 +33,10 @@ type Config struct {
 	Rate     float64       // total syncs per second across clients; 0 = as fast as possible
 	Duration time.Duration // how long to measure; default 5s
 	Warmup   time.Duration // load applied before measuring (not counted); default 0
+	// Acked, when set, is called (from client c's goroutine) each time a
+	// batch of client c is acknowledged, with the time of the reply: a
+	// failover test's timeline. Default: none.
+	Acked func(c int, at time.Time)
 }
 
 // Result is what a run measured.
@@ -162,6 +166,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 				b.Seq++
 				fresh = true
+				if cfg.Acked != nil {
+					cfg.Acked(c, time.Now())
+				}
 				if t0.Before(measureFrom) {
 					continue
 				}

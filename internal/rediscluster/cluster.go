@@ -8,6 +8,8 @@ package rediscluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -37,21 +39,38 @@ type Options struct {
 	// NodeTimeout is cluster-node-timeout: how long a master may be
 	// unreachable before its replica takes over. Default 1s.
 	NodeTimeout time.Duration
+	// TLSCert and TLSKey (PEM files), when set, make every node serve TLS
+	// only, on its client port and its cluster bus, and replicate over
+	// TLS; the certificate must be valid for 127.0.0.1 and is what
+	// clients trust (ClientTLS). Default: plain TCP.
+	TLSCert, TLSKey string
 }
 
 // Node is one redis-server process of the cluster.
 type Node struct {
-	Addr string // 127.0.0.1:port
-	cmd  *exec.Cmd
-	args []string
-	dir  string
-	dead bool
+	Addr   string // 127.0.0.1:port
+	cmd    *exec.Cmd
+	args   []string
+	dir    string
+	dead   bool
+	noPing bool // ready once its port accepts connections (TLS, ACL)
 }
 
 // Cluster is a running Redis Cluster on loopback.
 type Cluster struct {
 	Nodes []*Node
 	mu    sync.Mutex
+	tls   *tls.Config // for clients, when the nodes serve TLS
+	ca    string      // the certificate clients trust, when they do
+}
+
+// ClientTLS returns the TLS configuration of the cluster's clients (nil
+// for a plain TCP cluster).
+func (c *Cluster) ClientTLS() *tls.Config { return c.tls }
+
+// client returns a client of the node at addr (TLS when the cluster is).
+func (c *Cluster) client(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, TLSConfig: c.tls})
 }
 
 // Available reports whether redis-server and redis-cli are installed.
@@ -97,6 +116,17 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		o.NodeTimeout = time.Second
 	}
 	c := &Cluster{}
+	if o.TLSCert != "" {
+		pem, err := os.ReadFile(o.TLSCert)
+		if err != nil {
+			return nil, fmt.Errorf("rediscluster: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("rediscluster: %s: no PEM certificate", o.TLSCert)
+		}
+		c.tls, c.ca = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, o.TLSCert
+	}
 	n := o.Masters * (1 + o.ReplicasPerMaster)
 	for i := 0; i < n; i++ {
 		nd, err := startNode(ctx, o)
@@ -107,6 +137,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		c.Nodes = append(c.Nodes, nd)
 	}
 	args := []string{"--cluster", "create"}
+	if c.ca != "" {
+		args = append([]string{"--tls", "--cacert", c.ca}, args...)
+	}
 	for _, nd := range c.Nodes {
 		args = append(args, nd.Addr)
 	}
@@ -135,16 +168,23 @@ func startNode(ctx context.Context, o Options) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: %w", err)
 	}
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+	args := []string{"--bind", "127.0.0.1", "--dir", dir, "--save", "",
 		"--daemonize", "no", "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
 		"--cluster-replica-validity-factor", "0", "--protected-mode", "no"}
+	if o.TLSCert != "" {
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", o.TLSCert,
+			"--tls-key-file", o.TLSKey, "--tls-auth-clients", "no", "--tls-cluster", "yes", "--tls-replication", "yes",
+			"--tls-ca-cert-file", o.TLSCert)
+	} else {
+		args = append(args, "--port", strconv.Itoa(port))
+	}
 	if o.AppendFsync != "" {
 		args = append(args, "--appendonly", "yes", "--appendfsync", o.AppendFsync)
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
-	nd := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), args: args, dir: dir}
+	nd := &Node{Addr: "127.0.0.1:" + strconv.Itoa(port), args: args, dir: dir, noPing: o.TLSCert != ""}
 	if err := nd.start(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -152,7 +192,9 @@ func startNode(ctx context.Context, o Options) (*Node, error) {
 	return nd, nil
 }
 
-// start runs the node's redis-server and waits until it answers.
+// start runs the node's redis-server and waits until it answers (PING,
+// or for a node whose clients need TLS or a user, until its port accepts
+// connections).
 func (nd *Node) start(ctx context.Context) error {
 	cmd := exec.Command("redis-server", nd.args...)
 	out, err := cmd.StdoutPipe()
@@ -162,22 +204,42 @@ func (nd *Node) start(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("rediscluster: redis-server: %w", err)
 	}
-	go func() { // drain its log so it never blocks on a full pipe
+	var logMu sync.Mutex
+	var tail []string // its last lines, for an error
+	go func() {       // drain its log so it never blocks on a full pipe
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			logMu.Lock()
+			tail = append(tail, sc.Text())
+			if len(tail) > 4 {
+				tail = tail[1:]
+			}
+			logMu.Unlock()
 		}
 	}()
 	nd.cmd, nd.dead = cmd, false
 	cl := redis.NewClient(&redis.Options{Addr: nd.Addr})
 	defer cl.Close()
+	ready := func() error { return cl.Ping(ctx).Err() }
+	if nd.noPing {
+		ready = func() error {
+			c, err := net.DialTimeout("tcp", nd.Addr, time.Second)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if err := cl.Ping(ctx).Err(); err == nil {
+		if err := ready(); err == nil {
 			return nil
 		} else if time.Now().After(deadline) || ctx.Err() != nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 			nd.dead = true
-			return fmt.Errorf("rediscluster: redis-server on %s did not start: %w", nd.Addr, err)
+			logMu.Lock()
+			defer logMu.Unlock()
+			return fmt.Errorf("rediscluster: redis-server on %s did not start: %w; its log ends: %s", nd.Addr, err, strings.Join(tail, " | "))
 		}
 	}
 }
@@ -189,6 +251,18 @@ func (nd *Node) stop() {
 	}
 	nd.dead = true
 	os.RemoveAll(nd.dir)
+}
+
+// Pid returns the process id of the running node at addr, or 0.
+func (c *Cluster) Pid(addr string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.Nodes {
+		if nd.Addr == addr && !nd.dead && nd.cmd.Process != nil {
+			return nd.cmd.Process.Pid
+		}
+	}
+	return 0
 }
 
 // Addrs returns the addresses of the nodes still running.
@@ -211,7 +285,7 @@ func (c *Cluster) WaitOK(ctx context.Context, timeout time.Duration) error {
 	for {
 		bad := ""
 		for _, a := range c.Addrs() {
-			cl := redis.NewClient(&redis.Options{Addr: a})
+			cl := c.client(a)
 			info, err := cl.ClusterInfo(ctx).Result()
 			cl.Close()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") {
@@ -233,7 +307,7 @@ func (c *Cluster) WaitOK(ctx context.Context, timeout time.Duration) error {
 func (c *Cluster) Masters(ctx context.Context) []string {
 	var m []string
 	for _, a := range c.Addrs() {
-		cl := redis.NewClient(&redis.Options{Addr: a})
+		cl := c.client(a)
 		info, err := cl.Info(ctx, "replication").Result()
 		cl.Close()
 		if err == nil && strings.Contains(info, "role:master") {
@@ -251,7 +325,7 @@ func (c *Cluster) WaitReplicas(ctx context.Context, n int, timeout time.Duration
 	for {
 		short := ""
 		for _, a := range c.Masters(ctx) {
-			cl := redis.NewClient(&redis.Options{Addr: a})
+			cl := c.client(a)
 			info, err := cl.Info(ctx, "replication").Result()
 			cl.Close()
 			if err != nil || strings.Count(info, "state=online") < n {
@@ -301,18 +375,29 @@ func (c *Cluster) Restart(ctx context.Context, addr string) error {
 
 // ReplicaOf returns the address of a replica of the master at addr, or "".
 func (c *Cluster) ReplicaOf(ctx context.Context, addr string) string {
-	cl := redis.NewClient(&redis.Options{Addr: addr})
+	if r := c.ReplicasOf(ctx, addr); len(r) > 0 {
+		return r[0]
+	}
+	return ""
+}
+
+// ReplicasOf returns the addresses of the replicas connected to the master
+// at addr (INFO replication).
+func (c *Cluster) ReplicasOf(ctx context.Context, addr string) []string {
+	cl := c.client(addr)
 	defer cl.Close()
 	info, err := cl.Info(ctx, "replication").Result()
 	if err != nil {
-		return ""
+		return nil
 	}
+	var out []string
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "slave0:") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "slave") || strings.TrimLeft(name[len("slave"):], "0123456789") != "" || name == "slave" {
 			continue
 		}
 		var ip, port string
-		for _, f := range strings.Split(strings.TrimSpace(line[len("slave0:"):]), ",") {
+		for _, f := range strings.Split(rest, ",") {
 			k, v, _ := strings.Cut(f, "=")
 			switch k {
 			case "ip":
@@ -322,17 +407,26 @@ func (c *Cluster) ReplicaOf(ctx context.Context, addr string) string {
 			}
 		}
 		if ip != "" && port != "" {
-			return ip + ":" + port
+			out = append(out, ip+":"+port)
 		}
 	}
-	return ""
+	return out
+}
+
+// IsMaster reports whether the node at addr answers and reports
+// role:master.
+func (c *Cluster) IsMaster(ctx context.Context, addr string) bool {
+	cl := c.client(addr)
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "role:master")
 }
 
 // WaitPromoted waits until the node at addr (a replica whose master
 // failed) reports role:master, then until the cluster is ok again.
 func (c *Cluster) WaitPromoted(ctx context.Context, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	cl := redis.NewClient(&redis.Options{Addr: addr})
+	cl := c.client(addr)
 	defer cl.Close()
 	for {
 		info, err := cl.Info(ctx, "replication").Result()
@@ -350,7 +444,7 @@ func (c *Cluster) WaitPromoted(ctx context.Context, addr string, timeout time.Du
 // (CLIENT KILL TYPE replica): until they reconnect, what the master
 // applies reaches no replica.
 func (c *Cluster) DisconnectReplicas(ctx context.Context, master string) error {
-	cl := redis.NewClient(&redis.Options{Addr: master})
+	cl := c.client(master)
 	defer cl.Close()
 	if err := cl.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
 		return fmt.Errorf("rediscluster: client kill on %s: %w", master, err)
@@ -374,7 +468,7 @@ func (c *Cluster) Signal(addr string, sig os.Signal) error {
 // FlushAll empties every running master.
 func (c *Cluster) FlushAll(ctx context.Context) error {
 	for _, a := range c.Masters(ctx) {
-		cl := redis.NewClient(&redis.Options{Addr: a})
+		cl := c.client(a)
 		err := cl.FlushAll(ctx).Err()
 		cl.Close()
 		if err != nil {

@@ -27,8 +27,9 @@ type Pair struct {
 }
 
 // Write creates a self-signed ECDSA P-256 certificate for hosts (IP
-// addresses or DNS names), valid from an hour ago for 24 hours, and
-// writes it and its key to dir/name.pem and dir/name-key.pem.
+// addresses or DNS names), valid from an hour ago for 24 hours, for
+// servers and clients alike (Redis Cluster nodes present theirs to each
+// other), and writes it and its key to dir/name.pem and dir/name-key.pem.
 func Write(dir, name string, hosts ...string) (Pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -43,7 +44,7 @@ func Write(dir, name string, hosts ...string) (Pair, error) {
 		SerialNumber: serial, Subject: pkix.Name{CommonName: hosts[0], Organization: []string{"edgelimit test"}},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, BasicConstraintsValid: true, IsCA: true,
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {

@@ -48,7 +48,12 @@ func bound(l *wire.LimiterConfig) int64 {
 // checkView reports whether v (for limiter l) is one the coordinator
 // could have sent at now (ns, this isolate's clock).
 func checkView(l *limiter, v *wire.View, now int64) bool {
-	b := l.bound
+	if v.Limit < 0 || v.Limit > wire.MaxLimit {
+		return false
+	}
+	// A coordinator configured with a larger limit grants leases up to
+	// it (the isolate then answers with that limit: View.Limit).
+	b := max64(l.bound, v.Limit)
 	if v.Lease < -1 || v.Lease > b || v.Stand < 0 || v.Stand > b || v.Isolates < 0 {
 		return false
 	}

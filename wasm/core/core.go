@@ -46,6 +46,8 @@ type Core struct {
 	hold    int64 // ns: until then a denial is cached here, and a denial asks for a heartbeat
 	beatAsk uint8 // requests denied from a denial cached here since the last batch (saturating): from beatDenials on, SyncOut may send a heartbeat
 	stopped bool  // Release was called: no more heartbeats
+	heard   int64 // ns: when the last reply was applied (0: never)
+	beatNow bool  // a denial asked for a sync (recheck): the next SyncOut cuts a batch even with nothing to report
 }
 
 type ref struct {
@@ -230,6 +232,9 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	if !r.Allowed {
 		c.holdFor(now, r.RetryAfter)
 		c.askBeat(now)
+		if c.recheck(now, r) {
+			c.name(idx)
+		}
 	}
 	return nil
 }
@@ -314,6 +319,15 @@ merge:
 		r.Allowed = false
 		c.holdFor(now, r.RetryAfter)
 		c.askBeat(now)
+		if c.recheck(now, r) {
+			for i, ch := range checks {
+				if e := c.tab.at(idxs[i]); e.gen == gens[i] {
+					c.name(idxs[i])
+				} else {
+					c.name(c.lookup(ch.Limiter, ch.Key, now))
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ type entry struct {
 	aux   int32  // 1 + index of the side record (strict: table.leases, approximate window: table.rates); 0 none
 	klen  uint16
 	lim   uint8 // limiter index (wire.MaxLimiters is 256)
-	flags uint8 // fRef, fDirty, fView
+	flags uint8 // fRef, fDirty, fView, fName
 
 	limit int64 // limit for this key (override applied)
 	last  int64 // latest time seen for this key, ns
@@ -49,6 +49,7 @@ const (
 	fRef   = 1 << iota // CLOCK reference bit, set on every use after the first
 	fDirty             // on the dirty list: has something to sync
 	fView              // holds a global view (vWin, vCur, vPrev, vAt)
+	fName              // named in the next batch even with nothing to report (a recheck: resets.go); cleared by the reply's view
 )
 
 // inUse reports whether the entry holds a key (its generation is odd).

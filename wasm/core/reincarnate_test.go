@@ -14,7 +14,9 @@ import (
 // deltas batch 1 of a new id, their reply is accepted, and the next batch
 // is seq 2 of the new id. Nothing is lost or counted twice.
 func TestReincarnateResendsOutstandingAsSeq1(t *testing.T) {
+	const secret1, secret2 = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 	cfg := approxCfg("iso-1", wire.FixedWindow, 100, 60*sec)
+	cfg.IsolateSecret = secret1
 	c := mustCore(t, cfg)
 	fc := newFakeCoord(t, cfg)
 	var r core.Result
@@ -41,10 +43,10 @@ func TestReincarnateResendsOutstandingAsSeq1(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b0 wire.Batch
-	if err := b0.UnmarshalMsg(refused); err != nil || b0.Seq != 3 {
+	if err := b0.UnmarshalMsg(refused); err != nil || b0.Seq != 3 || b0.Secret != secret1 {
 		t.Fatalf("batch %+v, %v", b0, err)
 	}
-	if err := c.Reincarnate("iso-1~2"); err != nil {
+	if err := c.Reincarnate("iso-1~2", secret2); err != nil {
 		t.Fatal(err)
 	}
 	if id := c.Config().IsolateID; id != "iso-1~2" {
@@ -58,8 +60,8 @@ func TestReincarnateResendsOutstandingAsSeq1(t *testing.T) {
 	if err := b1.UnmarshalMsg(resent); err != nil {
 		t.Fatal(err)
 	}
-	if b1.Isolate != "iso-1~2" || b1.Seq != 1 || b1.At != b0.At || len(b1.Entries) != len(b0.Entries) {
-		t.Fatalf("resent batch %+v, want %+v as seq 1 of iso-1~2", b1, b0)
+	if b1.Isolate != "iso-1~2" || b1.Secret != secret2 || b1.Seq != 1 || b1.At != b0.At || len(b1.Entries) != len(b0.Entries) {
+		t.Fatalf("resent batch %+v, want %+v as seq 1 of iso-1~2 with its secret", b1, b0)
 	}
 	for i := range b0.Entries {
 		if b1.Entries[i] != b0.Entries[i] {
@@ -80,7 +82,7 @@ func TestReincarnateResendsOutstandingAsSeq1(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b2 wire.Batch
-	if err := b2.UnmarshalMsg(next); err != nil || b2.Isolate != "iso-1~2" || b2.Seq != 2 {
+	if err := b2.UnmarshalMsg(next); err != nil || b2.Isolate != "iso-1~2" || b2.Secret != secret2 || b2.Seq != 2 {
 		t.Fatalf("next batch %+v, %v; want seq 2 of iso-1~2", b2, err)
 	}
 }
@@ -90,11 +92,14 @@ func TestReincarnateResendsOutstandingAsSeq1(t *testing.T) {
 func TestReincarnateIdle(t *testing.T) {
 	c := mustCore(t, approxCfg("iso-1", wire.FixedWindow, 100, 60*sec))
 	for _, bad := range []string{"", "iso-1", strings.Repeat("x", wire.MaxIsolateIDLen+1)} {
-		if err := c.Reincarnate(bad); !errors.Is(err, core.ErrBadInput) || core.Code(err) != core.Code(core.ErrBadInput) {
+		if err := c.Reincarnate(bad, ""); !errors.Is(err, core.ErrBadInput) || core.Code(err) != core.Code(core.ErrBadInput) {
 			t.Errorf("Reincarnate(%q) = %v, want ErrBadInput", bad, err)
 		}
 	}
-	if err := c.Reincarnate("iso-2"); err != nil {
+	if err := c.Reincarnate("iso-2", "short"); !errors.Is(err, core.ErrBadInput) {
+		t.Errorf("Reincarnate with a 5-byte secret = %v, want ErrBadInput", err)
+	}
+	if err := c.Reincarnate("iso-2", ""); err != nil {
 		t.Fatal(err)
 	}
 	var r core.Result
@@ -110,7 +115,7 @@ func TestReincarnateIdle(t *testing.T) {
 		t.Fatalf("batch %+v, %v", b, err)
 	}
 	noID := mustCore(t, approxCfg("", wire.FixedWindow, 100, 60*sec))
-	if err := noID.Reincarnate("x"); !errors.Is(err, core.ErrNoIsolateID) {
+	if err := noID.Reincarnate("x", ""); !errors.Is(err, core.ErrNoIsolateID) {
 		t.Fatalf("Reincarnate without an id: %v", err)
 	}
 }

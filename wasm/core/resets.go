@@ -2,6 +2,7 @@ package core
 
 import (
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // Reset notices (wire/resets.go). A key the coordinator reset (the admin
@@ -18,6 +19,12 @@ import (
 // an isolate that denies a key hears of its reset within a sync interval
 // and a round trip of its first request since, and an isolate without
 // requests sends none.
+// And a denial is trusted only while the isolate has heard from its
+// coordinator within two sync intervals (Config.SyncInterval): past that, a
+// request it would deny for a second or more is answered SyncRetry (the
+// host syncs, with a heartbeat when there is nothing to report, and decides
+// again), so every isolate admits a reset key within two sync intervals of
+// the reset, also the first request of one that was idle since (recheck).
 // (One per denied request cost 1.26 syncs per decision on the corpus's
 // quota row: every admission there waits for a sync already.) (Heartbeats every
 // sync interval while a denial was cached, the first design, cost up to
@@ -51,7 +58,44 @@ func (c *Core) holdFor(now, d int64) {
 // sync interval (in Workers, during requests), so heartbeats come at most
 // one per interval.
 func (c *Core) heartbeat(now int64) bool {
-	return c.beatAsk >= beatDenials && c.rgen > 0 && now < c.hold && !c.stopped && !c.cfg.Standalone
+	return (c.beatNow || c.beatAsk >= beatDenials && now < c.hold && c.rgen > 0) && !c.stopped && !c.cfg.Standalone
+}
+
+// recheck turns r, a denial at now for minHold or more, into a request to
+// sync first (SyncRetry, SyncWanted) when no reply was applied within two
+// sync intervals: the denial may come from a count, dry spell or pause the
+// coordinator has reset since. After the sync the host decides again, on
+// a view at most a round trip old. A coordinator without reset notices
+// (the shared mode) needs it as much: the denied cost makes the batch name
+// the key, and its reply carries the key's view.
+// It reports whether it did; the caller names the denied keys (name).
+func (c *Core) recheck(now int64, r *Result) bool {
+	if r.SyncRetry || r.RetryAfter < minHold || c.heard == 0 || c.stopped || c.cfg.Standalone {
+		return false
+	}
+	iv := c.cfg.SyncInterval
+	if iv == 0 {
+		iv = wire.DefaultSyncInterval
+	}
+	if now-c.heard <= 2*iv {
+		return false
+	}
+	r.SyncRetry, r.SyncWanted = true, true
+	c.beatNow = true
+	return true
+}
+
+// name puts the entry at idx in the next batch even with nothing to
+// report (an entry of cost 0 and demand 0), so that the reply carries its
+// key's view: a recheck without reset notices learns of a reset from it.
+// The reply's view clears the flag (apply).
+func (c *Core) name(idx int32) {
+	e := c.tab.at(idx)
+	e.flags |= fName
+	if !e.dirty() {
+		e.flags |= fDirty
+		c.dirty = append(c.dirty, ref{idx, e.gen})
+	}
 }
 
 // askBeat notes at now that a request was denied: when the denial is

@@ -6,9 +6,11 @@
 package core_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/core"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -58,8 +60,10 @@ func TestResetReachesDenyingIsolates(t *testing.T) {
 				if !f.sync(i, now+1) {
 					t.Fatalf("isolate %d denied twice from its cache but sent no heartbeat", i)
 				}
-				if len(f.last.Entries) != 0 {
-					t.Errorf("isolate %d's heartbeat carries %+v", i, f.last.Entries)
+				for _, d := range f.last.Entries { // an idle isolate's recheck names the key, reporting nothing
+					if d.Delta != 0 || d.Demand != 0 {
+						t.Errorf("isolate %d's heartbeat carries %+v", i, f.last.Entries)
+					}
 				}
 			}
 			for i := range f.isos {
@@ -198,4 +202,93 @@ func newCore(t *testing.T, cfg wire.Config) *core.Core {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// An isolate that has not heard from its coordinator for two sync
+// intervals does not deny from what it cached: the request is answered
+// SyncRetry, the next sync goes out even with nothing else to report, and
+// the request decided again after it is admitted when the key was reset,
+// denied without another sync when it was not. An isolate that heard
+// within two intervals denies from its cache at once. The same holds with
+// a coordinator that sends no reset notices (the shared mode over Redis):
+// the recheck's batch names the key, and its reply carries the key's view
+// after the reset.
+func TestIdleIsolateRechecksCachedDenial(t *testing.T) {
+	for _, tc := range []struct {
+		mode      string
+		noNotices bool
+	}{{wire.Approximate, false}, {wire.Auto, false}, {wire.Approximate, true}, {wire.Auto, true}} {
+		mode := tc.mode
+		t.Run(fmt.Sprintf("%s/notices=%v", mode, !tc.noNotices), func(t *testing.T) {
+			lc := wire.LimiterConfig{Name: "llm", Algorithm: wire.FixedWindow, Limit: 5, Period: 3600 * sec, Mode: mode}
+			f := newUpFleetWith(t, lc, 2, false, merge.MergerOptions{NoResetNotices: tc.noNotices})
+			now := 7200*sec + sec
+			admitted := 0
+			for round := 0; round < 10; round++ {
+				for i := range f.isos {
+					r := f.decide(i, "k", now)
+					if r.SyncRetry { // a lease to ask for
+						f.sync(i, now+1)
+						r = f.decide(i, "k", now+2)
+					}
+					if r.Allowed {
+						admitted++
+					}
+					f.sync(i, now+3)
+					now += sec / 20
+				}
+			}
+			if admitted < 4 || admitted > 5 {
+				t.Fatalf("admitted %d, want about the limit (5)", admitted)
+			}
+			// Heard 1 ms ago: the denial comes from the cache.
+			for i := range f.isos {
+				f.sync(i, now) // a pending lease ask, if any
+				r := f.decide(i, "k", now+1)
+				if r.Allowed && mode == wire.Approximate { // the last unit, admitted on the estimate
+					f.sync(i, now+2)
+					r = f.decide(i, "k", now+3)
+				}
+				if r.Allowed || r.SyncRetry {
+					t.Fatalf("isolate %d, fresh view of a full window: %+v, want a denial without SyncRetry", i, r)
+				}
+			}
+			// Idle for 3 default sync intervals (300 ms), not reset:
+			// one sync confirms the denial.
+			now += 3 * sec / 10
+			r := f.decide(0, "k", now)
+			if r.Allowed || !r.SyncRetry {
+				t.Fatalf("idle isolate's cached denial: %+v, want SyncRetry", r)
+			}
+			if !f.sync(0, now+1) {
+				t.Fatal("a recheck sent no batch")
+			}
+			if r := f.decide(0, "k", now+2); r.Allowed || r.SyncRetry {
+				t.Fatalf("after the recheck of a key not reset: %+v, want a denial without SyncRetry", r)
+			}
+			// Reset, then idle isolates: the first request after two
+			// intervals syncs and is admitted.
+			if err := f.m.ResetAt("llm", "k", now+3); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.m.Commit(now + 3); err != nil {
+				t.Fatal(err)
+			}
+			now += 3 * sec / 10
+			for i := range f.isos {
+				r := f.decide(i, "k", now)
+				if r.Allowed || !r.SyncRetry {
+					t.Fatalf("isolate %d, first request after the reset: %+v, want SyncRetry", i, r)
+				}
+				for try := 0; try < 3 && r.SyncRetry; try++ { // a lease to ask for: another sync
+					f.sync(i, now+1)
+					now += 2
+					r = f.decide(i, "k", now)
+				}
+				if !r.Allowed {
+					t.Errorf("isolate %d after the reset and its recheck: %+v, want allowed", i, r)
+				}
+			}
+		})
+	}
 }

@@ -49,7 +49,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			e.roll(max64(window(now, l.cfg.Period), e.win))
 		}
 		key := c.tab.keyBytes(e)
-		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict {
+		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict || e.flags&fName != 0 {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
 			count++
@@ -72,14 +72,14 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
-	c.beatAsk = 0                        // this batch brings the reset notices a heartbeat would
+	c.beatAsk, c.beatNow = 0, false      // this batch brings the reset notices a heartbeat would
 	c.seq++
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.seq, now, c.upBuf, end, c.rgen, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, end, c.rgen, true, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -139,20 +139,26 @@ func (c *Core) urgent(e *entry, now int64) bool {
 // outstanding batch, if any, becomes batch 1 of newID with the same deltas
 // and time, so the next SyncOut resends them and nothing is lost (the
 // coordinator applied nothing of the refused batch). newID must be 1 to
-// wire.MaxIsolateIDLen bytes and differ from the current id (ErrBadInput).
-func (c *Core) Reincarnate(newID string) error {
+// wire.MaxIsolateIDLen bytes and differ from the current id; secret is the
+// new incarnation's secret (wire.Config.IsolateSecret: empty, or
+// wire.MinSecretLen to wire.MaxSecretLen random bytes the host chose), else
+// ErrBadInput.
+func (c *Core) Reincarnate(newID, secret string) error {
 	if c.cfg.IsolateID == "" {
 		return ErrNoIsolateID
 	}
 	if newID == "" || len(newID) > wire.MaxIsolateIDLen || newID == c.cfg.IsolateID {
 		return badInput(errors.New("core: a new incarnation needs a new isolate id of 1 to 128 bytes"))
 	}
-	c.cfg.IsolateID = newID
+	if secret != "" && !wire.ValidSecret(secret) {
+		return badInput(errors.New("core: an isolate secret must be 16 to 64 bytes"))
+	}
+	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
 	c.seq = 0
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, c.seq, c.cutAt, c.upBuf, false, c.rgen, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, false, c.rgen, true, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil
@@ -239,6 +245,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
 	c.applyResets(now) // before the views: they are newer than the resets they list
+	c.heard = now
 	for i := range views {
 		rv := &views[i]
 		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
@@ -246,6 +253,9 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			continue
 		}
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
+		if rv.v.Limit > 0 {
+			c.adoptLimit(rv.lim, idx, rv.v.Limit)
+		}
 	}
 	if c.rr.HasUpstream() { // most replies carry none: no closure to build
 		if err := c.upViews(now); err != nil {
@@ -339,12 +349,19 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		e.vWin, e.vCur, e.vPrev = v.Window, v.Count, v.Prev
 	}
 	e.vAt = at
-	e.flags |= fView
+	named := e.flags&fName != 0
+	e.flags = e.flags&^fName | fView
 	e.setExp(l, now)
 	if !l.strict {
 		return
 	}
 	s := c.tab.lease(e)
+	if named && !v.Exhausted && s.asked == 0 && !l.bucket {
+		// A recheck (resets.go): the window has room again (a reset the
+		// coordinator sent no notice of): the dry spell ends, the next
+		// request asks.
+		s.dryWin, s.dryN = -1, 0
+	}
 	if v.Lease >= 0 {
 		s.expires = leaseExpiry(c.cutAt, v.Life)
 		// The standing lease is for the window after the view's.

@@ -292,6 +292,26 @@ func (c *Core) baseLimit(lim int, key []byte) int64 {
 	return c.lims[lim].cfg.Limit
 }
 
+// adoptLimit makes n, the coordinator's limit for the key at idx (a view's
+// Limit), the key's limit when this isolate's configuration says
+// otherwise: answers (remaining, headers) and decisions follow the
+// coordinator, which grants leases and counts by its own. An announced
+// limit still applies under it. Each view that differs counts in
+// Stats.ForeignLimits, for the host to say so.
+func (c *Core) adoptLimit(lim int, idx int32, n int64) {
+	e := c.tab.at(idx)
+	base := c.baseLimit(lim, c.tab.keyBytes(e))
+	if n == base {
+		return
+	}
+	c.stats.ForeignLimits++
+	if u := c.upFor(idx, e); u != nil {
+		c.setLimit(lim, e, u, n)
+		return
+	}
+	e.limit = n
+}
+
 // setLimit makes e's limit the announced one (the fleet's, else this
 // isolate's own), capped by the configuration, or base when none was.
 func (c *Core) setLimit(lim int, e *entry, u *upState, base int64) {

@@ -26,13 +26,19 @@ type upFleet struct {
 
 func newUpFleet(t *testing.T, lc wire.LimiterConfig, n int, standalone bool) *upFleet {
 	t.Helper()
+	return newUpFleetWith(t, lc, n, standalone, merge.MergerOptions{})
+}
+
+// newUpFleetWith is newUpFleet with the merger's options.
+func newUpFleetWith(t *testing.T, lc wire.LimiterConfig, n int, standalone bool, opts merge.MergerOptions) *upFleet {
+	t.Helper()
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{lc}}
 	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{})
+	m, err := merge.NewMerger(cfg, store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

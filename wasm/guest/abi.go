@@ -24,10 +24,11 @@ import (
 //	status word returned by el_decide*: >= 0 is bit 0 allowed, bit 1 sync
 //	wanted, bit 2 sync retry; < 0 is an error code (core.Code).
 //	io buffer (el_io_buf): msgpack in (configure, sync_in) and out
-//	(sync_out, stats), and the raw bytes of a new isolate id in
-//	(el_reincarnate); el_io_buf(n) makes room for n bytes and returns its
-//	address, and outputs are read from el_io_ptr() for the returned length.
-//	el_reincarnate(n) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
+//	(sync_out, stats), and the raw bytes of a new isolate id followed by
+//	its secret in (el_reincarnate); el_io_buf(n) makes room for n bytes and
+//	returns its address, and outputs are read from el_io_ptr() for the
+//	returned length.
+//	el_reincarnate(n, m) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
 //	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
 //	code. See core.Core.Observe.
@@ -195,20 +196,21 @@ func elSyncIn(n int32, now int64) int32 {
 }
 
 // el_reincarnate starts a new incarnation of the isolate under the id of n
-// bytes in the io buffer (sequence numbers restart at 1; the outstanding
-// batch becomes batch 1 of the new id): the host calls it when the
-// coordinator refuses the batch's sequence number (HTTP 409). Returns 0 or a
-// negative error code.
+// bytes in the io buffer, with the secret of the m bytes that follow it
+// (wire.Config.IsolateSecret; m = 0: none). Sequence numbers restart at 1;
+// the outstanding batch becomes batch 1 of the new id. The host calls it
+// when the coordinator refuses the batch's sequence number or identity
+// (HTTP 409). Returns 0 or a negative error code.
 //
 //export el_reincarnate
-func elReincarnate(n int32) int32 {
+func elReincarnate(n, m int32) int32 {
 	if lim == nil {
 		return core.Code(core.ErrNotConfigured)
 	}
-	if n < 0 || int(n) > len(ioBuf) {
+	if n < 0 || m < 0 || int64(n)+int64(m) > int64(len(ioBuf)) {
 		return core.Code(core.ErrBadInput)
 	}
-	return core.Code(lim.Reincarnate(string(ioBuf[:n])))
+	return core.Code(lim.Reincarnate(string(ioBuf[:n]), string(ioBuf[n:n+m])))
 }
 
 // el_observe applies what an upstream answered (wire.Observation of n bytes

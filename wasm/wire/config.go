@@ -105,6 +105,20 @@ type Config struct {
 	// half-open circuit then probes on its own instead of asking the
 	// coordinator. Encoded only when set.
 	Standalone bool `msgpack:"alone,omitempty"`
+	// IsolateSecret is the incarnation's secret, MinSecretLen to
+	// MaxSecretLen bytes, chosen at random by the host for each
+	// incarnation (a new one with each new isolate id): every batch
+	// carries it (Batch.Secret), and the coordinator refuses a batch for
+	// the isolate id without it (see Batch.Secret). Empty: batches carry
+	// none and the isolate's id is not protected. Encoded only when set.
+	IsolateSecret string `msgpack:"secret,omitempty"`
+	// SyncInterval is the host's sync interval, ns (0: DefaultSyncInterval,
+	// 100 ms; else MinSyncInterval..MaxSyncInterval). The isolate trusts a
+	// denial it cached for two intervals after its last reply: past that,
+	// a request it would deny from the cache asks for a sync first
+	// (SyncRetry), so a reset on the coordinator reaches it within two
+	// intervals (core/resets.go). Encoded only when set.
+	SyncInterval int64 `msgpack:"sync_ns,omitempty"`
 }
 
 // EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.
@@ -129,8 +143,14 @@ func (c *Config) Validate() error {
 	if len(c.IsolateID) > MaxIsolateIDLen {
 		bad("iso", "isolate id longer than "+strconv.Itoa(MaxIsolateIDLen)+" bytes")
 	}
+	if c.IsolateSecret != "" && !ValidSecret(c.IsolateSecret) {
+		bad("secret", errSecretLen)
+	}
 	if c.MaxKeys < 0 || c.MaxKeys > 1<<24 {
 		bad("max_keys", "must be between 0 (default) and 16777216")
+	}
+	if c.SyncInterval != 0 && (c.SyncInterval < MinSyncInterval || c.SyncInterval > MaxSyncInterval) {
+		bad("sync_ns", "must be 0 (default: 100ms) or between 1ms and 1h (in ns), got "+strconv.FormatInt(c.SyncInterval, 10))
 	}
 	if len(c.Limiters) == 0 {
 		bad("limiters", "at least one limiter is required")
@@ -194,12 +214,28 @@ func (c *Config) Validate() error {
 
 // AppendMsg appends c encoded as msgpack.
 func (c *Config) AppendMsg(b []byte) []byte {
+	n := 4
 	if c.Standalone {
-		b = AppendMapHeader(b, 5)
+		n++
+	}
+	if c.IsolateSecret != "" {
+		n++
+	}
+	if c.SyncInterval != 0 {
+		n++
+	}
+	b = AppendMapHeader(b, n)
+	if c.Standalone {
 		b = AppendString(b, "alone")
 		b = AppendBool(b, true)
-	} else {
-		b = AppendMapHeader(b, 4)
+	}
+	if c.IsolateSecret != "" {
+		b = AppendString(b, "secret")
+		b = AppendString(b, c.IsolateSecret)
+	}
+	if c.SyncInterval != 0 {
+		b = AppendString(b, "sync_ns")
+		b = AppendInt(b, c.SyncInterval)
 	}
 	b = AppendString(b, "v")
 	b = AppendInt(b, c.Version)
@@ -266,6 +302,10 @@ func (c *Config) UnmarshalMsg(b []byte) error {
 			c.MaxKeys = r.ReadInt()
 		case "alone":
 			c.Standalone = r.ReadBool()
+		case "secret":
+			c.IsolateSecret = r.ReadString()
+		case "sync_ns":
+			c.SyncInterval = r.ReadInt()
 		case "limiters":
 			m := r.ReadArrayHeader()
 			if m > MaxLimiters {

@@ -25,6 +25,11 @@ const (
 	MaxNameLen = 64
 	// MaxIsolateIDLen is the longest isolate id, in bytes.
 	MaxIsolateIDLen = 128
+	// MinSecretLen and MaxSecretLen bound an isolate secret
+	// (Config.IsolateSecret, Batch.Secret), in bytes: hosts send 32 hex
+	// digits of 16 random bytes.
+	MinSecretLen = 16
+	MaxSecretLen = 64
 	// MaxLimiters is the most limiters one configuration may hold.
 	MaxLimiters = 256
 	// MaxOverrides is the most per-key overrides one limiter may hold.
@@ -41,6 +46,12 @@ const (
 	// (1 ms and 31 days).
 	MinPeriod = int64(1e6)
 	MaxPeriod = int64(31 * 24 * 3600 * 1e9)
+	// DefaultSyncInterval is Config.SyncInterval when it is 0: 100 ms, ns.
+	DefaultSyncInterval = int64(100e6)
+	// MinSyncInterval and MaxSyncInterval bound Config.SyncInterval: 1 ms
+	// and 1 h, ns.
+	MinSyncInterval = int64(1e6)
+	MaxSyncInterval = int64(3600e9)
 	// DefaultMaxKeys is the default cap on keys one isolate tracks.
 	DefaultMaxKeys = 100000
 )

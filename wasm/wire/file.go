@@ -59,7 +59,7 @@ type FileLimiter struct {
 // FileUpstream is UpstreamConfig in a FileConfig, durations as
 // ParseDuration reads them ("30s", "1h", "1d").
 type FileUpstream struct {
-	MaxPause        string `json:"max_pause,omitempty"`        // default max(1h, period)
+	MaxPause        string `json:"max_pause,omitempty"`        // default 1h
 	MaxLimit        int64  `json:"max_limit,omitempty"`        // default: the limit (announcements only lower it)
 	CircuitFailures int64  `json:"circuit_failures,omitempty"` // default 5; -1 turns the circuit off
 	CircuitOpen     string `json:"circuit_open,omitempty"`     // default 1s

@@ -10,8 +10,16 @@ import (
 // identifies it; the coordinator applies a batch at most once, so a retry
 // resends the same Seq.
 type Batch struct {
-	Version int64   `msgpack:"v"`
-	Isolate string  `msgpack:"iso"`         // isolate id, 1..MaxIsolateIDLen bytes
+	Version int64  `msgpack:"v"`
+	Isolate string `msgpack:"iso"` // isolate id, 1..MaxIsolateIDLen bytes
+	// Secret is the incarnation's secret (Config.IsolateSecret),
+	// MinSecretLen to MaxSecretLen bytes, or empty (none). The
+	// coordinator binds the isolate id to it with the id's first batch
+	// (keeping a hash) and refuses, without telling sequence numbers, a
+	// later batch for the id that does not carry the same secret, so a
+	// client that knows an isolate id cannot take it over or force it to
+	// reincarnate. Encoded only when set.
+	Secret  string  `msgpack:"sec,omitempty"`
 	Seq     int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
 	At      int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
 	Entries []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
@@ -28,6 +36,10 @@ type Batch struct {
 	// applied (Reply.ResetGen; 0: none yet), so the coordinator tells it
 	// of the resets made since (resets.go). Encoded only when > 0.
 	ResetGen int64 `msgpack:"rg,omitempty"`
+	// Limits: the isolate reads View.Limit, so the coordinator sends its
+	// own limit for each key (a module that does not send it reads views
+	// of at most 11 elements). Encoded only when true.
+	Limits bool `msgpack:"lim,omitempty"`
 }
 
 // Delta is the consumption of one key in one window, encoded as the array
@@ -97,6 +109,14 @@ type View struct {
 	// the window ends (a coordinator without lease lifetimes). Optional on
 	// the wire: a view of 8 to 10 elements has 0.
 	Life int64
+	// Limit is the coordinator's limit for the key (its configuration,
+	// per-key overrides applied), sent only to a batch that says
+	// Batch.Limits; 0: not sent. An isolate whose configuration says
+	// otherwise answers with it (remaining, headers) and decides by it.
+	// Optional on the wire: a view of 8 to 11 elements has 0. Not in the
+	// msgpack/v5 reflection encoding of View (tag "-": an array-encoded
+	// struct has a fixed length there); AppendMsg and ReplyReader carry it.
+	Limit int64 `msgpack:"-"`
 }
 
 // AppendMsg appends b encoded as msgpack.
@@ -108,7 +128,7 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			up = b.Signals[i].AppendMsg(up)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Seq, b.At, up, b.End, b.ResetGen, len(b.Entries))
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, b.End, b.ResetGen, b.Limits, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -121,9 +141,16 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // after an array header), nil when there are none. With Batch.AppendMsg it
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
-// (Batch.End); rg is Batch.ResetGen (written when > 0).
-func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64, up []byte, end bool, rg int64, n int) []byte {
+// (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
+// Batch.Secret (written when set); lim is Batch.Limits (written when true).
+func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up []byte, end bool, rg int64, lim bool, n int) []byte {
 	fields := 5
+	if secret != "" {
+		fields++
+	}
+	if lim {
+		fields++
+	}
 	if len(up) > 0 {
 		fields++
 	}
@@ -134,6 +161,14 @@ func AppendBatchHeader(dst []byte, version int64, isolate string, seq, at int64,
 		fields++
 	}
 	dst = AppendMapHeader(dst, fields)
+	if secret != "" {
+		dst = AppendString(dst, "sec")
+		dst = AppendString(dst, secret)
+	}
+	if lim {
+		dst = AppendString(dst, "lim")
+		dst = AppendBool(dst, true)
+	}
 	if rg > 0 {
 		dst = AppendString(dst, "rg")
 		dst = AppendInt(dst, rg)
@@ -186,6 +221,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.Version = r.ReadInt()
 		case Equal("iso", f):
 			b.Isolate = r.ReadString()
+		case Equal("sec", f):
+			b.Secret = r.ReadString()
 		case Equal("seq", f):
 			b.Seq = r.ReadInt()
 		case Equal("at", f):
@@ -212,6 +249,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.End = r.ReadBool()
 		case Equal("rg", f):
 			b.ResetGen = r.ReadInt()
+		case Equal("lim", f):
+			b.Limits = r.ReadBool()
 		default:
 			r.Skip()
 		}
@@ -229,6 +268,8 @@ func (b *Batch) Validate() error {
 		return &FieldError{"v", errors.New("version " + strconv.FormatInt(b.Version, 10) + " is not supported (want " + strconv.Itoa(Version) + ")")}
 	case b.Isolate == "" || len(b.Isolate) > MaxIsolateIDLen:
 		return &FieldError{"iso", errors.New("isolate id must be 1 to " + strconv.Itoa(MaxIsolateIDLen) + " bytes")}
+	case b.Secret != "" && !ValidSecret(b.Secret):
+		return &FieldError{"sec", errors.New(errSecretLen)}
 	case b.Seq < 1:
 		return &FieldError{"seq", errors.New("sequence numbers start at 1")}
 	case b.ResetGen < 0:
@@ -294,7 +335,11 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
 // lease, isolates, stand, exhausted, life].
 func (v *View) AppendMsg(dst []byte) []byte {
-	dst = AppendArrayHeader(dst, 11)
+	n := 11
+	if v.Limit != 0 {
+		n = 12
+	}
+	dst = AppendArrayHeader(dst, n)
 	dst = AppendString(dst, v.Limiter)
 	dst = AppendString(dst, v.Key)
 	dst = AppendInt(dst, v.Window)
@@ -305,11 +350,15 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	dst = AppendInt(dst, v.Isolates)
 	dst = AppendInt(dst, v.Stand)
 	dst = AppendBool(dst, v.Exhausted)
-	return AppendInt(dst, v.Life)
+	dst = AppendInt(dst, v.Life)
+	if n == 12 {
+		dst = AppendInt(dst, v.Limit)
+	}
+	return dst
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life)))]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit))))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -388,21 +437,24 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	n := r.ReadArrayHeader()
-	if (n < 8 || n > 11) && r.err == nil {
+	if (n < 8 || n > 12) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
-	v.Stand, v.Exhausted, v.Life = 0, false, 0
+	v.Stand, v.Exhausted, v.Life, v.Limit = 0, false, 0, 0
 	if n >= 9 {
 		v.Stand = r.ReadInt()
 	}
 	if n >= 10 {
 		v.Exhausted = r.ReadBool()
 	}
-	if n == 11 {
+	if n >= 11 {
 		v.Life = r.ReadInt()
+	}
+	if n == 12 {
+		v.Limit = r.ReadInt()
 	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)
@@ -480,3 +532,10 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		rp.Resets = append(rp.Resets, ResetKey{Limiter: string(lim), Key: string(key)})
 	})
 }
+
+// errSecretLen says what an isolate secret must be.
+const errSecretLen = "an isolate secret must be 16 to 64 bytes"
+
+// ValidSecret reports whether s may be an isolate secret
+// (Config.IsolateSecret, Batch.Secret): MinSecretLen to MaxSecretLen bytes.
+func ValidSecret(s string) bool { return len(s) >= MinSecretLen && len(s) <= MaxSecretLen }

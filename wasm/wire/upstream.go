@@ -14,7 +14,8 @@ import (
 const (
 	// DefaultMaxPause caps a pause an upstream asks for (Retry-After, or a
 	// quota at 0 until its reset) when UpstreamConfig.MaxPause is 0: one
-	// hour, or the limiter's period when that is longer.
+	// hour, whatever the limiter's period (a longer pause needs
+	// upstream.max_pause).
 	DefaultMaxPause = int64(3600e9)
 	// DefaultCircuitFailures is how many consecutive upstream failures
 	// open a key's circuit when UpstreamConfig.CircuitFailures is 0.
@@ -32,7 +33,7 @@ const (
 // The zero value is the defaults. Encoded only when set (Config.AppendMsg).
 type UpstreamConfig struct {
 	// MaxPause caps a pause the upstream asks for, ns; 0 means
-	// max(DefaultMaxPause, Period).
+	// DefaultMaxPause (1 h).
 	MaxPause int64 `msgpack:"max_pause_ns"`
 	// MaxLimit is the highest limit an announced quota may set; 0 means
 	// the configured Limit: announcements may lower the limit, never
@@ -63,12 +64,13 @@ const (
 	FollowNever  = "never"
 )
 
-// PauseCap returns the longest pause a limiter honours, ns.
+// PauseCap returns the longest pause a limiter honours, ns: its
+// upstream.max_pause, or DefaultMaxPause (1 h).
 func (l *LimiterConfig) PauseCap() int64 {
 	if l.Upstream != nil && l.Upstream.MaxPause > 0 {
 		return l.Upstream.MaxPause
 	}
-	return max(DefaultMaxPause, l.Period)
+	return DefaultMaxPause
 }
 
 // AnnouncedCap returns the highest limit an announced quota may set for a

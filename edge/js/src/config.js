@@ -165,8 +165,12 @@ export function normalizeConfig(cfg, synced = false) {
   return { maxKeys, limiters, standalone: !synced };
 }
 
-/** The wire.Config message (msgpack field names) for a normalized config. */
-export function toWire(norm, isolateId) {
+/**
+ * The wire.Config message (msgpack field names) for a normalized config,
+ * the isolate's id, the sync interval (ms) and the incarnation's secret (32
+ * random hex digits; see wire.Config.IsolateSecret).
+ */
+export function toWire(norm, isolateId, syncIntervalMs, secret) {
   const w = {
     v: PROTOCOL_VERSION,
     iso: isolateId,
@@ -184,5 +188,9 @@ export function toWire(norm, isolateId) {
   };
   // Isolates that never sync probe a half-open circuit on their own.
   if (norm.standalone) w.alone = true;
+  // The sync interval (ms; 1 ms to 1 h): the module trusts a denial it
+  // cached for two intervals after its last reply, then syncs first.
+  if (!norm.standalone && syncIntervalMs > 0) w.sync_ns = Math.round(Math.min(Math.max(syncIntervalMs, 1), 3600e3) * 1e6);
+  if (secret) w.secret = secret;
   return w;
 }

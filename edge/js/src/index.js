@@ -110,6 +110,7 @@ export class EdgeLimit {
     this._clock = opts.clock ?? Date.now;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
+    this._saidForeign = false; // _sayForeign
     this._schedOpts = {
       interval: this._interval, staleAfter: opts.staleAfter, backoffMax: opts.backoffMax, jitter: opts.jitter,
       probeInterval: opts.probeInterval ?? 500,
@@ -135,7 +136,10 @@ export class EdgeLimit {
     if (this._mod) return this;
     const mod = new Module(this._wasm);
     const id = this._restartId ?? this._idPrefix ?? `js-${randomHex(12)}`;
-    mod.configure(toWire(this._norm, id));
+    // Each incarnation (this one, a restart after a trap, a reincarnation)
+    // has its own secret, which its batches carry: the coordinator refuses
+    // a batch for the id without it, so no other client can take the id.
+    mod.configure(toWire(this._norm, id, this._interval, randomHex(32)));
     this._mod = mod;
     if (this._firstId === undefined) {
       this._firstId = id; // restarts and incarnations derive their ids from it
@@ -660,12 +664,13 @@ export class EdgeLimit {
       let r = await this._post(batch);
       if (!live()) return false;
       if (r.seqProblem) {
-        // The coordinator refused the sequence number and applied nothing
-        // (it lost this isolate's state, or another client used its id):
-        // a new incarnation resends the same deltas as its batch 1.
+        // The coordinator refused the sequence number or the isolate's
+        // secret and applied nothing (it lost this isolate's state, or a
+        // restart or another client used its id): a new incarnation, with
+        // a new id and secret, resends the same deltas as its batch 1.
         const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        mod.reincarnate(id);
+        mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
         batch = mod.syncOut(this._ns(this._clock()));
@@ -680,12 +685,24 @@ export class EdgeLimit {
       mod.syncIn(r.body, this._ns(now));
       s.success(now);
       this.counters.syncs++;
+      if (!this._saidForeign) this._sayForeign(mod);
       return true;
     } catch (e) {
       if (!live()) return false;
       s.failure(this._clock());
       this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync', e, false) : e);
       return false;
+    }
+  }
+
+  // A coordinator configured with other limits tells each key's limit in
+  // its views; the module answers and decides with it (stats
+  // foreign_limits). Said once per instance, on the console.
+  _sayForeign(mod) {
+    const n = Number(mod.stats().foreign_limits ?? 0);
+    if (n > 0) {
+      this._saidForeign = true;
+      console.warn(`edgelimit: the coordinator's limits differ from this isolate's configuration (${n} views); answers, headers and decisions use the coordinator's (keep the two configurations the same)`);
     }
   }
 

@@ -235,13 +235,18 @@ export class Module {
   }
 
   /**
-   * Starts a new incarnation under id: sequence numbers restart at 1 and
-   * the outstanding batch becomes batch 1 of the new id.
+   * Starts a new incarnation under id with its secret (ASCII, 16 to 64
+   * bytes): sequence numbers restart at 1 and the outstanding batch becomes
+   * batch 1 of the new id.
    */
-  reincarnate(id) {
-    const b = te.encode(id);
+  reincarnate(id, secret) {
+    const idb = te.encode(id);
+    const sb = te.encode(secret);
+    const b = new Uint8Array(idb.length + sb.length);
+    b.set(idb);
+    b.set(sb, idb.length);
     this._writeIO(b, 'bad_options');
-    const c = this.exports.el_reincarnate(b.length);
+    const c = this.exports.el_reincarnate(idb.length, sb.length);
     this._refresh();
     if (c < 0) throw codeError('reincarnate', c);
   }

@@ -2,7 +2,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
-import { decode } from '../src/msgpack.js';
+import { decode, encode } from '../src/msgpack.js';
 import { wasmModule, fakeClock } from './helpers.js';
 import { startCoordinator, globalView, freePort } from './coordinator.js';
 
@@ -78,7 +78,9 @@ test('a coordinator that lost the isolate (409 seq problem) gets the deltas unde
   const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m', mode: 'approximate' }] };
   const c1 = await coordinator(config);
   let target = c1.url;
-  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: 'http://unused', fetch: (u, i) => fetch(u.replace('http://unused', target), i), background: 'requests' });
+  const secrets = [];
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: 'http://unused', background: 'requests',
+    fetch: (u, i) => { secrets.push(decode(i.body).sec); return fetch(u.replace('http://unused', target), i); } });
   for (let i = 0; i < 3; i++) rl.decide({ limiter: 'a', key: 'k' });
   assert.equal(await rl.sync(), true, String(rl.lastError));
   assert.equal(await rl.sync(), true); // nothing to send: idle
@@ -94,6 +96,37 @@ test('a coordinator that lost the isolate (409 seq problem) gets the deltas unde
   assert.notEqual(rl.isolateId, id);
   assert.ok(rl.isolateId.startsWith(`${id}~`), rl.isolateId);
   assert.equal((await globalView(c2.url, 'a', 'k')).body.count, 4, 'the refused batch counted once at the new coordinator');
+  // Every batch carries its incarnation's secret; the new incarnation has a new one.
+  assert.ok(secrets.every((s) => /^[0-9a-f]{32}$/.test(s)), JSON.stringify(secrets));
+  assert.equal(new Set(secrets.slice(0, 3)).size, 1, 'one secret per incarnation');
+  assert.notEqual(secrets.at(-1), secrets[0], 'a new incarnation, a new secret');
+});
+
+test('a client that knows an isolate id but not its secret can neither continue it nor make it reincarnate', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1m', mode: 'approximate' }] };
+  const c = await coordinator(config);
+  const sent = [];
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests',
+    fetch: (u, i) => { sent.push(decode(i.body)); return fetch(u, i); } });
+  rl.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await rl.sync(), true, String(rl.lastError));
+  const last = sent.at(-1);
+  // The attacker has the id and the sequence number (the same token), not the secret.
+  for (const forged of [
+    { v: 1, iso: last.iso, seq: last.seq + 1, at: BigInt(Date.now()) * 1000000n, e: [['a', 'k', 0, 100, 100]] },
+    { v: 1, iso: last.iso, sec: 'f'.repeat(32), seq: last.seq + 1, at: BigInt(Date.now()) * 1000000n },
+  ]) {
+    const r = await fetch(`${c.url}/v1/sync`, { method: 'POST', headers: { 'content-type': 'application/msgpack' }, body: encode(forged) });
+    const p = await r.json();
+    assert.equal(r.status, 409);
+    assert.equal(p.type, 'urn:edgelimit:problem:seq_identity');
+    assert.doesNotMatch(p.detail, /[0-9]/, 'no sequence number told');
+  }
+  rl.decide({ limiter: 'a', key: 'k' });
+  assert.equal(await rl.sync(), true, String(rl.lastError));
+  assert.equal(rl.counters.reincarnations, 0, 'the real isolate goes on');
+  assert.equal(sent.at(-1).seq, last.seq + 1);
+  assert.equal((await globalView(c.url, 'a', 'k')).body.count, 2);
 });
 
 test('fail policies on a stale view: closed denies, local-share admits its share, open asks the module', async () => {
@@ -191,4 +224,25 @@ test('a list of coordinators: a sync the first cannot take goes to the next at o
     assert.equal(rl.counters.failovers, 1);
     assert.equal((await globalView(c.url, 'a', 'k')).body.count, 6);
   } finally { rl.close(); }
+});
+
+test('a coordinator configured with another limit: answers use its limit, and the console says so once', async () => {
+  const mk = (limit) => ({ limiters: [{ name: 'l', algorithm: 'fixed_window', limit, period: '1h' }] });
+  const c = await coordinator(mk(6));
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...a) => warned.push(a.join(' '));
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config: mk(60), coordinator: c.url, syncInterval: 50 });
+  try {
+    let admitted = 0;
+    let d;
+    for (let i = 0; i < 12; i++) {
+      d = await rl.limit({ limiter: 'l', key: 'k' });
+      if (d.success) admitted++;
+      await rl.sync();
+    }
+    assert.equal(d.limit, 6, `the answer's limit: ${JSON.stringify(d)}`);
+    assert.equal(admitted, 6, 'admitted against the coordinator\'s 6');
+    assert.equal(warned.filter((w) => w.includes("the coordinator's limits differ")).length, 1, warned.join('\n'));
+  } finally { console.warn = warn; rl.close(); }
 });

@@ -16,6 +16,7 @@ const config = { limiters: [
   { name: 'rps', algorithm: 'fixed_window', limit: 6, period: '1s' },
   { name: 'big-open', algorithm: 'fixed_window', limit: 1e9, period: '1h', fail_policy: 'open' },
   { name: 'big-closed', algorithm: 'fixed_window', limit: 1e9, period: '1h', fail_policy: 'closed' },
+  { name: 'hourly', algorithm: 'fixed_window', limit: 5, period: '1h' },
 ] };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const running = [];
@@ -109,4 +110,51 @@ test('workerd: a request without ctx on a stale Worker (its probe sync cancelled
   const s = await stats(url);
   console.log(`# fresh again ${Date.now() - t0} ms after the request without ctx; syncs ${before.syncs} -> ${s.syncs}, abandoned ${s.abandoned}`);
   assert.ok(s.syncs > before.syncs, JSON.stringify(s));
+});
+
+test('workerd, default options, 4 Workers: a key reset on the coordinator is admitted by every Worker two sync intervals later', { skip, timeout: 60000 }, async () => {
+  const { coord, wd } = await start(4);
+  let admitted = 0;
+  for (let i = 0; i < 16; i++) if ((await limit(wd, wd.urls[i % 4], 'hourly')).success) admitted++;
+  assert.equal(admitted, 5, 'a 5/hour key admits its limit');
+  for (const url of wd.urls) assert.equal((await limit(wd, url, 'hourly')).success, false, 'every Worker denies the full key');
+  const r = await fetch(`${coord.url}/v1/limiters/hourly/keys/k`, { method: 'DELETE' });
+  assert.equal(r.status, 204);
+  await sleep(200); // two sync intervals (default 100 ms), no request in between
+  const after = [];
+  for (const url of wd.urls) after.push(await limit(wd, url, 'hourly'));
+  console.log(`# reset of a 5/hour key: ${after.filter((d) => d.success).length} of 4 Workers admit their first request 200 ms later`);
+  assert.deepEqual(after.map((d) => d.success), [true, true, true, true], JSON.stringify(after));
+});
+
+test('workerd, default options, 4 Workers: two keys at 5/s each on a 6/s key limit are admitted (>= 99%)', { skip, timeout: 60000 }, async () => {
+  const { wd } = await start(4);
+  let admitted = 0; let n = 0;
+  const end = Date.now() + 6000;
+  for (let i = 0; Date.now() < end; i++) {
+    const t0 = Date.now();
+    const d = await limit(wd, wd.urls[i % 4], 'rps', i % 2 ? 'a' : 'b');
+    n++;
+    if (d.success && !d.stale) admitted++;
+    await sleep(Math.max(100 - (Date.now() - t0), 0)); // 10 requests a second: 5 per key
+  }
+  console.log(`# two keys at 5/s on a 6/s limit over 4 Workers: ${admitted} of ${n} admitted`);
+  assert.ok(admitted >= 0.99 * n, `${admitted} of ${n} admitted`);
+});
+
+test('workerd, default options, 4 Workers: bursts of 18 a second on a 6/s key use >= 95% of the limit and never exceed it', { skip, timeout: 60000 }, async () => {
+  const { wd } = await start(4);
+  const bursts = 6;
+  let admitted = 0;
+  for (let b = 0; b < bursts; b++) {
+    await offBoundary();
+    const win = Math.floor(Date.now() / 1000);
+    const ds = await Promise.all(Array.from({ length: 18 }, (_, i) => limit(wd, wd.urls[i % 4], 'rps', 'burst')));
+    const ok = ds.filter((d) => d.success && !d.stale).length;
+    if (Math.floor(Date.now() / 1000) === win) assert.ok(ok <= 6, `burst ${b}: ${ok} admitted in one window of a 6/s limit`);
+    admitted += ok;
+    await sleep(1000 - (Date.now() % 1000) + 150); // the next window
+  }
+  console.log(`# bursts of 18/s on a 6/s key over 4 Workers: ${admitted} of ${6 * bursts} units of the limit used`);
+  assert.ok(admitted >= 0.95 * 6 * bursts, `${admitted} admitted of a limit of ${6 * bursts}`);
 });

@@ -1,0 +1,145 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Health. The coordinator's GET /healthz asks the store (Probe) rather
+// than remembering whether the last write failed: it answers 200 again as
+// soon as Redis does, not after the next successful write. Errors are
+// logged once per outage (the first failure, with the operation and the
+// error) and once on recovery (how long it lasted and how many round
+// trips failed), not per attempt.
+
+// probeEvery is how long a probe's result is reused: 250 ms (health
+// checks and metric scrapes share it).
+const probeEvery = 250 * time.Millisecond
+
+// outage tracks the current run of failures, for the logs.
+type outage struct {
+	log   *slog.Logger
+	stats *stats
+	mu    sync.Mutex
+	down  bool
+	since time.Time
+	nfail int64 // failed round trips in this outage
+}
+
+// failed records a failed round trip of op; the first of an outage is
+// logged.
+func (o *outage) failed(op string, err error) {
+	o.stats.errors.Add(1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.nfail++
+	if o.down {
+		return
+	}
+	o.down, o.since, o.nfail = true, time.Now(), 1
+	o.stats.outages.Add(1)
+	o.log.Warn("redisstore: Redis unavailable; retrying (logged once, until it answers again)", "op", op, "err", err.Error())
+}
+
+// succeeded records a successful round trip; the first after an outage is
+// logged.
+func (o *outage) succeeded() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.down {
+		return
+	}
+	o.down = false
+	o.log.Info("redisstore: Redis answers again", "outage", time.Since(o.since).Round(time.Millisecond).String(), "failed_round_trips", o.nfail)
+}
+
+// prober caches the result of the last probe.
+type prober struct {
+	mu      sync.Mutex
+	at      time.Time
+	err     error
+	masters []string // the masters the last successful probe saw, sorted
+}
+
+// Probe reports whether Redis serves writes now: every master (of the
+// cluster's slot map, reloaded first; or the one master) answers, is a
+// master, and, when Options.Wait is set and Options.WaitDegraded is not,
+// has at least Wait replicas online; and a cluster's state is ok. The result is reused for 250 ms. A
+// change in the set of masters since the previous successful probe is
+// counted as a failover (Stats.Failovers) and logged.
+func (s *Store) Probe(ctx context.Context) error {
+	s.pr.mu.Lock()
+	defer s.pr.mu.Unlock()
+	if time.Since(s.pr.at) < probeEvery {
+		return s.pr.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var masters []string
+	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		addr := c.Options().Addr
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return fmt.Errorf("master %s: %w", addr, err)
+		}
+		if !strings.Contains(info, "role:master") {
+			return fmt.Errorf("master %s: no longer a master", addr)
+		}
+		if s.opts.Wait > 0 && !s.opts.WaitDegraded {
+			if n := strings.Count(info, "state=online"); n < s.opts.Wait {
+				return fmt.Errorf("master %s: %d replicas online, WAIT needs %d", addr, n, s.opts.Wait)
+			}
+		}
+		if s.isCluster() {
+			ci, err := c.ClusterInfo(ctx).Result()
+			if err != nil {
+				return fmt.Errorf("master %s: %w", addr, err)
+			}
+			if !strings.Contains(ci, "cluster_state:ok") {
+				return fmt.Errorf("master %s: cluster_state is not ok", addr)
+			}
+		} else {
+			// One master, behind a Sentinel client whose address is not the
+			// master's: its replication id changes when a replica takes over.
+			addr = "replid " + infoField(info, "master_replid")
+		}
+		mu.Lock()
+		masters = append(masters, addr)
+		mu.Unlock()
+		return nil
+	})
+	s.pr.at = time.Now()
+	if err != nil {
+		s.pr.err = fmt.Errorf("redisstore: probe: %w", err)
+		s.health.failed("probe", err)
+		s.reloadLazy(ctx)
+		return s.pr.err
+	}
+	s.pr.err = nil
+	s.health.succeeded()
+	slices.Sort(masters)
+	if s.pr.masters != nil && !slices.Equal(masters, s.pr.masters) {
+		s.stats.failovers.Add(1)
+		s.opts.Logger.Info("redisstore: the cluster's masters changed", "before", strings.Join(s.pr.masters, ","), "now", strings.Join(masters, ","))
+	}
+	s.pr.masters = masters
+	return nil
+}
+
+// infoField returns the value of name in an INFO reply, or "".
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}

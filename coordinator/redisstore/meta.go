@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster's settings. The bucket count decides where every key lives
+// (its hash slot) and the format version how records and marks are laid
+// out; coordinators that disagree on either split a key's count between
+// two records, silently. So the first coordinator to start stores both in
+// the cluster (metaKey, a hash with no TTL) and every coordinator checks
+// them at Open: another value refuses to start, naming both.
+
+// FormatVersion is the version of the layout of the keys, records and
+// marks in the cluster (this file's and redis.go's): 1.
+const FormatVersion = 1
+
+// metaKey holds the cluster's settings: buckets, format.
+const metaKey = "el:meta"
+
+// metaScript stores ARGV buckets and format in KEYS[1] unless it holds
+// them already, and returns what it holds.
+var metaScript = redis.NewScript(`
+local b = redis.call('HGET', KEYS[1], 'buckets')
+if not b then
+  redis.call('HSET', KEYS[1], 'buckets', ARGV[1], 'format', ARGV[2])
+  return {ARGV[1], ARGV[2]}
+end
+return {b, redis.call('HGET', KEYS[1], 'format') or ''}
+`)
+
+// checkMeta stores the bucket count and format version at first start and
+// refuses another coordinator's different values. explicit reports that
+// the bucket count was chosen (not the default): a cluster holding keys
+// but no settings (state written before they were stored) is adopted only
+// then.
+func (s *Store) checkMeta(ctx context.Context, explicit bool) error {
+	if !explicit {
+		if err := s.rdb.HGet(ctx, metaKey, "buckets").Err(); err == redis.Nil {
+			n, err := s.dbSize(ctx)
+			if err != nil {
+				return fmt.Errorf("redisstore: settings: %w", err)
+			}
+			if n > 0 {
+				return fmt.Errorf("redisstore: the cluster holds %d keys but no edgelimit settings (%s): state written before the bucket count was stored there, or by something else; start with --redis-buckets set to the bucket count it was written with (64 before the default changed to %d) to adopt it, or empty the cluster", n, metaKey, DefaultBuckets)
+			}
+		} else if err != nil {
+			return fmt.Errorf("redisstore: settings: %w", err)
+		}
+	}
+	v, err := metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion).StringSlice()
+	if err != nil {
+		return fmt.Errorf("redisstore: settings: %w", err)
+	}
+	if len(v) != 2 {
+		return fmt.Errorf("redisstore: settings: %s holds %q", metaKey, v)
+	}
+	if v[1] != strconv.Itoa(FormatVersion) {
+		return fmt.Errorf("redisstore: the cluster holds edgelimit state in format %s, this coordinator writes format %d: run a coordinator of the version that wrote it, or empty the cluster", v[1], FormatVersion)
+	}
+	if v[0] != strconv.Itoa(s.opts.Buckets) {
+		return fmt.Errorf("redisstore: the cluster was set up with %s buckets, this coordinator has %d (--redis-buckets): every coordinator of a cluster must use the same; start it with --redis-buckets %s", v[0], s.opts.Buckets, v[0])
+	}
+	return nil
+}
+
+// dbSize returns the number of keys on every master.
+func (s *Store) dbSize(ctx context.Context) (int64, error) {
+	var mu sync.Mutex
+	var n int64
+	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		k, err := c.DBSize(ctx).Result()
+		mu.Lock()
+		n += k
+		mu.Unlock()
+		return err
+	})
+	return n, err
+}

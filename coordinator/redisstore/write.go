@@ -1,0 +1,357 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The write path: each SubWrite is one call of subScript on its bucket's
+// master, the calls grouped per master into one pipeline on one
+// connection (then WAIT there), the isolates' high-water marks advanced by
+// markScript the same way.
+
+// subScript is a SubWrite: KEYS are the M marks, then the R records, then
+// the C marks to confirm; ARGV[1] is M, ARGV[2] is C, then per mark its
+// seq and TTL (ms), then per record the expected version prefix ("" when
+// absent), the new value and its TTL (ms), then per mark to confirm its
+// TTL (ms). Returns 0 applied (the marks to confirm had their TTL renewed),
+// 1 conflict (a version changed), 2 duplicate (a mark is already at its
+// seq: the write of an earlier attempt, whose reply or WAIT was lost).
+// Renewing a TTL is a write: WAIT after it covers the earlier write too.
+var subScript = redis.NewScript(`
+local nm = tonumber(ARGV[1])
+local nc = tonumber(ARGV[2])
+local nr = #KEYS - nm - nc
+for i = 1, nm do
+  local m = redis.call('GET', KEYS[i])
+  if m and tonumber(m) >= tonumber(ARGV[1+2*i]) then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2+2*i])
+    return 2
+  end
+end
+local base = 2*nm + 3
+for i = 1, nr do
+  local j = base + 3*(i-1)
+  local v = redis.call('GET', KEYS[nm+i])
+  local want = ARGV[j]
+  if v then
+    if string.sub(v, 1, 20) ~= want then return 1 end
+  elseif want ~= '' then return 1 end
+end
+for i = 1, nr do
+  local j = base + 3*(i-1)
+  redis.call('SET', KEYS[nm+i], ARGV[j+1], 'PX', ARGV[j+2])
+end
+for i = 1, nm do
+  redis.call('SET', KEYS[i], ARGV[1+2*i], 'PX', ARGV[2+2*i])
+end
+local cbase = base + 3*nr
+for i = 1, nc do
+  redis.call('PEXPIRE', KEYS[nm+nr+i], ARGV[cbase+i-1])
+end
+return 0
+`)
+
+// markScript advances an isolate's high-water mark: KEYS[1]; ARGV seq,
+// value, TTL (ms). Returns 1 when set, 0 when it already held seq or more.
+var markScript = redis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 's') or '0')
+if cur >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
+func ms(ns int64) int64 { return max(ns/1e6, 1) }
+
+// evalOnMasters runs each script call on the master of its first key,
+// grouped per master into one pipeline (one round trip per master), with
+// WAIT at the end of each pipeline when Options.Wait is set. It returns
+// each call's integer result; ran reports, per call, whether its script
+// ran (res holds its result) even when err reports a failure (of other
+// calls, or of WAIT). Calls that did not run for a retryable error (a
+// failover: see retry.go) are sent again, to the master the reloaded slot
+// map names, until Options.RetryFor or ctx's end. A call that did run but
+// whose reply was lost is sent again too: the marks make it a duplicate.
+func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
+	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
+	pending := make([]int, len(calls))
+	for i := range pending {
+		pending[i] = i
+	}
+	end := s.retryDeadline(ctx, time.Now())
+	wait := retryBackoff
+	for {
+		// Room for the pipeline and for WAIT's own timeout, so that a WAIT
+		// not met is answered as such rather than cut by the deadline.
+		actx, cancel := context.WithDeadline(ctx, later(end, time.Now().Add(2*s.opts.Timeout+s.opts.WaitTimeout)))
+		errs := s.evalPending(actx, calls, pending, res, ran, end)
+		cancel()
+		var again []int
+		var failed []error
+		retry := false
+		for _, e := range errs {
+			if e.err == nil {
+				continue
+			}
+			failed = append(failed, e.err)
+			if retryable(e.err) {
+				s.health.failed("write", e.err)
+				retry = true
+				for _, i := range e.idx {
+					if !ran[i] {
+						again = append(again, i)
+					}
+				}
+			}
+		}
+		if len(failed) == 0 {
+			s.health.succeeded()
+			return res, ran, nil
+		}
+		err = errors.Join(failed...)
+		if !retry || len(again) == 0 || ctx.Err() != nil || time.Now().Add(wait).After(end) {
+			if retry {
+				s.reloadLazy(ctx) // learn the new layout for the next group
+			}
+			return res, ran, err
+		}
+		s.stats.retries.Add(1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, ran, err
+		}
+		wait = min(2*wait, retryBackoffMax)
+		s.reload(ctx)
+		pending = again
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// groupErr is the outcome of one master's pipeline: the calls it carried
+// and its error.
+type groupErr struct {
+	idx []int
+	err error
+}
+
+// evalPending sends the calls of pending, one pipeline per master.
+func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []int64, ran []bool, end time.Time) []groupErr {
+	type group struct {
+		node *redis.Client
+		idx  []int
+	}
+	groups := map[*redis.Client]*group{}
+	var order []*group
+	for _, i := range pending {
+		c := calls[i]
+		node, err := s.masterFor(ctx, c.keys[0])
+		if err != nil {
+			return []groupErr{{idx: pending, err: fmt.Errorf("redisstore: master of %q: %w", c.keys[0], err)}}
+		}
+		g := groups[node]
+		if g == nil {
+			g = &group{node: node}
+			groups[node] = g
+			order = append(order, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	out := make([]groupErr, len(order))
+	var wg sync.WaitGroup
+	for gi, g := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[gi] = groupErr{idx: g.idx, err: s.evalGroup(ctx, g.node, calls, g.idx, res, ran, end)}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+type scriptCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// evalGroup runs the calls of idx on node in one pipeline, on one
+// connection, then WAITs there (WAIT counts the replicas that have this
+// connection's writes) when Options.Wait is set; see waitReplicas.
+func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool, end time.Time) error {
+	addr := node.Options().Addr
+	conn := node.Conn()
+	defer conn.Close()
+	cmds := make([]*redis.Cmd, len(idx))
+	run := func(j []int, sha bool) error {
+		defer s.stats.roundTrip(time.Now())
+		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, j := range j {
+				c := calls[idx[j]]
+				if sha {
+					cmds[j] = c.script.EvalSha(ctx, p, c.keys, c.args...)
+				} else {
+					cmds[j] = c.script.Eval(ctx, p, c.keys, c.args...)
+				}
+			}
+			return nil
+		})
+		return err
+	}
+	all := make([]int, len(idx))
+	for j := range all {
+		all[j] = j
+	}
+	err := run(all, true)
+	if err != nil {
+		// A script this node has not seen yet (first use, or a replica
+		// that just took over): send those calls with the script itself.
+		var again []int
+		for j, c := range cmds {
+			if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				again = append(again, j)
+			}
+		}
+		if len(again) > 0 {
+			err = run(again, false)
+			for _, c := range cmds {
+				if c.Err() != nil {
+					err = c.Err()
+				}
+			}
+		}
+	}
+	var first error
+	wrote := false
+	for j, i := range idx {
+		if cmds[j] == nil {
+			continue
+		}
+		v, err := cmds[j].Int64()
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		res[i], ran[i] = v, true
+		wrote = wrote || v != 1
+	}
+	// The pipeline's own error first: a connection error leaves its
+	// commands without a reply, which Int64 reports as a type error.
+	if err = cmp.Or(err, first); err != nil {
+		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
+	}
+	if s.opts.Wait > 0 && wrote {
+		err := s.waitReplicas(ctx, conn, addr, end)
+		if retryable(err) {
+			// The connection broke before WAIT answered: what it wrote is
+			// not known to be replicated. Send those calls again (their
+			// marks make them duplicates if the write survived, and WAIT
+			// after them covers it).
+			for _, i := range idx {
+				if ran[i] && res[i] != 1 {
+					ran[i] = false
+				}
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// WriteShared performs subs (see SubWrite), one script call each, grouped
+// per master. A SubWrite that only confirms marks needs no call without
+// WAIT (Options.Wait 0): it is applied as it is.
+func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge.SubOutcome, error) {
+	calls := make([]scriptCall, 0, len(subs))
+	of := make([]int, 0, len(subs)) // of[k]: the sub of calls[k]
+	for i := range subs {
+		w := &subs[i]
+		if len(w.Marks) == 0 && len(w.Keys) == 0 && s.opts.Wait == 0 {
+			continue
+		}
+		t := s.Tag(w.Bucket)
+		keys := make([]string, 0, len(w.Marks)+len(w.Keys)+len(w.Confirm))
+		args := make([]any, 0, 2+2*len(w.Marks)+3*len(w.Keys)+len(w.Confirm))
+		args = append(args, len(w.Marks), len(w.Confirm))
+		for _, m := range w.Marks {
+			keys = append(keys, t+"m"+m.Isolate)
+			args = append(args, m.Seq, ms(m.TTL))
+		}
+		for j, k := range w.Keys {
+			rk := s.RedisKey(k)
+			if !strings.HasPrefix(rk, t) {
+				return nil, fmt.Errorf("redisstore: key %q is not in bucket %d", k, w.Bucket)
+			}
+			keys = append(keys, rk)
+			want := ""
+			if w.Versions[j] != 0 {
+				want = versionPrefix(w.Versions[j])
+			}
+			args = append(args, want, versionPrefix(w.Versions[j]+1)+string(w.Values[j]), ms(w.TTLs[j]))
+		}
+		for _, m := range w.Confirm {
+			keys = append(keys, t+"m"+m.Isolate)
+			args = append(args, ms(m.TTL))
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		calls, of = append(calls, scriptCall{script: subScript, keys: keys, args: args}), append(of, i)
+	}
+	outs := make([]merge.SubOutcome, len(subs)) // SubApplied where no call was needed
+	if len(calls) == 0 {
+		return outs, nil
+	}
+	res, ran, err := s.evalOnMasters(ctx, calls)
+	for k, r := range res {
+		i := of[k]
+		switch {
+		case !ran[k]:
+			outs[i] = merge.SubFailed
+		case r == 0 && err != nil:
+			outs[i] = merge.SubUnconfirmed // written; WAIT (or a neighbour) failed
+		case r == 0:
+			outs[i] = merge.SubApplied
+		case r == 1:
+			outs[i] = merge.SubConflict
+		case r == 2:
+			outs[i] = merge.SubDuplicate
+		default:
+			return nil, fmt.Errorf("redisstore: script answered %d", r)
+		}
+	}
+	return outs, err
+}
+
+// AdvanceMarks advances isolates' high-water marks (each unless already at
+// its seq or beyond), grouped per master.
+func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
+	calls := make([]scriptCall, len(marks))
+	for i, m := range marks {
+		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
+			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
+	}
+	_, _, err := s.evalOnMasters(ctx, calls)
+	return err
+}
+
+var _ merge.SharedStore = (*Store)(nil)

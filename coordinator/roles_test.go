@@ -1,0 +1,292 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// rolesServer: edge-a may sync fw and sfw only; edge-b may sync every
+// limiter and read; reader may read; admin may reset; fleet (a token
+// without roles) may do everything.
+func rolesServer(t *testing.T) (*Coordinator, *fakeClock, *httptest.Server) {
+	return newTestServer(t, func(o *Options) {
+		o.Tokens = []string{"fleet"}
+		o.Grants = []Grant{
+			{Token: "edge-a", Roles: RoleEdge, Limiters: []string{"fw", "sfw"}},
+			{Token: "edge-b", Roles: RoleEdge | RoleRead},
+			{Token: "reader", Roles: RoleRead},
+			{Token: "admin", Roles: RoleAdmin},
+		}
+	})
+}
+
+// call sends method path with token and returns the status and body.
+func call(t *testing.T, srv *httptest.Server, method, path, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// wantForbidden checks a 403 problem naming what is missing.
+func wantForbidden(t *testing.T, what string, st int, body []byte, missing string) {
+	t.Helper()
+	if st != 403 {
+		t.Fatalf("%s: status %d (%s), want 403", what, st, body)
+	}
+	p := decodeProblem(t, body)
+	if p.Type != "urn:edgelimit:problem:forbidden" || p.Status != 403 || !strings.Contains(p.Detail, missing) {
+		t.Fatalf("%s: problem %+v, want forbidden naming %q", what, p, missing)
+	}
+}
+
+// TestTokenRoles: over real HTTP, each route needs its role (edge: sync,
+// for its granted limiters only, upstream signals included; read: the
+// dashboard's API and a key's state; admin: reset) and every refusal is a
+// 403 problem naming the role or limiter missing; a token without roles
+// may do everything; an unknown token is 401.
+func TestTokenRoles(t *testing.T) {
+	c, clk, srv := rolesServer(t)
+	now := clk.now()
+	if st, _, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 5))); st != 200 {
+		t.Fatalf("edge-a syncs fw: %d %+v", st, p)
+	}
+	st, _, p := syncAs(t, srv, "edge-a", batch("a1", 2, now, fwDelta("k", 1), wire.Delta{Limiter: "sw", Key: "k", Window: now / sec, Delta: 1}))
+	if st != 403 || p.Type != "urn:edgelimit:problem:forbidden" || p.Field != "e[1].limiter" || !strings.Contains(p.Detail, `"sw"`) {
+		t.Fatalf("edge-a syncs sw: %d %+v, want 403 naming e[1].limiter sw", st, p)
+	}
+	b := batch("a1", 2, now, fwDelta("k", 1))
+	b.Signals = []wire.Signal{{Limiter: "tb", Key: "k", Pause: sec}}
+	if st, _, p := syncAs(t, srv, "edge-a", b); st != 403 || p.Field != "up[0].limiter" || !strings.Contains(p.Detail, `"tb"`) {
+		t.Fatalf("edge-a signals on tb: %d %+v, want 403 naming up[0].limiter tb", st, p)
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 5 {
+		t.Fatalf("count %d after the refused batches, want 5 (nothing of them applied)", ks.Count)
+	}
+	for _, tc := range []struct {
+		token, method, path string
+		missing             string // "" allowed
+	}{
+		{"edge-a", "GET", "/v1/limiters/fw/keys/k", "read"},
+		{"edge-a", "GET", "/v1/limiters", "read"},
+		{"edge-a", "GET", "/v1/isolates", "read"},
+		{"edge-a", "GET", "/v1/limiters/fw/keys", "read"},
+		{"edge-a", "DELETE", "/v1/limiters/fw/keys/k", "admin"},
+		{"reader", "DELETE", "/v1/limiters/fw/keys/k", "admin"},
+		{"edge-b", "DELETE", "/v1/limiters/fw/keys/k", "admin"},
+		{"admin", "GET", "/v1/limiters/fw/keys/k", "read"},
+		{"reader", "GET", "/v1/limiters/fw/keys/k", ""},
+		{"reader", "GET", "/v1/limiters", ""},
+		{"reader", "GET", "/v1/isolates", ""},
+		{"edge-b", "GET", "/v1/limiters/fw/keys?top=5", ""},
+		{"fleet", "GET", "/v1/limiters/fw/keys/k", ""},
+	} {
+		what := tc.token + " " + tc.method + " " + tc.path
+		st, body := call(t, srv, tc.method, tc.path, tc.token)
+		if tc.missing != "" {
+			wantForbidden(t, what, st, body, tc.missing)
+		} else if st != 200 {
+			t.Fatalf("%s: %d %s, want 200", what, st, body)
+		}
+	}
+	if st, _, p := syncAs(t, srv, "reader", batch("r1", 1, now, fwDelta("k", 1))); st != 403 || !strings.Contains(p.Detail, "edge") {
+		t.Fatalf("reader syncs: %d %+v, want 403 naming edge", st, p)
+	}
+	if st, body := call(t, srv, "GET", "/v1/limiters", "nobody"); st != 401 {
+		t.Fatalf("unknown token: %d %s, want 401", st, body)
+	}
+	if st, body := call(t, srv, "DELETE", "/v1/limiters/fw/keys/k", "admin"); st != 204 {
+		t.Fatalf("admin resets: %d %s", st, body)
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 0 {
+		t.Fatalf("count %d after admin's reset, want 0", ks.Count)
+	}
+	if st, body := call(t, srv, "DELETE", "/v1/limiters/fw/keys/k", "fleet"); st != 204 {
+		t.Fatalf("a token without roles resets: %d %s", st, body)
+	}
+}
+
+// TestKeyViewShowsOwnIsolatesOnly is issue 21's probe of a key's view: two
+// tokens' edges hold strict leases on one key (keys are one namespace: the
+// fleet's limit); each token reading the key sees its own isolates' leases
+// by their ids, never the other token's, and the lease sum of all.
+func TestKeyViewShowsOwnIsolatesOnly(t *testing.T) {
+	_, clk, srv := newTestServer(t, func(o *Options) {
+		o.Grants = []Grant{{Token: "tok-a", Roles: RoleEdge | RoleRead}, {Token: "tok-b", Roles: RoleEdge | RoleRead}}
+	})
+	now := clk.now()
+	strict := func(iso string) *wire.Batch {
+		return batch(iso, 1, now, wire.Delta{Limiter: "sfw", Key: "k", Window: now / sec, Delta: 1, Demand: 10})
+	}
+	for _, s := range []struct{ token, iso string }{{"tok-a", "a1"}, {"tok-a", "a2"}, {"tok-b", "b1"}} {
+		if st, rp, p := syncAs(t, srv, s.token, strict(s.iso)); st != 200 || viewOf(t, rp, "sfw", "k").Lease <= 0 {
+			t.Fatalf("%s %s: %d %+v %+v", s.token, s.iso, st, rp, p)
+		}
+	}
+	view := func(token string) map[string]int64 {
+		st, body := call(t, srv, "GET", "/v1/limiters/sfw/keys/k", token)
+		if st != 200 {
+			t.Fatalf("%s reads: %d %s", token, st, body)
+		}
+		var ks struct {
+			Leases   map[string]int64 `json:"leases"`
+			LeaseSum int64            `json:"lease_sum"`
+		}
+		if err := json.Unmarshal(body, &ks); err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for _, n := range ks.Leases {
+			sum += n
+		}
+		if ks.LeaseSum <= sum {
+			t.Fatalf("%s: lease_sum %d, want the fleet's, above its own %d", token, ks.LeaseSum, sum)
+		}
+		return ks.Leases
+	}
+	a, b := view("tok-a"), view("tok-b")
+	if keys(a) != "a1,a2" || keys(b) != "b1" {
+		t.Fatalf("leases seen by tok-a %v, by tok-b %v; want a1,a2 and b1 only", a, b)
+	}
+}
+
+// keys returns the sorted keys of m joined by ','.
+func keys(m map[string]int64) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	if len(ks) > 1 && ks[0] > ks[1] {
+		ks[0], ks[1] = ks[1], ks[0]
+	}
+	return strings.Join(ks, ",")
+}
+
+// TestParseTokens: the --token grammar.
+func TestParseTokens(t *testing.T) {
+	toks, grants, err := ParseTokens(" k0 , k1:edge=api|llm,k2:read+admin,,k3:edge ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Grant{{Token: "k1", Roles: RoleEdge, Limiters: []string{"api", "llm"}},
+		{Token: "k2", Roles: RoleRead | RoleAdmin}, {Token: "k3", Roles: RoleEdge}}
+	if !reflect.DeepEqual(toks, []string{"k0"}) || !reflect.DeepEqual(grants, want) {
+		t.Fatalf("tokens %q grants %+v", toks, grants)
+	}
+	for _, bad := range []string{"secret-token:writer", "secret-token:read=api", "secret-token:", "secret-token:edge+"} {
+		if _, _, err := ParseTokens(bad); err == nil || strings.Contains(err.Error(), "secret-token") {
+			t.Errorf("ParseTokens(%q) = %v, want an error that does not show the token", bad, err)
+		}
+	}
+	cfg := testConfig()
+	for _, o := range []Options{
+		{Grants: []Grant{{Token: "x", Roles: RoleEdge, Limiters: []string{"nope"}}}},
+		{Grants: []Grant{{Token: "x", Roles: RoleRead, Limiters: []string{"fw"}}}},
+		{Grants: []Grant{{Token: "x"}}},
+		{Tokens: []string{"x"}, Grants: []Grant{{Token: "x", Roles: RoleRead}}},
+	} {
+		o.InMemory, o.Config = true, cfg
+		if c, err := Open(o); err == nil {
+			c.Close()
+			t.Errorf("Open with grants %+v succeeded", o.Grants)
+		}
+	}
+}
+
+// TestEdgeOnlyTokenProbes: an edge host's health probe (GET /v1/limiters
+// with its token) takes the 403 problem of a token with the edge role and
+// not read as a live coordinator that knows the token; an unknown token
+// still fails it.
+func TestEdgeOnlyTokenProbes(t *testing.T) {
+	_, _, srv := rolesServer(t)
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{{"edge-a", true}, {"reader", true}, {"fleet", true}, {"nobody", false}} {
+		err := (&syncloop.HTTPTransport{URL: srv.URL, Token: tc.token}).Probe(context.Background())
+		if (err == nil) != tc.ok {
+			t.Errorf("probe with %s: %v, want ok %v", tc.token, err, tc.ok)
+		}
+	}
+}
+
+// postJSON posts body to path with token and returns the status and body.
+func postJSON(t *testing.T, srv *httptest.Server, path, token, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestAdminPausesKey: the admin role pauses a key fleet-wide (POST
+// .../keys/{key} {"pause": "2h"}), capped at the limiter's max_pause (1 h
+// by default); the edges syncing the key hear it in their replies; other
+// roles get 403, bad bodies 400.
+func TestAdminPausesKey(t *testing.T) {
+	_, clk, srv := rolesServer(t)
+	now := clk.now()
+	if st, _, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 1))); st != 200 {
+		t.Fatalf("edge-a: %d %+v", st, p)
+	}
+	for _, tok := range []string{"reader", "edge-a", "edge-b"} {
+		st, body := postJSON(t, srv, "/v1/limiters/fw/keys/k", tok, `{"pause": "2h"}`)
+		wantForbidden(t, tok+" pauses", st, body, "admin")
+	}
+	st, body := postJSON(t, srv, "/v1/limiters/fw/keys/k", "admin", `{"pause": "2h"}`)
+	var ks struct {
+		Upstream struct {
+			PausedNS int64 `json:"paused_ns"`
+		} `json:"upstream"`
+	}
+	if err := json.Unmarshal(body, &ks); st != 200 || err != nil || ks.Upstream.PausedNS != 3600*sec {
+		t.Fatalf("admin pauses 2h: %d %s, want 200 and paused_ns of 1 h (the cap)", st, body)
+	}
+	st, rp, p := syncAs(t, srv, "edge-a", batch("a1", 2, now, fwDelta("k", 1)))
+	if st != 200 || len(rp.Upstream) != 1 || rp.Upstream[0].Key != "k" || rp.Upstream[0].Pause != 3600*sec {
+		t.Fatalf("edge-a's reply after the pause: %d %+v %+v, want the key's pause", st, rp, p)
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"pause": "0s"}`, "pause"},
+		{`{"pause": "soon"}`, "pause"},
+		{`{"paws": "1m"}`, "body"},
+		{`{"pause": "1m"} {"pause": "1m"}`, "body"},
+	} {
+		st, body := postJSON(t, srv, "/v1/limiters/fw/keys/k", "admin", tc.body)
+		if p := decodeProblem(t, body); st != 400 || p.Field != tc.field {
+			t.Errorf("pause %s: %d %+v, want 400 naming %s", tc.body, st, p, tc.field)
+		}
+	}
+	if st, body := call(t, srv, "DELETE", "/v1/limiters/fw/keys/k", "admin"); st != 204 {
+		t.Fatalf("reset: %d %s", st, body)
+	}
+	if st, body := call(t, srv, "GET", "/v1/limiters/fw/keys/k", "reader"); st != 200 || strings.Contains(string(body), "paused_ns") {
+		t.Fatalf("after the reset: %d %s, want no pause", st, body)
+	}
+}
