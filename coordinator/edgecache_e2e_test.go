@@ -94,9 +94,19 @@ func testResetReaches(t *testing.T, bin, store, mode string) {
 	if admitted > 5 && mode == "auto" || admitted < 5 {
 		t.Fatalf("%d admitted of 40 before the reset, want 5", admitted)
 	}
-	for i := 0; i < 4; i++ {
-		if st, _ := edgeGet(t, ea, "h", "k"); st != 429 {
-			t.Fatalf("isolate %d admits before the reset (%d)", i, st)
+	// Every isolate denies before the reset: four 429s in a row (round
+	// robin: one per isolate). An approximate isolate may still admit on
+	// its estimate for a while: give it a few more requests.
+	for run, tries := 0, 0; run < 4; tries++ {
+		if tries == 40 {
+			t.Fatalf("no four denials in a row before the reset (approximate isolates keep admitting)")
+		}
+		if st, _ := edgeGet(t, ea, "h", "k"); st == 429 {
+			run++
+		} else if mode == "auto" {
+			t.Fatalf("an auto isolate admits past the limit before the reset (%d)", st)
+		} else {
+			run = 0
 		}
 	}
 	req, _ := http.NewRequest(http.MethodDelete, "http://"+ca+"/v1/limiters/h/keys/k", nil)

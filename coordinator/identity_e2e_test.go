@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,29 +31,9 @@ func TestForgedBatchesForceNoReincarnation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served; c.Close() })
-	curl := "http://" + ln.Addr().String()
-	h, err := host.New(context.Background(), host.Options{Config: cfg, Isolates: 2, Coordinator: curl,
+	curl := serveLoopback(t, c)
+	_, hurl := serveEdge(t, host.Options{Config: cfg, Isolates: 2, Coordinator: curl,
 		Token: token, IDPrefix: "e", Sync: syncloop.Options{Interval: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hctx, hcancel := context.WithCancel(context.Background())
-	hdone := make(chan error, 1)
-	go func() { hdone <- h.Serve(hctx, hln) }()
-	t.Cleanup(func() { hcancel(); <-hdone; h.Close() })
-	hurl := "http://" + hln.Addr().String()
 	admitted := 0
 	decide := func(n int) {
 		for range n {

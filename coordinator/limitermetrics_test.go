@@ -9,6 +9,17 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
+// fwFollowsUpstream configures the test limiter "fw" to follow its
+// upstream: only such limiters take upstream signals (pauses).
+func fwFollowsUpstream(o *Options) {
+	o.Config.Limiters = append([]wire.LimiterConfig(nil), o.Config.Limiters...)
+	for i := range o.Config.Limiters {
+		if o.Config.Limiters[i].Name == "fw" {
+			o.Config.Limiters[i].Upstream = &wire.UpstreamConfig{}
+		}
+	}
+}
+
 // metricValue returns the value of series (name{labels} exactly as the
 // text exposition writes it) in text, and fails t when it is absent.
 func metricValue(t *testing.T, text, series string) float64 {
@@ -32,7 +43,7 @@ func metricValue(t *testing.T, text, series string) float64 {
 // drop them when the window ends, a reset key leaves them, the pause gauge
 // follows the merged pause, and labels are limiter names only.
 func TestLimiterMetrics(t *testing.T) {
-	c, clk, srv := newTestServer(t, nil)
+	c, clk, srv := newTestServer(t, fwFollowsUpstream)
 	w := clk.now() / sec
 	b1 := batch("a", 1, clk.now(),
 		wire.Delta{Limiter: "fw", Key: "k1", Window: w, Delta: 85, Demand: 90},    // 85%: near

@@ -163,7 +163,7 @@ func waitPromValue(t *testing.T, base, query string, want float64) {
 // them as more syncs arrive.
 func TestPrometheusScrapesCoordinator(t *testing.T) {
 	prometheusBinary(t) // skip (or fail under CI) before starting anything
-	c, clk, srv := newTestServer(t, nil)
+	c, clk, srv := newTestServer(t, fwFollowsUpstream)
 	prom := startPrometheus(t, srv.Listener.Addr().String())
 	waitPromValue(t, prom, `up{job="edgelimit-coordinator"}`, 1)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,38 +37,9 @@ func TestUIInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		c.Close()
-	})
-	curl := "http://" + ln.Addr().String()
-
-	h, err := host.New(context.Background(), host.Options{Config: cfg, Isolates: 2, Coordinator: curl,
+	curl := serveLoopback(t, c)
+	_, hurl := serveEdge(t, host.Options{Config: cfg, Isolates: 2, Coordinator: curl,
 		Token: token, IDPrefix: "ui-edge", Sync: syncloop.Options{Interval: 50 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hctx, hcancel := context.WithCancel(context.Background())
-	hdone := make(chan error, 1)
-	go func() { hdone <- h.Serve(hctx, hln) }()
-	t.Cleanup(func() {
-		hcancel()
-		<-hdone
-		h.Close()
-	})
-	hurl := "http://" + hln.Addr().String()
 	for range 9 {
 		resp, err := http.Get(hurl + "/v1/decide?limiter=inbox-daily&key=alice%40example.com")
 		if err != nil {
@@ -195,19 +165,7 @@ func TestUIResetsAnyKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		c.Close()
-	})
-	curl := "http://" + ln.Addr().String()
+	curl := serveLoopback(t, c)
 	keys := []string{"\xff\xfeab", ".", "..", "/", "a/b", "100%", "%2e%2e", "\xef\xbf\xbd", strings.Repeat("\xffk/.", wire.MaxKeyLen/4)}
 	now := time.Now().UnixNano()
 	b := &wire.Batch{Version: wire.Version, Isolate: "ui-edge", Secret: strings.Repeat("s", 32), Seq: 1, At: now}

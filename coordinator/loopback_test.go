@@ -1,0 +1,45 @@
+package coordinator_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/edge/host"
+)
+
+// serveLoopback serves c on a loopback port until the test ends (then
+// closes c) and returns its base URL.
+func serveLoopback(t *testing.T, c *coordinator.Coordinator) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- c.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served; c.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// serveEdge starts an edge host with opts, serves it on a loopback port
+// until the test ends (then closes it) and returns it and its base URL.
+func serveEdge(t *testing.T, opts host.Options) (*host.Host, string) {
+	t.Helper()
+	h, err := host.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done; h.Close() })
+	return h, "http://" + ln.Addr().String()
+}
