@@ -31,8 +31,10 @@ const MinMaxMemory = 128 << 20
 // nor the block cache covers: 32 MiB (Pebble's memtables, 16 MiB,
 // pebblestore.MemTableMemory, and the binary's resident text) plus a
 // twenty-fourth of MaxMemory (the C allocator's overhead around the block
-// cache): 64 MiB at the default. A 10-minute steady load reached 791 MiB of
-// RSS at 768 MiB with a fixed 32 MiB.
+// cache): 64 MiB at the default. It is not enough for every load: a
+// 10-minute steady load over 1,000,000 keys (BenchmarkSteadyLoadMemory)
+// reached 785 MiB of RSS at 768 MiB (791 MiB with a fixed 32 MiB), about
+// 145 MiB outside the Go limit.
 func memoryReserve(maxMemory int64) int64 { return 32<<20 + maxMemory/24 }
 
 // bytesPerCachedKey is the MaxMemory each cached key state accounts for
