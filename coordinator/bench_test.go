@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/edgelimit/edgelimit/internal/gctune"
 	"io"
 	"net"
 	"net/http"
@@ -31,7 +30,7 @@ import (
 func benchServer(b *testing.B) (*Coordinator, string) {
 	b.Helper()
 	if os.Getenv("EDGELIMIT_BENCH_NOGCTUNE") == "" {
-		b.Cleanup(gctune.Tune()) // as the coordinator binary does
+		tuneAsBinary(b, 0) // as the coordinator binary does
 	}
 	c, err := Open(Options{InMemory: os.Getenv("BENCH_MEM") != "", Dir: b.TempDir(), Config: DefaultConfig()})
 	if err != nil {

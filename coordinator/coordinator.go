@@ -66,8 +66,16 @@ type Options struct {
 	// GCBudget is the most stored records one GC step visits. Default
 	// DefaultGCBudget (20000).
 	GCBudget int
-	// Merger bounds the in-memory state; see MergerOptions.
+	// Merger bounds the in-memory state; see MergerOptions. Its zero
+	// cache bounds are sized from MaxMemory.
 	Merger merge.MergerOptions
+	// MaxMemory is the memory the coordinator is sized for, bytes (at least
+	// MinMaxMemory): it sets the cache bounds of Merger left zero and
+	// Pebble's block cache (BudgetFor, memory.go). The process's Go memory
+	// limit is its owner's: `edgelimit coordinator --max-memory` sets it to
+	// BudgetFor(MaxMemory).GoLimit. With InMemory the whole store is in
+	// memory too, unbounded. Default DefaultMaxMemory (768 MiB).
+	MaxMemory int64
 }
 
 // DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
@@ -98,6 +106,7 @@ func (o *Options) EnsureDefaults() {
 	if o.GCBudget == 0 {
 		o.GCBudget = DefaultGCBudget
 	}
+	o.applyMemory()
 	o.Merger.EnsureDefaults()
 }
 
@@ -123,6 +132,9 @@ func (o *Options) Validate() error {
 	}
 	if o.GCBudget < 0 {
 		errs = append(errs, fmt.Errorf("coordinator: Options.GCBudget must be positive (0 takes the default), got %d", o.GCBudget))
+	}
+	if _, err := BudgetFor(o.MaxMemory); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(append(errs, o.Merger.Validate())...)
 }
@@ -154,6 +166,8 @@ type Coordinator struct {
 	dash       *dashboard.Dashboard // what GET /ui shows (package dashboard)
 	shared     *merge.SharedMerger  // set when the store is a SharedStore (shared.go)
 	sharedDone chan struct{}        // closed when the shared merger's loop ends
+
+	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -260,7 +274,8 @@ func Open(opts Options) (*Coordinator, error) {
 		if opts.InMemory {
 			fs, dir = vfs.NewMem(), ""
 		}
-		if store, err = pebblestore.Open(fs, dir); err != nil {
+		budget, _ := BudgetFor(opts.MaxMemory) // valid: checked above
+		if store, err = pebblestore.OpenWith(fs, dir, pebblestore.Options{CacheSize: budget.BlockCache}); err != nil {
 			return nil, err
 		}
 	}
@@ -506,12 +521,12 @@ func (c *Coordinator) commit(j *commitJob) {
 	}
 	c.mu.Unlock()
 	if j.err != nil {
-		c.storeDown.Store(true)
+		c.setStoreDown(true)
 		for _, r := range j.group {
 			r.reply, r.err = nil, fmt.Errorf("%w: %w", ErrUnavailable, j.err)
 		}
 	} else if len(j.ops) > 0 {
-		c.storeDown.Store(false)
+		c.setStoreDown(false)
 	}
 	for _, r := range j.group {
 		close(r.done)

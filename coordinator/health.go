@@ -1,6 +1,9 @@
 package coordinator
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Store health. Pebble writes memtables to tables (flushes) and compacts
 // them in the background; their failures (a full disk: "no space left on
@@ -11,9 +14,12 @@ import "fmt"
 // 503 (ErrUnavailable, nothing applied, retry with the same Seq) and the
 // gauge edgelimit_coordinator_store_healthy is 0. pebblestore.Store reports
 // a background error until a flush or compaction succeeds again, or until
-// pebblestore.BackgroundErrorHold passed without a new one (Pebble retries a failed
-// flush at once, so a persisting failure keeps reporting). A failed commit
-// is reported the same way until a commit succeeds.
+// pebblestore.BackgroundErrorHold passed without a new one (the store
+// retries a failed flush with backoff up to pebblestore.FlushBackoffMax, so
+// a persisting failure keeps reporting, at about one failed flush per
+// second). A failed commit is reported the same way until a commit
+// succeeds. The gauge edgelimit_coordinator_store_failing_seconds says for
+// how long the store has been failing.
 
 // HealthReporter is a Store that reports failures of its background work.
 type HealthReporter interface {
@@ -22,6 +28,9 @@ type HealthReporter interface {
 	// BackgroundErrors returns how many background failures were reported
 	// since the store was opened.
 	BackgroundErrors() int64
+	// FailingSince returns when the current run of background failures
+	// began, or the zero time while Health reports none.
+	FailingSince() time.Time
 }
 
 // storeErr returns ErrUnavailable wrapping the store's background failure,
@@ -35,6 +44,36 @@ func (c *Coordinator) storeErr() error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// setStoreDown records the outcome of a commit: down after a failure,
+// up after a success; storeDownAt keeps when the store went down.
+func (c *Coordinator) setStoreDown(down bool) {
+	if !down {
+		c.storeDown.Store(false)
+		return
+	}
+	if c.storeDown.CompareAndSwap(false, true) {
+		c.storeDownAt.Store(time.Now().UnixNano())
+	}
+}
+
+// failingFor returns how long the store has been failing (failed commits
+// or background failures), 0 while it works.
+func (c *Coordinator) failingFor() time.Duration {
+	var since time.Time
+	if c.storeDown.Load() {
+		since = time.Unix(0, c.storeDownAt.Load())
+	}
+	if hr, ok := c.store.(HealthReporter); ok {
+		if s := hr.FailingSince(); !s.IsZero() && (since.IsZero() || s.Before(since)) {
+			since = s
+		}
+	}
+	if since.IsZero() {
+		return 0
+	}
+	return time.Since(since)
 }
 
 // healthy reports whether the store works: the last commit succeeded and

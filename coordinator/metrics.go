@@ -27,6 +27,7 @@ import (
 //	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
 //	edgelimit_coordinator_store_healthy              1 while the store works, 0 while commits fail or it reports background errors (/healthz 503)
 //	edgelimit_coordinator_store_background_errors_total  failed flushes and compactions reported by Pebble
+//	edgelimit_coordinator_store_failing_seconds      how long the store has been failing (commits or background work), 0 while it works
 //
 // and the per-limiter series of limitermetrics.go (admitted, denied,
 // upstream pauses; keys near or at the limit, paused, circuit open).
@@ -100,6 +101,10 @@ func newMetrics(c *Coordinator) *metrics {
 				return float64(n)
 			}),
 	)
+	// The store's failures (health.go).
+	mt.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_failing_seconds",
+		Help: "Seconds the store has been failing (failed commits, or failed flushes and compactions, retried with backoff); 0 while it works."},
+		func() float64 { return c.failingFor().Seconds() }))
 	mt.reg.MustRegister(redisCollectors(c)...) // redismetrics.go
 	for _, k := range errorKinds {
 		mt.errors.WithLabelValues(k)

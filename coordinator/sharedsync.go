@@ -24,12 +24,12 @@ func (c *Coordinator) syncShared(ctx context.Context, b *wire.Batch) (*request, 
 	start := time.Now()
 	rp, stale, err := c.shared.Sync(ctx, b, scopeOf(ctx))
 	if errors.Is(err, ErrUnavailable) {
-		c.storeDown.Store(true)
+		c.setStoreDown(true)
 	}
 	if err != nil {
 		return nil, err
 	}
-	c.storeDown.Store(false)
+	c.setStoreDown(false)
 	c.met.observeCommit(time.Since(start), 1)
 	c.dash.Committed(time.Since(start))
 	return &request{batch: b, reply: rp, stale: stale}, nil

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -75,5 +76,69 @@ func TestPrefetchStaleAfterEviction(t *testing.T) {
 	}
 	if got := rp.Entries[0].Count; got != 7 {
 		t.Fatalf("count %d, want 7", got)
+	}
+}
+
+// sortedStore is a memStore that reads many keys at once (SortedGetter),
+// checking they come in ascending order, and counts the calls.
+type sortedStore struct {
+	*memStore
+	t     *testing.T
+	calls int
+}
+
+func (s *sortedStore) GetSorted(keys [][]byte, fn func(i int, value []byte, found bool)) error {
+	s.calls++
+	for i, k := range keys {
+		if i > 0 && bytes.Compare(keys[i-1], k) > 0 {
+			s.t.Fatalf("GetSorted: %q after %q", k, keys[i-1])
+		}
+		v, ok, _ := s.Get(k)
+		fn(i, v, ok)
+	}
+	return nil
+}
+
+// Prefetch reads a batch's cold keys with one GetSorted when the store has
+// it, and each entry gets its own key's record (unsorted entries, a key
+// twice, two limiters).
+func TestPrefetchSorted(t *testing.T) {
+	store := &sortedStore{memStore: newMemStore(), t: t}
+	m, err := NewMerger(testConfig(), store, MergerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.EnablePrefetch()
+	now := 1000 * sec
+	d := func(lim, key string, delta int64) wire.Delta {
+		return wire.Delta{Limiter: lim, Key: key, Window: 1000, Delta: delta}
+	}
+	if _, err := m.Apply(batch("a", 1, now, d("fw", "b", 2), d("fw", "d", 4), d("sfw", "a", 7)), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(now); err != nil {
+		t.Fatal(err)
+	}
+	m.dropCache() // every key cold again
+	b := batch("a", 2, now, d("fw", "z", 1), d("fw", "d", 1), d("sfw", "a", 1), d("fw", "b", 1), d("fw", "d", 1))
+	pf := m.Prefetch(b)
+	if pf == nil || store.calls != 1 {
+		t.Fatalf("prefetch: %+v, %d GetSorted calls", pf, store.calls)
+	}
+	for i, e := range b.Entries {
+		want, found, _ := store.Get([]byte(keyStorageKey(e.Limiter, e.Key)))
+		got := pf.ents[i]
+		if !got.read || got.found != found || !bytes.Equal(got.value, want) {
+			t.Errorf("entry %d (%s/%s): %+v, want found %v %x", i, e.Limiter, e.Key, got, found, want)
+		}
+	}
+	if _, err := m.ApplyPrefetched(b, now, pf); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[[2]string]int64{{"fw", "z"}: 1, {"fw", "d"}: 6, {"sfw", "a"}: 8, {"fw", "b"}: 3} {
+		ks, err := m.KeyState(key[0], key[1], now)
+		if err != nil || ks.Count != want {
+			t.Errorf("%s/%s: %+v %v, want count %d", key[0], key[1], ks, err, want)
+		}
 	}
 }

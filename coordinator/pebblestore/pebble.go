@@ -1,10 +1,12 @@
 // Package pebblestore is the merge.Store on a Pebble database, on disk or
 // on vfs.NewMem(): synced commits, Bloom filters, a bounded block cache and
 // memtables, and the health of Pebble's background work (health.go: a
-// failed flush or compaction, as on a full disk).
+// failed flush or compaction, as on a full disk), which it retries with
+// backoff (backoff.go).
 package pebblestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,23 +29,45 @@ type Store struct {
 }
 
 // Pebble sizing. Memory stays bounded: at most
-// MemTableStopWritesThreshold (4) memtables of pebbleMemTableSize, plus the
-// block cache.
+// MemTableStopWritesThreshold (4) memtables of pebbleMemTableSize
+// (MemTableMemory), plus the block cache (Options.CacheSize).
 const (
-	// pebbleCacheSize is the block cache: it holds the index, filter and
-	// data blocks that cold key reads (keys evicted from the Merger's cache)
-	// go through. Pebble's default is 8 MiB.
-	pebbleCacheSize = 64 << 20
+	// DefaultCacheSize is the default block cache (Options.CacheSize):
+	// 64 MiB. It holds the index, filter and data blocks that cold key
+	// reads (keys evicted from the Merger's cache) go through. Pebble's
+	// default is 8 MiB.
+	DefaultCacheSize = 64 << 20
 	// pebbleMemTableSize: a larger memtable means fewer flushes and fewer L0
 	// tables for a cold read to look at. Pebble's default is 4 MiB.
 	pebbleMemTableSize = 4 << 20
+	// MemTableMemory is the most the memtables hold, bytes: 16 MiB (4 of
+	// 4 MiB; commits stall beyond).
+	MemTableMemory = 4 * pebbleMemTableSize
 )
+
+// Options size a Store. Zero fields take the defaults.
+type Options struct {
+	// CacheSize is Pebble's block cache, bytes. Default DefaultCacheSize
+	// (64 MiB).
+	CacheSize int64
+}
 
 // Open opens (creating if missing) the Pebble database in dir on fs:
 // vfs.Default for the disk, vfs.NewMem() for a throwaway in-memory store
 // (whose commits then skip fsync; dir may be empty), or any vfs.FS (fault
 // injection in tests).
 func Open(fs vfs.FS, dir string) (*Store, error) {
+	return OpenWith(fs, dir, Options{})
+}
+
+// OpenWith is Open with the store sized by o.
+func OpenWith(fs vfs.FS, dir string, o Options) (*Store, error) {
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.CacheSize < 0 {
+		return nil, fmt.Errorf("pebblestore: Options.CacheSize must be positive (0 takes the default), got %d", o.CacheSize)
+	}
 	if fs == nil {
 		return nil, errors.New("pebblestore: no file system (vfs.Default for the disk)")
 	}
@@ -51,14 +75,14 @@ func Open(fs vfs.FS, dir string) (*Store, error) {
 	if dir == "" && !inMemory {
 		return nil, errors.New("pebblestore: no data directory")
 	}
-	return openPebbleFS(dir, fs, inMemory)
+	return openPebbleFS(dir, fs, inMemory, newBGHealth(), o)
 }
 
-// openPebbleFS opens the database in dir on fs (nil: the OS's); noSync
-// commits without fsync (for an in-memory fs).
-func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
-	bg := &bgHealth{now: time.Now}
-	cache := pebble.NewCache(pebbleCacheSize)
+// openPebbleFS opens the database in dir on fs; noSync commits without
+// fsync (for an in-memory fs); bg tracks its background errors; o is
+// complete (OpenWith).
+func openPebbleFS(dir string, fs vfs.FS, noSync bool, bg *bgHealth, o Options) (*Store, error) {
+	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{Logger: quietLogger{}, Cache: cache,
 		MemTableSize: pebbleMemTableSize, MemTableStopWritesThreshold: 4}
@@ -67,7 +91,7 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
 		// the filters answer without reading a block of every table.
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	opts.FS = fs
+	opts.FS = backoffFS{FS: fs, bg: bg}
 	opts.EventListener = &pebble.EventListener{
 		BackgroundError: bg.fail,
 		FlushEnd: func(info pebble.FlushInfo) {
@@ -100,8 +124,15 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool) (*Store, error) {
 func (s *Store) Health() error { return s.bg.health() }
 
 // BackgroundErrors returns how many background failures Pebble reported
-// since the store was opened (the coordinator's HealthReporter).
+// since the store was opened (the coordinator's HealthReporter). Failed
+// flushes are retried with backoff (backoff.go), so a full disk adds about
+// one per second.
 func (s *Store) BackgroundErrors() int64 { return s.bg.errors() }
+
+// FailingSince returns when the current run of background failures began,
+// or the zero time while Health reports none (the coordinator's
+// HealthReporter).
+func (s *Store) FailingSince() time.Time { return s.bg.failingSince() }
 
 // Get implements merge.Store.
 func (s *Store) Get(key []byte) ([]byte, bool, error) {
@@ -175,6 +206,7 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) erro
 
 // Close implements merge.Store; it flushes nothing extra (the WAL is already synced).
 func (s *Store) Close() error {
+	s.bg.stop() // a flush held by the backoff goes ahead, so Close need not wait for it
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
@@ -212,4 +244,37 @@ func (quietLogger) Errorf(format string, args ...interface{}) {
 }
 func (quietLogger) Fatalf(format string, args ...interface{}) {
 	panic(fmt.Sprintf("pebblestore: "+format, args...))
+}
+
+// GetSorted implements merge.SortedGetter: it reads keys (in ascending
+// order) through one iterator, seeking each by its prefix (the whole key:
+// Bloom filters answer most misses), and calls fn with each key's index,
+// value (valid only during the call) and whether it was found. One
+// iterator for a batch's keys opens each table once, where a Get per key
+// opens one per level and key.
+func (s *Store) GetSorted(keys [][]byte, fn func(i int, value []byte, found bool)) error {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("pebblestore: get: %w", err)
+	}
+	for i, k := range keys {
+		if it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k) {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				it.Close()
+				return fmt.Errorf("pebblestore: get: %w", err)
+			}
+			fn(i, v, true)
+			continue
+		}
+		if err := it.Error(); err != nil {
+			it.Close()
+			return fmt.Errorf("pebblestore: get: %w", err)
+		}
+		fn(i, nil, false)
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: get: %w", err)
+	}
+	return nil
 }

@@ -104,3 +104,51 @@ func TestBackgroundHealth(t *testing.T) {
 		t.Fatalf("after the hold: %v (%d)", err, h.errors())
 	}
 }
+
+var _ merge.SortedGetter = (*Store)(nil)
+
+// TestGetSorted: one iterator reads sorted keys, in the memtable and in
+// tables, found or not (a key that is a prefix of another is not found by
+// the longer one's record), as Get does.
+func TestGetSorted(t *testing.T) {
+	s, err := Open(vfs.NewMem(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(kv ...string) {
+		var ops []merge.Op
+		for i := 0; i < len(kv); i += 2 {
+			ops = append(ops, merge.Op{Key: []byte(kv[i]), Value: []byte(kv[i+1])})
+		}
+		if err := s.Commit(ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("k1", "v1", "k3", "v3", "k30", "v30")
+	if err := s.db.Flush(); err != nil { // k1, k3, k30 in a table
+		t.Fatal(err)
+	}
+	put("k2", "v2", "k4", "")
+	if err := s.Commit([]merge.Op{{Key: []byte("k3"), Delete: true}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"k0", "k1", "k2", "k3", "k30", "k4", "k4", "k5"}
+	var in [][]byte
+	for _, k := range keys {
+		in = append(in, []byte(k))
+	}
+	seen := 0
+	if err := s.GetSorted(in, func(i int, v []byte, found bool) {
+		seen++
+		want, ok, err := s.Get(in[i])
+		if err != nil || found != ok || string(v) != string(want) {
+			t.Errorf("%s: %q %v, Get says %q %v %v", keys[i], v, found, want, ok, err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(keys) {
+		t.Fatalf("%d calls for %d keys", seen, len(keys))
+	}
+}

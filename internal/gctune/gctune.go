@@ -15,23 +15,19 @@ import (
 // assists land on request goroutines (sync latency).
 const DefaultGCPercent = 400
 
-// DefaultMemoryLimit is the soft Go memory limit `edgelimit coordinator`
-// sets unless $GOMEMLIMIT is set: GOGC 400 lets the heap reach 5x the live
-// heap (a 5-minute steady load over 1,000,000 keys reached ~970 MiB RSS);
-// near the limit the collector runs earlier instead.
-const DefaultMemoryLimit = 768 << 20
-
 // Tune sets the garbage collector of the coordinator process: GOGC
 // DefaultGCPercent unless $GOGC is set, and a soft memory limit of
-// DefaultMemoryLimit unless $GOMEMLIMIT is set. It returns a function
-// restoring the previous settings.
-func Tune() (restore func()) {
+// memoryLimit bytes unless $GOMEMLIMIT is set (`edgelimit coordinator`
+// passes coordinator.BudgetFor(--max-memory).GoLimit: GOGC 400 lets the
+// heap reach 5x the live heap; near the limit the collector runs earlier
+// instead). It returns a function restoring the previous settings.
+func Tune(memoryLimit int64) (restore func()) {
 	oldGC, oldLimit := -2, int64(-1)
 	if os.Getenv("GOGC") == "" {
 		oldGC = debug.SetGCPercent(DefaultGCPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		oldLimit = debug.SetMemoryLimit(DefaultMemoryLimit)
+		oldLimit = debug.SetMemoryLimit(memoryLimit)
 	}
 	return func() {
 		if oldGC != -2 {
