@@ -123,15 +123,24 @@ func (s *Store) retry(ctx context.Context, op string, attempt func(ctx context.C
 		if !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(end) {
 			return err
 		}
-		s.stats.retries.Add(1)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !s.backoff(ctx, &wait) {
 			return err
 		}
-		wait = min(2*wait, retryBackoffMax)
 		s.reload(ctx)
 	}
+}
+
+// backoff counts a retry and sleeps for *wait, then doubles it (at most
+// retryBackoffMax). It reports false, at once, when ctx ends first.
+func (s *Store) backoff(ctx context.Context, wait *time.Duration) bool {
+	s.stats.retries.Add(1)
+	t := time.NewTimer(*wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	*wait = min(2**wait, retryBackoffMax)
+	return true
 }

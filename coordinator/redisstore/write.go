@@ -125,15 +125,9 @@ func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []in
 			}
 			return res, ran, err
 		}
-		s.stats.retries.Add(1)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !s.backoff(ctx, &wait) {
 			return res, ran, err
 		}
-		wait = min(2*wait, retryBackoffMax)
 		s.reload(ctx)
 		pending = again
 	}
