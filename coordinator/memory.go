@@ -29,13 +29,13 @@ const MinMaxMemory = 128 << 20
 
 // memoryReserve is what MaxMemory keeps for memory neither the Go limit
 // nor the block cache covers: 32 MiB (Pebble's memtables, 16 MiB,
-// pebblestore.MemTableMemory, and the binary's resident text) plus a
-// twenty-fourth of MaxMemory (the C allocator's overhead around the block
-// cache): 64 MiB at the default. It is not enough for every load: a
-// 10-minute steady load over 1,000,000 keys (BenchmarkSteadyLoadMemory)
-// reached 785 MiB of RSS at 768 MiB (791 MiB with a fixed 32 MiB), about
-// 145 MiB outside the Go limit.
-func memoryReserve(maxMemory int64) int64 { return 32<<20 + maxMemory/24 }
+// pebblestore.MemTableMemory, and the binary's resident text) plus an
+// eighth of MaxMemory (the C allocator's overhead around the block cache
+// and what the Go heap overshoots its soft limit by): 128 MiB at the
+// default. A twenty-fourth (64 MiB) was not enough: a 10-minute steady
+// load over 1,000,000 keys (BenchmarkSteadyLoadMemory) reached 785 MiB of
+// RSS at 768 MiB, about 145 MiB outside the Go limit.
+func memoryReserve(maxMemory int64) int64 { return 32<<20 + maxMemory/8 }
 
 // bytesPerCachedKey is the MaxMemory each cached key state accounts for
 // (its live heap, about 500 bytes, and the collector's headroom above it):
@@ -48,8 +48,8 @@ type MemoryBudget struct {
 	MaxMemory int64
 	// GoLimit is the Go runtime's soft memory limit, bytes
 	// (runtime/debug.SetMemoryLimit): MaxMemory less BlockCache and a
-	// reserve for the memory outside the Go heap, 32 MiB and a
-	// twenty-fourth of MaxMemory (640 MiB at the default).
+	// reserve for the memory outside the Go heap, 32 MiB and an eighth
+	// of MaxMemory (576 MiB at the default).
 	GoLimit int64
 	// BlockCache is Pebble's block cache, bytes: MaxMemory/12 (64 MiB at
 	// the default).

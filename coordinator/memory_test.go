@@ -371,7 +371,7 @@ func TestBudgetFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.MaxMemory != DefaultMaxMemory || d.BlockCache != 64<<20 || d.GoLimit != (768-64-64)<<20 ||
+	if d.MaxMemory != DefaultMaxMemory || d.BlockCache != 64<<20 || d.GoLimit != (768-64-128)<<20 ||
 		d.Merger.MaxCachedKeys != merge.DefaultMaxCachedKeys || d.Merger.MaxIsolateEntries != merge.DefaultMaxIsolateEntries ||
 		d.Merger.MaxCachedIsolates != merge.DefaultMaxCachedIsolates || d.Merger.CheckpointBytes != merge.DefaultCheckpointBytes {
 		t.Fatalf("default budget %+v", d)
@@ -380,7 +380,7 @@ func TestBudgetFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Merger.MaxCachedKeys != 87381 || s.BlockCache != (256<<20)/12 || s.GoLimit+s.BlockCache+32<<20+(256<<20)/24 != 256<<20 {
+	if s.Merger.MaxCachedKeys != 87381 || s.BlockCache != (256<<20)/12 || s.GoLimit+s.BlockCache+32<<20+(256<<20)/8 != 256<<20 {
 		t.Fatalf("256 MiB budget %+v", s)
 	}
 	if _, err := BudgetFor(MinMaxMemory - 1); err == nil || !strings.Contains(err.Error(), "at least 128 MiB") {

@@ -73,7 +73,7 @@ a restart after a crash and cost more writes.
 --max-memory (default 768MiB) sizes the caches (key states: one per 3 KiB,
 262144 at the default; Pebble's block cache: a twelfth) and sets the Go
 memory limit to what remains after the block cache and a reserve for
-memory outside the Go heap (32 MiB and a twenty-fourth: 640 MiB at the
+memory outside the Go heap (32 MiB and an eighth: 576 MiB at the
 default); a flood of distinct keys then levels off below it (evicted keys
 live only in Pebble). GOMEMLIMIT, if set, overrides the Go limit.
 
