@@ -1,7 +1,6 @@
 package coordinator_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -67,15 +66,7 @@ func TestForgedBatchesForceNoReincarnation(t *testing.T) {
 		now := time.Now().UnixNano()
 		b := wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: now,
 			Entries: []wire.Delta{{Limiter: "api", Key: "k", Window: now / int64(time.Hour), Delta: 1000}}}
-		req, _ := http.NewRequest("POST", curl+"/v1/sync", bytes.NewReader(b.AppendMsg(nil)))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", coordinator.MsgpackContentType)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return postBatch(t, curl, token, &b)
 	}
 	for _, iso := range []string{"e-0", "e-1"} {
 		for seq := int64(1); seq <= 200; seq++ { // every number the real isolate may be at, and past it

@@ -1,12 +1,15 @@
 package coordinator_test
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/coordinator"
 	"github.com/edgelimit/edgelimit/edge/host"
+	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // serveLoopback serves c on a loopback port until the test ends (then
@@ -42,4 +45,19 @@ func serveEdge(t *testing.T, opts host.Options) (*host.Host, string) {
 	go func() { done <- h.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done; h.Close() })
 	return h, "http://" + ln.Addr().String()
+}
+
+// postBatch POSTs b to the coordinator at url with token and returns the
+// answer's status.
+func postBatch(t *testing.T, url, token string, b *wire.Batch) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url+"/v1/sync", bytes.NewReader(b.AppendMsg(nil)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", coordinator.MsgpackContentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

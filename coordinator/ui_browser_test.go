@@ -1,7 +1,6 @@
 package coordinator_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -172,16 +171,8 @@ func TestUIResetsAnyKey(t *testing.T) {
 	for _, k := range append([]string{"keep"}, keys...) {
 		b.Entries = append(b.Entries, wire.Delta{Limiter: "api", Key: k, Window: now / int64(24*time.Hour), Delta: 3, Demand: 3})
 	}
-	req, _ := http.NewRequest("POST", curl+"/v1/sync", bytes.NewReader(b.AppendMsg(nil)))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", coordinator.MsgpackContentType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("sync: %d", resp.StatusCode)
+	if st := postBatch(t, curl, token, b); st != 200 {
+		t.Fatalf("sync: %d", st)
 	}
 	count := func(k string) int64 {
 		ks, err := c.KeyState(context.Background(), "api", k)
