@@ -453,6 +453,13 @@ func (c *Core) estimate(e *entry, v *wire.View, at int64) {
 	rt := c.tab.rate(e)
 	span := at - rt.bAt
 	switch {
+	case v.Window == e.vWin && v.Count < rt.bBase:
+		// The count fell within its window, which only a reset does (a
+		// coordinator without reset notices, the shared mode, tells it
+		// so): the rates measured on the old count are void, as forget
+		// makes them.
+		*rt = rateRec{}
+		rt.rebase(v, at)
 	case v.Window != e.vWin || v.Count >= e.limit:
 		if v.Window > e.vWin && rt.pace > rt.others {
 			rt.others = rt.pace
