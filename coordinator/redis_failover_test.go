@@ -133,19 +133,7 @@ func (h *healthWatch) times() (down, up time.Time) {
 // and the store counted the failover. docs/scale-out.md quotes its
 // timeline (`go test -v -run TestRedisFailoverTimeline ./coordinator/`).
 func TestRedisFailoverTimeline(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a Redis Cluster with replicas; not in -short")
-	}
-	if err := rediscluster.Available(); err != nil {
-		t.Skipf("SKIPPED: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
+	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
 	logs := &syncBuffer{}
 	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -313,19 +301,7 @@ func postBatch(t *testing.T, url string, b *wire.Batch) int {
 // (--redis-wait-degraded) keeps answering 200 with /healthz 200, counting
 // the WAIT shortfalls. Every acknowledged delta is stored once.
 func TestRedisWaitOneReplica(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a Redis Cluster with replicas; not in -short")
-	}
-	if err := rediscluster.Available(); err != nil {
-		t.Skipf("SKIPPED: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
+	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 1, NodeTimeout: time.Second})
 	open := func(degraded bool) *redisstore.Store {
 		retryFor := time.Second // refusal answers 503 after 1 s of WAITs
 		if degraded {
@@ -420,19 +396,7 @@ func TestRedisWaitOneReplica(t *testing.T) {
 // another master, whose WAIT is met: only the bucket's confirmation can
 // refuse the retry.
 func TestRedisRetryConfirmedByWait(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a Redis Cluster with replicas; not in -short")
-	}
-	if err := rediscluster.Available(); err != nil {
-		t.Skipf("SKIPPED: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3, ReplicasPerMaster: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Stop()
+	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 1})
 	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -482,4 +446,25 @@ func TestRedisRetryConfirmedByWait(t *testing.T) {
 	if n := countOf(t, c); n != 1 {
 		t.Fatalf("count %d, want 1", n)
 	}
+}
+
+// startReplicatedCluster starts a Redis Cluster with o for a test of
+// failures (skipped in -short, or without redis-server) and stops it when
+// the test ends; ctx bounds the test's Redis work (90 s).
+func startReplicatedCluster(t *testing.T, o rediscluster.Options) (context.Context, *rediscluster.Cluster) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a Redis Cluster with replicas; not in -short")
+	}
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	cl, err := rediscluster.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	return ctx, cl
 }
