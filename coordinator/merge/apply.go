@@ -41,6 +41,7 @@ type slot struct {
 	maxWin int64 // largest window of the key's entries
 	demand int64 // sum of max(Demand, Delta) of the key's entries
 	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
+	delta  int64 // sum of Delta of the key's entries
 }
 
 // Apply applies b at time now (ns) and returns the reply: one View per
@@ -107,6 +108,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s := &slots[j]
 		s.maxWin = max(s.maxWin, e.Window)
 		s.demand = addSat(s.demand, max(e.Demand, e.Delta))
+		s.delta = addSat(s.delta, e.Delta)
 		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
@@ -247,7 +249,13 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, 
 			}
 			me.seen = now
 			st.oldest = min(st.oldest, now) // in case the clock went back
-			me.demand = (me.demand + min(s.demand, wire.MaxLimit)*demandScale) / 2
+			// Cost the last reply granted for requests refused in its
+			// batch comes back as delta: the isolate decided them again
+			// and admitted them. It asked for them once: count it once
+			// (counted twice, a sparse isolate that waits looks twice as
+			// busy, and so does the fleet's pace: see grantWindow).
+			asked := s.demand - min(me.owed, s.delta, s.demand)
+			me.demand = (me.demand + min(asked, wire.MaxLimit)*demandScale) / 2
 		}
 	case lim.Leased():
 		if i := st.findIso(isolate); i >= 0 {
@@ -290,6 +298,9 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, 
 		v.Lease = me.lease
 	case me.leaseWin == W:
 		v.Lease = me.granted
+	}
+	if applied {
+		me.owed = min(s.unmet, max(v.Lease, 0))
 	}
 	if me.standUntil == W+1 {
 		v.Stand = me.stand

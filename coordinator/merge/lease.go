@@ -56,7 +56,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	var pace float64 // the fleet's demand per window
 	// The units the others hold that they will not use before W ends
 	// (uNow), and of their standing leases in W+1 (uNext): see strand.go.
-	var uNow, uNext float64
+	var uNow, uNext, spent float64
 	left := float64((W+1)*P-now) / float64(P)
 	horizon := now - 2*P
 	for i := range st.isos {
@@ -73,7 +73,12 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		if !m.leaseExpired(is, now) {
 			lam = is.perWindow(P)
 		}
-		uNow += unusedUnits(r, lam*left)
+		// What it admitted under r since its last batch in W and has
+		// not reported yet (fixed windows report lazily) is spent, not
+		// held: only what it will not use by W's end strands.
+		since := float64(now-max(is.seen, W*P)) / float64(P)
+		spent += float64(r) - unusedUnits(r, lam*since)
+		uNow += unusedUnits(r, lam*(since+left))
 		uNext += unusedUnits(rn, lam*standShare(is, W+1, P))
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
@@ -91,8 +96,8 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// one's included) stays within StrandBudget of the limit; nearer the
 	// limit it holds only what it asked for and waits for the rest.
 	budget := m.opts.StrandBudget * float64(limit)
-	hold := m.holdsAhead(me, P) &&
-		strandCost(pace*left, uNow+unusedUnits(1, lambda*left), float64(limit-used)) <= budget
+	room := float64(limit-used) - spent
+	hold := m.holdsAhead(me, P) && strandCost(pace*left, uNow+unusedUnits(1, lambda*left), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -113,6 +118,21 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// sparse one (a request now and then) gets what it was refused in this
 	// batch, plus a unit ahead while hold (need).
 	need := m.need(me, P, unmet, hold)
+	if frequent(me, P) && need > unmet {
+		// A frequent isolate's units ahead of what it was refused are
+		// held ahead too: with many keys an isolate syncs often while
+		// each key sees a request now and then (sparse-1000), and twice
+		// its demand per sync would then sit in every isolate's pocket.
+		// Past what the window can spare it holds a unit ahead (hold)
+		// or nothing.
+		if strandCost(pace*left, uNow+unusedUnits(need, lambda*left), room) > budget {
+			if hold {
+				need = max(unmet, 1)
+			} else {
+				need = unmet
+			}
+		}
+	}
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
@@ -131,6 +151,13 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// previous reply (it keeps one batch in flight), and then li is what
 	// is left of the grant after the cost it reported.
 	grant := min(share, addSat(li, free))
+	if !frequent(me, P) && grant < li {
+		// A smaller grant frees nothing before the isolate's next
+		// batch (the reservation stays li until then), and a sparse
+		// isolate's next batch comes with its next request, which the
+		// unit it holds would decide locally: let it keep the unit.
+		grant = li
+	}
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
 	stand, sparseStand := int64(0), false
 	switch {

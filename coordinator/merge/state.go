@@ -75,6 +75,10 @@ type isoState struct {
 	// lease lifetimes). usable: coordinator time by which the isolate
 	// stopped admitting under them (expires less the grace).
 	expires, usable int64
+	// owed (leased): the cost the last reply granted for requests the
+	// isolate was refused in that batch; it decides them again, and their
+	// cost comes back as delta, not as new demand (see apply). Not stored.
+	owed int64
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
