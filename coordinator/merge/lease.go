@@ -73,12 +73,9 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		if !m.leaseExpired(is, now) {
 			lam = is.perWindow(P)
 		}
-		// What it admitted under r since its last batch in W and has
-		// not reported yet (fixed windows report lazily) is spent, not
-		// held: only what it will not use by W's end strands.
-		since := float64(now-max(is.seen, W*P)) / float64(P)
-		spent += float64(r) - unusedUnits(r, lam*since)
-		uNow += unusedUnits(r, lam*(since+left))
+		sp, un := heldOutlook(is, r, lam, W, P, now)
+		spent += sp
+		uNow += un
 		uNext += unusedUnits(rn, lam*standShare(is, W+1, P))
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)

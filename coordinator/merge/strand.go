@@ -74,3 +74,23 @@ func normalPositivePart(m, s float64) float64 {
 	phi := math.Exp(-z*z/2) / math.Sqrt(2*math.Pi)
 	return s*phi + m*0.5*math.Erfc(-z/math.Sqrt2)
 }
+
+// heldOutlook returns, for isolate is holding r units of window W (of
+// length P) and asking lam per window, at now: the units it has
+// probably admitted under r since its last batch in W and not reported
+// yet (spent: fixed windows report lazily, so they are counted nowhere
+// else), and the units it will probably leave unused when W ends
+// (unused). It admits under r only until its lease's life ends (usable),
+// though r stays reserved until the grace after it (expires): a lease of
+// an isolate that stopped or died is all unused from then on.
+func heldOutlook(is *isoState, r int64, lam float64, W, P, now int64) (spent, unused float64) {
+	from := max(is.seen, W*P)
+	end := (W + 1) * P
+	if is.usable != 0 {
+		end = min(end, is.usable)
+	}
+	since := float64(max(min(now, end)-from, 0)) / float64(P)
+	until := float64(max(end-now, 0)) / float64(P)
+	spent = float64(r) - unusedUnits(r, lam*since)
+	return spent, unusedUnits(r, lam*(since+until))
+}

@@ -127,3 +127,37 @@ func TestAskAtWindowEndServedInNext(t *testing.T) {
 		t.Fatalf("view %+v: want window %d, lease 1, not exhausted", v, W+1)
 	}
 }
+
+// What an isolate holds is spent as it asks (lazily reported) and left
+// unused at the window's end only as far as it cannot ask before then:
+// an isolate whose lease's life is over (it stopped or died) asks
+// nothing more, however much of the window is left, though its units
+// stay reserved until the grace ends.
+func TestHeldOutlook(t *testing.T) {
+	const P = int64(1e9)
+	W := int64(10)
+	start := W * P
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	// Alive, seen at the window's start, at mid-window: half a window
+	// of asking behind it, half ahead.
+	live := &isoState{seen: start, usable: start + 5*P}
+	sp, un := heldOutlook(live, 1, 2, W, P, start+P/2)
+	if !near(sp, 1-math.Exp(-1)) || !near(un, math.Exp(-2)) {
+		t.Fatalf("live: spent %v unused %v, want %v and %v", sp, un, 1-math.Exp(-1), math.Exp(-2))
+	}
+	// Its life ended a quarter into the window: what it did not use by
+	// then stays unused, at mid-window and at the end alike.
+	dead := &isoState{seen: start, usable: start + P/4, expires: start + 2*P}
+	for _, now := range []int64{start + P/2, start + P - 1} {
+		sp, un := heldOutlook(dead, 1, 2, W, P, now)
+		if !near(sp, 1-math.Exp(-0.5)) || !near(un, math.Exp(-0.5)) {
+			t.Fatalf("dead, at %d: spent %v unused %v, want %v and %v", now-start, sp, un, 1-math.Exp(-0.5), math.Exp(-0.5))
+		}
+	}
+	// A record from before lease lifetimes (usable 0) asks until the
+	// window ends.
+	old := &isoState{seen: start}
+	if _, un := heldOutlook(old, 1, 2, W, P, start+P/2); !near(un, math.Exp(-2)) {
+		t.Fatalf("no lifetime: unused %v, want %v", un, math.Exp(-2))
+	}
+}
