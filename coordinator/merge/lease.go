@@ -69,10 +69,10 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		}
 		rn := st.reservation(is, W+1, now)
 		sumNext = addSat(sumNext, rn)
-		lam := 0.0 // an isolate whose lease is void asks nothing under it
-		if !m.leaseExpired(is, now) {
-			lam = is.perWindow(P)
-		}
+		// Its pace counts whether or not its lease is alive (a sparse
+		// isolate's rarely is between requests); what it can still use
+		// of what it holds is heldOutlook's and standShare's to say.
+		lam := is.perWindow(P)
 		sp, un := heldOutlook(is, r, lam, W, P, now)
 		spent += sp
 		uNow += un
@@ -94,7 +94,12 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// limit it holds only what it asked for and waits for the rest.
 	budget := m.opts.StrandBudget * float64(limit)
 	room := float64(limit-used) - spent
-	hold := m.holdsAhead(me, P) && strandCost(pace*left, uNow+unusedUnits(1, lambda*left), room) <= budget
+	// What it holds ahead it uses only within the lease's life (renewed
+	// by its next batch, which a sparse isolate sends with its next
+	// request): past that the units stay reserved, unused, as long as
+	// the window lasts (reservation).
+	muMe := lambda * min(left, float64(m.opts.LeaseLife)/float64(P))
+	hold := m.holdsAhead(me, P) && strandCost(pace*left, uNow+unusedUnits(1, muMe), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -122,7 +127,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// its demand per sync would then sit in every isolate's pocket.
 		// Past what the window can spare it holds a unit ahead (hold)
 		// or nothing.
-		if strandCost(pace*left, uNow+unusedUnits(need, lambda*left), room) > budget {
+		if strandCost(pace*left, uNow+unusedUnits(need, muMe), room) > budget {
 			if hold {
 				need = max(unmet, 1)
 			} else {

@@ -48,6 +48,8 @@ type Core struct {
 	stopped bool  // Release was called: no more heartbeats
 	heard   int64 // ns: when the last reply was applied (0: never)
 	beatNow bool  // a denial asked for a sync (recheck): the next SyncOut cuts a batch even with nothing to report
+	held    bool  // the decision being recorded answers SyncRetry: the host holds the request (record)
+	replies int64 // replies applied
 }
 
 type ref struct {
@@ -151,7 +153,7 @@ func (c *Core) Stats() wire.Stats {
 // wasm32 (their fields are all of fixed size; a test checks them).
 const (
 	entrySize = 168
-	leaseSize = 80
+	leaseSize = 112
 	rateSize  = 32
 )
 
@@ -228,7 +230,9 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	if len(c.ups) != 0 {
 		c.upCheck(lim, idx, e, cost, now, r)
 	}
+	c.held = r.SyncRetry
 	c.record(lim, idx, cost, now, r.Allowed, quiet && c.sure && !r.SyncRetry)
+	c.held = false
 	if !r.Allowed {
 		c.holdFor(now, r.RetryAfter)
 		c.askBeat(now)
@@ -377,7 +381,31 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		e.setExp(l, now)
 		return
 	}
-	e.demand = addSat(e.demand, cost)
+	ask := cost
+	if l.strict {
+		// The host decides the requests it holds (SyncRetry) again when
+		// a reply comes. Those that asked after the batch it answers was
+		// cut have their ask in the next batch already: deciding them
+		// again (admitted, or held once more) asks for nothing new, or
+		// one request would ask twice and be granted twice (the second
+		// unit unused, stranded in the window).
+		s := c.tab.lease(e)
+		if s.unsentSeq != c.seq { // a batch was cut since: it sent them
+			s.unsent, s.unsentSeq = 0, c.seq
+		}
+		if s.reaskN != c.replies { // the first decision after a reply
+			s.reask, s.reaskN = s.unsent, c.replies
+		}
+		if now-c.heard <= reDecideSpan {
+			k := min64(s.reask, cost)
+			s.reask -= k
+			ask -= k
+		}
+		if c.held {
+			s.unsent += ask
+		}
+	}
+	e.demand = addSat(e.demand, ask)
 	if allowed {
 		if l.bucket {
 			e.tat = limitmath.AdvanceTAT(e.tat, now, cost, l.cfg.Period, e.limit)
@@ -397,6 +425,11 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		c.dirty = append(c.dirty, ref{idx, e.gen})
 	}
 }
+
+// reDecideSpan is how long after a reply (ns) a host's decisions are taken
+// for the decisions again of the requests it held (record): hosts decide
+// them at once, on the clock they applied the reply with.
+const reDecideSpan = 1e6
 
 // compactDirty drops references to evicted entries, so the dirty list stays
 // bounded by the key cap even when no sync ever happens.

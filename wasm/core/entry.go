@@ -76,6 +76,10 @@ type leaseRec struct {
 	standA     int64 // standing lease, cost admissible in window standUntil without asking
 	standUntil int64 // the window the standing lease is for
 	asked      int64 // cost refused for want of a lease, in the batch in flight
+	unsent     int64 // cost of requests held (SyncRetry) since batch unsentSeq was cut: their ask is not sent yet
+	unsentSeq  int64 // the batch (Core.seq) unsent is counted since
+	reask      int64 // of unsent, what the host's decisions again of the requests it held after reply reaskN would ask twice (record)
+	reaskN     int64 // the reply (Core.replies) reask is for
 	dryWin     int64 // window the coordinator had no budget left for this isolate (-1: none)
 	dryUntil   int64 // ns time until which the isolate denies locally in dryWin
 	dryN       uint8 // refusals in window dryWin, the dry spell doubles with each

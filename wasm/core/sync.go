@@ -246,6 +246,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	}
 	c.applyResets(now) // before the views: they are newer than the resets they list
 	c.heard = now
+	c.replies++
 	for i := range views {
 		rv := &views[i]
 		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
