@@ -295,7 +295,8 @@ func (r *Recorder) Stop(now int64) error {
 // Flush writes the sealed minutes to the store: each series' minute
 // bucket and the hour bucket holding it (added to what is stored), the
 // changed views of kept keys and the evictions; and once per hour drops
-// the buckets past their retention. Minutes the store refuses are kept
+// the buckets past their retention (so a store that does not expire them
+// holds at most 24 h + 1 h of minutes and 30 days + 1 h of hours). Minutes the store refuses are kept
 // for the next Flush (at most a day of them).
 func (r *Recorder) Flush(now int64) error {
 	r.flushMu.Lock()
