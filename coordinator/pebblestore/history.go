@@ -17,8 +17,8 @@ import (
 //	'H' res bucket(8 bytes, big endian) series -> counts (history.AppendCounts)
 //	'V' uvarint(len limiter) limiter key      -> kept key's view (history.AppendKept)
 //
-// Buckets lead the history keys, so dropping those past the retention is
-// one range deletion per resolution.
+// Buckets lead the history keys, so the records past the retention are
+// the first of their resolution.
 const (
 	prefixHistory = 'H'
 	prefixKept    = 'V'
@@ -107,14 +107,36 @@ func (s *Store) ReadHistory(res history.Resolution, ser history.Series, from, to
 	return out, nil
 }
 
-// TrimHistory implements history.Store: one range deletion.
+// TrimHistory implements history.Store: it deletes the records of the
+// buckets before before one by one (at most an hour of buckets per call
+// once running: the Recorder trims once an hour). Point deletions, not a
+// range deletion: range tombstones in the memtable slow every later Get
+// until it is flushed.
 func (s *Store) TrimHistory(res history.Resolution, before int64) error {
 	if before <= 0 {
 		return nil
 	}
 	lo := []byte{prefixHistory, byte(res)}
 	hi := binary.BigEndian.AppendUint64([]byte{prefixHistory, byte(res)}, uint64(before))
-	if err := s.db.DeleteRange(lo, hi, s.writeOpts); err != nil {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("pebblestore: history: trim: %w", err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := b.Delete(it.Key(), nil); err != nil {
+			it.Close()
+			return fmt.Errorf("pebblestore: history: trim: %w", err)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: history: trim: %w", err)
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(s.writeOpts); err != nil {
 		return fmt.Errorf("pebblestore: history: trim: %w", err)
 	}
 	return nil
