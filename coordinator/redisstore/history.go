@@ -16,8 +16,9 @@ import (
 //
 //	{elh:L}:R:B    hash: the buckets B of resolution R ('m' or 'h') of limiter L;
 //	               fields a|d|p (admitted, denied, paused) then 't' (the
-//	               limiter's total) or 'k' and the key; expires when the
-//	               bucket leaves its retention (24 h of minutes, 30 days of hours)
+//	               limiter's total) or 'k' and the key; expires its retention
+//	               and one bucket after its last write (24 h + 1 min of a
+//	               minute, 30 days + 1 h of an hour)
 //	{elh:L}:w:ID   a write applied (AddHistory's id): a retried write adds nothing twice; 1 day
 //	{elh:L}:kept   hash: key -> the kept key's view (history.AppendKept); 31 days after the last save
 //
@@ -30,7 +31,7 @@ var _ history.Store = (*Store)(nil)
 
 // histScript sets the write marker KEYS[1] (ARGV[1]: its lifetime, ms)
 // unless it exists, and then, for each hash KEYS[i] (i >= 2), reads from
-// ARGV its expiry (Unix ms), a count n and n field, increment pairs.
+// ARGV its lifetime (ms from now), a count n and n field, increment pairs.
 var histScript = redis.NewScript(`
 if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 0 end
 local a = 2
@@ -42,7 +43,7 @@ for i = 2, #KEYS do
     redis.call('HINCRBY', KEYS[i], ARGV[a], ARGV[a+1])
     a = a + 2
   end
-  redis.call('PEXPIREAT', KEYS[i], exp)
+  redis.call('PEXPIRE', KEYS[i], exp)
 end
 return 1
 `)
@@ -105,8 +106,12 @@ func (s *Store) AddHistory(id string, pts []history.Point) error {
 		args := []any{histWriteTTL}
 		for b, f := range byLim[lim] {
 			keys = append(keys, histKey(lim, b.res, b.b))
-			exp := (b.b + b.res.Kept() + 1) * b.res.Width() / 1e6
-			args = append(args, exp, len(f))
+			// Written within about a minute of the bucket's end (its
+			// hour's last minute for an hour): it lives its retention
+			// and one bucket more from the last write, whatever the
+			// clocks.
+			ttl := (b.res.Kept() + 1) * b.res.Width() / 1e6
+			args = append(args, ttl, len(f))
 			for k, v := range f {
 				args = append(args, k, v)
 			}
