@@ -14,7 +14,7 @@ import (
 // least MinCadence; before two syncs, wire.DefaultSyncInterval, 100 ms).
 // An isolate is:
 //
-//	active   its last sync is within SilentAfter cadences (3)
+//	active   its last sync is within SilentAfter cadences (3), or MinSilence (10 s)
 //	stopped  its last batch was its graceful stop (wire.Batch.End)
 //	failing  its last attempt after its last answered sync was refused
 //	idle     silent for more than SilentAfter cadences while another isolate of
@@ -43,6 +43,11 @@ const (
 // SilentAfter is how many of its cadences an isolate may go without an
 // answered sync before it is no longer active: 3.
 const SilentAfter = 3
+
+// MinSilence is the shortest silence after which an isolate is no longer
+// active, whatever its cadence: 10 s. A lull in an isolate's traffic
+// shorter than that is not worth a state.
+const MinSilence = 10 * time.Second
 
 // MinCadence is the smallest cadence the dashboard assumes: 10 ms (the
 // module's wire.MinSyncInterval order), so a burst of early syncs does not
@@ -80,7 +85,7 @@ func (is *dashIsolate) cadence() int64 {
 
 // active reports whether is synced on schedule at now.
 func (is *dashIsolate) active(now int64) bool {
-	return is.syncs > 0 && !is.ended && now-is.lastSync <= SilentAfter*is.cadence()
+	return is.syncs > 0 && !is.ended && now-is.lastSync <= max(SilentAfter*is.cadence(), int64(MinSilence))
 }
 
 // state classifies is at now; hostActive says whether another isolate of

@@ -27,38 +27,31 @@ func TestHostOf(t *testing.T) {
 }
 
 // TestIsolateStates: isolates of two edge hosts sync every 100 ms; one
-// isolate of host A stops syncing (idle: its host's other isolate is
-// active), then host B stops altogether (silent: dead or idle), one
-// isolate stops gracefully (stopped) and one is refused (failing). The
-// cadence is measured, not assumed: an isolate syncing every 2 s is
-// still active 5 s after its last sync.
+// isolate of host A stops syncing (idle once silent for 10 s: its host's
+// other isolate is active), host B stops altogether (silent: dead or
+// idle), one isolate stops gracefully (stopped) and one is refused
+// (failing). The cadence is measured, not assumed: an isolate syncing
+// every 5 s is still active 12 s after its last sync, silent after 15.
 func TestIsolateStates(t *testing.T) {
 	d := New(testConfig(), t0)
 	const ms = int64(time.Millisecond)
 	now := int64(t0)
-	sync := func(ids ...string) {
-		for _, id := range ids {
+	for range 10 {
+		for _, id := range []string{"A-0", "A-1", "B-0", "B-1", "C-0", "D-0"} {
 			d.Synced("", id, nil, now)
 		}
-	}
-	for range 10 {
-		sync("A-0", "A-1", "B-0", "B-1", "C-0", "D-0")
 		now += 100 * ms
 	}
 	d.Ended("", "C-0")
 	d.Synced("", "D-0", errors.New("seq gap"), now)
-	for range 10 {
-		sync("A-0")
-		now += 100 * ms
-	}
-	slow := now
 	for range 5 {
-		d.Synced("", "S-0", nil, slow)
-		slow += 2000 * ms
+		d.Synced("", "S-0", nil, now)
+		now += 5000 * ms
 	}
-	now = slow - 2000*ms + 5000*ms // 5 s after S-0's last sync
-	for i := range 3 {             // keep A-0 on schedule up to now
-		d.Synced("", "A-0", nil, now-int64(2-i)*100*ms)
+	now -= 5000 * ms
+	for range 120 { // A-0 on schedule for 12 s more
+		now += 100 * ms
+		d.Synced("", "A-0", nil, now)
 	}
 	states := func() map[string]IsolateView {
 		out := map[string]IsolateView{}
@@ -80,14 +73,14 @@ func TestIsolateStates(t *testing.T) {
 			t.Errorf("%s: %s (cadence %d ms), want %s", id, got[id].State, got[id].CadenceMS, w)
 		}
 	}
-	if got["A-0"].CadenceMS != 100 || got["S-0"].CadenceMS != 2000 || got["A-1"].Host != "A" {
-		t.Errorf("cadences A-0 %d ms, S-0 %d ms, host of A-1 %q; want 100, 2000, A", got["A-0"].CadenceMS,
+	if got["A-0"].CadenceMS != 100 || got["S-0"].CadenceMS != 5000 || got["A-1"].Host != "A" {
+		t.Errorf("cadences A-0 %d ms, S-0 %d ms, host of A-1 %q; want 100, 5000, A", got["A-0"].CadenceMS,
 			got["S-0"].CadenceMS, got["A-1"].Host)
 	}
-	// Past 3 of its 2 s gaps, S-0 is silent too.
-	now += 1500 * ms
+	// Past 3 of its 5 s gaps, S-0 is silent too.
+	now += 3500 * ms
 	if s := states()["S-0"].State; s != StateSilent {
-		t.Errorf("S-0 6.5 s after its last sync (cadence 2 s): %s, want silent", s)
+		t.Errorf("S-0 15.5 s after its last sync (cadence 5 s): %s, want silent", s)
 	}
 }
 
