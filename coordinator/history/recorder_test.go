@@ -29,7 +29,7 @@ func testConfig() wire.Config {
 
 // openMem opens Pebble in memory (the restart tests of the coordinator
 // use the disk).
-func openMem(t *testing.T) *pebblestore.Store {
+func openMem(t testing.TB) *pebblestore.Store {
 	t.Helper()
 	s, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
@@ -197,6 +197,67 @@ func TestPausedCountsApart(t *testing.T) {
 		}
 		if got[0] != w {
 			t.Errorf("key %s: %+v, want %+v", k, got[0], w)
+		}
+	}
+}
+
+// BenchmarkRecorderApplied is what the history adds to a merge: one batch
+// of 1000 entries and their views per op, at the default bound of 1000
+// kept keys: "kept" cycles over 1000 keys (all kept), "flood" over
+// 100,000 (the bound reached: most are not kept).
+func BenchmarkRecorderApplied(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		batches int
+	}{{"kept", 1}, {"flood", 100}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := openMem(b)
+			defer s.Close()
+			r := history.NewRecorder(testConfig(), s, 0)
+			bts, rps := make([]*wire.Batch, bc.batches), make([]*wire.Reply, bc.batches)
+			for n := range bc.batches {
+				bts[n], rps[n] = &wire.Batch{Entries: make([]wire.Delta, 1000)}, &wire.Reply{Entries: make([]wire.View, 1000)}
+				for i := range 1000 {
+					k := fmt.Sprint("k", n*1000+i)
+					bts[n].Entries[i] = wire.Delta{Limiter: "inbox", Key: k, Window: t0 / day, Delta: 1, Demand: 2}
+					rps[n].Entries[i] = wire.View{Limiter: "inbox", Key: k, Window: t0 / day, Count: int64(i)}
+				}
+			}
+			n := 0
+			for b.Loop() {
+				r.Applied(bts[n%bc.batches], rps[n%bc.batches], t0)
+				n++
+			}
+		})
+	}
+}
+
+// BenchmarkRecorderFlushDisk is the write of one minute at the bound:
+// 1000 kept keys and the limiter's total, each added to its minute and
+// hour bucket (read, add, write), and the 1000 keys' views, in synced
+// batches on Pebble on disk. One op is one minute's write.
+func BenchmarkRecorderFlushDisk(b *testing.B) {
+	s, err := pebblestore.Open(vfs.Default, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := history.NewRecorder(testConfig(), s, 0)
+	bt, rp := &wire.Batch{Entries: make([]wire.Delta, 1000)}, &wire.Reply{Entries: make([]wire.View, 1000)}
+	for i := range 1000 {
+		k := fmt.Sprint("k", i)
+		bt.Entries[i] = wire.Delta{Limiter: "inbox", Key: k, Delta: 1, Demand: 2}
+		rp.Entries[i] = wire.View{Limiter: "inbox", Key: k, Count: int64(i)}
+	}
+	now := int64(t0)
+	for b.Loop() {
+		b.StopTimer()
+		r.Applied(bt, rp, now)
+		now += minute
+		r.Tick(now)
+		b.StartTimer()
+		if err := r.Flush(now); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
