@@ -133,12 +133,19 @@ func TestHistorySurvivesRestart(t *testing.T) {
 	if getJSON(t, url, "/v1/limiters/inbox-daily/history?range=1h&key=inbox-03", &h); h.Totals.Admitted != 199 {
 		t.Fatalf("inbox-03 admitted %d in the last hour after one more, want 199", h.Totals.Admitted)
 	}
+	if st := getJSON(t, url, "/v1/limiters/inbox-daily/keys?prefix_b64=aW5ib3gtNA", &found); st != 200 || found.Matches != 10 {
+		t.Fatalf("search by prefix_b64 of inbox-4: %d, %d matches, want 10", st, found.Matches)
+	}
+	var none dashboard.TopKeysView
+	if st := getJSON(t, url, "/v1/limiters/inbox-daily/keys?prefix=zzz", &none); st != 200 || none.Matches != 0 || len(none.Keys) != 0 {
+		t.Fatalf("search zzz: %d %+v, want no key", st, none)
+	}
 	for path, want := range map[string]int{
 		"/v1/limiters/inbox-daily/history?range=2h":      400,
 		"/v1/limiters/nope/history":                      404,
 		"/v1/limiters/inbox-daily/history?key_b64=a+b/":  400,
 		"/v1/limiters/inbox-daily/keys?prefix=x&top=101": 400,
-		"/v1/limiters/inbox-daily/keys?prefix=zzz":       200,
+		"/v1/limiters/inbox-daily/keys?prefix_b64=a+b":   200,
 	} {
 		if st := getJSON(t, url, path, nil); st != want {
 			t.Errorf("GET %s: %d, want %d", path, st, want)

@@ -15,7 +15,7 @@ import (
 //
 //	GET /v1/limiters                    LimitersView: each limiter, its admitted and denied cost, the coordinator's health
 //	GET /v1/limiters/{name}/keys?top=N  TopKeysView: the N busiest keys (default 20, 1..DashboardTopKeys)
-//	GET /v1/limiters/{name}/keys?prefix=P&top=N  TopKeysView: the first N kept keys starting with P, by key (api_history.go)
+//	GET /v1/limiters/{name}/keys?prefix=P&top=N  TopKeysView: the first N kept keys starting with P (prefix_b64: its bytes in base64url), by key (api_history.go)
 //	GET /v1/limiters/{name}/history?range=R[&key=K|&key_b64=B]  HistoryView: admitted, denied and paused per minute or hour (api_history.go)
 //	GET /v1/isolates?within=D           IsolatesView: isolates that synced within D (Go duration, default 10m) of the caller's token
 //
@@ -234,8 +234,18 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.src.Now()
-	if q := r.URL.Query(); q.Has("prefix") {
-		a.searchKeys(w, name, l, q.Get("prefix"), top, now)
+	if q := r.URL.Query(); q.Has("prefix") || q.Has("prefix_b64") {
+		prefix := q.Get("prefix")
+		if q.Has("prefix_b64") {
+			b, err := base64.RawURLEncoding.DecodeString(q.Get("prefix_b64"))
+			if err != nil {
+				a.src.Fail(w, http.StatusBadRequest, "invalid", "prefix_b64", "Invalid prefix",
+					"prefix_b64 is the prefix's bytes in unpadded base64url")
+				return
+			}
+			prefix = string(b)
+		}
+		a.searchKeys(w, name, l, prefix, top, now)
 		return
 	}
 	d.mu.Lock()
