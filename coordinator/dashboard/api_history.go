@@ -55,9 +55,9 @@ type HistoryView struct {
 	// Points, oldest first.
 	Points []history.Counts `json:"points"`
 	Totals history.Counts   `json:"totals"`
-	// Kept is the history's bookkeeping: the bound on kept keys, the
+	// Stats is the history's bookkeeping: the bound on kept keys, the
 	// minutes not yet written, write errors.
-	Kept history.Stats `json:"history"`
+	Stats history.Stats `json:"history"`
 }
 
 // SetHistory makes h the history the API reads (GET .../history, key
@@ -160,7 +160,7 @@ func (a *api) handleHistory(w http.ResponseWriter, r *http.Request) {
 	for _, p := range pts {
 		out.Totals.Add(p)
 	}
-	out.Kept = h.Stats()
+	out.Stats = h.Stats()
 	writeJSON(w, out)
 }
 
