@@ -22,9 +22,11 @@ const DefaultKeysPerLimiter = 1000
 // flood of new keys therefore never pushes out the history of keys in use.
 const EvictIdle = int64(24 * time.Hour)
 
-// maxSealed bounds the minutes kept in memory while the store refuses
-// writes (one day); older ones are dropped and counted.
-const maxSealed = MinuteBuckets
+// MaxPending bounds what waits in memory while the store refuses writes:
+// at most this many series-minutes (262,144: about 4 h of 1000 keys, some
+// 30 MB), and at most a day of minutes; the oldest minutes are dropped
+// first, and counted (Stats.Dropped).
+const MaxPending = 1 << 18
 
 // Recorder aggregates, in memory, what the merge applies (it is a
 // merge.Observer) into the current minute's counts per limiter and per
@@ -265,11 +267,22 @@ func (r *Recorder) seal() {
 	if len(s.pts) == 0 && len(s.kept) == 0 && len(s.gone) == 0 {
 		return
 	}
-	if len(r.sealed) >= maxSealed {
+	r.sealed = append(r.sealed, s)
+	r.bound()
+}
+
+// bound drops the oldest sealed minutes past MaxPending series-minutes or
+// a day of minutes (r.mu held).
+func (r *Recorder) bound() {
+	n := 0
+	for _, s := range r.sealed {
+		n += len(s.pts) + 1
+	}
+	for len(r.sealed) > 1 && (n > MaxPending || len(r.sealed) > MinuteBuckets) {
+		n -= len(r.sealed[0].pts) + 1
 		r.sealed = r.sealed[1:]
 		r.dropped++
 	}
-	r.sealed = append(r.sealed, s)
 }
 
 // Tick seals the current minute if now (ns) is past it. The coordinator
@@ -297,7 +310,7 @@ func (r *Recorder) Stop(now int64) error {
 // changed views of kept keys and the evictions; and once per hour drops
 // the buckets past their retention (so a store that does not expire them
 // holds at most 24 h + 1 h of minutes and 30 days + 1 h of hours). Minutes the store refuses are kept
-// for the next Flush (at most a day of them).
+// for the next Flush (within MaxPending).
 func (r *Recorder) Flush(now int64) error {
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
@@ -309,10 +322,7 @@ func (r *Recorder) Flush(now int64) error {
 		if err := r.write(s); err != nil {
 			r.mu.Lock()
 			r.sealed = append(todo[i:], r.sealed...)
-			if over := len(r.sealed) - maxSealed; over > 0 {
-				r.sealed = r.sealed[over:]
-				r.dropped += int64(over)
-			}
+			r.bound()
 			r.writeErrs++
 			r.lastErr = err.Error()
 			r.mu.Unlock()
@@ -427,8 +437,8 @@ type Stats struct {
 	Untracked int64 `json:"untracked"`
 	// Pending is the number of minutes not yet written.
 	Pending int `json:"pending_minutes"`
-	// Dropped counts minutes dropped because the store refused writes
-	// for a day.
+	// Dropped counts minutes dropped unwritten because the store refused
+	// writes for longer than MaxPending holds.
 	Dropped int64 `json:"dropped_minutes"`
 	// WriteErrors counts failed writes; LastError is the last one.
 	WriteErrors int64  `json:"write_errors"`

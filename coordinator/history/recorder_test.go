@@ -261,3 +261,65 @@ func BenchmarkRecorderFlushDisk(b *testing.B) {
 		}
 	}
 }
+
+// refusing is a Pebble store whose history writes fail while down is set.
+type refusing struct {
+	*pebblestore.Store
+	down bool
+}
+
+func (s *refusing) AddHistory(id string, pts []history.Point) error {
+	if s.down {
+		return fmt.Errorf("disk full")
+	}
+	return s.Store.AddHistory(id, pts)
+}
+
+// TestPendingWhileStoreRefuses: minutes the store refuses wait in memory
+// (Read still shows them) and are written when it takes writes again;
+// past MaxPending series-minutes the oldest are dropped and counted.
+func TestPendingWhileStoreRefuses(t *testing.T) {
+	s := &refusing{Store: openMem(t), down: true}
+	defer s.Close()
+	r := history.NewRecorder(testConfig(), s, 0)
+	now := int64(t0)
+	for range 3 {
+		apply(r, now, "a", 1, 1, 1)
+		now += minute
+		r.Tick(now)
+		if err := r.Flush(now); err == nil {
+			t.Fatal("a refused write reported no error")
+		}
+	}
+	tot := history.Series{Limiter: "inbox", Total: true}
+	if st := r.Stats(); st.Pending != 3 || st.WriteErrors != 3 || st.LastError == "" {
+		t.Fatalf("stats %+v, want 3 minutes pending, 3 errors", st)
+	}
+	if got, _ := r.Read(history.Hour, tot, t0/hour, t0/hour+1); got[0].Admitted != 3 {
+		t.Fatalf("pending minutes not read: %+v", got)
+	}
+	s.down = false
+	if err := r.Flush(now); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ReadHistory(history.Hour, tot, t0/hour, t0/hour+1); got[0].Admitted != 3 || r.Stats().Pending != 0 {
+		t.Fatalf("after the store came back: stored %+v, pending %d", got, r.Stats().Pending)
+	}
+	// A flood of distinct keys while the store refuses: bounded.
+	s.down = true
+	r = history.NewRecorder(testConfig(), s, 0)
+	for m := range 300 {
+		bt, rp := &wire.Batch{}, &wire.Reply{}
+		for i := range 1000 {
+			k := fmt.Sprint("k", i)
+			bt.Entries = append(bt.Entries, wire.Delta{Limiter: "inbox", Key: k, Delta: 1, Demand: 1})
+			rp.Entries = append(rp.Entries, wire.View{Limiter: "inbox", Key: k, Count: int64(m)})
+		}
+		r.Applied(bt, rp, now)
+		now += minute
+		r.Tick(now)
+	}
+	if st := r.Stats(); st.Dropped == 0 || st.Pending*1002 > history.MaxPending+1002 {
+		t.Fatalf("after 300 refused minutes of 1001 series: %+v, want the oldest dropped within MaxPending", st)
+	}
+}
