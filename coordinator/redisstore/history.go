@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -14,9 +15,9 @@ import (
 // The usage history (package history) in Redis, one hash tag per limiter
 // (so one hash slot: a limiter's history is written by one script call):
 //
-//	{elh:L}:R:B    hash: the buckets B of resolution R ('m' or 'h') of limiter L;
-//	               fields a|d|p (admitted, denied, paused) then 't' (the
-//	               limiter's total) or 'k' and the key; expires its retention
+//	{elh:L}:R:B:S  hash: shard S (of histShards, by key) of bucket B of resolution R
+//	               ('m' or 'h') of limiter L; fields a|d|p (admitted, denied,
+//	               paused) then 't' (the limiter's total) or 'k' and the key; expires its retention
 //	               and one bucket after its last write (24 h + 1 min of a
 //	               minute, 30 days + 1 h of an hour)
 //	{elh:L}:w:ID   a write applied (AddHistory's id): a retried write adds nothing twice; 1 day
@@ -56,8 +57,24 @@ const keptTTL = 31 * 24 * time.Hour
 
 func histTag(limiter string) string { return "{elh:" + limiter + "}" }
 
-func histKey(limiter string, res history.Resolution, bucket int64) string {
-	return histTag(limiter) + ":" + string(rune(res)) + ":" + strconv.FormatInt(bucket, 10)
+// histShards is how many hashes a limiter's bucket is split over, by
+// series: small hashes stay in Redis's compact listpack encoding (up to
+// 128 fields by default), where one hash of 1000 keys' fields would be a
+// hash table at about three times the bytes per field.
+const histShards = 32
+
+func histKey(limiter string, res history.Resolution, bucket int64, shard uint32) string {
+	return histTag(limiter) + ":" + string(rune(res)) + ":" + strconv.FormatInt(bucket, 10) + ":" + strconv.FormatUint(uint64(shard), 10)
+}
+
+// histShard returns the shard of s's fields.
+func histShard(s history.Series) uint32 {
+	if s.Total {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(s.Key))
+	return h.Sum32() % histShards
 }
 
 // histField returns the field of metric m ('a', 'd', 'p') of series s.
@@ -72,8 +89,9 @@ func histField(m byte, s history.Series) string {
 // applies id once.
 func (s *Store) AddHistory(id string, pts []history.Point) error {
 	type bucket struct {
-		res history.Resolution
-		b   int64
+		res   history.Resolution
+		b     int64
+		shard uint32
 	}
 	byLim := map[string]map[bucket]map[string]int64{}
 	var lims []string
@@ -87,10 +105,11 @@ func (s *Store) AddHistory(id string, pts []history.Point) error {
 			byLim[p.Series.Limiter] = m
 			lims = append(lims, p.Series.Limiter)
 		}
-		f := m[bucket{p.Res, p.Bucket}]
+		bk := bucket{p.Res, p.Bucket, histShard(p.Series)}
+		f := m[bk]
 		if f == nil {
 			f = map[string]int64{}
-			m[bucket{p.Res, p.Bucket}] = f
+			m[bk] = f
 		}
 		for _, mv := range [...]struct {
 			m byte
@@ -105,7 +124,7 @@ func (s *Store) AddHistory(id string, pts []history.Point) error {
 		keys := []string{histTag(lim) + ":w:" + id}
 		args := []any{histWriteTTL}
 		for b, f := range byLim[lim] {
-			keys = append(keys, histKey(lim, b.res, b.b))
+			keys = append(keys, histKey(lim, b.res, b.b, b.shard))
 			// Written within about a minute of the bucket's end (its
 			// hour's last minute for an hour): it lives its retention
 			// and one bucket more from the last write, whatever the
@@ -139,6 +158,7 @@ func (s *Store) ReadHistory(res history.Resolution, ser history.Series, from, to
 		return out, nil
 	}
 	fields := []string{histField('a', ser), histField('d', ser), histField('p', ser)}
+	shard := histShard(ser)
 	err := s.retry(context.Background(), "history read", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 		defer cancel()
@@ -146,7 +166,7 @@ func (s *Store) ReadHistory(res history.Resolution, ser history.Series, from, to
 		cmds := make([]*redis.SliceCmd, 0, to-from)
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for b := from; b < to; b++ {
-				cmds = append(cmds, p.HMGet(ctx, histKey(ser.Limiter, res, b), fields...))
+				cmds = append(cmds, p.HMGet(ctx, histKey(ser.Limiter, res, b, shard), fields...))
 			}
 			return nil
 		})
