@@ -99,6 +99,11 @@ func TestHistorySurvivesRestart(t *testing.T) {
 		top.Keys[0].Key != "inbox-03" || top.Keys[0].Count != 198 || top.Keys[0].Limit != 200 {
 		t.Fatalf("busiest key after the restart: %d %+v, want inbox-03 at 198/200", st, top)
 	}
+	var ls dashboard.LimitersView
+	if st := getJSON(t, url, "/v1/limiters", &ls); st != 200 || ls.Limiters[0].Admitted != 0 || ls.Limiters[0].Last24h == nil ||
+		ls.Limiters[0].Last24h.Admitted != admitted || ls.Limiters[0].Last24h.Denied != 3 {
+		t.Fatalf("limiters after the restart: %d %+v, want since start 0, last 24 h %d admitted, 3 denied", st, ls.Limiters, admitted)
+	}
 	var found dashboard.TopKeysView
 	if st := getJSON(t, url, "/v1/limiters/inbox-daily/keys?prefix=inbox-&top=100", &found); st != 200 ||
 		found.Matches != 50 || len(found.Keys) != 50 || found.Keys[0].Key != "inbox-00" || found.Keys[49].Key != "inbox-49" {

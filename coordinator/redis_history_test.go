@@ -63,6 +63,18 @@ func TestRedisHistorySumsCoordinators(t *testing.T) {
 			}
 		}
 	}
+	// The limiters' line: the fleet's last 24 h on either coordinator.
+	for i, c := range cs {
+		rec := httptest.NewRecorder()
+		c.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/limiters", nil))
+		var ls dashboard.LimitersView
+		if err := json.NewDecoder(rec.Body).Decode(&ls); err != nil || rec.Code != 200 {
+			t.Fatalf("coordinator %d: GET /v1/limiters: %d %v", i, rec.Code, err)
+		}
+		if l := ls.Limiters[0]; l.Name != "fw" || l.Last24h == nil || l.Last24h.Admitted != 13 || l.Last24h.Denied != 2 {
+			t.Fatalf("coordinator %d: limiter %+v, want last_24h admitted 13, denied 2", i, l)
+		}
+	}
 	// A write retried with its id is applied once.
 	hs := cs[0].store.(history.Store)
 	pt := []history.Point{{Res: history.Minute, Bucket: history.Minute.Bucket(t0), Series: history.Series{Limiter: "fw", Key: "k"},

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/history"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -77,6 +78,11 @@ type LimiterView struct {
 	DeniedPS    float64 `json:"denied_per_s"`
 	RateWindow  int     `json:"rate_window_s"` // s
 	TrackedKeys int     `json:"tracked_keys"`  // keys in the busiest-keys set (at most DashboardTopKeys)
+	// Last24h is the limiter's cost in the history's last 24 hour buckets
+	// (the current one included): in Redis mode every coordinator's, so
+	// the fleet's totals. Refreshed at most every 10 s; absent without a
+	// history (api_history.go).
+	Last24h *history.Counts `json:"last_24h,omitempty"`
 }
 
 // TopKeysView is the body of GET /v1/limiters/{name}/keys.
@@ -205,6 +211,7 @@ func (a *api) handleLimiters(w http.ResponseWriter, r *http.Request) {
 			TrackedKeys: len(l.top.h)})
 	}
 	d.mu.Unlock()
+	a.last24h(out.Limiters, now)
 	if n := len(lat); n > 0 {
 		ms := func(x time.Duration) float64 { return float64(x) / 1e6 }
 		out.Coordinator.Commits = n

@@ -193,3 +193,47 @@ func (a *api) searchKeys(w http.ResponseWriter, name string, l *dashLimiter, pre
 	out.Keys = keys[:min(len(keys), top)]
 	writeJSON(w, out)
 }
+
+// last24hEvery is how often LimiterView.Last24h is read again from the
+// history: 10 s (the page polls every second).
+const last24hEvery = int64(10 * time.Second)
+
+// cached24h is a limiter's Last24h as read at (coordinator ns).
+type cached24h struct {
+	at int64
+	c  history.Counts
+}
+
+// last24h sets Last24h of each limiter of ls from the history (cached for
+// last24hEvery); a failed read leaves it unset.
+func (a *api) last24h(ls []LimiterView, now int64) {
+	h := a.d.history()
+	if h == nil {
+		return
+	}
+	last := history.Hour.Bucket(now)
+	for i := range ls {
+		name := ls[i].Name
+		a.d.mu.Lock()
+		c, ok := a.d.h24[name]
+		a.d.mu.Unlock()
+		if !ok || now-c.at >= last24hEvery || now < c.at {
+			pts, err := h.Read(history.Hour, history.Series{Limiter: name, Total: true}, last-23, last+1)
+			if err != nil {
+				continue
+			}
+			c = cached24h{at: now}
+			for _, p := range pts {
+				c.c.Add(p)
+			}
+			a.d.mu.Lock()
+			if a.d.h24 == nil {
+				a.d.h24 = map[string]cached24h{}
+			}
+			a.d.h24[name] = c
+			a.d.mu.Unlock()
+		}
+		tot := c.c
+		ls[i].Last24h = &tot
+	}
+}

@@ -48,6 +48,7 @@ type Dashboard struct {
 	lat   [dashLatencies]time.Duration
 	nlat  int64
 	hist  *history.Recorder // the usage history (api_history.go), or nil
+	h24   map[string]cached24h
 }
 
 // dashLimiter is the dashboard's view of one limiter.
