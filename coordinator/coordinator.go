@@ -76,6 +76,11 @@ type Options struct {
 	// BudgetFor(MaxMemory).GoLimit. With InMemory the whole store is in
 	// memory too, unbounded. Default DefaultMaxMemory (768 MiB).
 	MaxMemory int64
+	// HistoryKeys is how many keys per limiter the usage history keeps
+	// (their per-minute history and last view: historyrun.go, package
+	// history). Default history.DefaultKeysPerLimiter (1000); negative:
+	// the limiters' totals only.
+	HistoryKeys int
 }
 
 // DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
@@ -168,6 +173,7 @@ type Coordinator struct {
 	sharedDone chan struct{}        // closed when the shared merger's loop ends
 
 	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
+	hist        *histRun     // the usage history, or nil (historyrun.go)
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -293,9 +299,13 @@ func Open(opts Options) (*Coordinator, error) {
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
 	obs := observers{c.dash, c.met.lim}
+	if rec := c.openHistory(); rec != nil {
+		obs = append(obs, rec)
+	}
 	m.SetObserver(obs)
 	if ss, ok := store.(merge.SharedStore); ok {
 		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, obs); err != nil {
+			c.closeHistory()
 			store.Close()
 			return nil, err
 		}
@@ -330,7 +340,12 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 }
 
 func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
-	defer func() { c.dash.Synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now()) }()
+	defer func() {
+		c.dash.Synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now())
+		if err == nil && b.End {
+			c.dash.Ended(scopeOf(ctx), b.Isolate)
+		}
+	}()
 	if err := c.m.Check(b); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -370,17 +385,25 @@ func (c *Coordinator) ResetKey(ctx context.Context, limiter, key string) error {
 	if c.shared != nil {
 		err := c.shared.Reset(limiter, key)
 		if err == nil {
-			c.dash.Forget(limiter, key)
-			c.met.lim.forget(limiter, key)
+			c.forgetKey(limiter, key)
 		}
 		return err
 	}
 	err := c.do(ctx, func(m *merge.Merger, now int64) error { return m.ResetAt(limiter, key, now) })
 	if err == nil {
-		c.dash.Forget(limiter, key)
-		c.met.lim.forget(limiter, key)
+		c.forgetKey(limiter, key)
 	}
 	return err
+}
+
+// forgetKey drops what the dashboard, the metrics and the history hold of
+// the last view of (limiter, key), after a reset.
+func (c *Coordinator) forgetKey(limiter, key string) {
+	c.dash.Forget(limiter, key)
+	c.met.lim.forget(limiter, key)
+	if c.hist != nil {
+		c.hist.rec.Forget(limiter, key)
+	}
 }
 
 // GC runs one GC step now (see Merger.GC) and commits it. In shared mode
@@ -600,6 +623,7 @@ func (c *Coordinator) Close() error {
 	if c.sharedDone != nil {
 		<-c.sharedDone
 	}
+	c.closeHistory()
 	// A last checkpoint leaves an empty log, so the next Open replays
 	// nothing; if it fails, the next Open replays the log instead. No
 	// request waits any more: its chunks need not rest.

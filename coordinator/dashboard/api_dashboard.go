@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/history"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -15,6 +16,8 @@ import (
 //
 //	GET /v1/limiters                    LimitersView: each limiter, its admitted and denied cost, the coordinator's health
 //	GET /v1/limiters/{name}/keys?top=N  TopKeysView: the N busiest keys (default 20, 1..DashboardTopKeys)
+//	GET /v1/limiters/{name}/keys?prefix=P&top=N  TopKeysView: the first N kept keys starting with P (prefix_b64: its bytes in base64url), by key (api_history.go)
+//	GET /v1/limiters/{name}/history?range=R[&key=K|&key_b64=B]  HistoryView: admitted, denied and paused per minute or hour (api_history.go)
 //	GET /v1/isolates?within=D           IsolatesView: isolates that synced within D (Go duration, default 10m) of the caller's token
 //
 // Every figure comes from what the coordinator merged (topn.go,
@@ -75,6 +78,11 @@ type LimiterView struct {
 	DeniedPS    float64 `json:"denied_per_s"`
 	RateWindow  int     `json:"rate_window_s"` // s
 	TrackedKeys int     `json:"tracked_keys"`  // keys in the busiest-keys set (at most DashboardTopKeys)
+	// Last24h is the limiter's cost in the history's last 24 hour buckets
+	// (the current one included): in Redis mode every coordinator's, so
+	// the fleet's totals. Refreshed at most every 10 s; absent without a
+	// history (api_history.go).
+	Last24h *history.Counts `json:"last_24h,omitempty"`
 }
 
 // TopKeysView is the body of GET /v1/limiters/{name}/keys.
@@ -82,7 +90,10 @@ type TopKeysView struct {
 	Limiter   string    `json:"limiter"`
 	Algorithm string    `json:"algorithm"`
 	At        int64     `json:"at_ns"`
-	Keys      []KeyView `json:"keys"` // busiest first
+	Keys      []KeyView `json:"keys"` // busiest first; by key for a search (?prefix=)
+	// Matches is, for a search, how many kept keys start with the prefix
+	// (Keys holds the first top of them by key).
+	Matches int `json:"matches,omitempty"`
 }
 
 // KeyView is one key of TopKeysView, as of its last sync. Count is the cost
@@ -105,19 +116,34 @@ type KeyView struct {
 	NearLimit bool    `json:"near_limit"`
 	Isolates  int64   `json:"isolates"`   // isolates that recently reported the key
 	UpdatedMS int64   `json:"updated_ms"` // ms since the key's last sync
+	// PauseLeftMS is how long the key stays paused fleet-wide (an
+	// upstream's 429 or an operator's pause), ms from now; 0: not paused.
+	PauseLeftMS int64 `json:"pause_left_ms"`
+	// Circuit is the key's fleet-wide upstream circuit: "closed", "open"
+	// (denied until CircuitOpenMS from now) or "half-open" (one probe at a
+	// time), as of the key's last reply. Shared mode (Redis) keeps no
+	// upstream state: always "closed".
+	Circuit       string `json:"circuit"`
+	CircuitOpenMS int64  `json:"circuit_open_ms,omitempty"`
 }
 
 // IsolatesView is the body of GET /v1/isolates.
 type IsolatesView struct {
 	At       int64         `json:"at_ns"`
 	Within   string        `json:"within"`
-	Isolates []IsolateView `json:"isolates"` // by id, at most 1000
+	Isolates []IsolateView `json:"isolates"` // by host, then id; at most 1000
 }
 
 // IsolateView is one isolate that synced (or tried to) recently.
-// LastSyncAgeMS is -1 when no sync of it succeeded.
+// LastSyncAgeMS is -1 when no sync of it succeeded. State is active,
+// idle, silent, stopped or failing, from its cadence (CadenceMS: the
+// median gap between its recent syncs) and its host's other isolates
+// (isolates.go); Host is its edge host (HostOf).
 type IsolateView struct {
 	ID             string `json:"id"`
+	Host           string `json:"host"`
+	State          string `json:"state"`
+	CadenceMS      int64  `json:"cadence_ms"`
 	LastSyncAgeMS  int64  `json:"last_sync_age_ms"`
 	Syncs          int64  `json:"syncs"`
 	Errors         int64  `json:"errors"`
@@ -185,6 +211,7 @@ func (a *api) handleLimiters(w http.ResponseWriter, r *http.Request) {
 			TrackedKeys: len(l.top.h)})
 	}
 	d.mu.Unlock()
+	a.last24h(out.Limiters, now)
 	if n := len(lat); n > 0 {
 		ms := func(x time.Duration) float64 { return float64(x) / 1e6 }
 		out.Coordinator.Commits = n
@@ -214,6 +241,20 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.src.Now()
+	if q := r.URL.Query(); q.Has("prefix") || q.Has("prefix_b64") {
+		prefix := q.Get("prefix")
+		if q.Has("prefix_b64") {
+			b, err := base64.RawURLEncoding.DecodeString(q.Get("prefix_b64"))
+			if err != nil {
+				a.src.Fail(w, http.StatusBadRequest, "invalid", "prefix_b64", "Invalid prefix",
+					"prefix_b64 is the prefix's bytes in unpadded base64url")
+				return
+			}
+			prefix = string(b)
+		}
+		a.searchKeys(w, name, l, prefix, top, now)
+		return
+	}
 	d.mu.Lock()
 	es := l.top.entries()
 	d.mu.Unlock()
@@ -244,6 +285,14 @@ func keyView(cfg *wire.LimiterConfig, e *topEntry, now int64) KeyView {
 	kv.Remaining = max(kv.Limit-kv.Count, 0)
 	kv.Used = u.Used()
 	kv.NearLimit = kv.Used > NearLimitFraction
+	kv.PauseLeftMS = max(e.pauseEnd-now, 0) / 1e6
+	kv.Circuit = "closed"
+	switch {
+	case e.circuit == wire.CircuitOpen && e.openEnd > now:
+		kv.Circuit, kv.CircuitOpenMS = "open", (e.openEnd-now)/1e6
+	case e.circuit == wire.CircuitHalfOpen, e.circuit == wire.CircuitOpen:
+		kv.Circuit = "half-open" // an open circuit past its open time lets a probe through
+	}
 	return kv
 }
 
@@ -263,6 +312,7 @@ func (a *api) handleIsolates(w http.ResponseWriter, r *http.Request) {
 	out := IsolatesView{At: now, Within: within.String(), Isolates: []IsolateView{}}
 	d := a.d
 	d.mu.Lock()
+	hosts := d.activeHosts(now)
 	for _, is := range d.isos {
 		if scoped && is.scope != scope {
 			continue
@@ -270,7 +320,10 @@ func (a *api) handleIsolates(w http.ResponseWriter, r *http.Request) {
 		if max(is.lastSync, is.lastErrorAt) < now-int64(within) {
 			continue
 		}
-		v := IsolateView{ID: is.id, LastSyncAgeMS: -1, Syncs: is.syncs, Errors: is.errors,
+		host := HostOf(is.id)
+		others := hosts[is.scope+"\x00"+host] && !is.active(now)
+		v := IsolateView{ID: is.id, Host: host, State: is.state(now, others), CadenceMS: is.cadence() / 1e6,
+			LastSyncAgeMS: -1, Syncs: is.syncs, Errors: is.errors,
 			LastError: is.lastError, FirstSeenAgeMS: (now - is.firstSeen) / 1e6}
 		if is.syncs > 0 {
 			v.LastSyncAgeMS = max(now-is.lastSync, 0) / 1e6
@@ -281,7 +334,12 @@ func (a *api) handleIsolates(w http.ResponseWriter, r *http.Request) {
 		out.Isolates = append(out.Isolates, v)
 	}
 	d.mu.Unlock()
-	sort.Slice(out.Isolates, func(i, j int) bool { return out.Isolates[i].ID < out.Isolates[j].ID })
+	sort.Slice(out.Isolates, func(i, j int) bool {
+		if out.Isolates[i].Host != out.Isolates[j].Host {
+			return out.Isolates[i].Host < out.Isolates[j].Host
+		}
+		return out.Isolates[i].ID < out.Isolates[j].ID
+	})
 	if len(out.Isolates) > maxIsolatesListed {
 		out.Isolates = out.Isolates[:maxIsolatesListed]
 	}

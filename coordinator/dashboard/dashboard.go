@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/history"
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -46,6 +47,8 @@ type Dashboard struct {
 	isos  map[string]*dashIsolate // scope + isolate id
 	lat   [dashLatencies]time.Duration
 	nlat  int64
+	hist  *history.Recorder // the usage history (api_history.go), or nil
+	h24   map[string]cached24h
 }
 
 // dashLimiter is the dashboard's view of one limiter.
@@ -72,6 +75,9 @@ type dashIsolate struct {
 	errors      int64 // batches refused
 	lastError   string
 	lastErrorAt int64 // ns
+	ended       bool  // its last answered batch was its graceful stop (isolates.go)
+	gaps        [gapSamples]int64
+	ngaps       int // gaps recorded (isolates.go: cadence)
 }
 
 // New returns a Dashboard of the limiters of cfg, started at now (ns).
@@ -115,6 +121,12 @@ func (d *Dashboard) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 			l.top.observe(v, now)
 		}
 	}
+	for i := range rp.Upstream {
+		u := &rp.Upstream[i]
+		if l := d.lims[u.Limiter]; l != nil {
+			l.top.upstream(u, now)
+		}
+	}
 }
 
 // Synced records the outcome err (nil: answered) of a sync of isolate id in
@@ -139,8 +151,12 @@ func (d *Dashboard) Synced(scope, id string, err error, now int64) {
 		is.lastError, is.lastErrorAt = err.Error(), now
 		return
 	}
+	if is.syncs > 0 {
+		is.noteGap(now - is.lastSync)
+	}
 	is.syncs++
 	is.lastSync = now
+	is.ended = false
 }
 
 func (d *Dashboard) forgetOldestIsolate() {

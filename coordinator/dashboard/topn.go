@@ -33,6 +33,11 @@ type topEntry struct {
 	isolates int64 // isolates that recently reported the key
 	at       int64 // coordinator time of the view, ns
 	pos      int
+	// The key's upstream state as of its last reply (reset by each view:
+	// a reply lists the upstream state of every key of the batch that has
+	// some): until when it is paused and its circuit open (ns), and the
+	// circuit (wire.CircuitClosed, CircuitOpen, CircuitHalfOpen).
+	pauseEnd, openEnd, circuit int64
 }
 
 func newTopKeys(capacity int) *topKeys {
@@ -90,6 +95,22 @@ func (t *topKeys) observe(v *wire.View, now int64) {
 	*low = e
 	t.idx[low.key] = low
 	heap.Fix(th, 0)
+}
+
+// upstream records the upstream state u of a kept key, in a reply made
+// at now (a key not kept is ignored: it has no row to show it in).
+func (t *topKeys) upstream(u *wire.UpView, now int64) {
+	e, ok := t.idx[u.Key]
+	if !ok {
+		return
+	}
+	e.pauseEnd, e.openEnd, e.circuit = 0, 0, u.Circuit
+	if u.Pause > 0 {
+		e.pauseEnd = now + u.Pause
+	}
+	if u.Circuit == wire.CircuitOpen && u.Open > 0 {
+		e.openEnd = now + u.Open
+	}
 }
 
 // forget removes key (after a reset).

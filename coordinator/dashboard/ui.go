@@ -3,12 +3,13 @@ package dashboard
 import (
 	"embed"
 	"net/http"
+	"strings"
 )
 
-// uiFiles is the dashboard page, embedded: GET /ui needs no CDN and no
-// build step.
+// uiFiles is the dashboard page and its scripts, embedded: GET /ui needs
+// no CDN and no build step.
 //
-//go:embed ui/index.html
+//go:embed ui/index.html ui/*.js
 var uiFiles embed.FS
 
 // Routes registers on mux GET /ui (the page, open: it holds no data and
@@ -28,11 +29,29 @@ func (d *Dashboard) Routes(mux *http.ServeMux, src Source, auth func(http.Handle
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Cache-Control", "no-store")
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'")
 		h.Set("X-Frame-Options", "DENY")
 		w.Write(page)
 	})
 	mux.Handle("GET /v1/limiters", auth(http.HandlerFunc(a.handleLimiters)))
 	mux.Handle("GET /v1/limiters/{name}/keys", auth(http.HandlerFunc(a.handleTopKeys)))
 	mux.Handle("GET /v1/isolates", auth(http.HandlerFunc(a.handleIsolates)))
+	mux.Handle("GET /v1/limiters/{name}/history", auth(http.HandlerFunc(a.handleHistory)))
+	mux.HandleFunc("GET /ui/{file}", serveScript)
+}
+
+// serveScript answers GET /ui/{file}: a script of the page (ui/*.js), open
+// like the page.
+func serveScript(w http.ResponseWriter, r *http.Request) {
+	f := r.PathValue("file")
+	b, err := uiFiles.ReadFile("ui/" + f)
+	if err != nil || !strings.HasSuffix(f, ".js") {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.Write(b)
 }

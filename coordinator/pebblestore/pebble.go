@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
@@ -26,6 +27,7 @@ type Store struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions // pebble.Sync on disk, NoSync in memory
 	bg        *bgHealth            // background errors (health.go)
+	histMu    sync.Mutex           // one history read-add-write at a time (history.go)
 }
 
 // Pebble sizing. Memory stays bounded: at most

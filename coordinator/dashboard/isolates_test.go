@@ -1,0 +1,111 @@
+package dashboard
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+func TestHostOf(t *testing.T) {
+	for id, want := range map[string]string{
+		"edge-h1-4242-1700000000000000000-3":               "edge-h1-4242-1700000000000000000", // Go host, isolate 3
+		"edge-h1-4242-1700000000000000000-12~0a1b2c3d4e5f": "edge-h1-4242-1700000000000000000", // reincarnated
+		"ui-edge-1/r2":         "ui-edge",         // restarted after a trap
+		"js-0a1b2c3d4e5f":      "js-0a1b2c3d4e5f", // JS package: one isolate per id
+		"js-123456789012":      "js-123456789012", // 12 digits are no isolate index
+		"js-0a1b~0123456789ab": "js-0a1b",         // JS reincarnation
+		"worker~zz":            "worker~zz",       // not an incarnation suffix
+		"solo":                 "solo",
+		"-5":                   "-5",
+	} {
+		if got := HostOf(id); got != want {
+			t.Errorf("HostOf(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// TestIsolateStates: isolates of two edge hosts sync every 100 ms; one
+// isolate of host A stops syncing (idle once silent for 10 s: its host's
+// other isolate is active), host B stops altogether (silent: dead or
+// idle), one isolate stops gracefully (stopped) and one is refused
+// (failing). The cadence is measured, not assumed: an isolate syncing
+// every 5 s is still active 12 s after its last sync, silent after 15.
+func TestIsolateStates(t *testing.T) {
+	d := New(testConfig(), t0)
+	const ms = int64(time.Millisecond)
+	now := int64(t0)
+	for range 10 {
+		for _, id := range []string{"A-0", "A-1", "B-0", "B-1", "C-0", "D-0"} {
+			d.Synced("", id, nil, now)
+		}
+		now += 100 * ms
+	}
+	d.Ended("", "C-0")
+	d.Synced("", "D-0", errors.New("seq gap"), now)
+	for range 5 {
+		d.Synced("", "S-0", nil, now)
+		now += 5000 * ms
+	}
+	now -= 5000 * ms
+	for range 120 { // A-0 on schedule for 12 s more
+		now += 100 * ms
+		d.Synced("", "A-0", nil, now)
+	}
+	states := func() map[string]IsolateView {
+		out := map[string]IsolateView{}
+		d.mu.Lock()
+		hosts := d.activeHosts(now)
+		for _, is := range d.isos {
+			h := HostOf(is.id)
+			out[is.id] = IsolateView{Host: h, State: is.state(now, hosts[is.scope+"\x00"+h] && !is.active(now)),
+				CadenceMS: is.cadence() / ms}
+		}
+		d.mu.Unlock()
+		return out
+	}
+	want := map[string]string{"A-0": StateActive, "A-1": StateIdle, "B-0": StateSilent, "B-1": StateSilent,
+		"C-0": StateStopped, "D-0": StateFailing, "S-0": StateActive}
+	got := states()
+	for id, w := range want {
+		if got[id].State != w {
+			t.Errorf("%s: %s (cadence %d ms), want %s", id, got[id].State, got[id].CadenceMS, w)
+		}
+	}
+	if got["A-0"].CadenceMS != 100 || got["S-0"].CadenceMS != 5000 || got["A-1"].Host != "A" {
+		t.Errorf("cadences A-0 %d ms, S-0 %d ms, host of A-1 %q; want 100, 5000, A", got["A-0"].CadenceMS,
+			got["S-0"].CadenceMS, got["A-1"].Host)
+	}
+	// Past 3 of its 5 s gaps, S-0 is silent too.
+	now += 3500 * ms
+	if s := states()["S-0"].State; s != StateSilent {
+		t.Errorf("S-0 15.5 s after its last sync (cadence 5 s): %s, want silent", s)
+	}
+}
+
+// TestKeyUpstreamShown: a key's pause and open circuit, as the reply
+// says, show on its row with the time left; a later reply without
+// upstream state for the key clears them.
+func TestKeyUpstreamShown(t *testing.T) {
+	d := New(testConfig(), t0)
+	views := []wire.View{{Limiter: "fw", Key: "p", Window: 1000, Count: 1}, {Limiter: "fw", Key: "c", Window: 1000, Count: 1}}
+	d.Applied(&wire.Batch{}, &wire.Reply{Entries: views, Upstream: []wire.UpView{
+		{Limiter: "fw", Key: "p", Pause: 30 * sec},
+		{Limiter: "fw", Key: "c", Circuit: wire.CircuitOpen, Open: 2 * sec}}}, t0)
+	kv := map[string]KeyView{}
+	for _, e := range d.lims["fw"].top.entries() {
+		kv[e.key] = keyView(d.lims["fw"].cfg, &e, t0+sec)
+	}
+	if kv["p"].PauseLeftMS != 29000 || kv["p"].Circuit != "closed" || kv["c"].Circuit != "open" || kv["c"].CircuitOpenMS != 1000 {
+		t.Fatalf("rows %+v, want p paused 29 s, c open 1 s", kv)
+	}
+	d.Applied(&wire.Batch{}, &wire.Reply{Entries: views[:1]}, t0+2*sec)
+	for _, e := range d.lims["fw"].top.entries() {
+		if e.key == "p" {
+			if v := keyView(d.lims["fw"].cfg, &e, t0+2*sec); v.PauseLeftMS != 0 {
+				t.Fatalf("p still paused %d ms after a reply without its pause", v.PauseLeftMS)
+			}
+		}
+	}
+}
