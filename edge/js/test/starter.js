@@ -3,7 +3,7 @@
 // tarball into a fresh project holding the starter's files, and bundles
 // it with wrangler's dry run (wrangler from edge/js's dev dependencies).
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, existsSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,6 +45,12 @@ export function buildStarter() {
   const project = path.join(tmp, 'worker');
   mkdirSync(project);
   for (const f of readdirSync(path.join(pkgDir, 'examples/worker'))) copyFileSync(path.join(pkgDir, 'examples/worker', f), path.join(project, f));
+  // npm resolves devDependencies even with --omit=dev, and offline it can
+  // only if its cache holds wrangler's registry metadata (npm ci does not
+  // put it there): the copy installs without them.
+  const pj = JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8'));
+  delete pj.devDependencies;
+  writeFileSync(path.join(project, 'package.json'), JSON.stringify(pj, null, 2));
   execFileSync(npm, ['install', '--offline', '--omit=dev', '--no-audit', '--no-fund', '--loglevel=error', tarball], { ...quiet, cwd: project });
   const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: '1', WRANGLER_LOG_PATH: path.join(tmp, 'wrangler-logs') };
   try {
