@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/clock"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,9 @@ type Options struct {
 	// BudgetFor(MaxMemory).GoLimit. With InMemory the whole store is in
 	// memory too, unbounded. Default DefaultMaxMemory (768 MiB).
 	MaxMemory int64
+	// Logger receives the coordinator's log lines: the audit lines of the
+	// live control (control.go). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
@@ -93,6 +97,9 @@ const (
 func (o *Options) EnsureDefaults() {
 	if o.Clock == nil {
 		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -168,6 +175,11 @@ type Coordinator struct {
 	sharedDone chan struct{}        // closed when the shared merger's loop ends
 
 	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
+
+	ctl     *control      // live control: run-time limits and pauses (control.go)
+	log     *slog.Logger  // Options.Logger
+	ctlStop chan struct{} // closed by Close: ends the control poll (shared mode)
+	ctlDone chan struct{} // closed when the control poll ended
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -279,6 +291,8 @@ func Open(opts Options) (*Coordinator, error) {
 			return nil, err
 		}
 	}
+	ctl := newControl(opts.Config, controlStoreOf(store), !opts.Merger.NoResetNotices, opts.Logger)
+	opts.Merger.Limits = ctl.limits
 	m, err := merge.NewMerger(opts.Config, store, opts.Merger)
 	if err != nil {
 		store.Close()
@@ -289,7 +303,8 @@ func Open(opts Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{opts: opts, store: store, m: m,
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
-		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
+		gcStop: make(chan struct{}), gcDone: make(chan struct{}),
+		ctl: ctl, log: opts.Logger, ctlStop: make(chan struct{}), ctlDone: make(chan struct{})}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
 	obs := observers{c.dash, c.met.lim}
@@ -301,6 +316,15 @@ func Open(opts Options) (*Coordinator, error) {
 		}
 		c.sharedDone = make(chan struct{})
 		c.shared.Run(opts.Clock.Now, c.quit, c.sharedDone)
+		c.ctl.notices = false // shared mode sends no reset notices
+	}
+	if err := c.openControl(); err != nil {
+		close(c.quit)
+		if c.sharedDone != nil {
+			<-c.sharedDone
+		}
+		store.Close()
+		return nil, err
 	}
 	go c.loop()
 	if opts.GCInterval > 0 && c.shared == nil {
@@ -338,7 +362,11 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 		return nil, err
 	}
 	if c.shared != nil {
-		return c.syncShared(ctx, b)
+		r, err := c.syncShared(ctx, b)
+		if err == nil {
+			c.ctl.decorate(r.reply, c.opts.Clock.Now())
+		}
+		return r, err
 	}
 	// Read the cold keys here, in parallel with other requests, rather than
 	// in the committer.
@@ -349,6 +377,7 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 	if r.err != nil {
 		return nil, r.err
 	}
+	c.ctl.decorate(r.reply, c.opts.Clock.Now())
 	return r, nil
 }
 
@@ -594,6 +623,8 @@ func (c *Coordinator) Close() error {
 	c.closeMu.Unlock()
 	close(c.gcStop)
 	<-c.gcDone
+	close(c.ctlStop)
+	<-c.ctlDone
 	c.inflight.Wait()
 	close(c.quit)
 	<-c.done

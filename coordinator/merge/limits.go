@@ -38,7 +38,7 @@ type LimitsGen struct {
 // NewLimits returns the Limits of cfg (generation 1). cfg must be valid.
 func NewLimits(cfg wire.Config) *Limits {
 	l := &Limits{}
-	l.cur.Store(&LimitsGen{Gen: 1, Config: cloneConfig(cfg)})
+	l.cur.Store(&LimitsGen{Gen: 1, Config: CloneConfig(cfg)})
 	return l
 }
 
@@ -68,7 +68,7 @@ func (l *Limits) Publish(cfg wire.Config) (*LimitsGen, error) {
 			return nil, fmt.Errorf("merge: limits: limiter %q: only its limit and overrides change at run time (the rest needs a restart)", b.Name)
 		}
 	}
-	g := &LimitsGen{Gen: old.Gen + 1, Config: cloneConfig(cfg)}
+	g := &LimitsGen{Gen: old.Gen + 1, Config: CloneConfig(cfg)}
 	l.cur.Store(g)
 	return g, nil
 }
@@ -80,9 +80,9 @@ func upstreamEqual(a, b *wire.UpstreamConfig) bool {
 	return *a == *b
 }
 
-// cloneConfig copies cfg's limiters and their overrides, so the copy
+// CloneConfig copies cfg's limiters and their overrides, so the copy
 // shares nothing that the caller may change.
-func cloneConfig(cfg wire.Config) wire.Config {
+func CloneConfig(cfg wire.Config) wire.Config {
 	cfg.Limiters = slices.Clone(cfg.Limiters)
 	for i := range cfg.Limiters {
 		l := &cfg.Limiters[i]

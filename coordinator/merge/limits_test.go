@@ -19,7 +19,7 @@ func withLimits(lims **Limits) func(*testOptions) {
 // (key "") or key's override set to n.
 func setLimit(t *testing.T, lims *Limits, limiter, key string, n int64) {
 	t.Helper()
-	cfg := cloneConfig(lims.Load().Config)
+	cfg := CloneConfig(lims.Load().Config)
 	l := cfg.Limiter(limiter)
 	if key == "" {
 		l.Limit = n
@@ -59,12 +59,12 @@ func TestLimitsChangeAtRunTime(t *testing.T) {
 		t.Fatalf("generation %d, want 3 (configuration + two changes)", g)
 	}
 	// A change of anything but limits is refused and changes nothing.
-	cfg := cloneConfig(lims.Load().Config)
+	cfg := CloneConfig(lims.Load().Config)
 	cfg.Limiter("fw").Period = 2 * sec
 	if _, err := lims.Publish(cfg); err == nil {
 		t.Fatal("a period change was published")
 	}
-	cfg = cloneConfig(lims.Load().Config)
+	cfg = CloneConfig(lims.Load().Config)
 	cfg.Limiter("fw").Limit = 0
 	if _, err := lims.Publish(cfg); err == nil {
 		t.Fatal("a limit of 0 was published")

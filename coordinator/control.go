@@ -1,0 +1,520 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Live control: an operator changes a limiter's limit or a key's override,
+// or pauses a limiter or a key fleet-wide (a kill switch for an upstream),
+// while the coordinator runs: through the API (control_http.go, the admin
+// role), the dashboard's control panel, or a reload of the configuration
+// file (ReloadConfig: SIGHUP). Every change
+//
+//   - takes effect at once for the coordinator's grants and answers: the
+//     limits go to merge.Limits, the one home of the limits in force, which
+//     the Merger (each Merger in shared mode) adopts before its next batch,
+//     and to the dashboard and the per-limiter metrics; a pause decorates
+//     every reply that names the limiter or key;
+//   - reaches every isolate that syncs with its next reply (View.Limit for
+//     edges that send `lim`, an upstream pause wire.UpView for a pause), so
+//     within two sync intervals;
+//   - is logged once (an audit line: who, what, old -> new, reason, expiry);
+//   - is stored (the control record, control_store.go): it survives a
+//     restart, and in shared mode (Redis) every coordinator of the store
+//     reads it (ControlPoll).
+//
+// A run-time limit holds until the configuration file's value for it
+// changes: each stored change remembers the file's value it was made over
+// (its base), and a start or reload whose file says otherwise drops it (the
+// file was edited since: it wins), with a log line.
+//
+// Lowering a limit below a key's count: the leases already granted stay
+// (their isolates admit up to them and report it) and no new lease or
+// admission is granted until the count is back under the new limit, so a
+// window ends at most at its count plus the leases held when the limit
+// dropped (merge.TestLimitLoweredBelowCount).
+//
+// A pause is told to the isolates as an upstream pause of each key a reply
+// names: the isolate denies the key until the pause ends, as after an
+// upstream's 429. Resuming (or shortening) lifts it at the isolates with a
+// reset notice of each key told (merge.Merger.Notice: the isolate drops
+// what it cached of the key, its pause among it, and the next view brings
+// the counts back), within two sync intervals. Shared mode has no reset
+// notices, and the coordinator tracks the keys told of a limiter's pause up
+// to maxPauseTold: the other keys are told the pause ControlPauseChunk at a
+// time (renewed with every reply that names them), so a resume reaches
+// them within that.
+
+// Limits of the control API.
+const (
+	// ControlMaxPause is the longest pause: 30 days.
+	ControlMaxPause = 30 * 24 * time.Hour
+	// ControlMaxReason is the longest reason, in bytes: 500.
+	ControlMaxReason = 500
+	// ControlMaxPauses is the most pauses in force at once: 1024.
+	ControlMaxPauses = 1024
+	// ControlPauseChunk is how much of a pause a key is told at a time
+	// when a resume could not reach it by a reset notice (shared mode, or
+	// more than maxPauseTold keys of one limiter): 10 s.
+	ControlPauseChunk = 10 * time.Second
+	// ControlPoll is how often a coordinator in shared mode reads the
+	// control record other coordinators may have changed: 1 s.
+	ControlPoll = time.Second
+)
+
+// maxPauseTold bounds the keys per paused limiter the coordinator
+// remembers telling of the pause (for the notices of a resume): half of
+// the Merger's reset log, so that a resume fits it.
+const maxPauseTold = 2048
+
+// Pause is an operator's fleet-wide pause of a limiter (Key "") or of one
+// of its keys.
+type Pause struct {
+	Limiter string `json:"limiter"`
+	Key     string `json:"key,omitempty"`
+	// Until is when the pause ends, coordinator time (Unix ns).
+	Until int64 `json:"until_ns"`
+	// Left is how long the pause still lasts, ns (in views only).
+	Left   int64  `json:"left_ns,omitempty"`
+	Reason string `json:"reason"`
+	// By is who paused: the bearer token's scope and roles, or the
+	// configuration file.
+	By string `json:"by"`
+	// At is when the pause was set, coordinator time (Unix ns).
+	At int64 `json:"at_ns"`
+}
+
+// ErrControl wraps the refusals of a control change (bad value, unknown
+// pause): HTTP 400 or 404.
+var ErrControl = errors.New("coordinator: control")
+
+// errNoPause is the ErrControl of a resume without a pause: HTTP 404.
+var errNoPause = fmt.Errorf("%w: no such pause", ErrControl)
+
+// control is the coordinator's live control state.
+type control struct {
+	mu     sync.Mutex // serialises changes
+	limits *merge.Limits
+	file   wire.Config   // the configuration file's limiters (Options.Config, then each reload)
+	rec    controlRecord // what is stored: the changes and pauses in force
+	store  controlStore
+	log    *slog.Logger
+	// notices: lift a resumed pause with reset notices (not shared mode).
+	notices bool
+
+	active atomic.Pointer[pauseIndex] // the pauses in force; nil: none
+
+	toldMu sync.Mutex
+	told   map[string]map[string]bool // limiter -> keys told of its pause
+}
+
+// pauseIndex is the pauses in force, for the replies (immutable).
+type pauseIndex struct {
+	limiters map[string]int64    // limiter -> until (ns)
+	keys     map[[2]string]int64 // (limiter, key) -> until (ns)
+}
+
+// until returns when (limiter, key)'s pause ends (0: none) and whether the
+// limiter's pause is the one that ends last.
+func (p *pauseIndex) until(limiter, key string) (int64, bool) {
+	l := p.limiters[limiter]
+	k := p.keys[[2]string{limiter, key}]
+	return max(l, k), l > k
+}
+
+// newControl returns the control state over the configuration cfg, with
+// the record rec read from store (nil: none).
+func newControl(cfg wire.Config, store controlStore, notices bool, log *slog.Logger) *control {
+	return &control{limits: merge.NewLimits(cfg), file: merge.CloneConfig(cfg), store: store, notices: notices,
+		log: log, told: map[string]map[string]bool{}}
+}
+
+// decorate adds to rp, made at now, the pause of every entry's limiter or
+// key in force: an upstream pause the isolate honours.
+func (ct *control) decorate(rp *wire.Reply, now int64) {
+	ps := ct.active.Load()
+	if ps == nil || rp == nil {
+		return
+	}
+	for i := range rp.Entries {
+		v := &rp.Entries[i]
+		until, byLimiter := ps.until(v.Limiter, v.Key)
+		if until <= now {
+			continue
+		}
+		left := until - now
+		if !ct.notices || byLimiter && !ct.tell(v.Limiter, v.Key) {
+			left = min(left, int64(ControlPauseChunk))
+		}
+		j := slices.IndexFunc(rp.Upstream, func(u wire.UpView) bool { return u.Limiter == v.Limiter && u.Key == v.Key })
+		if j < 0 {
+			rp.Upstream = append(rp.Upstream, wire.UpView{Limiter: v.Limiter, Key: v.Key})
+			j = len(rp.Upstream) - 1
+		}
+		rp.Upstream[j].Pause = max(rp.Upstream[j].Pause, left)
+	}
+}
+
+// tell notes that key was told of limiter's pause and reports whether a
+// resume will send it a notice (false: maxPauseTold keys noted already).
+func (ct *control) tell(limiter, key string) bool {
+	ct.toldMu.Lock()
+	defer ct.toldMu.Unlock()
+	ks := ct.told[limiter]
+	if ks == nil {
+		ks = map[string]bool{}
+		ct.told[limiter] = ks
+	}
+	if ks[key] {
+		return true
+	}
+	if len(ks) >= maxPauseTold {
+		return false
+	}
+	ks[key] = true
+	return true
+}
+
+// takeTold returns and forgets the keys told of limiter's pause.
+func (ct *control) takeTold(limiter string) []string {
+	ct.toldMu.Lock()
+	defer ct.toldMu.Unlock()
+	var keys []string
+	for k := range ct.told[limiter] {
+		keys = append(keys, k)
+	}
+	delete(ct.told, limiter)
+	slices.Sort(keys)
+	return keys
+}
+
+// fileValue returns the configuration file's limit of limiter (key "") or
+// override of key (0: none), and whether the limiter exists.
+func fileValue(cfg *wire.Config, limiter, key string) (int64, bool) {
+	l := cfg.Limiter(limiter)
+	if l == nil {
+		return 0, false
+	}
+	if key == "" {
+		return l.Limit, true
+	}
+	for _, o := range l.Overrides {
+		if o.Key == key {
+			return o.Limit, true
+		}
+	}
+	return 0, true
+}
+
+// effective returns the configuration file's limiters with the changes of
+// rec applied.
+func effective(file wire.Config, rec *controlRecord) wire.Config {
+	cfg := merge.CloneConfig(file)
+	for _, s := range rec.Limits {
+		l := cfg.Limiter(s.Limiter)
+		if l == nil {
+			continue
+		}
+		key := string(s.Key)
+		if key == "" {
+			l.Limit = s.Limit
+			continue
+		}
+		i := slices.IndexFunc(l.Overrides, func(o wire.Override) bool { return o.Key == key })
+		switch {
+		case s.Limit == 0 && i >= 0:
+			l.Overrides = slices.Delete(l.Overrides, i, i+1)
+		case i >= 0:
+			l.Overrides[i].Limit = s.Limit
+		case s.Limit > 0:
+			l.Overrides = append(l.Overrides, wire.Override{Key: key, Limit: s.Limit})
+		}
+	}
+	return cfg
+}
+
+// rebase drops from rec the changes whose base is no longer the file's
+// value (the file was edited there since: it wins) and the pauses of
+// limiters the file lacks, and returns a description of each.
+func rebase(file *wire.Config, rec *controlRecord) []string {
+	var dropped []string
+	rec.Limits = slices.DeleteFunc(rec.Limits, func(s limitSetting) bool {
+		v, ok := fileValue(file, s.Limiter, string(s.Key))
+		if ok && v == s.Base {
+			return false
+		}
+		dropped = append(dropped, fmt.Sprintf("%s %d (the file's value changed from %d to %d)", target(s.Limiter, string(s.Key)), s.Limit, s.Base, v))
+		return true
+	})
+	rec.Pauses = slices.DeleteFunc(rec.Pauses, func(p pauseRecord) bool {
+		if file.Limiter(p.Limiter) != nil {
+			return false
+		}
+		dropped = append(dropped, "pause of "+target(p.Limiter, string(p.Key))+" (no such limiter)")
+		return true
+	})
+	return dropped
+}
+
+// target names a limiter ("limiter llm") or a key's override ("llm key
+// \"acme\"") in log lines.
+func target(limiter, key string) string {
+	if key == "" {
+		return "limiter " + strconv.Quote(limiter)
+	}
+	return "limiter " + strconv.Quote(limiter) + " key " + strconv.Quote(key)
+}
+
+// install makes rec (valid, stored) the state in force: its limits go to
+// merge.Limits, the dashboard and the metrics, its pauses to the replies.
+// The caller holds ct.mu.
+func (c *Coordinator) installControl(rec controlRecord, file wire.Config) error {
+	ct := c.ctl
+	cfg := effective(file, &rec)
+	g := ct.limits.Load()
+	if !slices.EqualFunc(cfg.Limiters, g.Config.Limiters, sameLimits) {
+		ng, err := ct.limits.Publish(cfg)
+		if err != nil {
+			return err
+		}
+		c.dash.SetLimits(ng.Config)
+		c.met.lim.setLimits(ng.Config)
+	}
+	ct.rec, ct.file = rec, file
+	var ps *pauseIndex
+	if len(rec.Pauses) > 0 {
+		ps = &pauseIndex{limiters: map[string]int64{}, keys: map[[2]string]int64{}}
+		for _, p := range rec.Pauses {
+			if len(p.Key) == 0 {
+				ps.limiters[p.Limiter] = p.Until
+			} else {
+				ps.keys[[2]string{p.Limiter, string(p.Key)}] = p.Until
+			}
+		}
+	}
+	ct.active.Store(ps)
+	return nil
+}
+
+// sameLimits reports whether two limiters have the same limit and
+// overrides.
+func sameLimits(a, b wire.LimiterConfig) bool {
+	return a.Limit == b.Limit && slices.EqualFunc(a.Overrides, b.Overrides, func(x, y wire.Override) bool { return x.Key == y.Key && x.Limit == y.Limit })
+}
+
+// audit is one change for the audit log.
+type audit struct {
+	what, old, new string
+	reason         string
+	until          int64 // pauses: when it ends, ns; 0: none
+}
+
+// change applies fn to a copy of the control record at now (with the
+// configuration file's limiters file: ct.file, or newFile when set, and
+// the limiters in force cur), stores the result and installs it (newFile
+// becoming ct.file); each audit line fn returns is logged with who.
+// In shared mode it first reads the stored record (another coordinator's
+// changes) and, when another coordinator stores one meanwhile, starts
+// again (up to 5 times). An error of fn changes nothing.
+func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Config, fn func(rec *controlRecord, file, cur *wire.Config, now int64) ([]audit, error)) error {
+	ct := c.ctl
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if err := c.pullControl(ctx); err != nil {
+			return err
+		}
+		now := c.opts.Clock.Now()
+		old := ct.rec
+		rec := old.clone()
+		rec.prune(now)
+		cur := effective(ct.file, &rec)
+		file := ct.file
+		if newFile != nil {
+			file = *newFile
+		}
+		lines, err := fn(&rec, &file, &cur, now)
+		if err != nil {
+			return err
+		}
+		if err := effectiveValid(file, &rec); err != nil {
+			return err
+		}
+		prev := rec.Gen
+		rec.Gen++
+		saved, err := ct.store.save(ctx, prev, &rec)
+		if errors.Is(err, ErrSharedControl) {
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("%w: storing the control record: %w", ErrUnavailable, err)
+		}
+		if !saved {
+			if attempt < 5 {
+				continue // another coordinator changed it: again, on its record
+			}
+			return fmt.Errorf("%w: the control record kept changing under this change (other coordinators)", ErrUnavailable)
+		}
+		if err := c.installControl(rec, file); err != nil {
+			return err // checked by effectiveValid: not reached
+		}
+		c.liftPauses(&old, &rec)
+		for _, l := range lines {
+			args := []any{"by", who, "change", l.what, "old", l.old, "new", l.new, "reason", l.reason, "generation", rec.Gen}
+			if l.until != 0 {
+				args = append(args, "until", time.Unix(0, l.until).UTC().Format(time.RFC3339), "for", time.Duration(l.until-now).Round(time.Second).String())
+			}
+			c.log.Info(fmt.Sprintf("coordinator: audit: %s: %s -> %s", l.what, l.old, l.new), args...)
+		}
+		return nil
+	}
+}
+
+// effectiveValid checks the configuration rec makes of file.
+func effectiveValid(file wire.Config, rec *controlRecord) error {
+	cfg := effective(file, rec)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrControl, err)
+	}
+	return nil
+}
+
+// pullControl adopts the stored control record when another coordinator
+// changed it (shared mode; a no-op for Pebble, whose only writer is this
+// process). The caller holds ct.mu.
+func (c *Coordinator) pullControl(ctx context.Context) error {
+	ct := c.ctl
+	rec, err := ct.store.load(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: reading the control record: %w", ErrUnavailable, err)
+	}
+	if rec == nil || rec.Gen == ct.rec.Gen {
+		return nil
+	}
+	for _, d := range rebase(&ct.file, rec) {
+		c.log.Warn("coordinator: control: the stored change of " + d + " does not apply to this coordinator's configuration; ignored")
+	}
+	if err := effectiveValid(ct.file, rec); err != nil {
+		return err
+	}
+	old := ct.rec
+	if err := c.installControl(*rec, ct.file); err != nil {
+		return err
+	}
+	c.liftPauses(&old, rec)
+	c.log.Info("coordinator: control: adopted generation "+strconv.FormatInt(rec.Gen, 10)+" of the control record (another coordinator's change)", "generation", rec.Gen)
+	return nil
+}
+
+// liftPauses sends reset notices for the pauses of old that rec ended or
+// shortened (not in shared mode: no notices there).
+func (c *Coordinator) liftPauses(old, rec *controlRecord) {
+	if !c.ctl.notices {
+		return
+	}
+	var keys [][2]string
+	for _, p := range old.Pauses {
+		i := slices.IndexFunc(rec.Pauses, func(q pauseRecord) bool { return q.Limiter == p.Limiter && string(q.Key) == string(p.Key) })
+		if i >= 0 && rec.Pauses[i].Until >= p.Until {
+			continue
+		}
+		if len(p.Key) > 0 {
+			keys = append(keys, [2]string{p.Limiter, string(p.Key)})
+			continue
+		}
+		for _, k := range c.ctl.takeTold(p.Limiter) {
+			keys = append(keys, [2]string{p.Limiter, k})
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	c.do(context.Background(), func(m *merge.Merger, now int64) error {
+		for _, k := range keys {
+			m.Notice(k[0], k[1], now)
+		}
+		return nil
+	})
+}
+
+// controlStoreOf returns where the control record of a coordinator over
+// store lives: in store itself (Pebble), in its ControlStore (shared
+// mode), or nowhere (a shared store without one: changes are refused).
+func controlStoreOf(store merge.Store) controlStore {
+	if _, shared := store.(merge.SharedStore); !shared {
+		return pebbleControl{store}
+	}
+	if cs, ok := store.(ControlStore); ok {
+		return sharedControl{cs}
+	}
+	return noControl{}
+}
+
+// openControl puts the stored control record in force (Open) and, in
+// shared mode, starts reading it every ControlPoll. A stored change the
+// configuration file has changed since is dropped (the file wins), with a
+// log line; a record that does not decode is an error.
+func (c *Coordinator) openControl() error {
+	ct := c.ctl
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	rec, err := ct.store.load(context.Background())
+	if err != nil {
+		return fmt.Errorf("coordinator: reading the control record: %w", err)
+	}
+	if rec != nil {
+		for _, d := range rebase(&ct.file, rec) {
+			c.log.Warn("coordinator: control: the stored run-time change of " + d + " is dropped: the configuration file wins")
+		}
+		rec.prune(c.opts.Clock.Now())
+		if err := effectiveValid(ct.file, rec); err != nil {
+			return fmt.Errorf("coordinator: the stored control record: %w", err)
+		}
+		if err := c.installControl(*rec, ct.file); err != nil {
+			return err
+		}
+		if len(rec.Limits)+len(rec.Pauses) > 0 {
+			c.log.Info(fmt.Sprintf("coordinator: control: %d run-time limit changes and %d pauses from the store in force (generation %d)", len(rec.Limits), len(rec.Pauses), rec.Gen),
+				"generation", rec.Gen, "limits", len(rec.Limits), "pauses", len(rec.Pauses))
+		}
+	}
+	if _, ok := ct.store.(sharedControl); !ok {
+		close(c.ctlDone)
+		return nil
+	}
+	go c.pollControl()
+	return nil
+}
+
+// pollControl adopts, every ControlPoll until Close, the control record
+// other coordinators of the shared store changed.
+func (c *Coordinator) pollControl() {
+	defer close(c.ctlDone)
+	t := time.NewTicker(ControlPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctlStop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), ControlPoll)
+		c.ctl.mu.Lock()
+		if err := c.pullControl(ctx); err != nil {
+			c.log.Warn("coordinator: control: reading the control record: "+err.Error(), "error", err.Error())
+		}
+		c.ctl.mu.Unlock()
+		cancel()
+	}
+}

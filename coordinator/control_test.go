@@ -1,0 +1,232 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// controlDo sends method path with body (JSON, may be "") and token (may
+// be "") to srv and returns the status and body.
+func controlDo(t *testing.T, srv *httptest.Server, method, path, body, token string) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, srv.URL+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// mustControl is controlDo expecting 200 and a ControlView.
+func mustControl(t *testing.T, srv *httptest.Server, method, path, body, token string) *ControlView {
+	t.Helper()
+	status, out := controlDo(t, srv, method, path, body, token)
+	if status != http.StatusOK {
+		t.Fatalf("%s %s: status %d: %s", method, path, status, out)
+	}
+	v := new(ControlView)
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("%s %s: %v: %s", method, path, err, out)
+	}
+	return v
+}
+
+// withLog sends the coordinator's log to buf (JSON lines).
+func withLog(buf *syncBuffer) func(*Options) {
+	return func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(buf, nil)) }
+}
+
+// limitedBatch is batch with View.Limit asked for (an edge that adopts the
+// coordinator's limits).
+func limitedBatch(iso string, seq, at int64, entries ...wire.Delta) *wire.Batch {
+	b := batch(iso, seq, at, entries...)
+	b.Limits = true
+	return b
+}
+
+// A limit and an override changed through the API are in force for the
+// next batch (View.Limit, the key's state, the dashboard), and each change
+// is one audit line naming who, old -> new and the reason.
+func TestControlSetLimits(t *testing.T) {
+	logs := &syncBuffer{}
+	c, clk, srv := newTestServer(t, withLog(logs))
+	w := clk.now() / sec
+	d := func(key string) wire.Delta { return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1, Demand: 1} }
+	rp := mustSync(t, c, limitedBatch("a", 1, clk.now(), d("k"), d("vip")))
+	if viewOf(t, rp, "fw", "k").Limit != 100 || viewOf(t, rp, "fw", "vip").Limit != 1000 {
+		t.Fatalf("before: %+v", rp.Entries)
+	}
+	mustControl(t, srv, "PUT", "/v1/limiters/fw/limit", `{"limit": 7, "reason": "upstream quota cut"}`, "")
+	v := mustControl(t, srv, "PUT", "/v1/limiters/fw/overrides/vip", `{"limit": 9}`, "")
+	if v.Generation != 2 || v.LimitsGeneration != 3 {
+		t.Fatalf("generations %d, %d after two changes, want 2 and 3", v.Generation, v.LimitsGeneration)
+	}
+	if l := v.Limiters[0]; l.Name != "fw" || l.Limit != 7 || l.ConfiguredMax != 100 || l.Overrides["vip"] != 9 || l.Configured["vip"] != 1000 || len(l.Changes) != 2 {
+		t.Fatalf("control view: %+v", l)
+	}
+	rp = mustSync(t, c, limitedBatch("a", 2, clk.now(), d("k"), d("vip")))
+	if k, vip := viewOf(t, rp, "fw", "k").Limit, viewOf(t, rp, "fw", "vip").Limit; k != 7 || vip != 9 {
+		t.Fatalf("after: limits %d and %d, want 7 and 9", k, vip)
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Limit != 7 {
+		t.Fatalf("key state: limit %d, want 7", ks.Limit)
+	}
+	_, out := controlDo(t, srv, "GET", "/v1/limiters", "", "")
+	if !bytes.Contains(out, []byte(`"name":"fw","algorithm":"fixed_window","mode":"approximate","limit":7`)) {
+		t.Errorf("dashboard does not show the new limit: %s", out)
+	}
+	// Removing the override: the key takes the limiter's limit.
+	mustControl(t, srv, "DELETE", "/v1/limiters/fw/overrides/vip?reason=done", "", "")
+	rp = mustSync(t, c, limitedBatch("a", 3, clk.now(), d("vip")))
+	if l := viewOf(t, rp, "fw", "vip").Limit; l != 7 {
+		t.Fatalf("override removed: limit %d, want the limiter's 7", l)
+	}
+	// Back to the file's value: no run-time change left for fw.
+	v = mustControl(t, srv, "PUT", "/v1/limiters/fw/limit", `{"limit": 100}`, "")
+	if n := len(v.Limiters[0].Changes); n != 1 { // the override's removal stays
+		t.Fatalf("changes after going back to the file's limit: %+v", v.Limiters[0].Changes)
+	}
+	lines := strings.Count(logs.String(), `"msg":"coordinator: audit: `)
+	if lines != 4 {
+		t.Fatalf("%d audit lines for 4 changes:\n%s", lines, logs)
+	}
+	for _, want := range []string{`"msg":"coordinator: audit: limit of limiter \"fw\": 100 -> 7"`, `"by":"anonymous from 127.0.0.1:`,
+		`"reason":"upstream quota cut"`, `"msg":"coordinator: audit: limit of limiter \"fw\" key \"vip\": 1000 -> 9"`,
+		`"old":"9","new":"no override (7)","reason":"done"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+// Bad requests are refused with the field or the reason and change
+// nothing; only the admin role changes.
+func TestControlRefusals(t *testing.T) {
+	c, _, srv := newTestServer(t, func(o *Options) {
+		o.Grants = []Grant{{Token: "reader", Roles: RoleRead}, {Token: "boss", Roles: RoleAdmin}}
+	})
+	for _, tc := range []struct {
+		method, path, body, token string
+		status                    int
+		want                      string
+	}{
+		{"PUT", "/v1/limiters/fw/limit", `{"limit": 7}`, "reader", 403, "lacks the admin role"},
+		{"PUT", "/v1/limiters/fw/limit", `{"limit": 7}`, "", 401, "bearer token"},
+		{"PUT", "/v1/limiters/fw/limit", `{"limit": 0}`, "boss", 400, "limit must be 1 to"},
+		{"PUT", "/v1/limiters/fw/limit", `{"limit": 7, "extra": 1}`, "boss", 400, "unknown field"},
+		{"PUT", "/v1/limiters/fw/limit", "{\n\"limit\": 7,\n}", "boss", 400, "line 3"},
+		{"PUT", "/v1/limiters/nope/limit", `{"limit": 7}`, "boss", 404, "unknown limiter"},
+		{"PUT", "/v1/limiters/fw/overrides/k", `{"limit": 0}`, "boss", 400, "DELETE removes"},
+		{"POST", "/v1/limiters/fw/pause", `{"for": "10m"}`, "boss", 400, "needs a reason"},
+		{"POST", "/v1/limiters/fw/pause", `{"for": "-1m", "reason": "x"}`, "boss", 400, "more than 0"},
+		{"POST", "/v1/limiters/fw/pause", `{"for": "31d", "reason": "x"}`, "boss", 400, "at most 720h"},
+		{"POST", "/v1/limiters/fw/pause", `{"for": "soon", "reason": "x"}`, "boss", 400, "for must be a duration"},
+		{"POST", "/v1/limiters/fw/pause", `{"for": "1m", "reason": "` + strings.Repeat("x", 501) + `"}`, "boss", 400, "at most 500"},
+		{"DELETE", "/v1/limiters/fw/pause", "", "boss", 404, "no such pause"},
+		{"DELETE", "/v1/limiters/fw/pause/k", "", "boss", 404, "no such pause"},
+		{"POST", "/v1/limiters/fw/pause/", `{"for": "1m", "reason": "x"}`, "boss", 400, "keys are 1 to"},
+	} {
+		status, out := controlDo(t, srv, tc.method, tc.path, tc.body, tc.token)
+		if status != tc.status || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s %s %s: %d %s, want %d with %q", tc.method, tc.path, tc.body, status, out, tc.status, tc.want)
+		}
+	}
+	v := mustControl(t, srv, "GET", "/v1/control", "", "reader")
+	if v.Generation != 0 || v.LimitsGeneration != 1 || len(v.Pauses) != 0 || v.Limiters[0].Limit != 100 {
+		t.Fatalf("refused changes changed the state: %+v", v)
+	}
+	if _, err := c.Control(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// upPause returns the pause rp tells for (limiter, key), ns (0: none).
+func upPause(rp *wire.Reply, limiter, key string) int64 {
+	for _, u := range rp.Upstream {
+		if u.Limiter == limiter && u.Key == key {
+			return u.Pause
+		}
+	}
+	return 0
+}
+
+// named reports whether rp's reset notices name (limiter, key).
+func named(rp *wire.Reply, limiter, key string) bool {
+	for _, r := range rp.Resets {
+		if r.Limiter == limiter && r.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// A fleet pause of a limiter or a key is told with every reply that names
+// its keys, until it ends or is resumed; a resume sends a reset notice of
+// each key told, which lifts the pause at the isolates.
+func TestControlPauseResume(t *testing.T) {
+	logs := &syncBuffer{}
+	c, clk, srv := newTestServer(t, withLog(logs))
+	w := clk.now() / sec
+	d := func(lim, key string) wire.Delta { return wire.Delta{Limiter: lim, Key: key, Window: w, Delta: 1, Demand: 1} }
+	seqs, gens := map[string]int64{}, map[string]int64{}
+	sync := func(iso string, ds ...wire.Delta) *wire.Reply {
+		seqs[iso]++
+		b := batch(iso, seqs[iso], clk.now(), ds...)
+		b.ResetGen = gens[iso]
+		if b.ResetGen == 0 {
+			b.ResetGen = clk.now() // as if it had heard this coordinator: it gets notices
+		}
+		rp := mustSync(t, c, b)
+		gens[iso] = rp.ResetGen
+		return rp
+	}
+	sync("a", d("fw", "k1"))
+	v := mustControl(t, srv, "POST", "/v1/limiters/fw/pause", `{"for": "10m", "reason": "upstream down, INC-7"}`, "")
+	if len(v.Pauses) != 1 || v.Pauses[0].Limiter != "fw" || v.Pauses[0].Left != 600*sec || v.Pauses[0].Reason != "upstream down, INC-7" {
+		t.Fatalf("pauses: %+v", v.Pauses)
+	}
+	mustControl(t, srv, "POST", "/v1/limiters/sw/pause/only", `{"for": "1m", "reason": "abuse"}`, "")
+	clk.add(sec)
+	rp := sync("a", d("fw", "k1"), d("fw", "k2"), d("sw", "only"), d("sw", "other"))
+	if p1, p2 := upPause(rp, "fw", "k1"), upPause(rp, "fw", "k2"); p1 != 599*sec || p2 != 599*sec {
+		t.Fatalf("limiter pause told %d, %d ns, want 599 s", p1, p2)
+	}
+	if p, o := upPause(rp, "sw", "only"), upPause(rp, "sw", "other"); p != 59*sec || o != 0 {
+		t.Fatalf("key pause told %d (want 59 s) and %d for another key (want 0)", p, o)
+	}
+	// Resume the limiter: its keys told are noticed, and no longer paused.
+	mustControl(t, srv, "DELETE", "/v1/limiters/fw/pause?reason=fixed", "", "")
+	rp = sync("a", d("fw", "k3"))
+	if upPause(rp, "fw", "k3") != 0 || !named(rp, "fw", "k1") || !named(rp, "fw", "k2") {
+		t.Fatalf("after resume: up %+v resets %+v, want no pause and notices of k1, k2", rp.Upstream, rp.Resets)
+	}
+	// The key pause ends by itself.
+	clk.add(60 * sec)
+	if rp := sync("a", d("sw", "only")); upPause(rp, "sw", "only") != 0 {
+		t.Fatalf("an expired pause is still told: %+v", rp.Upstream)
+	}
+	for _, want := range []string{`coordinator: audit: pause of limiter \"fw\": not paused -> paused for 10m0s`, `"until":"`,
+		`"reason":"upstream down, INC-7"`, `pause of limiter \"fw\": paused until`, `-> resumed`, `"reason":"fixed"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, logs)
+		}
+	}
+}
