@@ -69,7 +69,9 @@ func TestControlSetLimits(t *testing.T) {
 	logs := &syncBuffer{}
 	c, clk, srv := newTestServer(t, withLog(logs))
 	w := clk.now() / sec
-	d := func(key string) wire.Delta { return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1, Demand: 1} }
+	d := func(key string) wire.Delta {
+		return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1, Demand: 1}
+	}
 	rp := mustSync(t, c, limitedBatch("a", 1, clk.now(), d("k"), d("vip")))
 	if viewOf(t, rp, "fw", "k").Limit != 100 || viewOf(t, rp, "fw", "vip").Limit != 1000 {
 		t.Fatalf("before: %+v", rp.Entries)
@@ -185,7 +187,9 @@ func TestControlPauseResume(t *testing.T) {
 	logs := &syncBuffer{}
 	c, clk, srv := newTestServer(t, withLog(logs))
 	w := clk.now() / sec
-	d := func(lim, key string) wire.Delta { return wire.Delta{Limiter: lim, Key: key, Window: w, Delta: 1, Demand: 1} }
+	d := func(lim, key string) wire.Delta {
+		return wire.Delta{Limiter: lim, Key: key, Window: w, Delta: 1, Demand: 1}
+	}
 	seqs, gens := map[string]int64{}, map[string]int64{}
 	sync := func(iso string, ds ...wire.Delta) *wire.Reply {
 		seqs[iso]++
