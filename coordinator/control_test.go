@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/clock"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -232,5 +233,126 @@ func TestControlPauseResume(t *testing.T) {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the audit log lacks %s:\n%s", want, logs)
 		}
+	}
+}
+
+// Run-time changes and pauses are stored: a restart over the same data
+// directory has them in force, but for a change whose value the
+// configuration file changed since (the file wins, logged).
+func TestControlSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	clk.set(t0)
+	open := func(cfg wire.Config, logs *syncBuffer) *Coordinator {
+		c, err := Open(Options{Dir: dir, Config: cfg, Clock: clock.Func(clk.now), GCInterval: -1, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+	c := open(testConfig(), &syncBuffer{})
+	if err := c.SetLimit(ctx, "test", "fw", "", 7, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetLimit(ctx, "test", "sw", "", 8, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PauseFleet(ctx, "test", "tb", "k", 600e9, "r3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	c = open(testConfig(), logs)
+	v, err := c.Control(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Limiters[0].Limit != 7 || v.Limiters[1].Limit != 8 || len(v.Pauses) != 1 || v.Pauses[0].Reason != "r3" || v.Generation != 3 {
+		t.Fatalf("after a restart: %+v", v)
+	}
+	rp := mustSync(t, c, limitedBatch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: clk.now() / sec, Delta: 1},
+		wire.Delta{Limiter: "tb", Key: "k", Delta: 1}))
+	if viewOf(t, rp, "fw", "k").Limit != 7 || upPause(rp, "tb", "k") != 600e9 {
+		t.Fatalf("after a restart: reply %+v", rp)
+	}
+	if !strings.Contains(logs.String(), "2 run-time limit changes and 1 pauses from the store in force") {
+		t.Errorf("the start does not say what the store put in force:\n%s", logs)
+	}
+	c.Close()
+	// The file now says 50 for fw: its run-time 7 is dropped, sw's 8 stays.
+	cfg := testConfig()
+	cfg.Limiters[0].Limit = 50
+	logs = &syncBuffer{}
+	c = open(cfg, logs)
+	defer c.Close()
+	if v, _ = c.Control(ctx); v.Limiters[0].Limit != 50 || v.Limiters[1].Limit != 8 {
+		t.Fatalf("after the file changed: fw %d (want the file's 50), sw %d (want the run-time 8)", v.Limiters[0].Limit, v.Limiters[1].Limit)
+	}
+	if !strings.Contains(logs.String(), `limiter \"fw\" 7 (the file's value changed from 100 to 50) is dropped`) {
+		t.Errorf("the start does not log the dropped change:\n%s", logs)
+	}
+}
+
+// ReloadConfig (SIGHUP) puts the file's changed limits in force, as the
+// API would, keeps the run-time changes of values the file did not change,
+// and refuses a file that changes more than limits, or is not valid,
+// changing nothing.
+func TestControlReloadConfig(t *testing.T) {
+	logs := &syncBuffer{}
+	c, clk := newTestCoordinator(t, t0, withLog(logs))
+	ctx := context.Background()
+	if err := c.SetLimit(ctx, "test", "sw", "", 8, ""); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Limiters[0].Limit = 50                                        // fw
+	cfg.Limiters[0].Overrides[0].Limit = 2000                         // fw vip
+	cfg.Limiters[2].Overrides = []wire.Override{{Key: "k", Limit: 5}} // tb: a new override
+	if err := c.ReloadConfig(ctx, cfg, "f.json"); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := c.Control(ctx)
+	if v.Limiters[0].Limit != 50 || v.Limiters[0].Overrides["vip"] != 2000 || v.Limiters[1].Limit != 8 || v.Limiters[2].Overrides["k"] != 5 {
+		t.Fatalf("after the reload: %+v", v.Limiters)
+	}
+	rp := mustSync(t, c, limitedBatch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "x", Window: clk.now() / sec, Delta: 1}))
+	if l := viewOf(t, rp, "fw", "x").Limit; l != 50 {
+		t.Fatalf("after the reload: View.Limit %d, want 50", l)
+	}
+	for _, want := range []string{`limit of limiter \"fw\": 100 -> 50","by":"config file f.json"`, `limit of limiter \"fw\" key \"vip\": 1000 -> 2000`,
+		`limit of limiter \"tb\" key \"k\": 10 -> 5`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, logs)
+		}
+	}
+	// The file changes sw too: the file wins over the run-time 8.
+	cfg.Limiters[1].Limit = 60
+	if err := c.ReloadConfig(ctx, cfg, "f.json"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Control(ctx); v.Limiters[1].Limit != 60 || len(v.Limiters[1].Changes) != 0 {
+		t.Fatalf("sw after the file changed it: %+v", v.Limiters[1])
+	}
+	// Refused: a period, a limiter more, an invalid limit.
+	before, _ := c.Control(ctx)
+	bad := []func(*wire.Config){
+		func(c *wire.Config) { c.Limiters[0].Period = 2 * sec },
+		func(c *wire.Config) {
+			c.Limiters = append(c.Limiters, wire.LimiterConfig{Name: "new", Algorithm: wire.FixedWindow, Limit: 1, Period: sec})
+		},
+		func(c *wire.Config) { c.Limiters[0].Limit = 0 },
+	}
+	for i, mod := range bad {
+		b := testConfig()
+		mod(&b)
+		if err := c.ReloadConfig(ctx, b, "bad.json"); err == nil {
+			t.Errorf("bad config %d was reloaded", i)
+		}
+	}
+	if after, _ := c.Control(ctx); after.Generation != before.Generation || after.Limiters[0].Limit != 50 {
+		t.Fatalf("refused reloads changed the state: %+v, before %+v", after, before)
 	}
 }
