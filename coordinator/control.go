@@ -370,6 +370,7 @@ func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Conf
 			return err // checked by effectiveValid: not reached
 		}
 		c.liftPauses(&old, &rec)
+		c.noticeRaised(&cur, ct.limits.Load().Config)
 		for _, l := range lines {
 			args := []any{"by", who, "change", l.what, "old", l.old, "new", l.new, "reason", l.reason, "generation", rec.Gen}
 			if l.until != 0 {
@@ -415,6 +416,50 @@ func (c *Coordinator) pullControl(ctx context.Context) error {
 	c.liftPauses(&old, rec)
 	c.log.Info("coordinator: control: adopted generation "+strconv.FormatInt(rec.Gen, 10)+" of the control record (another coordinator's change)", "generation", rec.Gen)
 	return nil
+}
+
+// noticeRaised sends reset notices (not in shared mode) for the keys whose
+// limit rose from old to cfg: an isolate that denies a key from its cache
+// does not sync it, so it would not hear of the new limit until its denial
+// ends (in shared mode it syncs the key after two sync intervals without
+// a reply: wasm/core/resets.go, recheck). A limiter's limit: its live keys
+// cached here, up to maxPauseTold; an override: its key.
+func (c *Coordinator) noticeRaised(old *wire.Config, cfg wire.Config) {
+	if !c.ctl.notices {
+		return
+	}
+	var limiters []string
+	var keys [][2]string
+	for i := range cfg.Limiters {
+		n, o := &cfg.Limiters[i], old.Limiter(cfg.Limiters[i].Name)
+		if n.Limit > o.Limit {
+			limiters = append(limiters, n.Name)
+		}
+		for _, ov := range n.Overrides {
+			if ov.Limit > o.LimitFor(ov.Key) {
+				keys = append(keys, [2]string{n.Name, ov.Key})
+			}
+		}
+		for _, ov := range o.Overrides {
+			if n.LimitFor(ov.Key) > ov.Limit {
+				keys = append(keys, [2]string{n.Name, ov.Key})
+			}
+		}
+	}
+	if len(limiters)+len(keys) == 0 {
+		return
+	}
+	c.do(context.Background(), func(m *merge.Merger, now int64) error {
+		for _, k := range keys {
+			m.Notice(k[0], k[1], now)
+		}
+		for _, l := range limiters {
+			if n, left := m.NoticeActive(l, maxPauseTold, now); left > 0 {
+				c.log.Warn(fmt.Sprintf("coordinator: control: the raised limit of %s was noticed to the isolates for %d live keys, not for %d more: an isolate denying one of those from its cache hears of it when its denial ends", target(l, ""), n, left))
+			}
+		}
+		return nil
+	})
 }
 
 // liftPauses sends reset notices for the pauses of old that rec ended or

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -123,4 +124,38 @@ func (m *Merger) refreshLimits() {
 func (m *Merger) LimitsGen() int64 {
 	m.refreshLimits()
 	return m.limitsGen
+}
+
+// NoticeActive tells the isolates, with a reset notice (Notice), to drop
+// what they cached of up to max keys of limiter cached here whose count or
+// bucket is live at now (ns): the keys an isolate may be denying from its
+// cache, which it would otherwise not sync (and so not hear of a raised
+// limit) until its denial ends. It returns how many keys it noticed and
+// how many live keys it left out (max reached).
+func (m *Merger) NoticeActive(limiter string, max int, now int64) (noticed, left int) {
+	lim := m.lims[limiter]
+	if lim == nil {
+		return 0, 0
+	}
+	w := limitmath.Window(now, lim.Period)
+	for _, st := range m.keys {
+		if st.lim != lim {
+			continue
+		}
+		live := st.tat > now
+		if !lim.IsBucket() {
+			live = st.win >= w-1 && (st.count > 0 || st.prev > 0)
+		}
+		if !live {
+			continue
+		}
+		if noticed >= max {
+			left++
+			continue
+		}
+		_, key, _ := splitKeyStorageKey([]byte(st.skey))
+		m.Notice(limiter, key, now)
+		noticed++
+	}
+	return noticed, left
 }
