@@ -166,6 +166,23 @@ func (ct *control) decorate(rp *wire.Reply, now int64) {
 	}
 }
 
+// pauseOf returns the fleet pause in force at now for (limiter, key): the
+// one that ends last of the limiter's and the key's, or nil.
+func (ct *control) pauseOf(limiter, key string, now int64) *Pause {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	var best *Pause
+	for _, p := range ct.rec.Pauses {
+		if p.Limiter != limiter || len(p.Key) > 0 && string(p.Key) != key || p.Until <= now {
+			continue
+		}
+		if best == nil || p.Until > best.Until {
+			best = &Pause{Limiter: p.Limiter, Key: string(p.Key), Until: p.Until, Left: p.Until - now, Reason: p.Reason, By: p.By, At: p.At}
+		}
+	}
+	return best
+}
+
 // tell notes that key was told of limiter's pause and reports whether a
 // resume will send it a notice (false: maxPauseTold keys noted already).
 func (ct *control) tell(limiter, key string) bool {

@@ -217,6 +217,14 @@ func TestControlPauseResume(t *testing.T) {
 	if p, o := upPause(rp, "sw", "only"), upPause(rp, "sw", "other"); p != 59*sec || o != 0 {
 		t.Fatalf("key pause told %d (want 59 s) and %d for another key (want 0)", p, o)
 	}
+	// The key's state shows the fleet pause in force.
+	status, out := controlDo(t, srv, "GET", "/v1/limiters/sw/keys/only", "", "")
+	if status != 200 || !strings.Contains(string(out), `"fleet_pause":{"limiter":"sw","key":"only",`) || !strings.Contains(string(out), `"reason":"abuse"`) {
+		t.Fatalf("key state of a paused key: %d %s", status, out)
+	}
+	if _, out := controlDo(t, srv, "GET", "/v1/limiters/sw/keys/other", "", ""); strings.Contains(string(out), "fleet_pause") {
+		t.Fatalf("key state of a key not paused: %s", out)
+	}
 	// Resume the limiter: its keys told are noticed, and no longer paused.
 	mustControl(t, srv, "DELETE", "/v1/limiters/fw/pause?reason=fixed", "", "")
 	rp = sync("a", d("fw", "k3"))

@@ -344,7 +344,14 @@ func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
 		u.Probe = probe
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(ks)
+	json.NewEncoder(w).Encode(keyView{ks, c.ctl.pauseOf(ks.Limiter, ks.Key, c.opts.Clock.Now())})
+}
+
+// keyView is the JSON of GET /v1/limiters/{name}/keys/{key}: the key's
+// state and the fleet pause of its limiter or of it in force (control.go).
+type keyView struct {
+	*merge.KeyState
+	FleetPause *Pause `json:"fleet_pause,omitempty"`
 }
 
 func (c *Coordinator) handleDeleteKey(w http.ResponseWriter, r *http.Request) {
