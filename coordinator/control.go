@@ -356,6 +356,7 @@ func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Conf
 		old := ct.rec
 		rec := old.clone()
 		rec.prune(now)
+		rec.Told = nil // in memory (ct.told) while the coordinator runs
 		cur := effective(ct.file, &rec)
 		file := ct.file
 		if newFile != nil {
@@ -536,6 +537,12 @@ func (c *Coordinator) openControl() error {
 		return fmt.Errorf("coordinator: reading the control record: %w", err)
 	}
 	if rec != nil {
+		for l, keys := range rec.Told {
+			for _, k := range keys {
+				ct.tell(l, string(k))
+			}
+		}
+		rec.Told = nil
 		for _, d := range rebase(&ct.file, rec) {
 			c.log.Warn("coordinator: control: the stored run-time change of " + d + " is dropped: the configuration file wins")
 		}
@@ -557,6 +564,41 @@ func (c *Coordinator) openControl() error {
 	}
 	go c.pollControl()
 	return nil
+}
+
+// saveTold writes, at Close (not in shared mode: no notices there), the
+// keys told of a limiter's pause in force with the control record, so that
+// a resume after the restart sends their notices. A crash loses them: the
+// isolates told then keep the pause until it ends (at most the limiter's
+// max_pause, which the module applies).
+func (c *Coordinator) saveTold() error {
+	ct := c.ctl
+	if !ct.notices {
+		return nil
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	now := c.opts.Clock.Now()
+	rec := ct.rec.clone()
+	rec.Told = nil
+	ct.toldMu.Lock()
+	for _, p := range rec.Pauses {
+		if len(p.Key) > 0 || p.Until <= now || len(ct.told[p.Limiter]) == 0 {
+			continue
+		}
+		if rec.Told == nil {
+			rec.Told = map[string][][]byte{}
+		}
+		for k := range ct.told[p.Limiter] {
+			rec.Told[p.Limiter] = append(rec.Told[p.Limiter], []byte(k))
+		}
+	}
+	ct.toldMu.Unlock()
+	if rec.Told == nil {
+		return nil
+	}
+	_, err := ct.store.save(context.Background(), rec.Gen, &rec)
+	return err
 }
 
 // pollControl adopts, every ControlPoll until Close, the control record

@@ -43,6 +43,10 @@ type controlRecord struct {
 	Gen    int64          `json:"gen"`
 	Limits []limitSetting `json:"limits,omitempty"`
 	Pauses []pauseRecord  `json:"pauses,omitempty"`
+	// Told are, per paused limiter, the keys told of its pause when the
+	// coordinator last closed (Close writes them, Open reads them back):
+	// a resume after a restart still sends their reset notices.
+	Told map[string][][]byte `json:"told,omitempty"`
 }
 
 // limitSetting is a run-time change of a limiter's limit (Key empty) or

@@ -364,3 +364,47 @@ func TestControlReloadConfig(t *testing.T) {
 		t.Fatalf("refused reloads changed the state: %+v, before %+v", after, before)
 	}
 }
+
+// A limiter's pause resumed after a restart still lifts the pause of the
+// keys told before it: Close stores them with the control record.
+func TestControlResumeAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := &fakeClock{}
+	clk.set(t0)
+	open := func() *Coordinator {
+		c, err := Open(Options{Dir: dir, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ctx := context.Background()
+	c := open()
+	if err := c.PauseFleet(ctx, "test", "fw", "", 600e9, "outage"); err != nil {
+		t.Fatal(err)
+	}
+	w := clk.now() / sec
+	d := func(key string) wire.Delta { return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1} }
+	rp := mustSync(t, c, batch("a", 1, clk.now(), d("k1"), d("k2")))
+	if upPause(rp, "fw", "k1") == 0 || upPause(rp, "fw", "k2") == 0 {
+		t.Fatalf("not told: %+v", rp.Upstream)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = open()
+	defer c.Close()
+	// The isolate hears the new process first (ResetAll, its generation).
+	b := batch("a", 2, clk.now())
+	b.ResetGen = rp.ResetGen
+	rp = mustSync(t, c, b)
+	if err := c.ResumeFleet(ctx, "test", "fw", "", "over"); err != nil {
+		t.Fatal(err)
+	}
+	b = batch("a", 3, clk.now())
+	b.ResetGen = rp.ResetGen
+	rp = mustSync(t, c, b)
+	if !named(rp, "fw", "k1") || !named(rp, "fw", "k2") {
+		t.Fatalf("the resume after a restart noticed %+v (ResetAll %v), want k1 and k2", rp.Resets, rp.ResetAll)
+	}
+}

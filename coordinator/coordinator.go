@@ -636,13 +636,16 @@ func (c *Coordinator) Close() error {
 	// request waits any more: its chunks need not rest.
 	c.ckptLate.Store(true)
 	err := c.checkpointNow()
+	if err != nil {
+		err = fmt.Errorf("coordinator: final checkpoint: %w", err)
+	}
+	if terr := c.saveTold(); terr != nil { // the keys told of a pause (control.go)
+		err = errors.Join(err, fmt.Errorf("coordinator: storing the keys told of a pause: %w", terr))
+	}
 	if cerr := c.store.Close(); cerr != nil {
 		return cerr
 	}
-	if err != nil {
-		return fmt.Errorf("coordinator: final checkpoint: %w", err)
-	}
-	return nil
+	return err
 }
 
 // withMerger runs fn with the Merger locked (between two groups).
