@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgelimit/edgelimit/internal/rediscluster"
 )
 
 // edgeAnswer is the edge host's JSON answer to GET /v1/decide.
@@ -30,13 +33,13 @@ func edgeDecide(t *testing.T, addr string) edgeAnswer {
 }
 
 // untilEdge asks the edge every 10 ms until ok holds for 4 answers in a
-// row (both isolates: requests alternate between them), for at most 5 s;
+// row (both isolates: requests alternate between them), for at most 15 s;
 // it returns how long that took from since.
 func untilEdge(t *testing.T, addr, what string, since time.Time, ok func(edgeAnswer) bool) time.Duration {
 	t.Helper()
 	row := 0
 	var first time.Time
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if a := edgeDecide(t, addr); ok(a) {
 			if row == 0 {
 				first = time.Now()
@@ -57,18 +60,38 @@ func untilEdge(t *testing.T, addr, what string, since time.Time, ok func(edgeAns
 // SIGHUP reach the edge's answers; a file that does not load is refused
 // with a log line and the limit stays; a limit set and a fleet pause and
 // resume through the API reach them too. The time from each change to
-// the edge's answers is logged.
+// the edge's answers is logged. On Pebble (in memory) and on a Redis
+// Cluster (no reset notices: a resume waits for the 10 s of pause told).
 func TestControlReachesEdgesProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with processes; not in -short")
 	}
 	bin := buildBinary(t)
+	stores := []string{"--in-memory"}
+	if err := rediscluster.Available(); err != nil {
+		t.Logf("SKIPPED over Redis Cluster: %v", err)
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Stop()
+		stores = append(stores, "--store=redis://"+strings.Join(cl.Addrs(), ","))
+	}
+	for _, store := range stores {
+		t.Run(strings.SplitN(strings.TrimPrefix(store, "--"), ":", 2)[0], func(t *testing.T) { testControlReaches(t, bin, store) })
+	}
+}
+
+func testControlReaches(t *testing.T, bin, store string) {
 	conf := func(limit string) string {
 		return `{"limiters": [{"name": "l", "algorithm": "fixed_window", "limit": ` + limit + `, "period": "1h", "mode": "approximate"}]}`
 	}
 	path := writeConfig(t, conf("6"))
 	ca, ea := freeAddr(t), freeAddr(t)
-	coord, clog := startProcess(t, bin, "--in-memory", "--listen", ca, "--config", path, "--log-format", "json")
+	coord, clog := startProcess(t, bin, store, "--listen", ca, "--config", path, "--log-format", "json")
 	cmd := exec.Command(bin, "edge", "--listen", ea, "--config", writeConfig(t, conf("6")), "--coordinator", "http://"+ca, "--isolates", "2", "--sync", "100ms")
 	elog := &syncBuffer{}
 	cmd.Stderr, cmd.Stdout = elog, elog
