@@ -133,8 +133,8 @@ func (p *pauseIndex) until(limiter, key string) (int64, bool) {
 	return max(l, k), l > k
 }
 
-// newControl returns the control state over the configuration cfg, with
-// the record rec read from store (nil: none).
+// newControl returns the control state over the configuration cfg, its
+// record kept in store (openControl reads it).
 func newControl(cfg wire.Config, store controlStore, notices bool, log *slog.Logger) *control {
 	return &control{limits: merge.NewLimits(cfg), file: merge.CloneConfig(cfg), store: store, notices: notices,
 		log: log, told: map[string]map[string]bool{}}
@@ -293,7 +293,8 @@ func target(limiter, key string) string {
 	return "limiter " + strconv.Quote(limiter) + " key " + strconv.Quote(key)
 }
 
-// install makes rec (valid, stored) the state in force: its limits go to
+// installControl makes rec (valid, stored), over the configuration
+// file's limiters file, the state in force: its limits go to
 // merge.Limits, the dashboard and the metrics, its pauses to the replies.
 // The caller holds ct.mu.
 func (c *Coordinator) installControl(rec controlRecord, file wire.Config) error {
@@ -530,6 +531,7 @@ func controlStoreOf(store merge.Store) controlStore {
 // log line; a record that does not decode is an error.
 func (c *Coordinator) openControl() error {
 	ct := c.ctl
+	c.met.reg.MustRegister(controlMetrics{c})
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	rec, err := ct.store.load(context.Background())

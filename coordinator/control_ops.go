@@ -33,9 +33,11 @@ type ControlView struct {
 type LimiterLimit struct {
 	Name          string           `json:"name"`
 	Limit         int64            `json:"limit"`
-	ConfiguredMax int64            `json:"configured_limit"` // the configuration file's limit
-	Overrides     map[string]int64 `json:"overrides"`        // key -> limit in force
-	Configured    map[string]int64 `json:"configured_overrides"`
+	Overrides     map[string]int64 `json:"overrides"` // key -> limit in force
+	// ConfiguredLimit and ConfiguredOverrides are the configuration
+	// file's.
+	ConfiguredLimit     int64            `json:"configured_limit"`
+	ConfiguredOverrides map[string]int64 `json:"configured_overrides"`
 	// Changes are the run-time changes in force (their reason, who, when).
 	Changes []LimitChange `json:"changes"`
 }
@@ -66,13 +68,13 @@ func (c *Coordinator) Control(ctx context.Context) (*ControlView, error) {
 	for i := range g.Config.Limiters {
 		l := &g.Config.Limiters[i]
 		f := ct.file.Limiter(l.Name)
-		ll := LimiterLimit{Name: l.Name, Limit: l.Limit, ConfiguredMax: f.Limit, Overrides: map[string]int64{},
-			Configured: map[string]int64{}, Changes: []LimitChange{}}
+		ll := LimiterLimit{Name: l.Name, Limit: l.Limit, ConfiguredLimit: f.Limit, Overrides: map[string]int64{},
+			ConfiguredOverrides: map[string]int64{}, Changes: []LimitChange{}}
 		for _, o := range l.Overrides {
 			ll.Overrides[o.Key] = o.Limit
 		}
 		for _, o := range f.Overrides {
-			ll.Configured[o.Key] = o.Limit
+			ll.ConfiguredOverrides[o.Key] = o.Limit
 		}
 		for _, s := range rec.Limits {
 			if s.Limiter == l.Name {

@@ -82,7 +82,7 @@ func TestControlSetLimits(t *testing.T) {
 	if v.Generation != 2 || v.LimitsGeneration != 3 {
 		t.Fatalf("generations %d, %d after two changes, want 2 and 3", v.Generation, v.LimitsGeneration)
 	}
-	if l := v.Limiters[0]; l.Name != "fw" || l.Limit != 7 || l.ConfiguredMax != 100 || l.Overrides["vip"] != 9 || l.Configured["vip"] != 1000 || len(l.Changes) != 2 {
+	if l := v.Limiters[0]; l.Name != "fw" || l.Limit != 7 || l.ConfiguredLimit != 100 || l.Overrides["vip"] != 9 || l.ConfiguredOverrides["vip"] != 1000 || len(l.Changes) != 2 {
 		t.Fatalf("control view: %+v", l)
 	}
 	rp = mustSync(t, c, limitedBatch("a", 2, clk.now(), d("k"), d("vip")))
@@ -216,6 +216,14 @@ func TestControlPauseResume(t *testing.T) {
 	}
 	if p, o := upPause(rp, "sw", "only"), upPause(rp, "sw", "other"); p != 59*sec || o != 0 {
 		t.Fatalf("key pause told %d (want 59 s) and %d for another key (want 0)", p, o)
+	}
+	// The metrics say so.
+	_, out := controlDo(t, srv, "GET", "/metrics", "", "")
+	for _, want := range []string{`edgelimit_coordinator_fleet_paused{limiter="fw"} 1`, `edgelimit_coordinator_fleet_paused{limiter="sw"} 0`,
+		`edgelimit_coordinator_fleet_paused_keys{limiter="sw"} 1`, `edgelimit_coordinator_limit{limiter="fw"} 100`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	// The key's state shows the fleet pause in force.
 	status, out := controlDo(t, srv, "GET", "/v1/limiters/sw/keys/only", "", "")
