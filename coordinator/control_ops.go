@@ -31,9 +31,9 @@ type ControlView struct {
 // LimiterLimit is a limiter's limit and overrides in force, and the
 // configuration file's.
 type LimiterLimit struct {
-	Name          string           `json:"name"`
-	Limit         int64            `json:"limit"`
-	Overrides     map[string]int64 `json:"overrides"` // key -> limit in force
+	Name      string           `json:"name"`
+	Limit     int64            `json:"limit"`
+	Overrides map[string]int64 `json:"overrides"` // key -> limit in force
 	// ConfiguredLimit and ConfiguredOverrides are the configuration
 	// file's.
 	ConfiguredLimit     int64            `json:"configured_limit"`
