@@ -238,24 +238,40 @@ func fileValue(cfg *wire.Config, limiter, key string) (int64, bool) {
 // rec applied.
 func effective(file wire.Config, rec *controlRecord) wire.Config {
 	cfg := merge.CloneConfig(file)
+	changed := map[[2]string]int64{} // (limiter, key) -> limit (0: override removed)
 	for _, s := range rec.Limits {
 		l := cfg.Limiter(s.Limiter)
 		if l == nil {
 			continue
 		}
-		key := string(s.Key)
-		if key == "" {
+		if len(s.Key) == 0 {
 			l.Limit = s.Limit
 			continue
 		}
-		i := slices.IndexFunc(l.Overrides, func(o wire.Override) bool { return o.Key == key })
-		switch {
-		case s.Limit == 0 && i >= 0:
-			l.Overrides = slices.Delete(l.Overrides, i, i+1)
-		case i >= 0:
-			l.Overrides[i].Limit = s.Limit
-		case s.Limit > 0:
-			l.Overrides = append(l.Overrides, wire.Override{Key: key, Limit: s.Limit})
+		changed[[2]string{s.Limiter, string(s.Key)}] = s.Limit
+	}
+	if len(changed) == 0 {
+		return cfg
+	}
+	for i := range cfg.Limiters {
+		l := &cfg.Limiters[i]
+		seen := map[string]bool{}
+		kept := l.Overrides[:0]
+		for _, o := range l.Overrides {
+			n, ok := changed[[2]string{l.Name, o.Key}]
+			seen[o.Key] = ok
+			switch {
+			case !ok:
+				kept = append(kept, o)
+			case n > 0:
+				kept = append(kept, wire.Override{Key: o.Key, Limit: n})
+			}
+		}
+		l.Overrides = kept
+		for _, s := range rec.Limits { // new overrides, in the order they were set
+			if s.Limiter == l.Name && len(s.Key) > 0 && s.Limit > 0 && !seen[string(s.Key)] {
+				l.Overrides = append(l.Overrides, wire.Override{Key: string(s.Key), Limit: s.Limit})
+			}
 		}
 	}
 	return cfg
@@ -415,7 +431,10 @@ func effectiveValid(file wire.Config, rec *controlRecord) error {
 // process). The caller holds ct.mu.
 func (c *Coordinator) pullControl(ctx context.Context) error {
 	ct := c.ctl
-	rec, err := ct.store.load(ctx)
+	if !ct.store.shared() {
+		return nil
+	}
+	rec, err := ct.store.load(ctx, ct.rec.Gen)
 	if err != nil {
 		return fmt.Errorf("%w: reading the control record: %w", ErrUnavailable, err)
 	}
@@ -454,13 +473,28 @@ func (c *Coordinator) noticeRaised(old *wire.Config, cfg wire.Config) {
 		if n.Limit > o.Limit {
 			limiters = append(limiters, n.Name)
 		}
+		limitFor := func(l *wire.LimiterConfig) func(string) int64 {
+			m := make(map[string]int64, len(l.Overrides))
+			for _, ov := range l.Overrides {
+				if _, dup := m[ov.Key]; !dup { // the first override of a key wins, as in LimitFor
+					m[ov.Key] = ov.Limit
+				}
+			}
+			return func(k string) int64 {
+				if v, ok := m[k]; ok {
+					return v
+				}
+				return l.Limit
+			}
+		}
+		nFor, oFor := limitFor(n), limitFor(o)
 		for _, ov := range n.Overrides {
-			if ov.Limit > o.LimitFor(ov.Key) {
+			if nFor(ov.Key) > oFor(ov.Key) {
 				keys = append(keys, [2]string{n.Name, ov.Key})
 			}
 		}
 		for _, ov := range o.Overrides {
-			if n.LimitFor(ov.Key) > ov.Limit {
+			if nFor(ov.Key) > oFor(ov.Key) {
 				keys = append(keys, [2]string{n.Name, ov.Key})
 			}
 		}
@@ -534,7 +568,7 @@ func (c *Coordinator) openControl() error {
 	c.met.reg.MustRegister(controlMetrics{c})
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
-	rec, err := ct.store.load(context.Background())
+	rec, err := ct.store.load(context.Background(), -1)
 	if err != nil {
 		return fmt.Errorf("coordinator: reading the control record: %w", err)
 	}
@@ -560,7 +594,7 @@ func (c *Coordinator) openControl() error {
 				"generation", rec.Gen, "limits", len(rec.Limits), "pauses", len(rec.Pauses))
 		}
 	}
-	if _, ok := ct.store.(sharedControl); !ok {
+	if !ct.store.shared() {
 		close(c.ctlDone)
 		return nil
 	}

@@ -25,8 +25,9 @@ var controlKey = []byte("c/control")
 // Without it, a coordinator in shared mode refuses control changes
 // (ErrSharedControl).
 type ControlStore interface {
-	// LoadControl returns the control record (nil: none yet).
-	LoadControl(ctx context.Context) ([]byte, error)
+	// LoadControl returns the control record and its generation (0:
+	// none yet), the record nil when its generation is known.
+	LoadControl(ctx context.Context, known int64) ([]byte, int64, error)
 	// SaveControl stores value, the record of generation gen, unless the
 	// stored record is no longer of generation prev (0: none): then it
 	// stores nothing and returns false.
@@ -89,11 +90,15 @@ func (r *controlRecord) prune(now int64) {
 
 // controlStore reads and writes the control record.
 type controlStore interface {
-	// load returns the stored record (nil: none).
-	load(ctx context.Context) (*controlRecord, error)
+	// load returns the stored record unless its generation is known
+	// (nil: none, or of generation known).
+	load(ctx context.Context, known int64) (*controlRecord, error)
 	// save stores rec unless the stored record's generation is no longer
 	// prev (false: nothing stored).
 	save(ctx context.Context, prev int64, rec *controlRecord) (bool, error)
+	// shared reports whether other coordinators may write the record
+	// (pullControl reads it then).
+	shared() bool
 }
 
 func decodeControl(b []byte) (*controlRecord, error) {
@@ -110,7 +115,9 @@ func decodeControl(b []byte) (*controlRecord, error) {
 // pebbleControl keeps the record in the coordinator's own store.
 type pebbleControl struct{ s merge.Store }
 
-func (p pebbleControl) load(context.Context) (*controlRecord, error) {
+func (pebbleControl) shared() bool { return false }
+
+func (p pebbleControl) load(context.Context, int64) (*controlRecord, error) {
 	b, found, err := p.s.Get(controlKey)
 	if err != nil || !found {
 		return nil, err
@@ -129,8 +136,10 @@ func (p pebbleControl) save(_ context.Context, _ int64, rec *controlRecord) (boo
 // sharedControl keeps the record in a ControlStore.
 type sharedControl struct{ s ControlStore }
 
-func (s sharedControl) load(ctx context.Context) (*controlRecord, error) {
-	b, err := s.s.LoadControl(ctx)
+func (sharedControl) shared() bool { return true }
+
+func (s sharedControl) load(ctx context.Context, known int64) (*controlRecord, error) {
+	b, _, err := s.s.LoadControl(ctx, known)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +158,8 @@ func (s sharedControl) save(ctx context.Context, prev int64, rec *controlRecord)
 // change refused.
 type noControl struct{}
 
-func (noControl) load(context.Context) (*controlRecord, error) { return nil, nil }
+func (noControl) shared() bool                                        { return false }
+func (noControl) load(context.Context, int64) (*controlRecord, error) { return nil, nil }
 func (noControl) save(context.Context, int64, *controlRecord) (bool, error) {
 	return false, ErrSharedControl
 }

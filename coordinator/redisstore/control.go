@@ -2,8 +2,8 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,24 +31,47 @@ redis.call('HSET', KEYS[1], 'gen', ARGV[2], 'v', ARGV[3])
 return 1
 `)
 
-// LoadControl returns the control record (nil: none yet).
-func (s *Store) LoadControl(ctx context.Context) ([]byte, error) {
-	var v string
+// loadControlScript returns {} when KEYS[1] holds no record, {gen} when
+// it holds generation ARGV[1], else {gen, record}.
+var loadControlScript = redis.NewScript(`
+local g = redis.call('HGET', KEYS[1], 'gen')
+if not g then
+  return {}
+end
+if g == ARGV[1] then
+  return {g}
+end
+return {g, redis.call('HGET', KEYS[1], 'v')}
+`)
+
+// LoadControl returns the control record and its generation (0: none
+// yet); when the stored generation is known, it returns it without the
+// record (nil), so that polling an unchanged record costs one small
+// round trip.
+func (s *Store) LoadControl(ctx context.Context, known int64) ([]byte, int64, error) {
+	var v []string
 	err := s.retry(ctx, "control", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 		defer cancel()
 		defer s.stats.roundTrip(time.Now())
 		var err error
-		v, err = s.rdb.HGet(ctx, controlKey, "v").Result()
+		v, err = loadControlScript.Run(ctx, s.rdb, []string{controlKey}, known).StringSlice()
 		return err
 	})
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: control record: %w", err)
+		return nil, 0, fmt.Errorf("redisstore: control record: %w", err)
 	}
-	return []byte(v), nil
+	if len(v) == 0 {
+		return nil, 0, nil
+	}
+	gen, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("redisstore: control record: generation %q", v[0])
+	}
+	if len(v) == 1 {
+		return nil, gen, nil
+	}
+	return []byte(v[1]), gen, nil
 }
 
 // SaveControl stores value, the control record of generation gen, unless
