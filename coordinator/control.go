@@ -54,7 +54,10 @@ import (
 // notices, and the coordinator tracks the keys told of a limiter's pause up
 // to maxPauseTold: the other keys are told the pause ControlPauseChunk at a
 // time (renewed with every reply that names them), so a resume reaches
-// them within that.
+// them within that; in shared mode sooner, as for liftWindow after a
+// resume the replies reset a lifted key that a batch names without cost
+// (decorate), as an isolate that holds the pause names it every two sync
+// intervals.
 
 // Limits of the control API.
 const (
@@ -117,6 +120,9 @@ type control struct {
 
 	toldMu sync.Mutex
 	told   map[string]map[string]bool // limiter -> keys told of its pause
+
+	liftMu sync.Mutex                          // serialises lift
+	lifts  atomic.Pointer[map[[2]string]int64] // shared mode: (limiter, key or "") -> end of its lift window, ns
 }
 
 // pauseIndex is the pauses in force, for the replies (immutable).
@@ -140,11 +146,21 @@ func newControl(cfg wire.Config, store controlStore, notices bool, log *slog.Log
 		log: log, told: map[string]map[string]bool{}}
 }
 
-// decorate adds to rp, made at now, the pause of every entry's limiter or
-// key in force: an upstream pause the isolate honours.
-func (ct *control) decorate(rp *wire.Reply, now int64) {
+// decorate adds to rp, the reply to b made at now, the pause of every
+// entry's limiter or key in force (an upstream pause the isolate honours)
+// and, in shared mode, a reset of each key whose pause was lifted within
+// liftWindow that b names without cost: an isolate that denies the key
+// from the pause it holds names it so (wasm/core/resets.go, recheck), and
+// the reset drops that pause before the reply's view applies.
+func (ct *control) decorate(b *wire.Batch, rp *wire.Reply, now int64) {
+	if rp == nil {
+		return
+	}
+	if ct.lifts.Load() != nil {
+		ct.resetLifted(b, rp, now)
+	}
 	ps := ct.active.Load()
-	if ps == nil || rp == nil {
+	if ps == nil {
 		return
 	}
 	for i := range rp.Entries {
@@ -181,6 +197,23 @@ func (ct *control) pauseOf(limiter, key string, now int64) *Pause {
 		}
 	}
 	return best
+}
+
+// resetLifted adds to rp a reset of each key b names only without cost
+// (no Delta, no Demand) whose pause was lifted within liftWindow of now.
+func (ct *control) resetLifted(b *wire.Batch, rp *wire.Reply, now int64) {
+	costly := map[[2]string]bool{}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		k := [2]string{e.Limiter, e.Key}
+		costly[k] = costly[k] || e.Delta != 0 || e.Demand != 0
+	}
+	for k, c := range costly {
+		if c || !ct.lifted(k[0], k[1], now) || len(rp.Resets) >= wire.MaxBatchEntries {
+			continue
+		}
+		rp.Resets = append(rp.Resets, wire.ResetKey{Limiter: k[0], Key: k[1]})
+	}
 }
 
 // tell notes that key was told of limiter's pause and reports whether a
@@ -515,27 +548,33 @@ func (c *Coordinator) noticeRaised(old *wire.Config, cfg wire.Config) {
 	})
 }
 
-// liftPauses sends reset notices for the pauses of old that rec ended or
-// shortened (not in shared mode: no notices there).
+// liftPauses lifts, at the isolates, the pauses of old that rec ended or
+// shortened: with reset notices of the keys told, or, in shared mode (no
+// notices), by naming each lifted key in the Resets of the replies to
+// batches that name it without cost (liftWindow).
 func (c *Coordinator) liftPauses(old, rec *controlRecord) {
-	if !c.ctl.notices {
-		return
-	}
+	ct := c.ctl
 	var keys [][2]string
+	var targets [][2]string
 	for _, p := range old.Pauses {
 		i := slices.IndexFunc(rec.Pauses, func(q pauseRecord) bool { return q.Limiter == p.Limiter && string(q.Key) == string(p.Key) })
 		if i >= 0 && rec.Pauses[i].Until >= p.Until {
 			continue
 		}
+		targets = append(targets, [2]string{p.Limiter, string(p.Key)})
 		if len(p.Key) > 0 {
 			keys = append(keys, [2]string{p.Limiter, string(p.Key)})
 			continue
 		}
-		for _, k := range c.ctl.takeTold(p.Limiter) {
+		for _, k := range ct.takeTold(p.Limiter) {
 			keys = append(keys, [2]string{p.Limiter, k})
 		}
 	}
-	if len(keys) == 0 {
+	if len(targets) == 0 {
+		return
+	}
+	if !ct.notices {
+		ct.lift(targets, c.opts.Clock.Now())
 		return
 	}
 	c.do(context.Background(), func(m *merge.Merger, now int64) error {
@@ -544,6 +583,40 @@ func (c *Coordinator) liftPauses(old, rec *controlRecord) {
 		}
 		return nil
 	})
+}
+
+// liftWindow is how long after a pause is lifted in shared mode the
+// replies name its keys in their Resets: ControlPauseChunk, the most of
+// the pause an isolate holds from its last reply.
+const liftWindow = ControlPauseChunk
+
+// lift notes at now that the pauses of targets ((limiter, key), key ""
+// for a limiter's) were lifted (shared mode: decorate names their keys).
+func (ct *control) lift(targets [][2]string, now int64) {
+	ct.liftMu.Lock()
+	defer ct.liftMu.Unlock()
+	next := map[[2]string]int64{}
+	if cur := ct.lifts.Load(); cur != nil {
+		for t, until := range *cur {
+			if until > now {
+				next[t] = until
+			}
+		}
+	}
+	for _, t := range targets {
+		next[t] = now + int64(liftWindow)
+	}
+	ct.lifts.Store(&next)
+}
+
+// lifted reports whether a pause of limiter or of its key was lifted
+// within liftWindow of now (shared mode).
+func (ct *control) lifted(limiter, key string, now int64) bool {
+	ls := ct.lifts.Load()
+	if ls == nil {
+		return false
+	}
+	return (*ls)[[2]string{limiter, ""}] > now || (*ls)[[2]string{limiter, key}] > now
 }
 
 // controlStoreOf returns where the control record of a coordinator over

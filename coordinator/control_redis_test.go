@@ -13,8 +13,9 @@ import (
 // made on one coordinator is in force on another within ControlPoll (its
 // replies carry the new limit and the pause, the pause told
 // ControlPauseChunk at a time: no reset notices there), a change on the
-// second is made over the first's (none lost), and a coordinator started
-// later finds both.
+// second is made over the first's (none lost), a resume on the first
+// resets the key in the second's replies to a batch that names it without
+// cost, and a coordinator started later finds the changes.
 func TestControlSharedMode(t *testing.T) {
 	testCluster(t)
 	cfg := testConfig()
@@ -76,6 +77,27 @@ func TestControlSharedMode(t *testing.T) {
 	}
 	if err := c1.ResumeFleet(ctx, "test", "sw", "", ""); err != nil {
 		t.Fatal(err)
+	}
+	// An isolate that holds the pause names the key without cost (its
+	// recheck): the second coordinator's reply resets the key there, and
+	// tells no pause, once it read the resume.
+	for deadline := time.Now().Add(5 * ControlPoll); ; time.Sleep(50 * time.Millisecond) {
+		seq++
+		now := time.Now().UnixNano()
+		rp = mustSync(t, c2, batch("a", seq, now, wire.Delta{Limiter: "sw", Key: "k", Window: now / sec}))
+		if named(rp, "sw", "k") && upPause(rp, "sw", "k") == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second coordinator's reply after the resume: resets %+v, up %+v", rp.Resets, rp.Upstream)
+		}
+	}
+	// A batch with cost for the key is not reset (the isolate was not
+	// holding a pause).
+	seq++
+	now := time.Now().UnixNano()
+	if rp = mustSync(t, c2, batch("a", seq, now, wire.Delta{Limiter: "sw", Key: "k", Window: now / sec, Delta: 1})); named(rp, "sw", "k") {
+		t.Fatalf("a batch with cost got a reset of the key: %+v", rp.Resets)
 	}
 	// A coordinator started later (a restart) has them.
 	v, err = open(false).Control(ctx)

@@ -364,7 +364,7 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 	if c.shared != nil {
 		r, err := c.syncShared(ctx, b)
 		if err == nil {
-			c.ctl.decorate(r.reply, c.opts.Clock.Now())
+			c.ctl.decorate(b, r.reply, c.opts.Clock.Now())
 		}
 		return r, err
 	}
@@ -377,7 +377,7 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 	if r.err != nil {
 		return nil, r.err
 	}
-	c.ctl.decorate(r.reply, c.opts.Clock.Now())
+	c.ctl.decorate(b, r.reply, c.opts.Clock.Now())
 	return r, nil
 }
 
