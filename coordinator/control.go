@@ -121,14 +121,16 @@ type control struct {
 	toldMu sync.Mutex
 	told   map[string]map[string]bool // limiter -> keys told of its pause
 
-	liftMu sync.Mutex                          // serialises lift
-	lifts  atomic.Pointer[map[[2]string]int64] // shared mode: (limiter, key or "") -> end of its lift window, ns
+	liftMu  sync.Mutex                          // serialises lift
+	lifts   atomic.Pointer[map[[2]string]int64] // shared mode: (limiter, key or "") -> end of its lift window, ns
+	liftEnd atomic.Int64                        // the last end in lifts, ns
 }
 
 // pauseIndex is the pauses in force, for the replies (immutable).
 type pauseIndex struct {
 	limiters map[string]int64    // limiter -> until (ns)
 	keys     map[[2]string]int64 // (limiter, key) -> until (ns)
+	end      int64               // the last until, ns
 }
 
 // until returns when (limiter, key)'s pause ends (0: none) and whether the
@@ -156,11 +158,11 @@ func (ct *control) decorate(b *wire.Batch, rp *wire.Reply, now int64) {
 	if rp == nil {
 		return
 	}
-	if ct.lifts.Load() != nil {
+	if ct.liftEnd.Load() > now {
 		ct.resetLifted(b, rp, now)
 	}
 	ps := ct.active.Load()
-	if ps == nil {
+	if ps == nil || ps.end <= now {
 		return
 	}
 	for i := range rp.Entries {
@@ -368,6 +370,7 @@ func (c *Coordinator) installControl(rec controlRecord, file wire.Config) error 
 			} else {
 				ps.keys[[2]string{p.Limiter, string(p.Key)}] = p.Until
 			}
+			ps.end = max(ps.end, p.Until)
 		}
 	}
 	ct.active.Store(ps)
@@ -607,6 +610,7 @@ func (ct *control) lift(targets [][2]string, now int64) {
 		next[t] = now + int64(liftWindow)
 	}
 	ct.lifts.Store(&next)
+	ct.liftEnd.Store(now + int64(liftWindow))
 }
 
 // lifted reports whether a pause of limiter or of its key was lifted
