@@ -96,8 +96,12 @@ type Pause struct {
 // pause): HTTP 400 or 404.
 var ErrControl = errors.New("coordinator: control")
 
-// errNoPause is the ErrControl of a resume without a pause: HTTP 404.
-var errNoPause = fmt.Errorf("%w: no such pause", ErrControl)
+// errNoPause is the ErrControl of a resume without a pause, errNoOverride
+// of the removal of an override not in force: HTTP 404.
+var (
+	errNoPause    = fmt.Errorf("%w: no such pause", ErrControl)
+	errNoOverride = fmt.Errorf("%w: no such override", ErrControl)
+)
 
 // control is the coordinator's live control state.
 type control struct {

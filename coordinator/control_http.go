@@ -24,7 +24,7 @@ import (
 //
 // ({key}: as in /v1/limiters/{name}/keys/{key}, ?encoding=base64url for
 // any bytes.) Refusals are problem+json: 400 invalid (a bad value, field
-// named), 404 not_found (unknown limiter, no such pause), 501
+// named), 404 not_found (unknown limiter, no such pause or override), 501
 // not_supported (shared mode over a store without a control record), 503
 // unavailable (the store failed: nothing changed).
 
@@ -129,8 +129,8 @@ func (c *Coordinator) answerControl(w http.ResponseWriter, r *http.Request, err 
 	switch {
 	case err == nil:
 		c.handleControl(w, r)
-	case errors.Is(err, errNoPause):
-		c.fail(w, http.StatusNotFound, "not_found", "", "No such pause", err.Error())
+	case errors.Is(err, errNoPause), errors.Is(err, errNoOverride):
+		c.fail(w, http.StatusNotFound, "not_found", "", "Not found", err.Error())
 	case errors.Is(err, ErrControl):
 		c.fail(w, http.StatusBadRequest, "invalid", "", "Invalid change", err.Error())
 	case errors.Is(err, ErrSharedControl):

@@ -111,6 +111,9 @@ func (c *Coordinator) SetLimit(ctx context.Context, who, limiter, key string, li
 		newText := strconv.FormatInt(limit, 10)
 		if key != "" {
 			if !slices.ContainsFunc(l.Overrides, func(o wire.Override) bool { return o.Key == key }) {
+				if limit == 0 {
+					return nil, fmt.Errorf("%w of %s", errNoOverride, target(limiter, key))
+				}
 				oldText = "no override (" + oldText + ")"
 			}
 			if limit == 0 {

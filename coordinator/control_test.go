@@ -145,6 +145,7 @@ func TestControlRefusals(t *testing.T) {
 		{"POST", "/v1/limiters/fw/pause", `{"for": "1m", "reason": "` + strings.Repeat("x", 501) + `"}`, "boss", 400, "at most 500"},
 		{"DELETE", "/v1/limiters/fw/pause", "", "boss", 404, "no such pause"},
 		{"DELETE", "/v1/limiters/fw/pause/k", "", "boss", 404, "no such pause"},
+		{"DELETE", "/v1/limiters/fw/overrides/k", "", "boss", 404, "no such override"},
 		{"POST", "/v1/limiters/fw/pause/", `{"for": "1m", "reason": "x"}`, "boss", 400, "keys are 1 to"},
 	} {
 		status, out := controlDo(t, srv, tc.method, tc.path, tc.body, tc.token)
