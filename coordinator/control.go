@@ -333,6 +333,23 @@ func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Conf
 	}
 }
 
+// usableControl returns rec, a stored control record (err: how it failed
+// to decode, or nil), when it decoded and its changes make a valid
+// configuration of the file in force; else it logs why and returns an
+// empty record of its generation: the configuration file's limits, no
+// pause, until the next change overwrites the stored record.
+func (c *Coordinator) usableControl(rec *controlRecord, err error) *controlRecord {
+	if err == nil {
+		err = effectiveValid(c.ctl.file, rec)
+	}
+	if err == nil {
+		return rec
+	}
+	c.log.Error("coordinator: control: the stored control record is not used, the configuration file's limits are in force and nothing is paused until the next change overwrites it: "+err.Error(),
+		"generation", rec.Gen, "error", err.Error())
+	return &controlRecord{Gen: rec.Gen}
+}
+
 // effectiveValid checks the configuration rec makes of file.
 func effectiveValid(file wire.Config, rec *controlRecord) error {
 	cfg := effective(file, rec)
@@ -351,7 +368,7 @@ func (c *Coordinator) pullControl(ctx context.Context) error {
 		return nil
 	}
 	rec, err := ct.store.load(ctx, ct.rec.Gen)
-	if err != nil {
+	if err != nil && !errors.Is(err, errCorruptControl) {
 		return fmt.Errorf("%w: reading the control record: %w", ErrUnavailable, err)
 	}
 	if rec == nil || rec.Gen == ct.rec.Gen {
@@ -360,9 +377,7 @@ func (c *Coordinator) pullControl(ctx context.Context) error {
 	for _, d := range rebase(&ct.file, rec) {
 		c.log.Warn("coordinator: control: the stored change of " + d + " does not apply to this coordinator's configuration; ignored")
 	}
-	if err := effectiveValid(ct.file, rec); err != nil {
-		return err
-	}
+	rec = c.usableControl(rec, err)
 	old := ct.rec
 	if err := c.installControl(*rec, ct.file); err != nil {
 		return err
@@ -454,7 +469,7 @@ func (c *Coordinator) openControl() error {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	rec, err := ct.store.load(context.Background(), -1)
-	if err != nil {
+	if err != nil && !errors.Is(err, errCorruptControl) {
 		return fmt.Errorf("coordinator: reading the control record: %w", err)
 	}
 	if rec != nil {
@@ -468,9 +483,7 @@ func (c *Coordinator) openControl() error {
 			c.log.Warn("coordinator: control: the stored run-time change of " + d + " is dropped: the configuration file wins")
 		}
 		rec.prune(c.opts.Clock.Now())
-		if err := effectiveValid(ct.file, rec); err != nil {
-			return fmt.Errorf("coordinator: the stored control record: %w", err)
-		}
+		rec = c.usableControl(rec, err)
 		if err := c.installControl(*rec, ct.file); err != nil {
 			return err
 		}

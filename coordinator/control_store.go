@@ -101,13 +101,20 @@ type controlStore interface {
 	shared() bool
 }
 
-func decodeControl(b []byte) (*controlRecord, error) {
+// errCorruptControl is returned, with an empty record of the stored
+// generation, for a stored control record that does not decode: the
+// coordinator logs it and runs on the configuration file's limits until
+// the next change overwrites the record.
+var errCorruptControl = errors.New("coordinator: the stored control record does not decode")
+
+// decodeControl decodes b, the record of generation gen (nil: none).
+func decodeControl(b []byte, gen int64) (*controlRecord, error) {
 	if b == nil {
 		return nil, nil
 	}
 	rec := new(controlRecord)
 	if err := json.Unmarshal(b, rec); err != nil {
-		return nil, fmt.Errorf("coordinator: control record: %w", err)
+		return &controlRecord{Gen: gen}, fmt.Errorf("%w: %w", errCorruptControl, err)
 	}
 	return rec, nil
 }
@@ -122,7 +129,7 @@ func (p pebbleControl) load(context.Context, int64) (*controlRecord, error) {
 	if err != nil || !found {
 		return nil, err
 	}
-	return decodeControl(b)
+	return decodeControl(b, 0)
 }
 
 func (p pebbleControl) save(_ context.Context, _ int64, rec *controlRecord) (bool, error) {
@@ -139,11 +146,11 @@ type sharedControl struct{ s ControlStore }
 func (sharedControl) shared() bool { return true }
 
 func (s sharedControl) load(ctx context.Context, known int64) (*controlRecord, error) {
-	b, _, err := s.s.LoadControl(ctx, known)
+	b, gen, err := s.s.LoadControl(ctx, known)
 	if err != nil {
 		return nil, err
 	}
-	return decodeControl(b)
+	return decodeControl(b, gen)
 }
 
 func (s sharedControl) save(ctx context.Context, prev int64, rec *controlRecord) (bool, error) {

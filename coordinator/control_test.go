@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -415,5 +418,40 @@ func TestControlResumeAfterRestart(t *testing.T) {
 	rp = mustSync(t, c, b)
 	if !named(rp, "fw", "k1") || !named(rp, "fw", "k2") {
 		t.Fatalf("the resume after a restart noticed %+v (ResetAll %v), want k1 and k2", rp.Resets, rp.ResetAll)
+	}
+}
+
+// A stored control record that does not decode does not stop the
+// coordinator: it logs why, runs on the configuration file's limits, and
+// the next change overwrites the record.
+func TestControlCorruptRecord(t *testing.T) {
+	st, err := pebblestore.Open(vfs.NewMem(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit([]merge.Op{{Key: controlKey, Value: []byte(`{"gen": 3, "limits": [`)}}); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	c, _ := newTestCoordinator(t, t0, func(o *Options) {
+		o.Store = st
+		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	})
+	if !strings.Contains(logs.String(), `"level":"ERROR","msg":"coordinator: control: the stored control record is not used`) {
+		t.Fatalf("no error logged for the corrupt record:\n%s", logs)
+	}
+	ctx := context.Background()
+	if v, err := c.Control(ctx); err != nil || v.Limiters[0].Limit != 100 {
+		t.Fatalf("control state %+v, %v: want the file's limits", v, err)
+	}
+	if err := c.SetLimit(ctx, "test", "fw", "", 5, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := st.Get(controlKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := decodeControl(b, 0); err != nil || rec.Limits[0].Limit != 5 {
+		t.Fatalf("the record after a change: %s, %v", b, err)
 	}
 }
