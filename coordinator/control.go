@@ -391,8 +391,9 @@ func (c *Coordinator) pullControl(ctx context.Context) error {
 // limit rose from old to cfg: an isolate that denies a key from its cache
 // does not sync it, so it would not hear of the new limit until its denial
 // ends (in shared mode it syncs the key after two sync intervals without
-// a reply: wasm/core/resets.go, recheck). A limiter's limit: its live keys
-// cached here, up to maxPauseTold; an override: its key.
+// a reply: wasm/core/resets.go, recheck). A limiter's limit: its keys
+// cached here near the old limit (merge.Merger.NoticeNear), up to
+// maxPauseTold; an override: its key.
 func (c *Coordinator) noticeRaised(old *wire.Config, cfg wire.Config) {
 	if !c.ctl.notices {
 		return
@@ -438,8 +439,8 @@ func (c *Coordinator) noticeRaised(old *wire.Config, cfg wire.Config) {
 			m.Notice(k[0], k[1], now)
 		}
 		for _, l := range limiters {
-			if n, left := m.NoticeActive(l, maxPauseTold, now); left > 0 {
-				c.log.Warn(fmt.Sprintf("coordinator: control: the raised limit of %s was noticed to the isolates for %d live keys, not for %d more: an isolate denying one of those from its cache hears of it when its denial ends", target(l, ""), n, left))
+			if n, left := m.NoticeNear(l, old.Limiter(l).Limit, maxPauseTold, now); left > 0 {
+				c.log.Warn(fmt.Sprintf("coordinator: control: the raised limit of %s was noticed to the isolates for %d keys near the old limit, not for %d more: an isolate denying one of those from its cache hears of it when its denial ends", target(l, ""), n, left))
 			}
 		}
 		return nil

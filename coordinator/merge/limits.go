@@ -126,13 +126,16 @@ func (m *Merger) LimitsGen() int64 {
 	return m.limitsGen
 }
 
-// NoticeActive tells the isolates, with a reset notice (Notice), to drop
-// what they cached of up to max keys of limiter cached here whose count or
-// bucket is live at now (ns): the keys an isolate may be denying from its
-// cache, which it would otherwise not sync (and so not hear of a raised
-// limit) until its denial ends. It returns how many keys it noticed and
-// how many live keys it left out (max reached).
-func (m *Merger) NoticeActive(limiter string, max int, now int64) (noticed, left int) {
+// NoticeNear tells the isolates, with a reset notice (Notice), to drop
+// what they cached of up to max keys of limiter cached here that take the
+// limiter's limit (no override) and were near oldLimit at now (ns): the
+// keys an isolate may be denying from its cache, which it would otherwise
+// not sync (and so not hear of a raised limit) until its denial ends.
+// Near: windowed, a count of the current and previous window of at least
+// half of oldLimit (an isolate adds what it has not reported yet); a
+// bucket, any cost in use. It returns how many keys it noticed and how
+// many near keys it left out (max reached).
+func (m *Merger) NoticeNear(limiter string, oldLimit int64, max int, now int64) (noticed, left int) {
 	lim := m.lims[limiter]
 	if lim == nil {
 		return 0, 0
@@ -142,18 +145,22 @@ func (m *Merger) NoticeActive(limiter string, max int, now int64) (noticed, left
 		if st.lim != lim {
 			continue
 		}
-		live := st.tat > now
+		near := st.tat > now
 		if !lim.IsBucket() {
-			live = st.win >= w-1 && (st.count > 0 || st.prev > 0)
+			cur, prev := st.windowCounts(w)
+			near = 2*addSat(cur, prev) >= oldLimit
 		}
-		if !live {
+		if !near {
 			continue
+		}
+		_, key, _ := splitKeyStorageKey([]byte(st.skey))
+		if lim.LimitFor(key) != lim.Limit {
+			continue // an override: the limiter's limit is not the key's
 		}
 		if noticed >= max {
 			left++
 			continue
 		}
-		_, key, _ := splitKeyStorageKey([]byte(st.skey))
 		m.Notice(limiter, key, now)
 		noticed++
 	}

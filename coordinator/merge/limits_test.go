@@ -128,3 +128,27 @@ func TestLimitLoweredBelowCount(t *testing.T) {
 		t.Fatalf("next window: leases sum to %d, want 1..20", sum)
 	}
 }
+
+// NoticeNear notices the keys near the old limit that take the limiter's
+// limit: not a key far below it, nor a key with an override.
+func TestNoticeNear(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	w := clk.now() / sec
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "hot", Window: w, Delta: 90},
+		wire.Delta{Limiter: "fw", Key: "cold", Window: w, Delta: 10}, wire.Delta{Limiter: "fw", Key: "vip", Window: w, Delta: 900}))
+	var n, left int
+	var noticed []string
+	c.withMerger(func(m *Merger) {
+		n, left = m.NoticeNear("fw", 100, 10, clk.now())
+		for _, e := range m.resets.ents {
+			noticed = append(noticed, e.key)
+		}
+	})
+	if n != 1 || left != 0 || len(noticed) != 1 || noticed[0] != "hot" {
+		t.Fatalf("noticed %v (%d, %d left), want hot only", noticed, n, left)
+	}
+	c.withMerger(func(m *Merger) { n, left = m.NoticeNear("fw", 100, 0, clk.now()) })
+	if n != 0 || left != 1 {
+		t.Fatalf("with max 0: %d noticed, %d left, want 0 and 1", n, left)
+	}
+}
