@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/clock"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,9 @@ type Options struct {
 	// history). Default history.DefaultKeysPerLimiter (1000); negative:
 	// the limiters' totals only.
 	HistoryKeys int
+	// Logger receives the coordinator's log lines: the audit lines of the
+	// live control (control.go). Default slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultMaxBodyBytes is the default cap on a request body: 4 MiB.
@@ -98,6 +102,9 @@ const (
 func (o *Options) EnsureDefaults() {
 	if o.Clock == nil {
 		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -174,6 +181,11 @@ type Coordinator struct {
 
 	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
 	hist        *histRun     // the usage history, or nil (historyrun.go)
+
+	ctl     *control      // live control: run-time limits and pauses (control.go)
+	log     *slog.Logger  // Options.Logger
+	ctlStop chan struct{} // closed by Close: ends the control poll (shared mode)
+	ctlDone chan struct{} // closed when the control poll ended
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -285,6 +297,8 @@ func Open(opts Options) (*Coordinator, error) {
 			return nil, err
 		}
 	}
+	ctl := newControl(opts.Config, controlStoreOf(store), !opts.Merger.NoResetNotices, opts.Logger)
+	opts.Merger.Limits = ctl.limits
 	m, err := merge.NewMerger(opts.Config, store, opts.Merger)
 	if err != nil {
 		store.Close()
@@ -295,7 +309,8 @@ func Open(opts Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{opts: opts, store: store, m: m,
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
-		gcStop: make(chan struct{}), gcDone: make(chan struct{})}
+		gcStop: make(chan struct{}), gcDone: make(chan struct{}),
+		ctl: ctl, log: opts.Logger, ctlStop: make(chan struct{}), ctlDone: make(chan struct{})}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
 	obs := observers{c.dash, c.met.lim}
@@ -311,6 +326,15 @@ func Open(opts Options) (*Coordinator, error) {
 		}
 		c.sharedDone = make(chan struct{})
 		c.shared.Run(opts.Clock.Now, c.quit, c.sharedDone)
+		c.ctl.notices = false // shared mode sends no reset notices
+	}
+	if err := c.openControl(); err != nil {
+		close(c.quit)
+		if c.sharedDone != nil {
+			<-c.sharedDone
+		}
+		store.Close()
+		return nil, err
 	}
 	go c.loop()
 	if opts.GCInterval > 0 && c.shared == nil {
@@ -353,7 +377,11 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 		return nil, err
 	}
 	if c.shared != nil {
-		return c.syncShared(ctx, b)
+		r, err := c.syncShared(ctx, b)
+		if err == nil {
+			c.ctl.decorate(b, r.reply, c.opts.Clock.Now())
+		}
+		return r, err
 	}
 	// Read the cold keys here, in parallel with other requests, rather than
 	// in the committer.
@@ -364,6 +392,7 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 	if r.err != nil {
 		return nil, r.err
 	}
+	c.ctl.decorate(b, r.reply, c.opts.Clock.Now())
 	return r, nil
 }
 
@@ -617,6 +646,8 @@ func (c *Coordinator) Close() error {
 	c.closeMu.Unlock()
 	close(c.gcStop)
 	<-c.gcDone
+	close(c.ctlStop)
+	<-c.ctlDone
 	c.inflight.Wait()
 	close(c.quit)
 	<-c.done
@@ -629,13 +660,16 @@ func (c *Coordinator) Close() error {
 	// request waits any more: its chunks need not rest.
 	c.ckptLate.Store(true)
 	err := c.checkpointNow()
+	if err != nil {
+		err = fmt.Errorf("coordinator: final checkpoint: %w", err)
+	}
+	if terr := c.saveTold(); terr != nil { // the keys told of a pause (control.go)
+		err = errors.Join(err, fmt.Errorf("coordinator: storing the keys told of a pause: %w", terr))
+	}
 	if cerr := c.store.Close(); cerr != nil {
 		return cerr
 	}
-	if err != nil {
-		return fmt.Errorf("coordinator: final checkpoint: %w", err)
-	}
-	return nil
+	return err
 }
 
 // withMerger runs fn with the Merger locked (between two groups).

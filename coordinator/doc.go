@@ -38,6 +38,11 @@
 //   - Token roles (roles.go): without Options.Grants every token may do
 //     everything; a Grant gives a token the edge (sync, per limiter), read
 //     or admin role only, and a request beyond them gets 403.
+//   - Live control (control.go): an operator changes limits and overrides
+//     or pauses a limiter or key fleet-wide at run time (the API in
+//     control_http.go, the dashboard's panel, ReloadConfig on SIGHUP); the
+//     limits in force live in merge.Limits, the changes in a stored
+//     control record, and each change is logged as an audit line.
 //   - Store health (health.go): commit failures and Pebble's background
 //     errors make /healthz and sync answer 503 until writes succeed again.
 //

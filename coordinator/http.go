@@ -30,6 +30,7 @@ const MsgpackContentType = "application/msgpack"
 //	DELETE /v1/limiters/{name}/keys/{key}    reset a key (204)
 //	POST   /v1/limiters/{name}/keys/{key}    pause a key fleet-wide (JSON PauseRequest; pause.go)
 //	                                         (each: ?encoding=base64url takes {key} as the key's bytes in base64url)
+//	GET    /v1/control, PUT .../limit, .../overrides/{key}, POST/DELETE .../pause[/{key}]   live control (control_http.go)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
 //	GET    /metrics                          Prometheus metrics
 //	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
@@ -55,6 +56,7 @@ func (c *Coordinator) Handler() http.Handler {
 	mux.Handle("GET /v1/limiters/{name}/keys/{key...}", c.auth(RoleRead, http.HandlerFunc(c.handleGetKey)))
 	mux.Handle("DELETE /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handleDeleteKey)))
 	mux.Handle("POST /v1/limiters/{name}/keys/{key...}", c.auth(RoleAdmin, http.HandlerFunc(c.handlePause)))
+	c.controlRoutes(mux) // live control: limits, overrides, fleet pauses (control_http.go)
 	c.dash.Routes(mux, dashSource{c}, func(h http.Handler) http.Handler { return c.auth(RoleRead, h) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := c.healthy(); err != nil {
@@ -342,7 +344,14 @@ func (c *Coordinator) handleGetKey(w http.ResponseWriter, r *http.Request) {
 		u.Probe = probe
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(ks)
+	json.NewEncoder(w).Encode(keyView{ks, c.ctl.pauseOf(ks.Limiter, ks.Key, c.opts.Clock.Now())})
+}
+
+// keyView is the JSON of GET /v1/limiters/{name}/keys/{key}: the key's
+// state and the fleet pause of its limiter or of it in force (control.go).
+type keyView struct {
+	*merge.KeyState
+	FleetPause *Pause `json:"fleet_pause,omitempty"`
 }
 
 func (c *Coordinator) handleDeleteKey(w http.ResponseWriter, r *http.Request) {

@@ -160,6 +160,18 @@ func putKey[V any](lm *limiterMetrics, m map[string]V, key string, v V) {
 	lm.tracked++
 }
 
+// setLimits makes cfg (the running configuration with the limits in force,
+// not changed afterwards) the limits the gauges measure usage against.
+func (lm *limiterMetrics) setLimits(cfg wire.Config) {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	for i := range cfg.Limiters {
+		if l := lm.lims[cfg.Limiters[i].Name]; l != nil {
+			l.cfg = &cfg.Limiters[i]
+		}
+	}
+}
+
 // forget drops (limiter, key) from the gauges after a reset.
 func (lm *limiterMetrics) forget(limiter, key string) {
 	lm.mu.Lock()

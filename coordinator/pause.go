@@ -27,8 +27,10 @@ type PauseRequest struct {
 }
 
 // ErrSharedPause is returned by PauseKey in shared mode (Redis), which
-// keeps no upstream state: HTTP 501.
-var ErrSharedPause = errors.New("coordinator: pausing a key is not supported in shared mode (Redis)")
+// keeps no upstream state: HTTP 501. The fleet pause of the control API
+// (POST /v1/limiters/{name}/pause/{key}: control.go) works in both modes,
+// with a reason, and can be resumed.
+var ErrSharedPause = errors.New("coordinator: pausing a key as an upstream would is not supported in shared mode (Redis): use the fleet pause, POST /v1/limiters/{name}/pause/{key} with {\"for\": \"10m\", \"reason\": \"...\"}")
 
 // maxPauseBody caps the body of a pause request, in bytes.
 const maxPauseBody = 4096

@@ -20,7 +20,8 @@ import (
 //	read   GET /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates (the
 //	       dashboard's read API) and GET /v1/limiters/{name}/keys/{key}
 //	admin  DELETE /v1/limiters/{name}/keys/{key} (reset) and POST to it
-//	       (pause the key: pause.go)
+//	       (pause the key: pause.go); the live control changes (limits,
+//	       overrides, fleet pauses: control_http.go)
 //
 // A request its token's roles do not cover is refused 403 with the problem
 // type urn:edgelimit:problem:forbidden, naming the role (or the limiter)

@@ -87,11 +87,18 @@ With --tls-cert and --tls-key the server speaks HTTPS (TLS 1.2 or later);
 SIGHUP reads both files again (a renewed certificate serves new
 connections; a pair that fails to load is logged and the old one stays).
 
+SIGHUP also reads --config again: the limits and overrides it changed are
+in force at once, as through the control API (PUT /v1/limiters/{name}/limit,
+.../overrides/{key}; fleet pauses: POST .../pause[/{key}]), each logged as
+an audit line. A file that does not load, or that changes anything else
+(limiters added or removed, periods, algorithms: a restart), is refused
+with a log line and the configuration in force stays.
+
 Each bearer token is its own namespace of isolate ids. A token given alone
 may do everything (one trusted fleet); TOKEN:ROLES gives it only ROLES,
 joined by '+': edge (POST /v1/sync, for every limiter, or edge=api|llm for
 those named), read (the dashboard's GETs and GET .../keys/{key}) and admin
-(DELETE .../keys/{key}); other requests get 403. Example:
+(DELETE .../keys/{key}, the control API); other requests get 403. Example:
 --token 'k1:edge=api|llm,k2:read+admin'. A batch whose time
 is more than --max-clock-skew (default 2s) ahead of this server's clock, or
 that names a window past this server's current one (the next one only when
@@ -192,7 +199,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
 		HistoryKeys: *historyKeys,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
-			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}}
+			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}, Logger: log}
 	where := *data
 	if *inMemory {
 		where = "memory"
@@ -231,6 +238,9 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	log.Info(fmt.Sprintf("coordinator: listening on %s", ln.Addr()), "addr", ln.Addr().String(), "data", where,
 		"limiters", len(cfg.Limiters), "opened_in", time.Since(start).Round(time.Millisecond))
+	if *config != "" {
+		reloadOnHUP(ctx, c, *config, log) // the limits, as the control API changes them
+	}
 	serr := c.Serve(ctx, ln)
 	cerr := c.Close()
 	if serr == nil && cerr == nil {

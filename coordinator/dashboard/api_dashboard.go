@@ -257,10 +257,11 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	d.mu.Lock()
 	es := l.top.entries()
+	cfg := l.cfg // SetLimits replaces it
 	d.mu.Unlock()
 	keys := make([]KeyView, len(es))
 	for i := range es {
-		keys[i] = keyView(l.cfg, &es[i], now)
+		keys[i] = keyView(cfg, &es[i], now)
 	}
 	sort.SliceStable(keys, func(i, j int) bool {
 		if keys[i].Used != keys[j].Used {
@@ -274,7 +275,7 @@ func (a *api) handleTopKeys(w http.ResponseWriter, r *http.Request) {
 	if len(keys) > top {
 		keys = keys[:top]
 	}
-	writeJSON(w, TopKeysView{Limiter: name, Algorithm: l.cfg.Algorithm, At: now, Keys: keys})
+	writeJSON(w, TopKeysView{Limiter: name, Algorithm: cfg.Algorithm, At: now, Keys: keys})
 }
 
 // keyView computes what a key uses now from its last view e (UsageOf).

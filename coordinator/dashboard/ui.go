@@ -1,25 +1,48 @@
 package dashboard
 
 import (
+	"bytes"
 	"embed"
 	"net/http"
+	"regexp"
 	"strings"
 )
 
-// uiFiles is the dashboard page and its scripts, embedded: GET /ui needs
-// no CDN and no build step.
+// uiFiles is the dashboard page, its panels and its scripts, embedded:
+// GET /ui needs no CDN and no build step. A line <!--#include NAME--> of
+// index.html is replaced by the file ui/NAME (a panel of its own:
+// control.html); scripts (ui/*.js) are served at /ui/{file}.
 //
-//go:embed ui/index.html ui/*.js
+//go:embed ui/*.html ui/*.js
 var uiFiles embed.FS
+
+var includeLine = regexp.MustCompile(`(?m)^<!--#include ([a-z0-9_-]+\.html)-->$`)
+
+// uiPage returns index.html with its includes expanded.
+func uiPage() ([]byte, error) {
+	page, err := uiFiles.ReadFile("ui/index.html")
+	if err != nil {
+		return nil, err
+	}
+	var ierr error
+	page = includeLine.ReplaceAllFunc(page, func(line []byte) []byte {
+		part, err := uiFiles.ReadFile("ui/" + string(includeLine.FindSubmatch(line)[1]))
+		if err != nil {
+			ierr = err
+		}
+		return bytes.TrimRight(part, "\n")
+	})
+	return page, ierr
+}
 
 // Routes registers on mux GET /ui (the page, open: it holds no data and
 // asks for the token, which it keeps in sessionStorage) and the JSON API it
 // polls (api_dashboard.go), each wrapped in auth (the same bearer tokens as
 // the coordinator's /v1/*; nil: none). src is the coordinator shown.
 func (d *Dashboard) Routes(mux *http.ServeMux, src Source, auth func(http.Handler) http.Handler) {
-	page, err := uiFiles.ReadFile("ui/index.html")
+	page, err := uiPage()
 	if err != nil {
-		panic("dashboard: ui/index.html not embedded: " + err.Error())
+		panic("dashboard: ui/index.html or a file it includes not embedded: " + err.Error())
 	}
 	if auth == nil {
 		auth = func(h http.Handler) http.Handler { return h }

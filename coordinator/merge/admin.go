@@ -47,6 +47,7 @@ type UpstreamState struct {
 
 // KeyState returns the state of (limiter, key) at time now.
 func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
+	m.refreshLimits()
 	lim := m.lims[limiter]
 	if lim == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownLimiter, limiter)

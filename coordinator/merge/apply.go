@@ -66,6 +66,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	if err := m.Check(b); err != nil {
 		return nil, err
 	}
+	m.refreshLimits()
 	if err := m.checkTimes(b, now); err != nil {
 		return nil, err
 	}

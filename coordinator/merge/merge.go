@@ -72,6 +72,7 @@ type Merger struct {
 	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
 	at         []int32     // scratch of Apply
 	resets     resetLog    // recent resets, told to every isolate (resetlog.go)
+	limitsGen  int64       // the generation of opts.Limits adopted (limits.go)
 }
 
 // Observer is told of each batch a Merger applies (not of duplicates), with
@@ -99,6 +100,7 @@ func NewMerger(cfg wire.Config, store Store, opts MergerOptions) (*Merger, error
 		l := cfg.Limiters[i]
 		m.lims[l.Name] = &l
 	}
+	m.refreshLimits()
 	// What a crash left in the log goes to the records first.
 	if err := m.Recover(); err != nil {
 		return nil, err

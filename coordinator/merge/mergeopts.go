@@ -57,6 +57,10 @@ type MergerOptions struct {
 	// no reset generation, so isolates send no heartbeats and hear of a
 	// reset only with a reply for the key. Default false (notices on).
 	NoResetNotices bool
+	// Limits, when set, holds the limits in force at run time (limits.go):
+	// the Merger adopts each new generation before its next operation.
+	// Nil: the configuration's limits, fixed.
+	Limits *Limits
 	// ReportPerScope: isolate namespaces (bearer tokens, the scope of
 	// ApplyAs) vote on a key's announced limit, rather than isolates, so
 	// one token's clients cannot outvote another's (upstream.go,

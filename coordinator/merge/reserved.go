@@ -13,6 +13,7 @@ package merge
 // it must not run concurrently with other calls on m.
 // now (ns, coordinator time) decides which leases have expired.
 func (m *Merger) Reserved(limiter, key string, w, now int64) (count, reserved int64, ok bool) {
+	m.refreshLimits()
 	lim := m.lims[limiter]
 	if lim == nil || lim.IsBucket() {
 		return 0, 0, false

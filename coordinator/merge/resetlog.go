@@ -97,3 +97,12 @@ func (m *Merger) finishReply(rp *wire.Reply, rg, now int64) {
 		rp.Resets = append(rp.Resets, wire.ResetKey{Limiter: l.ents[i].limiter, Key: l.ents[i].key})
 	}
 }
+
+// Notice tells every isolate, with its next reply, to drop what it cached
+// of (limiter, key) as after a reset (its counts, lease, upstream pause and
+// fleet limit: wasm/core/resets.go, forget) without resetting anything
+// here: the next view of the key brings the counts back. The coordinator
+// uses it to lift an operator's pause the isolates hold (control.go).
+func (m *Merger) Notice(limiter, key string, now int64) {
+	m.resets.add(limiter, key, now)
+}
