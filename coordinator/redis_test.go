@@ -227,7 +227,7 @@ func TestRedisRecordsExpire(t *testing.T) {
 	skey := []byte(merge.KeyStorageKey("fw", "k"))
 	// Useful until window 1002 begins (t0 + 2 s): 1.5 s from now, + 1 s + 1 min.
 	want := 62500 * time.Millisecond
-	for _, k := range []string{rs.RedisKey(skey), rs.Tag(rs.Bucket(skey)) + "ma"} {
+	for _, k := range []string{rs.RedisKey(skey), rs.Tag(rs.Bucket(skey)) + "na"} {
 		if ttl := pttl(k); ttl <= 0 || ttl > want || ttl < want-5*time.Second {
 			t.Fatalf("%q TTL %v, want about %v", k, ttl, want)
 		}

@@ -17,8 +17,10 @@ import (
 // them at Open: another value refuses to start, naming both.
 
 // FormatVersion is the version of the layout of the keys, records and
-// marks in the cluster (this file's and redis.go's): 1.
-const FormatVersion = 1
+// marks in the cluster (this file's, redis.go's and count.go's): 2 (1
+// had no counter records: a coordinator of format 1 would take them for
+// corrupt key records).
+const FormatVersion = 2
 
 // metaKey holds the cluster's settings: buckets, format.
 const metaKey = "el:meta"

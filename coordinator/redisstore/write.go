@@ -25,7 +25,10 @@ import (
 // absent), the new value and its TTL (ms), then per mark to confirm its
 // TTL (ms). Returns 0 applied (the marks to confirm had their TTL renewed),
 // 1 conflict (a version changed), 2 duplicate (a mark is already at its
-// seq: the write of an earlier attempt, whose reply or WAIT was lost).
+// seq: the write of an earlier attempt, whose reply or WAIT was lost). A
+// counter record (count.go: its limiter was countable when written) has
+// no version: it counts as absent, and is replaced by the record merged
+// from its counts.
 // Renewing a TTL is a write: WAIT after it covers the earlier write too.
 var subScript = redis.NewScript(`
 local nm = tonumber(ARGV[1])
@@ -43,7 +46,7 @@ for i = 1, nr do
   local j = base + 3*(i-1)
   local v = redis.call('GET', KEYS[nm+i])
   local want = ARGV[j]
-  if v then
+  if v and string.byte(v, 1) ~= 67 then
     if string.sub(v, 1, 20) ~= want then return 1 end
   elseif want ~= '' then return 1 end
 end
@@ -76,14 +79,14 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 // evalOnMasters runs each script call on the master of its first key,
 // grouped per master into one pipeline (one round trip per master), with
 // WAIT at the end of each pipeline when Options.Wait is set. It returns
-// each call's integer result; ran reports, per call, whether its script
+// each call's result; ran reports, per call, whether its script
 // ran (res holds its result) even when err reports a failure (of other
 // calls, or of WAIT). Calls that did not run for a retryable error (a
 // failover: see retry.go) are sent again, to the master the reloaded slot
 // map names, until Options.RetryFor or ctx's end. A call that did run but
 // whose reply was lost is sent again too: the marks make it a duplicate.
-func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
-	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
+func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []any, ran []bool, err error) {
+	res, ran = make([]any, len(calls)), make([]bool, len(calls))
 	pending := make([]int, len(calls))
 	for i := range pending {
 		pending[i] = i
@@ -148,7 +151,7 @@ type groupErr struct {
 }
 
 // evalPending sends the calls of pending, one pipeline per master.
-func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []int64, ran []bool, end time.Time) []groupErr {
+func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []any, ran []bool, end time.Time) []groupErr {
 	type group struct {
 		node *redis.Client
 		idx  []int
@@ -186,12 +189,25 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+	// readOnly reports whether the script, by its result, wrote nothing
+	// (so that no WAIT follows). Nil: when it answered 1 (subScript's
+	// conflict).
+	readOnly func(res any) bool
+}
+
+// wrote reports whether the call wrote, by its result res.
+func (c *scriptCall) wrote(res any) bool {
+	if c.readOnly != nil {
+		return !c.readOnly(res)
+	}
+	v, ok := res.(int64)
+	return !ok || v != 1
 }
 
 // evalGroup runs the calls of idx on node in one pipeline, on one
 // connection, then WAITs there (WAIT counts the replicas that have this
 // connection's writes) when Options.Wait is set; see waitReplicas.
-func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool, end time.Time) error {
+func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []any, ran []bool, end time.Time) error {
 	addr := node.Options().Addr
 	conn := node.Conn()
 	defer conn.Close()
@@ -240,13 +256,13 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 		if cmds[j] == nil {
 			continue
 		}
-		v, err := cmds[j].Int64()
+		v, err := cmds[j].Result()
 		if err != nil {
 			first = cmp.Or(first, err)
 			continue
 		}
 		res[i], ran[i] = v, true
-		wrote = wrote || v != 1
+		wrote = wrote || calls[i].wrote(v)
 	}
 	// The pipeline's own error first: a connection error leaves its
 	// commands without a reply, which Int64 reports as a type error.
@@ -261,7 +277,7 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 			// marks make them duplicates if the write survived, and WAIT
 			// after them covers it).
 			for _, i := range idx {
-				if ran[i] && res[i] != 1 {
+				if ran[i] && calls[i].wrote(res[i]) {
 					ran[i] = false
 				}
 			}
@@ -316,8 +332,12 @@ func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge
 		return outs, nil
 	}
 	res, ran, err := s.evalOnMasters(ctx, calls)
-	for k, r := range res {
+	for k, v := range res {
 		i := of[k]
+		r, ok := v.(int64)
+		if ran[k] && !ok {
+			return nil, fmt.Errorf("redisstore: script answered %v", v)
+		}
 		switch {
 		case !ran[k]:
 			outs[i] = merge.SubFailed
