@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/edgelimit/edgelimit/internal/loadgen"
 	"github.com/edgelimit/edgelimit/internal/proccpu"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRedisCPUPerDelta measures the CPU (user + system, /proc) each tier
@@ -86,6 +89,9 @@ func TestRedisCPUPerDelta(t *testing.T) {
 		if _, err := loadgen.Run(ctx, cfg); err != nil { // warm-up
 			t.Fatal(err)
 		}
+		if ph.store == "redis" {
+			resetCommandStats(t, masters)
+		}
 		before := snap(ph.pid)
 		cfg.Duration = 4 * time.Second
 		res, err := loadgen.Run(ctx, cfg)
@@ -108,6 +114,9 @@ func TestRedisCPUPerDelta(t *testing.T) {
 			tier = fmt.Sprintf("%.1f", r.coord+r.masters+r.replicas)
 		}
 		rows[ph.store+load] = r
+		if ph.store == "redis" {
+			t.Logf("%s: masters' busiest commands (INFO commandstats) per million key-deltas: %s", load, commandStats(t, masters, res.KeyDeltas))
+		}
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %.1f | %.1f | %.1f | %s |\n", ph.store, load, res.KeyDeltasPerSec(), r.coord, r.masters, r.replicas, tier)
 	}
 	t.Log("CPU per million key-deltas (utime+stime, seconds):\n" + b.String())
@@ -118,4 +127,73 @@ func TestRedisCPUPerDelta(t *testing.T) {
 		t.Logf("%s: for 1,000,000 key-deltas/s at 70%% CPU: %.0f coordinator cores over Redis (%.0f on Pebble), %.0f masters (a core each), %.0f cores of replicas per replica set (one replica per master); Redis tier / Pebble CPU per delta %.1fx",
 			load, r.coord/0.7, p.coord/0.7, r.masters/0.7, r.replicas/0.7, (r.coord+r.masters+r.replicas)/p.coord)
 	}
+}
+
+// resetCommandStats zeroes the command statistics of the masters.
+func resetCommandStats(t *testing.T, masters []string) {
+	t.Helper()
+	for _, a := range masters {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		err := c.ConfigResetStat(context.Background()).Err()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// commandStats sums the masters' INFO commandstats since the last
+// resetCommandStats and describes the busiest commands: calls and
+// seconds of Redis time per million of deltas.
+func commandStats(t *testing.T, masters []string, deltas int64) string {
+	t.Helper()
+	type stat struct {
+		calls int64
+		usec  float64
+	}
+	sum := map[string]*stat{}
+	for _, a := range masters {
+		c := redis.NewClient(&redis.Options{Addr: a})
+		info, err := c.Info(context.Background(), "commandstats").Result()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			// cmdstat_evalsha:calls=10,usec=200,usec_per_call=20.00,...
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if !ok || !strings.HasPrefix(name, "cmdstat_") {
+				continue
+			}
+			st := sum[name[len("cmdstat_"):]]
+			if st == nil {
+				st = &stat{}
+				sum[name[len("cmdstat_"):]] = st
+			}
+			for _, f := range strings.Split(rest, ",") {
+				k, v, _ := strings.Cut(f, "=")
+				switch k {
+				case "calls":
+					n, _ := strconv.ParseInt(v, 10, 64)
+					st.calls += n
+				case "usec":
+					n, _ := strconv.ParseFloat(v, 64)
+					st.usec += n
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(sum))
+	for n := range sum {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return sum[names[i]].usec > sum[names[j]].usec })
+	var b strings.Builder
+	for i, n := range names {
+		if i == 6 || sum[n].usec == 0 {
+			break
+		}
+		fmt.Fprintf(&b, "%s %.0f calls %.2f s; ", n, float64(sum[n].calls)/float64(deltas)*1e6, sum[n].usec/float64(deltas))
+	}
+	return b.String()
 }

@@ -34,112 +34,159 @@ const counterLen = 1 + 4*8 + 2*32
 // comes near either).
 const countMax = 1 << 53
 
-// countScript is a merge.CountWrite. KEYS are the P parts' marks, then the
-// K counter records. ARGV[1] is P, ARGV[2] now (ns), ARGV[3] the TTL
-// margin past a record's last useful window (ns: a period plus
-// sharedTTLMargin are added); then per record its period (ns) and sketch
-// epoch; then per part its seq, its mark's TTL (ms), its sketch bit and
-// its adds, packed (countAddLen bytes each: uint32 LE record index from
-// 0, int64 LE window, int64 LE delta). A part whose mark holds its seq or
-// more is skipped and its mark's TTL renewed (a write, which WAIT then
-// covers); the others set their mark and add. Each add rolls the record to
-// its window (as limitmath.Roll: a window after win makes it the newest,
-// win's count moving to prev when adjacent, dropped otherwise) and adds to
-// win or win-1, or is stale; each applied part sets its sketch bit in the
+// countScript performs CountWrites of buckets of one master. Its KEYS is
+// one key of the first bucket (which routes the call); the rest are named
+// in ARGV: the script may touch keys of other hash slots of its node
+// (allow-cross-slot-keys), and reads every key before it writes any, so a
+// key whose slot is not served there (moved, migrating) fails the call
+// before anything is written. ARGV[1] is the number of CountWrites, each a
+// segment of ARGV: P, K, now (ns), the TTL margin past a record's last
+// useful window (ns: a period is added too), the P parts' marks, the K
+// counter records, then per record its period (ns) and sketch epoch, then
+// per part its seq, its mark's TTL (ms), its sketch bit and its adds,
+// packed (countAddLen bytes each: uint32 LE record index from 0, int64 LE
+// window, int64 LE delta). A part whose mark holds its seq or more is
+// skipped and its mark's TTL renewed (a write, which WAIT then covers);
+// the others set their mark and add. Each add rolls the record to its
+// window (as limitmath.Roll: a window after win makes it the newest, win's
+// count moving to prev when adjacent, dropped otherwise) and adds to win
+// or win-1, or is stale; each applied part sets its sketch bit in the
 // records it added to (the sketch rolled to the epoch given). Returns per
-// part 0 (applied) or 2 (skipped) and its stale adds, then per record its
-// value after the call ("" when absent).
-var countScript = redis.NewScript(`
-local np = tonumber(ARGV[1])
-local nk = #KEYS - np
-local now = tonumber(ARGV[2])
-local margin = tonumber(ARGV[3])
+// CountWrite: per part 0 (applied) or 2 (skipped) and its stale adds, then
+// per record its value after the call ("" when absent).
+var countScript = redis.NewScript(`#!lua flags=allow-cross-slot-keys
 local cap = 9007199254740992
 local zero = string.rep('\0', 32)
-local win, cnt, prv, val, bits = {}, {}, {}, {}, {}
-for j = 1, nk do
-  local v = redis.call('GET', KEYS[np+j])
-  if v and #v == 97 and string.byte(v, 1) == 67 then
-    win[j], cnt[j], prv[j] = struct.unpack('<i8i8i8', v, 2)
-    val[j] = v
-  else
-    win[j], cnt[j], prv[j] = 0, 0, 0
-    val[j] = false
+local function setbit(s, b)
+  local k = math.floor(b / 8) + 1
+  local mask = 2 ^ (b % 8)
+  local c = string.byte(s, k)
+  if c % (2*mask) >= mask then return s end
+  return string.sub(s, 1, k-1) .. string.char(c + mask) .. string.sub(s, k+1)
+end
+-- Read every record and mark first: nothing is written when one is not
+-- served here.
+local segs = {}
+local ai = 2
+for sg = 1, tonumber(ARGV[1]) do
+  local np, nk = tonumber(ARGV[ai]), tonumber(ARGV[ai+1])
+  local g = {np = np, nk = nk, now = tonumber(ARGV[ai+2]), margin = tonumber(ARGV[ai+3]),
+    mk = ai + 4, rk = ai + 4 + np, kb = ai + 4 + np + nk, win = {}, cnt = {}, prv = {}, val = {}, marks = {}}
+  for j = 1, nk do
+    local v = redis.call('GET', ARGV[g.rk+j-1])
+    if v and #v == 97 and string.byte(v, 1) == 67 then
+      g.win[j], g.cnt[j], g.prv[j] = struct.unpack('<i8i8i8', v, 2)
+      g.val[j] = v
+    else
+      g.win[j], g.cnt[j], g.prv[j] = 0, 0, 0
+      g.val[j] = false
+    end
   end
+  for i = 1, np do
+    g.marks[i] = redis.call('GET', ARGV[g.mk+i-1])
+  end
+  g.pa = g.kb + 2*nk
+  segs[sg] = g
+  ai = g.pa + 4*np
 end
 local out = {}
-local a = 4 + 2*nk
-for i = 1, np do
-  local seq = tonumber(ARGV[a])
-  local m = redis.call('GET', KEYS[i])
-  if m and tonumber(m) >= seq then
-    redis.call('PEXPIRE', KEYS[i], ARGV[a+1])
-    out[2*i-1], out[2*i] = 2, 0
-  else
-    redis.call('SET', KEYS[i], ARGV[a], 'PX', ARGV[a+1])
-    local sbit = tonumber(ARGV[a+2])
-    local adds = ARGV[a+3]
-    local stale = 0
-    local pos = 1
-    local n = #adds
-    while pos < n do
-      local j, w, d
-      j, w, d, pos = struct.unpack('<I4i8i8', adds, pos)
-      j = j + 1
-      local cw = win[j]
-      if w > cw then
-        if w == cw + 1 then prv[j] = cnt[j] else prv[j] = 0 end
-        cnt[j] = 0
-        win[j] = w
-        cw = w
+for sg = 1, #segs do
+  local g = segs[sg]
+  local np, nk = g.np, g.nk
+  local win, cnt, prv, val, bits = g.win, g.cnt, g.prv, g.val, {}
+  local seg = {}
+  local a = g.pa
+  for i = 1, np do
+    local seq = tonumber(ARGV[a])
+    local m = g.marks[i]
+    local mkey = ARGV[g.mk+i-1]
+    if m and tonumber(m) >= seq then
+      redis.call('PEXPIRE', mkey, ARGV[a+1])
+      seg[2*i-1], seg[2*i] = 2, 0
+    else
+      redis.call('SET', mkey, ARGV[a], 'PX', ARGV[a+1])
+      local sbit = tonumber(ARGV[a+2])
+      local adds = ARGV[a+3]
+      local stale = 0
+      local pos = 1
+      local n = #adds
+      while pos < n do
+        local j, w, d
+        j, w, d, pos = struct.unpack('<I4i8i8', adds, pos)
+        j = j + 1
+        local cw = win[j]
+        if w > cw then
+          if w == cw + 1 then prv[j] = cnt[j] else prv[j] = 0 end
+          cnt[j] = 0
+          win[j] = w
+          cw = w
+        end
+        if w == cw then
+          cnt[j] = math.min(cnt[j] + d, cap)
+        elseif w == cw - 1 then
+          prv[j] = math.min(prv[j] + d, cap)
+        else
+          stale = stale + 1
+        end
+        local b = bits[j]
+        if not b then
+          bits[j] = {sbit}
+        elseif b[#b] ~= sbit then
+          b[#b+1] = sbit
+        end
       end
-      if w == cw then
-        cnt[j] = math.min(cnt[j] + d, cap)
-      elseif w == cw - 1 then
-        prv[j] = math.min(prv[j] + d, cap)
-      else
-        stale = stale + 1
+      seg[2*i-1], seg[2*i] = 0, stale
+    end
+    a = a + 4
+  end
+  local kb = g.kb
+  for j = 1, nk do
+    local b = bits[j]
+    if b then
+      local v = val[j]
+      local ep, cur, last = 0, zero, zero
+      if v then
+        ep = struct.unpack('<i8', v, 26)
+        cur, last = string.sub(v, 34, 65), string.sub(v, 66, 97)
       end
-      local b = bits[j]
-      if not b then b = {} bits[j] = b end
-      b[sbit] = true
+      local e = tonumber(ARGV[kb+2*j-1])
+      if e > ep then
+        if e == ep + 1 then last = cur else last = zero end
+        cur = zero
+        ep = e
+      end
+      for x = 1, #b do cur = setbit(cur, b[x]) end
+      v = 'C' .. struct.pack('<i8i8i8i8', win[j], cnt[j], prv[j], ep) .. cur .. last
+      local p = tonumber(ARGV[kb+2*j-2])
+      local ttl = math.max((win[j] + 2) * p - g.now, 0) + p + g.margin
+      redis.call('SET', ARGV[g.rk+j-1], v, 'PX', math.ceil(ttl / 1e6))
+      val[j] = v
     end
-    out[2*i-1], out[2*i] = 0, stale
+    seg[2*np+j] = val[j] or ''
   end
-  a = a + 4
-end
-for j = 1, nk do
-  local b = bits[j]
-  if b then
-    local v = val[j]
-    local ep, cur, last = 0, zero, zero
-    if v then
-      ep = struct.unpack('<i8', v, 26)
-      cur, last = string.sub(v, 34, 65), string.sub(v, 66, 97)
-    end
-    local e = tonumber(ARGV[3+2*j])
-    if e > ep then
-      if e == ep + 1 then last = cur else last = zero end
-      cur = zero
-      ep = e
-    end
-    local bytes = {string.byte(cur, 1, 32)}
-    for sb in pairs(b) do
-      local k = math.floor(sb / 8) + 1
-      local mask = 2 ^ (sb % 8)
-      if bytes[k] % (2*mask) < mask then bytes[k] = bytes[k] + mask end
-    end
-    cur = string.char(unpack(bytes))
-    v = 'C' .. struct.pack('<i8i8i8i8', win[j], cnt[j], prv[j], ep) .. cur .. last
-    local p = tonumber(ARGV[2+2*j])
-    local ttl = math.max((win[j] + 2) * p - now, 0) + p + margin
-    redis.call('SET', KEYS[np+j], v, 'PX', math.floor(ttl / 1e6) + 1)
-    val[j] = v
-  end
-  out[2*np+j] = val[j] or ''
+  out[sg] = seg
 end
 return out
 `)
+
+// combineCounts is the combiner of countScript's segments (each call
+// of AddCounts is one CountWrite's segment, without a script).
+func combineCounts(calls []scriptCall, idx []int) (scriptCall, func(any) ([]any, error)) {
+	c := scriptCall{script: countScript, keys: calls[idx[0]].keys, args: []any{len(idx)}}
+	ro := true
+	for _, i := range idx {
+		c.args = append(c.args, calls[i].args...)
+		ro = ro && calls[i].readOnly(nil)
+	}
+	c.readOnly = func(any) bool { return ro }
+	return c, func(res any) ([]any, error) {
+		segs, ok := res.([]any)
+		if !ok || len(segs) != len(idx) {
+			return nil, fmt.Errorf("count script answered %T, want %d segments", res, len(idx))
+		}
+		return segs, nil
+	}
+}
 
 // countAddLen is the packed length of one add in countScript's ARGV.
 const countAddLen = 4 + 8 + 8
@@ -164,27 +211,35 @@ func decodeCounter(v string) (c merge.Counter, ok bool) {
 // isCounter reports whether a stored value is a counter record.
 func isCounter(v string) bool { return len(v) == counterLen && v[0] == 'C' }
 
-// AddCounts performs ws (see merge.CountWrite), one countScript call each,
-// grouped per master into one pipeline per master (then WAIT there when
-// Options.Wait is set).
+// AddCounts performs ws (see merge.CountWrite): one countScript call per
+// master for the buckets it serves (then WAIT there when Options.Wait is
+// set), retried through failovers as every write is (evalOnMasters).
 func (s *Store) AddCounts(ctx context.Context, ws []merge.CountWrite) ([]merge.CountOutcome, error) {
 	calls := make([]scriptCall, len(ws))
 	for i := range ws {
 		w := &ws[i]
 		t := s.Tag(w.Bucket)
-		keys := make([]string, 0, len(w.Parts)+len(w.Keys))
-		args := make([]any, 0, 3+2*len(w.Keys)+4*len(w.Parts))
-		args = append(args, len(w.Parts), w.Now, merge.SharedTTLMargin)
+		args := make([]any, 0, 4+len(w.Parts)+3*len(w.Keys)+4*len(w.Parts))
+		args = append(args, len(w.Parts), len(w.Keys), w.Now, merge.SharedTTLMargin)
 		for _, p := range w.Parts {
-			keys = append(keys, t+"n"+p.Mark.Isolate)
+			args = append(args, t+"n"+p.Mark.Isolate)
 		}
+		var keys []string
 		for _, k := range w.Keys {
 			rk := s.RedisKey(k.Key)
 			if !strings.HasPrefix(rk, t) {
 				return nil, fmt.Errorf("redisstore: key %q is not in bucket %d", k.Key, w.Bucket)
 			}
-			keys = append(keys, rk)
+			if keys == nil {
+				keys = []string{rk} // routes the call (countScript)
+			}
+			args = append(args, rk)
+		}
+		for _, k := range w.Keys {
 			args = append(args, k.Period, k.Epoch)
+		}
+		if keys == nil {
+			return nil, fmt.Errorf("redisstore: count write of bucket %d has no key", w.Bucket)
 		}
 		for _, p := range w.Parts {
 			packed := make([]byte, 0, countAddLen*len(p.Adds))
@@ -199,14 +254,13 @@ func (s *Store) AddCounts(ctx context.Context, ws []merge.CountWrite) ([]merge.C
 			args = append(args, p.Mark.Seq, ms(p.Mark.TTL), p.Bit, packed)
 		}
 		np := len(w.Parts)
-		calls[i] = scriptCall{script: countScript, keys: keys, args: args,
-			readOnly: func(any) bool { return np == 0 }}
+		calls[i] = scriptCall{keys: keys, args: args, readOnly: func(any) bool { return np == 0 }}
 	}
 	outs := make([]merge.CountOutcome, len(ws))
 	if len(calls) == 0 {
 		return outs, nil
 	}
-	res, ran, err := s.evalOnMasters(ctx, calls)
+	res, ran, err := s.evalOnMasters(ctx, calls, combineCounts)
 	for i, v := range res {
 		o := &outs[i]
 		switch {

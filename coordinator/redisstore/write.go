@@ -85,7 +85,12 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 // failover: see retry.go) are sent again, to the master the reloaded slot
 // map names, until Options.RetryFor or ctx's end. A call that did run but
 // whose reply was lost is sent again too: the marks make it a duplicate.
-func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []any, ran []bool, err error) {
+//
+// With combine set, the calls bound for one master are sent as the one
+// call combine makes of them (a script that does each one's work, see
+// combiner), whose result is split back into theirs; they are grouped
+// again after each reload of the slot map.
+func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall, combine combiner) (res []any, ran []bool, err error) {
 	res, ran = make([]any, len(calls)), make([]bool, len(calls))
 	pending := make([]int, len(calls))
 	for i := range pending {
@@ -97,7 +102,7 @@ func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []an
 		// Room for the pipeline and for WAIT's own timeout, so that a WAIT
 		// not met is answered as such rather than cut by the deadline.
 		actx, cancel := context.WithDeadline(ctx, later(end, time.Now().Add(2*s.opts.Timeout+s.opts.WaitTimeout)))
-		errs := s.evalPending(actx, calls, pending, res, ran, end)
+		errs := s.evalPending(actx, calls, pending, res, ran, end, combine)
 		cancel()
 		var again []int
 		var failed []error
@@ -150,8 +155,14 @@ type groupErr struct {
 	err error
 }
 
-// evalPending sends the calls of pending, one pipeline per master.
-func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []any, ran []bool, end time.Time) []groupErr {
+// combiner makes one script call of the calls idx (bound for one master),
+// and returns it with split, which turns its result into theirs (in the
+// order of idx).
+type combiner func(calls []scriptCall, idx []int) (c scriptCall, split func(res any) ([]any, error))
+
+// evalPending sends the calls of pending, one pipeline per master (one
+// call per master with combine).
+func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []any, ran []bool, end time.Time, combine combiner) []groupErr {
 	type group struct {
 		node *redis.Client
 		idx  []int
@@ -178,7 +189,24 @@ func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[gi] = groupErr{idx: g.idx, err: s.evalGroup(ctx, g.node, calls, g.idx, res, ran, end)}
+			if combine == nil {
+				out[gi] = groupErr{idx: g.idx, err: s.evalGroup(ctx, g.node, calls, g.idx, res, ran, end)}
+				return
+			}
+			c, split := combine(calls, g.idx)
+			cres, cran := []any{nil}, []bool{false}
+			err := s.evalGroup(ctx, g.node, []scriptCall{c}, []int{0}, cres, cran, end)
+			if cran[0] {
+				parts, serr := split(cres[0])
+				if serr != nil {
+					out[gi] = groupErr{idx: g.idx, err: fmt.Errorf("redisstore: write on %s: %w", g.node.Options().Addr, serr)}
+					return
+				}
+				for k, i := range g.idx {
+					res[i], ran[i] = parts[k], true
+				}
+			}
+			out[gi] = groupErr{idx: g.idx, err: err}
 		}()
 	}
 	wg.Wait()
@@ -331,7 +359,7 @@ func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge
 	if len(calls) == 0 {
 		return outs, nil
 	}
-	res, ran, err := s.evalOnMasters(ctx, calls)
+	res, ran, err := s.evalOnMasters(ctx, calls, nil)
 	for k, v := range res {
 		i := of[k]
 		r, ok := v.(int64)
@@ -364,7 +392,7 @@ func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
 		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
 			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
 	}
-	_, _, err := s.evalOnMasters(ctx, calls)
+	_, _, err := s.evalOnMasters(ctx, calls, nil)
 	return err
 }
 
