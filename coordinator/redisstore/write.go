@@ -213,6 +213,9 @@ func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []i
 	return out
 }
 
+// errNoReply is a script call's error when it has no reply.
+var errNoReply = errors.New("redisstore: no reply")
+
 type scriptCall struct {
 	script *redis.Script
 	keys   []string
@@ -285,6 +288,11 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 			continue
 		}
 		v, err := cmds[j].Result()
+		if err == nil && v == nil {
+			// No reply (a connection error leaves its commands without
+			// one; none of the scripts answers nil).
+			err = errNoReply
+		}
 		if err != nil {
 			first = cmp.Or(first, err)
 			continue
@@ -293,7 +301,7 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 		wrote = wrote || calls[i].wrote(v)
 	}
 	// The pipeline's own error first: a connection error leaves its
-	// commands without a reply, which Int64 reports as a type error.
+	// commands without a reply (errNoReply).
 	if err = cmp.Or(err, first); err != nil {
 		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
 	}
