@@ -215,6 +215,36 @@ func isCounter(v string) bool { return len(v) == counterLen && v[0] == 'C' }
 // master for the buckets it serves (then WAIT there when Options.Wait is
 // set), retried through failovers as every write is (evalOnMasters).
 func (s *Store) AddCounts(ctx context.Context, ws []merge.CountWrite) ([]merge.CountOutcome, error) {
+	calls, err := s.countCalls(ws)
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]merge.CountOutcome, len(ws))
+	if len(calls) == 0 {
+		return outs, nil
+	}
+	res, ran, err := s.evalOnMasters(ctx, calls, combineCounts)
+	for i, v := range res {
+		o := &outs[i]
+		switch {
+		case !ran[i]:
+			o.Outcome = merge.SubFailed
+			continue
+		case err != nil && len(ws[i].Parts) > 0:
+			o.Outcome = merge.SubUnconfirmed // written; WAIT (or a neighbour) failed
+		default:
+			o.Outcome = merge.SubApplied
+		}
+		if derr := s.decodeCountReply(&ws[i], v, o); derr != nil {
+			return nil, derr
+		}
+	}
+	return outs, err
+}
+
+// countCalls returns the countScript segment of each of ws (see
+// combineCounts).
+func (s *Store) countCalls(ws []merge.CountWrite) ([]scriptCall, error) {
 	calls := make([]scriptCall, len(ws))
 	for i := range ws {
 		w := &ws[i]
@@ -256,27 +286,7 @@ func (s *Store) AddCounts(ctx context.Context, ws []merge.CountWrite) ([]merge.C
 		np := len(w.Parts)
 		calls[i] = scriptCall{keys: keys, args: args, readOnly: func(any) bool { return np == 0 }}
 	}
-	outs := make([]merge.CountOutcome, len(ws))
-	if len(calls) == 0 {
-		return outs, nil
-	}
-	res, ran, err := s.evalOnMasters(ctx, calls, combineCounts)
-	for i, v := range res {
-		o := &outs[i]
-		switch {
-		case !ran[i]:
-			o.Outcome = merge.SubFailed
-			continue
-		case err != nil && len(ws[i].Parts) > 0:
-			o.Outcome = merge.SubUnconfirmed // written; WAIT (or a neighbour) failed
-		default:
-			o.Outcome = merge.SubApplied
-		}
-		if derr := s.decodeCountReply(&ws[i], v, o); derr != nil {
-			return nil, derr
-		}
-	}
-	return outs, err
+	return calls, nil
 }
 
 // decodeCountReply fills o from countScript's reply v to w.
