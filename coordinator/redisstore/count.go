@@ -57,13 +57,6 @@ const countMax = 1 << 53
 var countScript = redis.NewScript(`#!lua flags=allow-cross-slot-keys
 local cap = 9007199254740992
 local zero = string.rep('\0', 32)
-local function setbit(s, b)
-  local k = math.floor(b / 8) + 1
-  local mask = 2 ^ (b % 8)
-  local c = string.byte(s, k)
-  if c % (2*mask) >= mask then return s end
-  return string.sub(s, 1, k-1) .. string.char(c + mask) .. string.sub(s, k+1)
-end
 -- Read every record and mark first: nothing is written when one is not
 -- served here.
 local segs = {}
@@ -144,19 +137,26 @@ for sg = 1, #segs do
     local b = bits[j]
     if b then
       local v = val[j]
-      local ep, cur, last = 0, zero, zero
+      local ep, last = 0, zero
+      local e = tonumber(ARGV[kb+2*j-1])
+      local c
       if v then
         ep = struct.unpack('<i8', v, 26)
-        cur, last = string.sub(v, 34, 65), string.sub(v, 66, 97)
+        if e > ep then
+          if e == ep + 1 then last = string.sub(v, 34, 65) end
+        else
+          c = {struct.unpack('<I4I4I4I4I4I4I4I4', v, 34)}
+          last = string.sub(v, 66, 97)
+        end
       end
-      local e = tonumber(ARGV[kb+2*j-1])
-      if e > ep then
-        if e == ep + 1 then last = cur else last = zero end
-        cur = zero
-        ep = e
+      if not c then c = {0, 0, 0, 0, 0, 0, 0, 0} end
+      ep = math.max(ep, e)
+      for x = 1, #b do
+        local k = math.floor(b[x] / 32) + 1
+        local m = 2 ^ (b[x] % 32)
+        if c[k] % (2*m) < m then c[k] = c[k] + m end
       end
-      for x = 1, #b do cur = setbit(cur, b[x]) end
-      v = 'C' .. struct.pack('<i8i8i8i8', win[j], cnt[j], prv[j], ep) .. cur .. last
+      v = 'C' .. struct.pack('<i8i8i8i8I4I4I4I4I4I4I4I4', win[j], cnt[j], prv[j], ep, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]) .. last
       local p = tonumber(ARGV[kb+2*j-2])
       local ttl = math.max((win[j] + 2) * p - g.now, 0) + p + g.margin
       redis.call('SET', ARGV[g.rk+j-1], v, 'PX', math.ceil(ttl / 1e6))
