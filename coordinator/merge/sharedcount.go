@@ -47,20 +47,23 @@ type Counter struct {
 // sketch bit on the keys it adds to) and sets the mark; the others only
 // renew their mark's TTL (a write: a store that waits for replicas
 // confirms the earlier attempt that applied them). Then every key of Keys
-// that changed is stored with a TTL until its window is older than the
-// previous one, plus one period and sharedTTLMargin (as sharedTTL).
+// that changed is stored with its TTL.
 type CountWrite struct {
 	Bucket int
-	Now    int64 // coordinator time, ns: the TTLs count from it
 	Keys   []CountKey
 	Parts  []CountPart
 }
 
 // CountKey is a key of a CountWrite.
 type CountKey struct {
-	Key    []byte // storage key
-	Period int64  // the limiter's period, ns (>= countMinPeriod)
-	Epoch  int64  // the sketch's period index at Now: limitmath.Window(Now, Period)
+	Key   []byte // storage key
+	Epoch int64  // the sketch's period index at the coordinator's now: limitmath.Window(now, period)
+	// TTL is how long the record lives after the write, ns: until the
+	// newest window the write can leave it at (the current one or the
+	// next, as the batches' windows are bounded: checkTimes) is older
+	// than the previous one, plus one period and sharedTTLMargin (as
+	// sharedTTL).
+	TTL int64
 }
 
 // CountPart is one isolate's part of a CountWrite.
@@ -122,13 +125,15 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 	parts := make([][]*sharedSub, len(gs)) // the subs of ws[i].Parts, in order
 	for gi, g := range gs {
 		w := &ws[gi]
-		w.Bucket, w.Now = g.bucket, now
+		w.Bucket = g.bucket
 		idx := make(map[string]int, len(g.keys))
+		newest := make([]int64, len(g.keys)) // the newest window each key can hold after the write
 		for _, k := range g.keys {
 			name, _, _ := splitKeyStorageKey([]byte(k))
 			P := m.lims[name].Period
 			idx[k] = len(w.Keys)
-			w.Keys = append(w.Keys, CountKey{Key: []byte(k), Period: P, Epoch: limitmath.Window(now, P)})
+			newest[len(w.Keys)] = limitmath.Window(now, P)
+			w.Keys = append(w.Keys, CountKey{Key: []byte(k), Epoch: limitmath.Window(now, P)})
 		}
 		var buf []byte
 		for _, sb := range g.subs {
@@ -140,10 +145,21 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 				Bit: int(r.h.hash & (sketchBits - 1)), Adds: make([]CountAdd, len(sb.entries))}
 			for i, e := range sb.entries {
 				buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
-				p.Adds[i] = CountAdd{Key: idx[string(buf)], Window: e.Window, Delta: e.Delta}
+				j := idx[string(buf)]
+				p.Adds[i] = CountAdd{Key: j, Window: e.Window, Delta: e.Delta}
+				newest[j] = max(newest[j], e.Window)
 			}
 			w.Parts = append(w.Parts, p)
 			parts[gi] = append(parts[gi], sb)
+		}
+		// A record's window is at most the newest of its adds and the
+		// current one, or (written meanwhile by another coordinator) the
+		// next: its TTL for the newest of the adds and the current one
+		// covers that one too, less a period (sharedTTL counts one more).
+		for j := range w.Keys {
+			name, _, _ := splitKeyStorageKey(w.Keys[j].Key)
+			P := m.lims[name].Period
+			w.Keys[j].TTL = addSat(max(addSat(newest[j], 2)*P-now, 0), addSat(P, sharedTTLMargin))
 		}
 	}
 	outs, err := cs.AddCounts(ctx, ws)

@@ -40,9 +40,8 @@ const countMax = 1 << 53
 // (allow-cross-slot-keys), and reads every key before it writes any, so a
 // key whose slot is not served there (moved, migrating) fails the call
 // before anything is written. ARGV[1] is the number of CountWrites, each a
-// segment of ARGV: P, K, now (ns), the TTL margin past a record's last
-// useful window (ns: a period is added too), the P parts' marks, the K
-// counter records, then per record its period (ns) and sketch epoch, then
+// segment of ARGV: P, K, the P parts' marks, the K counter records, then
+// per record its TTL (ms, set when it is written) and sketch epoch, then
 // per part its seq, its mark's TTL (ms), its sketch bit and its adds,
 // packed (countAddLen bytes each: uint32 LE record index from 0, int64 LE
 // window, int64 LE delta). A part whose mark holds its seq or more is
@@ -63,8 +62,8 @@ local segs = {}
 local ai = 2
 for sg = 1, tonumber(ARGV[1]) do
   local np, nk = tonumber(ARGV[ai]), tonumber(ARGV[ai+1])
-  local g = {np = np, nk = nk, now = tonumber(ARGV[ai+2]), margin = tonumber(ARGV[ai+3]),
-    mk = ai + 4, rk = ai + 4 + np, kb = ai + 4 + np + nk, win = {}, cnt = {}, prv = {}, val = {}, marks = {}}
+  local g = {np = np, nk = nk, mk = ai + 2, rk = ai + 2 + np, kb = ai + 2 + np + nk,
+    win = {}, cnt = {}, prv = {}, val = {}, marks = {}}
   for j = 1, nk do
     local v = redis.call('GET', ARGV[g.rk+j-1])
     if v and #v == 97 and string.byte(v, 1) == 67 then
@@ -123,9 +122,9 @@ for sg = 1, #segs do
         end
         local b = bits[j]
         if not b then
-          bits[j] = {sbit}
-        elseif b[#b] ~= sbit then
-          b[#b+1] = sbit
+          bits[j] = sbit
+        elseif b ~= sbit then
+          if type(b) == 'number' then bits[j] = {b, sbit} else b[#b+1] = sbit end
         end
       end
       seg[2*i-1], seg[2*i] = 0, stale
@@ -151,15 +150,14 @@ for sg = 1, #segs do
       end
       if not c then c = {0, 0, 0, 0, 0, 0, 0, 0} end
       ep = math.max(ep, e)
+      if type(b) == 'number' then b = {b} end
       for x = 1, #b do
         local k = math.floor(b[x] / 32) + 1
         local m = 2 ^ (b[x] % 32)
         if c[k] % (2*m) < m then c[k] = c[k] + m end
       end
       v = 'C' .. struct.pack('<i8i8i8i8I4I4I4I4I4I4I4I4', win[j], cnt[j], prv[j], ep, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]) .. last
-      local p = tonumber(ARGV[kb+2*j-2])
-      local ttl = math.max((win[j] + 2) * p - g.now, 0) + p + g.margin
-      redis.call('SET', ARGV[g.rk+j-1], v, 'PX', math.ceil(ttl / 1e6))
+      redis.call('SET', ARGV[g.rk+j-1], v, 'PX', ARGV[kb+2*j-2])
       val[j] = v
     end
     seg[2*np+j] = val[j] or ''
@@ -249,8 +247,8 @@ func (s *Store) countCalls(ws []merge.CountWrite) ([]scriptCall, error) {
 	for i := range ws {
 		w := &ws[i]
 		t := s.Tag(w.Bucket)
-		args := make([]any, 0, 4+len(w.Parts)+3*len(w.Keys)+4*len(w.Parts))
-		args = append(args, len(w.Parts), len(w.Keys), w.Now, merge.SharedTTLMargin)
+		args := make([]any, 0, 2+len(w.Parts)+3*len(w.Keys)+4*len(w.Parts))
+		args = append(args, len(w.Parts), len(w.Keys))
 		for _, p := range w.Parts {
 			args = append(args, t+"n"+p.Mark.Isolate)
 		}
@@ -266,7 +264,7 @@ func (s *Store) countCalls(ws []merge.CountWrite) ([]scriptCall, error) {
 			args = append(args, rk)
 		}
 		for _, k := range w.Keys {
-			args = append(args, k.Period, k.Epoch)
+			args = append(args, ms(k.TTL), k.Epoch)
 		}
 		if keys == nil {
 			return nil, fmt.Errorf("redisstore: count write of bucket %d has no key", w.Bucket)

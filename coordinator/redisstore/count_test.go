@@ -54,7 +54,8 @@ func keyIn(s *Store, b int, n int) []byte {
 // real cluster and through a model built on limitmath.Roll; after every
 // write each key's record (window, counts, stale adds) must be the
 // model's, and its sketch must hold exactly the bits of the isolates that
-// added to it in its epoch (and the epoch before, rolled).
+// added to it in its epoch (and the epoch before, rolled). Records carry
+// the TTL given.
 func TestCountScriptMatchesRoll(t *testing.T) {
 	_, s := startCluster(t, 3, 4)
 	ctx := context.Background()
@@ -74,9 +75,9 @@ func TestCountScriptMatchesRoll(t *testing.T) {
 	for round := 0; round < 300; round++ {
 		base += int64(rng.IntN(3)) // 0: same window, 1: the next, 2: one skipped
 		now := base*second + second/2
-		w := merge.CountWrite{Bucket: 1, Now: now}
+		w := merge.CountWrite{Bucket: 1}
 		for j := range keys {
-			w.Keys = append(w.Keys, merge.CountKey{Key: keys[j], Period: second, Epoch: limitmath.Window(now, second)})
+			w.Keys = append(w.Keys, merge.CountKey{Key: keys[j], TTL: 60 * second, Epoch: limitmath.Window(now, second)})
 		}
 		var wantStale []int64
 		for p := 0; p < 1+rng.IntN(3); p++ {
@@ -140,6 +141,10 @@ func TestCountScriptMatchesRoll(t *testing.T) {
 			}
 		}
 	}
+	// Each record written has the TTL given.
+	if ttl, err := s.Client().PTTL(ctx, s.RedisKey(keys[0])).Result(); err != nil || ttl > time.Minute || ttl < 50*time.Second {
+		t.Fatalf("record TTL %v (%v), want the 60 s given", ttl, err)
+	}
 	// What ReadShared returns is what the script answered.
 	vals, _, _, err := s.ReadShared(ctx, keys, nil, nil)
 	if err != nil {
@@ -160,9 +165,8 @@ func TestCountRetryNotDoubled(t *testing.T) {
 	_, s := startCluster(t, 3, 4)
 	ctx := context.Background()
 	k := keyIn(s, 2, 0)
-	now := 1000*second + second/2
 	w := func(seq, delta int64) merge.CountWrite {
-		return merge.CountWrite{Bucket: 2, Now: now, Keys: []merge.CountKey{{Key: k, Period: second, Epoch: 1000}},
+		return merge.CountWrite{Bucket: 2, Keys: []merge.CountKey{{Key: k, TTL: 60 * second, Epoch: 1000}},
 			Parts: []merge.CountPart{{Mark: merge.MarkSet{Isolate: "a", Seq: seq, TTL: 30 * second}, Bit: 7,
 				Adds: []merge.CountAdd{{Key: 0, Window: 1000, Delta: delta}}}}}
 	}
@@ -215,9 +219,8 @@ func TestCountCrossSlotAllOrNothing(t *testing.T) {
 		t.Fatal("every bucket on one master")
 	}
 	k1, k2 := keyIn(s, b1, 0), keyIn(s, b2, 0)
-	now := 1000*second + second/2
 	cw := func(b int, k []byte) merge.CountWrite {
-		return merge.CountWrite{Bucket: b, Now: now, Keys: []merge.CountKey{{Key: k, Period: second, Epoch: 1000}},
+		return merge.CountWrite{Bucket: b, Keys: []merge.CountKey{{Key: k, TTL: 60 * second, Epoch: 1000}},
 			Parts: []merge.CountPart{{Mark: merge.MarkSet{Isolate: "a", Seq: 1, TTL: 30 * second}, Bit: 1,
 				Adds: []merge.CountAdd{{Key: 0, Window: 1000, Delta: 1}}}}}
 	}
@@ -341,7 +344,7 @@ func BenchmarkCountScript(b *testing.B) {
 						bk := s.Bucket(k)
 						w := byBucket[bk]
 						if w == nil {
-							w = &merge.CountWrite{Bucket: bk, Now: now}
+							w = &merge.CountWrite{Bucket: bk}
 							byBucket[bk] = w
 							idx[bk] = map[string]int{}
 						}
@@ -349,7 +352,7 @@ func BenchmarkCountScript(b *testing.B) {
 						if !ok {
 							j = len(w.Keys)
 							idx[bk][string(k)] = j
-							w.Keys = append(w.Keys, merge.CountKey{Key: k, Period: second, Epoch: limitmath.Window(now, second)})
+							w.Keys = append(w.Keys, merge.CountKey{Key: k, TTL: 60 * second, Epoch: limitmath.Window(now, second)})
 						}
 						p := parts[bk]
 						if p == nil {
