@@ -56,6 +56,7 @@ const countMax = 1 << 53
 var countScript = redis.NewScript(`#!lua flags=allow-cross-slot-keys
 local cap = 9007199254740992
 local zero = string.rep('\0', 32)
+local zero2 = zero .. zero
 -- Read every record and mark first: nothing is written when one is not
 -- served here.
 local segs = {}
@@ -136,27 +137,26 @@ for sg = 1, #segs do
     local b = bits[j]
     if b then
       local v = val[j]
-      local ep, last = 0, zero
       local e = tonumber(ARGV[kb+2*j-1])
-      local c
+      local tail = zero2 -- the sketch of e, then of e-1
       if v then
-        ep = struct.unpack('<i8', v, 26)
-        if e > ep then
-          if e == ep + 1 then last = string.sub(v, 34, 65) end
-        else
-          c = {struct.unpack('<I4I4I4I4I4I4I4I4', v, 34)}
-          last = string.sub(v, 66, 97)
+        local ep = struct.unpack('<i8', v, 26)
+        if e <= ep then
+          tail, e = string.sub(v, 34), ep
+        elseif e == ep + 1 then
+          tail = zero .. string.sub(v, 34, 65)
         end
       end
-      if not c then c = {0, 0, 0, 0, 0, 0, 0, 0} end
-      ep = math.max(ep, e)
       if type(b) == 'number' then b = {b} end
       for x = 1, #b do
-        local k = math.floor(b[x] / 32) + 1
-        local m = 2 ^ (b[x] % 32)
-        if c[k] % (2*m) < m then c[k] = c[k] + m end
+        local k = math.floor(b[x] / 8) + 1
+        local m = 2 ^ (b[x] % 8)
+        local c = string.byte(tail, k)
+        if c % (2*m) < m then
+          tail = string.sub(tail, 1, k-1) .. string.char(c + m) .. string.sub(tail, k+1)
+        end
       end
-      v = 'C' .. struct.pack('<i8i8i8i8I4I4I4I4I4I4I4I4', win[j], cnt[j], prv[j], ep, c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]) .. last
+      v = 'C' .. struct.pack('<i8i8i8i8', win[j], cnt[j], prv[j], e) .. tail
       redis.call('SET', ARGV[g.rk+j-1], v, 'PX', ARGV[kb+2*j-2])
       val[j] = v
     end
