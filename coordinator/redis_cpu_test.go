@@ -106,6 +106,12 @@ func TestRedisCPUPerDelta(t *testing.T) {
 		load := "as fast as answered"
 		if ph.rate > 0 {
 			load = fmt.Sprintf("%.0f key-deltas/s", ph.rate*100)
+			if got := res.KeyDeltasPerSec(); got < 0.9*ph.rate*100 {
+				// Another process held the cores or the disk (an AOF fsync
+				// slower than 2 s blocks Redis's writes): the row's
+				// figures are not those of this load.
+				t.Logf("WARNING: %s at %s: only %.0f key-deltas/s were taken; do not compare this run", ph.store, load, got)
+			}
 		}
 		r := row{coord: perM(after.coord-before.coord, res.KeyDeltas)}
 		tier := "-"
