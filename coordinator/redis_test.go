@@ -188,6 +188,63 @@ func TestRedisTwoCoordinatorsOneKey(t *testing.T) {
 	}
 }
 
+// TestRedisResentAfterMarksOnly: a coordinator that wrote every part of a
+// batch but died before advancing the isolate's high-water mark leaves
+// only the marks in the buckets (a batch with counted keys, fw and sw,
+// and read-merge-write ones, tb and sfw: the two kinds of marks). The
+// batch resent to another coordinator is answered, and neither its
+// counters nor its token bucket nor its strict count is applied twice;
+// the isolate's next batch is counted.
+func TestRedisResentAfterMarksOnly(t *testing.T) {
+	rs := openTestRedis(t, redisstore.Options{})
+	clk := &fakeClock{}
+	clk.set(t0 + sec/2) // window 1000 of the 1 s limiters
+	open := func(s merge.Store) *Coordinator {
+		c, err := Open(Options{Store: s, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := open(rs), open(openRedisNoFlush(t))
+	var es []wire.Delta
+	for i := 0; i < 24; i++ { // spread over buckets
+		es = append(es, wire.Delta{Limiter: "fw", Key: fmt.Sprintf("k%d", i), Window: 1000, Delta: 1},
+			wire.Delta{Limiter: "sw", Key: fmt.Sprintf("k%d", i), Window: 1000, Delta: 2})
+	}
+	es = append(es, wire.Delta{Limiter: "tb", Key: "t", Delta: 5}, wire.Delta{Limiter: "sfw", Key: "s", Window: 1000, Delta: 0, Demand: 3})
+	first := batch("a", 1, clk.now(), es...)
+	mustSync(t, a, first)
+	tat := getKey(t, a, "tb", "t").TAT
+	// The coordinator "died" before advancing the high-water mark.
+	if err := rs.Client().Del(context.Background(), rs.RedisKey([]byte(merge.HWMStorageKey("a")))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rp := mustSync(t, b, batch("a", 1, clk.now(), es...))
+	if v := viewOf(t, rp, "fw", "k3"); v.Count != 1 {
+		t.Fatalf("resent batch's view of fw/k3: count %d, want 1", v.Count)
+	}
+	for i := 0; i < 24; i++ {
+		if ks := getKey(t, b, "fw", fmt.Sprintf("k%d", i)); ks.Count != 1 {
+			t.Fatalf("fw/k%d counted %d, want 1 (the resent batch applied twice)", i, ks.Count)
+		}
+		if ks := getKey(t, b, "sw", fmt.Sprintf("k%d", i)); ks.Count != 2 {
+			t.Fatalf("sw/k%d counted %d, want 2", i, ks.Count)
+		}
+	}
+	if got := getKey(t, b, "tb", "t").TAT; got != tat {
+		t.Fatalf("token bucket TAT %d after the resend, %d before: charged twice", got, tat)
+	}
+	if st := b.mergeStats(); st.DeltasApplied != 0 {
+		t.Fatalf("the resent batch applied %d deltas", st.DeltasApplied)
+	}
+	mustSync(t, b, batch("a", 2, clk.now(), wire.Delta{Limiter: "fw", Key: "k3", Window: 1000, Delta: 1}))
+	if ks := getKey(t, a, "fw", "k3"); ks.Count != 2 {
+		t.Fatalf("fw/k3 after the next batch: %d, want 2", ks.Count)
+	}
+}
+
 // openRedisNoFlush opens a redisstore.Store on the package's cluster as it is.
 func openRedisNoFlush(t testing.TB) *redisstore.Store {
 	t.Helper()
