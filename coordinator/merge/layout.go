@@ -12,10 +12,6 @@ const (
 	PrefixHWM = prefixHWM
 )
 
-// SharedTTLMargin is added to every shared record's TTL past the time its
-// state stops mattering, with one period: 1 minute, in ns.
-const SharedTTLMargin = sharedTTLMargin
-
 // ErrCorrupt is returned for a stored record that does not decode.
 var ErrCorrupt = errCorrupt
 

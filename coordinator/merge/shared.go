@@ -90,9 +90,6 @@ type Versioned struct {
 	Counter *Counter
 }
 
-// Found reports whether the record exists.
-func (v *Versioned) Found() bool { return v.Version != 0 || v.Counter != nil }
-
 // SubWrite is the conditional write of one bucket's part of a group: if
 // every isolate's mark in Bucket is below its Seq and every key still has
 // its expected version, set every key to its value (with the next version

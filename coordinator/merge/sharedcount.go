@@ -19,8 +19,8 @@ import (
 // so a retried batch never counts twice) and answers with the keys' new
 // state, from which the coordinator computes the views. Strict and auto
 // limiters (leases), token buckets and GCRA (the bucket's arrival time is
-// not a sum) and limiters that follow an upstream keep the
-// read-merge-write path (shared.go).
+// not a sum), limiters that follow an upstream and periods under
+// countMinPeriod keep the read-merge-write path (shared.go).
 
 // CountingStore is a SharedStore that also keeps counter records (see
 // above): SharedMerger uses AddCounts for the keys of countable limiters.

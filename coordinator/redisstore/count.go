@@ -12,9 +12,9 @@ import (
 )
 
 // Counter records (merge.CountingStore): the keys of approximate windowed
-// limiters are counted in place by countScript, one call per bucket,
-// grouped per master into one pipeline as the key records' writes are
-// (write.go). A counter record is a string of counterLen bytes under the
+// limiters are counted in place by countScript, one call per master for
+// the buckets it serves in a group (the CountWrites are combined per
+// master by evalOnMasters, write.go, and grouped again after a failover). A counter record is a string of counterLen bytes under the
 // key's usual name ({el:B}<storage key>):
 //
 //	'C' | int64 LE win, count, prev, sketch epoch | 32 bytes: the sketch of
