@@ -76,7 +76,8 @@ for sg = 1, tonumber(ARGV[1]) do
     end
   end
   for i = 1, np do
-    g.marks[i] = redis.call('GET', ARGV[g.mk+i-1])
+    -- A mark that is not a number (written by something else) is none.
+    g.marks[i] = tonumber(redis.call('GET', ARGV[g.mk+i-1]) or '')
   end
   g.pa = g.kb + 2*nk
   segs[sg] = g
@@ -93,7 +94,7 @@ for sg = 1, #segs do
     local seq = tonumber(ARGV[a])
     local m = g.marks[i]
     local mkey = ARGV[g.mk+i-1]
-    if m and tonumber(m) >= seq then
+    if m and m >= seq then
       redis.call('PEXPIRE', mkey, ARGV[a+1])
       seg[2*i-1], seg[2*i] = 2, 0
     else

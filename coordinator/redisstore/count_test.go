@@ -160,7 +160,7 @@ func TestCountScriptMatchesRoll(t *testing.T) {
 // TestCountRetryNotDoubled: a CountWrite sent again (its reply lost) finds
 // its parts' marks at their seq: nothing is added twice, the parts are
 // answered as skipped, and the marks' TTLs are renewed. A later seq of the
-// same isolate is added.
+// same isolate is added, and so is one whose mark holds garbage.
 func TestCountRetryNotDoubled(t *testing.T) {
 	_, s := startCluster(t, 3, 4)
 	ctx := context.Background()
@@ -191,6 +191,15 @@ func TestCountRetryNotDoubled(t *testing.T) {
 	}
 	if ttl, err := s.Client().PTTL(ctx, mark).Result(); err != nil || ttl < 20*time.Second {
 		t.Fatalf("mark TTL after a skipped retry: %v %v, want renewed to 30 s", ttl, err)
+	}
+	// A mark that is not a number (written by something else) is none:
+	// the write is applied, not failed half-way.
+	if err := s.Client().Set(ctx, mark, "garbage", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	outs, err := s.AddCounts(ctx, []merge.CountWrite{w(3, 1)})
+	if err != nil || outs[0].Dup[0] || outs[0].Counters[0].Count != 9 {
+		t.Fatalf("write over a garbage mark: %+v %v, want applied, count 9", outs, err)
 	}
 }
 
