@@ -301,8 +301,9 @@ func TestRedisRecordsExpire(t *testing.T) {
 // TestRedisSettingsStored: the first store to open a cluster records its
 // bucket count and format version there; a store with another bucket
 // count, or a cluster in another format, is refused with both values
-// named; a cluster holding keys but no settings is adopted only with an
-// explicit bucket count.
+// named (format 1 is upgraded in place, with the same bucket count); a
+// cluster holding keys but no settings is adopted only with an explicit
+// bucket count.
 func TestRedisSettingsStored(t *testing.T) {
 	cl := testCluster(t)
 	ctx := context.Background()
@@ -339,6 +340,23 @@ func TestRedisSettingsStored(t *testing.T) {
 	}
 	if err := open(16); err == nil || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), fmt.Sprintf("format %d", redisstore.FormatVersion)) {
 		t.Errorf("format 99 in the cluster: %v", err)
+	}
+	// Format 1 (before counter records) is upgraded in place, with the
+	// same bucket count only.
+	if err := c.HSet(ctx, "el:meta", "format", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(32); err == nil {
+		t.Error("a format-1 cluster of 16 buckets upgraded by a store of 32")
+	}
+	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != "1" {
+		t.Errorf("format %q after a refused upgrade, want 1", f)
+	}
+	if err := open(16); err != nil {
+		t.Errorf("format 1 not upgraded: %v", err)
+	}
+	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != fmt.Sprint(redisstore.FormatVersion) {
+		t.Errorf("format %q after the upgrade, want %d", f, redisstore.FormatVersion)
 	}
 	// Keys but no settings (state from before they were stored): the
 	// default is refused, an explicit count adopts it.
