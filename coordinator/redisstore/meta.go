@@ -27,8 +27,10 @@ const metaKey = "el:meta"
 
 // upgradableFrom is the format this version upgrades in place: format 1
 // holds only records and marks that format 2 reads as they are (format 2
-// adds counter records), so the first coordinator of format 2 to start
-// on a format-1 cluster with the same bucket count moves it to format 2.
+// adds counter records; an approximate windowed key's format-1 record is
+// replaced by a counter at its next write, its count starting again in
+// the current window), so the first coordinator of format 2 to start on
+// a format-1 cluster with the same bucket count moves it to format 2.
 // A format-1 coordinator started afterwards refuses to start; one still
 // running answers errors (a corrupt record) for the keys that hold
 // counters by then: upgrade every coordinator of a cluster together.
