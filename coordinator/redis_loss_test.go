@@ -105,10 +105,7 @@ func measureLoss(t *testing.T, wait int) {
 	}
 	var stored int64
 	for i, v := range vals {
-		if v.Version == 0 {
-			continue
-		}
-		count, prev, err := merge.SharedCounts(&cfg.Limiters[0], string(ks[i]), v.Value)
+		count, prev, err := merge.SharedCounts(&cfg.Limiters[0], string(ks[i]), v)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -188,6 +188,63 @@ func TestRedisTwoCoordinatorsOneKey(t *testing.T) {
 	}
 }
 
+// TestRedisResentAfterMarksOnly: a coordinator that wrote every part of a
+// batch but died before advancing the isolate's high-water mark leaves
+// only the marks in the buckets (a batch with counted keys, fw and sw,
+// and read-merge-write ones, tb and sfw: the two kinds of marks). The
+// batch resent to another coordinator is answered, and neither its
+// counters nor its token bucket nor its strict count is applied twice;
+// the isolate's next batch is counted.
+func TestRedisResentAfterMarksOnly(t *testing.T) {
+	rs := openTestRedis(t, redisstore.Options{})
+	clk := &fakeClock{}
+	clk.set(t0 + sec/2) // window 1000 of the 1 s limiters
+	open := func(s merge.Store) *Coordinator {
+		c, err := Open(Options{Store: s, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := open(rs), open(openRedisNoFlush(t))
+	var es []wire.Delta
+	for i := 0; i < 24; i++ { // spread over buckets
+		es = append(es, wire.Delta{Limiter: "fw", Key: fmt.Sprintf("k%d", i), Window: 1000, Delta: 1},
+			wire.Delta{Limiter: "sw", Key: fmt.Sprintf("k%d", i), Window: 1000, Delta: 2})
+	}
+	es = append(es, wire.Delta{Limiter: "tb", Key: "t", Delta: 5}, wire.Delta{Limiter: "sfw", Key: "s", Window: 1000, Delta: 0, Demand: 3})
+	first := batch("a", 1, clk.now(), es...)
+	mustSync(t, a, first)
+	tat := getKey(t, a, "tb", "t").TAT
+	// The coordinator "died" before advancing the high-water mark.
+	if err := rs.Client().Del(context.Background(), rs.RedisKey([]byte(merge.HWMStorageKey("a")))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rp := mustSync(t, b, batch("a", 1, clk.now(), es...))
+	if v := viewOf(t, rp, "fw", "k3"); v.Count != 1 {
+		t.Fatalf("resent batch's view of fw/k3: count %d, want 1", v.Count)
+	}
+	for i := 0; i < 24; i++ {
+		if ks := getKey(t, b, "fw", fmt.Sprintf("k%d", i)); ks.Count != 1 {
+			t.Fatalf("fw/k%d counted %d, want 1 (the resent batch applied twice)", i, ks.Count)
+		}
+		if ks := getKey(t, b, "sw", fmt.Sprintf("k%d", i)); ks.Count != 2 {
+			t.Fatalf("sw/k%d counted %d, want 2", i, ks.Count)
+		}
+	}
+	if got := getKey(t, b, "tb", "t").TAT; got != tat {
+		t.Fatalf("token bucket TAT %d after the resend, %d before: charged twice", got, tat)
+	}
+	if st := b.mergeStats(); st.DeltasApplied != 0 {
+		t.Fatalf("the resent batch applied %d deltas", st.DeltasApplied)
+	}
+	mustSync(t, b, batch("a", 2, clk.now(), wire.Delta{Limiter: "fw", Key: "k3", Window: 1000, Delta: 1}))
+	if ks := getKey(t, a, "fw", "k3"); ks.Count != 2 {
+		t.Fatalf("fw/k3 after the next batch: %d, want 2", ks.Count)
+	}
+}
+
 // openRedisNoFlush opens a redisstore.Store on the package's cluster as it is.
 func openRedisNoFlush(t testing.TB) *redisstore.Store {
 	t.Helper()
@@ -227,7 +284,7 @@ func TestRedisRecordsExpire(t *testing.T) {
 	skey := []byte(merge.KeyStorageKey("fw", "k"))
 	// Useful until window 1002 begins (t0 + 2 s): 1.5 s from now, + 1 s + 1 min.
 	want := 62500 * time.Millisecond
-	for _, k := range []string{rs.RedisKey(skey), rs.Tag(rs.Bucket(skey)) + "ma"} {
+	for _, k := range []string{rs.RedisKey(skey), rs.Tag(rs.Bucket(skey)) + "na"} {
 		if ttl := pttl(k); ttl <= 0 || ttl > want || ttl < want-5*time.Second {
 			t.Fatalf("%q TTL %v, want about %v", k, ttl, want)
 		}
@@ -244,8 +301,9 @@ func TestRedisRecordsExpire(t *testing.T) {
 // TestRedisSettingsStored: the first store to open a cluster records its
 // bucket count and format version there; a store with another bucket
 // count, or a cluster in another format, is refused with both values
-// named; a cluster holding keys but no settings is adopted only with an
-// explicit bucket count.
+// named (format 1 is upgraded in place, with the same bucket count); a
+// cluster holding keys but no settings is adopted only with an explicit
+// bucket count.
 func TestRedisSettingsStored(t *testing.T) {
 	cl := testCluster(t)
 	ctx := context.Background()
@@ -282,6 +340,23 @@ func TestRedisSettingsStored(t *testing.T) {
 	}
 	if err := open(16); err == nil || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), fmt.Sprintf("format %d", redisstore.FormatVersion)) {
 		t.Errorf("format 99 in the cluster: %v", err)
+	}
+	// Format 1 (before counter records) is upgraded in place, with the
+	// same bucket count only.
+	if err := c.HSet(ctx, "el:meta", "format", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(32); err == nil {
+		t.Error("a format-1 cluster of 16 buckets upgraded by a store of 32")
+	}
+	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != "1" {
+		t.Errorf("format %q after a refused upgrade, want 1", f)
+	}
+	if err := open(16); err != nil {
+		t.Errorf("format 1 not upgraded: %v", err)
+	}
+	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != fmt.Sprint(redisstore.FormatVersion) {
+		t.Errorf("format %q after the upgrade, want %d", f, redisstore.FormatVersion)
 	}
 	// Keys but no settings (state from before they were stored): the
 	// default is refused, an explicit count adopts it.

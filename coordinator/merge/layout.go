@@ -22,13 +22,20 @@ func HWMStorageKey(isolate string) string { return hwmStorageKey(isolate) }
 // KeyStorageKey returns the storage key of the record of (limiter, key).
 func KeyStorageKey(limiter, key string) string { return keyStorageKey(limiter, key) }
 
-// SharedCounts decodes rec, the record of the key stored under skey of a
-// windowed limiter lim as a SharedStore holds it (after its version), and
-// returns the counts of its newest window and of the one before. For tools
-// and tests that read a shared store directly.
-func SharedCounts(lim *wire.LimiterConfig, skey string, rec []byte) (count, prev int64, err error) {
+// SharedCounts decodes v, the record of the key stored under skey of a
+// windowed limiter lim as a SharedStore's ReadShared returns it (a key
+// record or a counter record), and returns the counts of its newest window
+// and of the one before (0, 0 when absent). For tools and tests that read
+// a shared store directly.
+func SharedCounts(lim *wire.LimiterConfig, skey string, v Versioned) (count, prev int64, err error) {
+	if v.Counter != nil {
+		return v.Counter.Count, v.Counter.Prev, nil
+	}
+	if v.Version == 0 {
+		return 0, 0, nil
+	}
 	st := newKeyState(lim, skey)
-	if err := decodeShared(st, rec, DefaultMaxIsolatesPerKey); err != nil {
+	if err := decodeShared(st, v.Value, DefaultMaxIsolatesPerKey); err != nil {
 		return 0, 0, err
 	}
 	return st.count, st.prev, nil

@@ -81,10 +81,13 @@ type MarkSet struct {
 	TTL     int64 // ns
 }
 
-// Versioned is a record read from a SharedStore; Version 0 means absent.
+// Versioned is a record read from a SharedStore: a key record (Value,
+// Version > 0), a counter record (Counter, CountingStore; Version 0: it
+// has none), or nothing (Version 0, Counter nil).
 type Versioned struct {
 	Value   []byte
 	Version uint64
+	Counter *Counter
 }
 
 // SubWrite is the conditional write of one bucket's part of a group: if
@@ -252,10 +255,15 @@ func decodeShared(st *keyState, rec []byte, maxIsos int) error {
 	return nil
 }
 
-// seedKey puts the state of rec (nil: a fresh key) in m's cache.
-func (m *Merger) seedKey(lim *wire.LimiterConfig, skey string, rec []byte) (*keyState, error) {
+// seedKey puts the state of v (not found: a fresh key) in m's cache. A
+// counter record (a limiter that was countable when it was written) gives
+// its counts.
+func (m *Merger) seedKey(lim *wire.LimiterConfig, skey string, v Versioned) (*keyState, error) {
+	if v.Counter != nil {
+		return m.seedCounter(lim, skey, v.Counter), nil
+	}
 	st := newKeyState(lim, skey)
-	if rec != nil {
+	if rec := v.Value; v.Version != 0 {
 		if err := decodeShared(st, rec, m.opts.MaxIsolatesPerKey); err != nil {
 			return nil, fmt.Errorf("merge: read %q: %w", skey, err)
 		}
@@ -384,26 +392,36 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	if len(live) == 0 {
 		return
 	}
-	// Cut every batch into its parts per bucket.
-	byBucket := map[int]*sharedBucket{}
-	var buckets []*sharedBucket
+	// Cut every batch into its parts per bucket: in each bucket, one part
+	// of counted entries (sharedcount.go) and one of the others.
+	type part struct {
+		bucket  int
+		counted bool
+	}
+	_, counting := s.store.(CountingStore)
+	byBucket := map[part]*sharedBucket{}
+	var buckets, counted []*sharedBucket
 	var buf []byte
 	for _, r := range live {
-		subOf := map[int]*sharedSub{}
+		subOf := map[part]*sharedSub{}
 		for i := range r.b.Entries {
 			e := r.b.Entries[i]
 			buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
-			bk := s.store.Bucket(buf)
-			sb := subOf[bk]
+			pk := part{s.store.Bucket(buf), counting && countable(m.lims[e.Limiter])}
+			sb := subOf[pk]
 			if sb == nil {
-				sb = &sharedSub{req: r, bucket: bk}
-				subOf[bk] = sb
+				sb = &sharedSub{req: r, bucket: pk.bucket}
+				subOf[pk] = sb
 				r.subs = append(r.subs, sb)
-				g := byBucket[bk]
+				g := byBucket[pk]
 				if g == nil {
-					g = &sharedBucket{bucket: bk}
-					byBucket[bk] = g
-					buckets = append(buckets, g)
+					g = &sharedBucket{bucket: pk.bucket}
+					byBucket[pk] = g
+					if pk.counted {
+						counted = append(counted, g)
+					} else {
+						buckets = append(buckets, g)
+					}
 				}
 				g.subs = append(g.subs, sb)
 			}
@@ -413,7 +431,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			}
 		}
 	}
-	for _, g := range buckets {
+	for _, g := range append(buckets, counted...) {
 		seen := map[string]bool{}
 		for _, sb := range g.subs {
 			for _, k := range sb.keys {
@@ -457,19 +475,10 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	}
 	live = ok
 	// Drop the parts of the refused batches.
-	kept := buckets[:0]
-	for _, g := range buckets {
-		subs := g.subs[:0]
-		for _, sb := range g.subs {
-			if sb.req.err == nil {
-				subs = append(subs, sb)
-			}
-		}
-		if g.subs = subs; len(subs) > 0 {
-			kept = append(kept, g)
-		}
+	buckets, counted = keepLive(buckets), keepLive(counted)
+	if len(counted) > 0 {
+		s.addCounts(ctx, m, counted, now)
 	}
-	buckets = kept
 	pending := buckets
 	for attempt := 0; len(pending) > 0; attempt++ {
 		if attempt == sharedAttempts {
@@ -531,6 +540,24 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		t.Duplicates += st.Duplicates
 		t.Batches += st.Batches
 	})
+}
+
+// keepLive drops from gs the parts of the batches refused (err set), and
+// the buckets left with none.
+func keepLive(gs []*sharedBucket) []*sharedBucket {
+	kept := gs[:0]
+	for _, g := range gs {
+		subs := g.subs[:0]
+		for _, sb := range g.subs {
+			if sb.req.err == nil {
+				subs = append(subs, sb)
+			}
+		}
+		if g.subs = subs; len(subs) > 0 {
+			kept = append(kept, g)
+		}
+	}
+	return kept
 }
 
 // groupContext returns the context of a group's store calls: it ends once
@@ -626,11 +653,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		for _, k := range g.keys {
 			v := rd.vals[k]
 			name, _, _ := splitKeyStorageKey([]byte(k))
-			var rec []byte
-			if v.Version != 0 {
-				rec = v.Value
-			}
-			if _, err := m.seedKey(m.lims[name], k, rec); err != nil && bad == nil {
+			if _, err := m.seedKey(m.lims[name], k, v); err != nil && bad == nil {
 				bad = err
 			}
 			versions[k] = v.Version
@@ -752,11 +775,7 @@ func (s *SharedMerger) KeyState(ctx context.Context, limiter, key string, now in
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	var rec []byte
-	if vals[0].Version != 0 {
-		rec = vals[0].Value
-	}
-	if _, err := m.seedKey(lim, skey, rec); err != nil {
+	if _, err := m.seedKey(lim, skey, vals[0]); err != nil {
 		return nil, err
 	}
 	return m.KeyState(limiter, key, now)

@@ -17,21 +17,40 @@ import (
 // them at Open: another value refuses to start, naming both.
 
 // FormatVersion is the version of the layout of the keys, records and
-// marks in the cluster (this file's and redis.go's): 1.
-const FormatVersion = 1
+// marks in the cluster (this file's, redis.go's and count.go's): 2 (1
+// had no counter records, which a coordinator of format 1 takes for
+// corrupt key records; see upgradableFrom).
+const FormatVersion = 2
 
 // metaKey holds the cluster's settings: buckets, format.
 const metaKey = "el:meta"
 
+// upgradableFrom is the format this version upgrades in place: format 1
+// holds only records and marks that format 2 reads as they are (format 2
+// adds counter records; an approximate windowed key's format-1 record is
+// replaced by a counter at its next write, its count starting again in
+// the current window), so the first coordinator of format 2 to start on
+// a format-1 cluster with the same bucket count moves it to format 2.
+// A format-1 coordinator started afterwards refuses to start; one still
+// running answers errors (a corrupt record) for the keys that hold
+// counters by then: upgrade every coordinator of a cluster together.
+const upgradableFrom = 1
+
 // metaScript stores ARGV buckets and format in KEYS[1] unless it holds
-// them already, and returns what it holds.
+// them already, moves a cluster of format ARGV[3] with the same bucket
+// count to format ARGV[2], and returns what it holds (buckets, format).
 var metaScript = redis.NewScript(`
 local b = redis.call('HGET', KEYS[1], 'buckets')
 if not b then
   redis.call('HSET', KEYS[1], 'buckets', ARGV[1], 'format', ARGV[2])
   return {ARGV[1], ARGV[2]}
 end
-return {b, redis.call('HGET', KEYS[1], 'format') or ''}
+local f = redis.call('HGET', KEYS[1], 'format') or ''
+if f == ARGV[3] and b == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'format', ARGV[2])
+  return {b, ARGV[2]}
+end
+return {b, f}
 `)
 
 // checkMeta stores the bucket count and format version at first start and
@@ -53,7 +72,7 @@ func (s *Store) checkMeta(ctx context.Context, explicit bool) error {
 			return fmt.Errorf("redisstore: settings: %w", err)
 		}
 	}
-	v, err := metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion).StringSlice()
+	v, err := metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom).StringSlice()
 	if err != nil {
 		return fmt.Errorf("redisstore: settings: %w", err)
 	}

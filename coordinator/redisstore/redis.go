@@ -31,7 +31,9 @@ import (
 // Redis Cluster layout (see coordinator/merge/shared.go for the protocol):
 //
 //	{el:B}<storage key>     key record: 20-digit version, then the shared record
+//	{el:B}<storage key>     or a counter record (count.go: approximate windowed limiters)
 //	{el:B}m<isolate>        the isolate's mark in bucket B: the last Seq applied there
+//	{el:B}n<isolate>        the same for its counted part there (count.go)
 //	el:h<isolate>           hash: s = Seq, v = the isolate's high-water mark (hwmState)
 //
 // B = FNV-1a(storage key) mod Options.Buckets: one hash tag, so one
@@ -240,8 +242,9 @@ func versionPrefix(n uint64) string {
 	return strings.Repeat("0", versionLen-len(s)) + s
 }
 
-// Get returns the value of a key record (without its version), of an
-// isolate's high-water mark, or of any other key.
+// Get returns the value of a key record (without its version; a counter
+// record as stored, count.go), of an isolate's high-water mark, or of any
+// other key.
 func (s *Store) Get(key []byte) ([]byte, bool, error) {
 	var v string
 	err := s.retry(context.Background(), "get", func(ctx context.Context) error {
@@ -262,7 +265,7 @@ func (s *Store) Get(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("redisstore: get: %w", err)
 	}
-	if len(key) > 0 && key[0] == merge.PrefixKey {
+	if len(key) > 0 && key[0] == merge.PrefixKey && !isCounter(v) {
 		vv, err := splitVersioned(v)
 		if err != nil {
 			return nil, false, fmt.Errorf("redisstore: get: %w", err)
@@ -394,6 +397,10 @@ func (s *Store) ReadShared(ctx context.Context, keys [][]byte, marks []merge.Mar
 			return nil, nil, nil, err
 		}
 		if !found {
+			continue
+		}
+		if c, ok := decodeCounter(v); ok {
+			vals[i].Counter = &c
 			continue
 		}
 		if vals[i], err = splitVersioned(v); err != nil {

@@ -42,8 +42,9 @@ const (
 // map is reloaded: a connection error (refused, reset, EOF, timeout, a full
 // pool) or a reply that says the cluster is changing (CLUSTERDOWN,
 // TRYAGAIN, MOVED, ASK, LOADING, READONLY from a master demoted to
-// replica, MASTERDOWN). Context errors, script errors and other replies
-// are not.
+// replica, MASTERDOWN), or a script that named a key its node does not
+// serve (countScript: a slot moved; it wrote nothing). Context errors,
+// other script errors and other replies are not.
 func retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
@@ -63,7 +64,8 @@ func retryable(err error) bool {
 	// Errors wrapped as text (a pipeline's joined errors).
 	s := err.Error()
 	return strings.Contains(s, "connection refused") || strings.Contains(s, "connection reset") ||
-		strings.Contains(s, "broken pipe") || strings.Contains(s, "connection pool timeout") || strings.Contains(s, "CLUSTERDOWN") || strings.Contains(s, "TRYAGAIN")
+		strings.Contains(s, "broken pipe") || strings.Contains(s, "connection pool timeout") || strings.Contains(s, "CLUSTERDOWN") || strings.Contains(s, "TRYAGAIN") ||
+		strings.Contains(s, "non local key")
 }
 
 // reloader reloads the slot map synchronously, at most once per

@@ -25,7 +25,10 @@ import (
 // absent), the new value and its TTL (ms), then per mark to confirm its
 // TTL (ms). Returns 0 applied (the marks to confirm had their TTL renewed),
 // 1 conflict (a version changed), 2 duplicate (a mark is already at its
-// seq: the write of an earlier attempt, whose reply or WAIT was lost).
+// seq: the write of an earlier attempt, whose reply or WAIT was lost). A
+// counter record (count.go: its limiter was countable when written) has
+// no version: it counts as absent, and is replaced by the record merged
+// from its counts.
 // Renewing a TTL is a write: WAIT after it covers the earlier write too.
 var subScript = redis.NewScript(`
 local nm = tonumber(ARGV[1])
@@ -43,7 +46,7 @@ for i = 1, nr do
   local j = base + 3*(i-1)
   local v = redis.call('GET', KEYS[nm+i])
   local want = ARGV[j]
-  if v then
+  if v and string.byte(v, 1) ~= 67 then
     if string.sub(v, 1, 20) ~= want then return 1 end
   elseif want ~= '' then return 1 end
 end
@@ -76,14 +79,19 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 // evalOnMasters runs each script call on the master of its first key,
 // grouped per master into one pipeline (one round trip per master), with
 // WAIT at the end of each pipeline when Options.Wait is set. It returns
-// each call's integer result; ran reports, per call, whether its script
+// each call's result; ran reports, per call, whether its script
 // ran (res holds its result) even when err reports a failure (of other
 // calls, or of WAIT). Calls that did not run for a retryable error (a
 // failover: see retry.go) are sent again, to the master the reloaded slot
 // map names, until Options.RetryFor or ctx's end. A call that did run but
 // whose reply was lost is sent again too: the marks make it a duplicate.
-func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []int64, ran []bool, err error) {
-	res, ran = make([]int64, len(calls)), make([]bool, len(calls))
+//
+// With combine set, the calls bound for one master are sent as the one
+// call combine makes of them (a script that does each one's work, see
+// combiner), whose result is split back into theirs; they are grouped
+// again after each reload of the slot map.
+func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall, combine combiner) (res []any, ran []bool, err error) {
+	res, ran = make([]any, len(calls)), make([]bool, len(calls))
 	pending := make([]int, len(calls))
 	for i := range pending {
 		pending[i] = i
@@ -94,7 +102,7 @@ func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall) (res []in
 		// Room for the pipeline and for WAIT's own timeout, so that a WAIT
 		// not met is answered as such rather than cut by the deadline.
 		actx, cancel := context.WithDeadline(ctx, later(end, time.Now().Add(2*s.opts.Timeout+s.opts.WaitTimeout)))
-		errs := s.evalPending(actx, calls, pending, res, ran, end)
+		errs := s.evalPending(actx, calls, pending, res, ran, end, combine)
 		cancel()
 		var again []int
 		var failed []error
@@ -147,8 +155,14 @@ type groupErr struct {
 	err error
 }
 
-// evalPending sends the calls of pending, one pipeline per master.
-func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []int64, ran []bool, end time.Time) []groupErr {
+// combiner makes one script call of the calls idx (bound for one master),
+// and returns it with split, which turns its result into theirs (in the
+// order of idx).
+type combiner func(calls []scriptCall, idx []int) (c scriptCall, split func(res any) ([]any, error))
+
+// evalPending sends the calls of pending, one pipeline per master (one
+// call per master with combine).
+func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []int, res []any, ran []bool, end time.Time, combine combiner) []groupErr {
 	type group struct {
 		node *redis.Client
 		idx  []int
@@ -175,23 +189,56 @@ func (s *Store) evalPending(ctx context.Context, calls []scriptCall, pending []i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[gi] = groupErr{idx: g.idx, err: s.evalGroup(ctx, g.node, calls, g.idx, res, ran, end)}
+			if combine == nil {
+				out[gi] = groupErr{idx: g.idx, err: s.evalGroup(ctx, g.node, calls, g.idx, res, ran, end)}
+				return
+			}
+			c, split := combine(calls, g.idx)
+			cres, cran := []any{nil}, []bool{false}
+			err := s.evalGroup(ctx, g.node, []scriptCall{c}, []int{0}, cres, cran, end)
+			if cran[0] {
+				parts, serr := split(cres[0])
+				if serr != nil {
+					out[gi] = groupErr{idx: g.idx, err: fmt.Errorf("redisstore: write on %s: %w", g.node.Options().Addr, serr)}
+					return
+				}
+				for k, i := range g.idx {
+					res[i], ran[i] = parts[k], true
+				}
+			}
+			out[gi] = groupErr{idx: g.idx, err: err}
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
+// errNoReply is a script call's error when it has no reply.
+var errNoReply = errors.New("redisstore: no reply")
+
 type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+	// readOnly reports whether the script, by its result, wrote nothing
+	// (so that no WAIT follows). Nil: when it answered 1 (subScript's
+	// conflict).
+	readOnly func(res any) bool
+}
+
+// wrote reports whether the call wrote, by its result res.
+func (c *scriptCall) wrote(res any) bool {
+	if c.readOnly != nil {
+		return !c.readOnly(res)
+	}
+	v, ok := res.(int64)
+	return !ok || v != 1
 }
 
 // evalGroup runs the calls of idx on node in one pipeline, on one
 // connection, then WAITs there (WAIT counts the replicas that have this
 // connection's writes) when Options.Wait is set; see waitReplicas.
-func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []int64, ran []bool, end time.Time) error {
+func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scriptCall, idx []int, res []any, ran []bool, end time.Time) error {
 	addr := node.Options().Addr
 	conn := node.Conn()
 	defer conn.Close()
@@ -240,16 +287,21 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 		if cmds[j] == nil {
 			continue
 		}
-		v, err := cmds[j].Int64()
+		v, err := cmds[j].Result()
+		if err == nil && v == nil {
+			// No reply (a connection error leaves its commands without
+			// one; none of the scripts answers nil).
+			err = errNoReply
+		}
 		if err != nil {
 			first = cmp.Or(first, err)
 			continue
 		}
 		res[i], ran[i] = v, true
-		wrote = wrote || v != 1
+		wrote = wrote || calls[i].wrote(v)
 	}
 	// The pipeline's own error first: a connection error leaves its
-	// commands without a reply, which Int64 reports as a type error.
+	// commands without a reply (errNoReply).
 	if err = cmp.Or(err, first); err != nil {
 		return fmt.Errorf("redisstore: write on %s: %w", addr, err)
 	}
@@ -261,7 +313,7 @@ func (s *Store) evalGroup(ctx context.Context, node *redis.Client, calls []scrip
 			// marks make them duplicates if the write survived, and WAIT
 			// after them covers it).
 			for _, i := range idx {
-				if ran[i] && res[i] != 1 {
+				if ran[i] && calls[i].wrote(res[i]) {
 					ran[i] = false
 				}
 			}
@@ -315,9 +367,13 @@ func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge
 	if len(calls) == 0 {
 		return outs, nil
 	}
-	res, ran, err := s.evalOnMasters(ctx, calls)
-	for k, r := range res {
+	res, ran, err := s.evalOnMasters(ctx, calls, nil)
+	for k, v := range res {
 		i := of[k]
+		r, ok := v.(int64)
+		if ran[k] && !ok {
+			return nil, fmt.Errorf("redisstore: script answered %v", v)
+		}
 		switch {
 		case !ran[k]:
 			outs[i] = merge.SubFailed
@@ -344,7 +400,7 @@ func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
 		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
 			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
 	}
-	_, _, err := s.evalOnMasters(ctx, calls)
+	_, _, err := s.evalOnMasters(ctx, calls, nil)
 	return err
 }
 
