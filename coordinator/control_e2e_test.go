@@ -1,17 +1,13 @@
 package coordinator
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/edgelimit/edgelimit/internal/rediscluster"
 )
 
 // edgeAnswer is the edge host's JSON answer to GET /v1/decide.
@@ -67,19 +63,7 @@ func TestControlReachesEdgesProcess(t *testing.T) {
 		t.Skip("end-to-end with processes; not in -short")
 	}
 	bin := buildBinary(t)
-	stores := []string{"--in-memory"}
-	if err := rediscluster.Available(); err != nil {
-		t.Logf("SKIPPED over Redis Cluster: %v", err)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Stop()
-		stores = append(stores, "--store=redis://"+strings.Join(cl.Addrs(), ","))
-	}
+	stores := e2eStores(t)
 	for _, store := range stores {
 		t.Run(strings.SplitN(strings.TrimPrefix(store, "--"), ":", 2)[0], func(t *testing.T) { testControlReaches(t, bin, store) })
 	}
@@ -92,22 +76,7 @@ func testControlReaches(t *testing.T, bin, store string) {
 	path := writeConfig(t, conf("6"))
 	ca, ea := freeAddr(t), freeAddr(t)
 	coord, clog := startProcess(t, bin, store, "--listen", ca, "--config", path, "--log-format", "json")
-	cmd := exec.Command(bin, "edge", "--listen", ea, "--config", writeConfig(t, conf("6")), "--coordinator", "http://"+ca, "--isolates", "2", "--sync", "100ms")
-	elog := &syncBuffer{}
-	cmd.Stderr, cmd.Stdout = elog, elog
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get("http://" + ea + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("edge did not start:\n%s", elog)
-		}
-	}
+	startEdgeProcess(t, bin, "--listen", ea, "--config", writeConfig(t, conf("6")), "--coordinator", "http://"+ca, "--isolates", "2", "--sync", "100ms")
 	untilEdge(t, ea, "denials at 6", time.Now(), func(a edgeAnswer) bool { return !a.Allowed && a.Limit == 6 })
 
 	// A new limit in the file, and SIGHUP.

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -116,6 +118,56 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuf
 	}
 	t.Fatalf("coordinator did not become ready; stderr:\n%s", stderr)
 	return nil, nil
+}
+
+// startEdgeProcess starts `bin edge args...` (args must hold --listen),
+// stops it at the test's end, and returns once its /healthz answers; its
+// stdout and stderr go to the returned buffer.
+func startEdgeProcess(t *testing.T, bin string, args ...string) *syncBuffer {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"edge"}, args...)...)
+	logs := &syncBuffer{}
+	cmd.Stderr, cmd.Stdout = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var addr string
+	for i, a := range args {
+		if a == "--listen" && i+1 < len(args) {
+			addr = args[i+1]
+		}
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("edge did not start:\n%s", logs)
+		}
+	}
+}
+
+// e2eStores returns the coordinator's store flags an end-to-end test runs
+// with: in memory, and a Redis Cluster of 3 masters (started here, stopped
+// at the test's end) where redis-server is installed (else logged as
+// skipped).
+func e2eStores(t *testing.T) []string {
+	t.Helper()
+	stores := []string{"--in-memory"}
+	if err := rediscluster.Available(); err != nil {
+		t.Logf("SKIPPED over Redis Cluster: %v", err)
+		return stores
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	return append(stores, "--store=redis://"+strings.Join(cl.Addrs(), ","))
 }
 
 const e2ePeriod = int64(720 * time.Hour)

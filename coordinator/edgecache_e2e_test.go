@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"math"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
-	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -59,19 +57,7 @@ func writeConfig(t *testing.T, cfg string) string {
 // key is the reset one.
 func TestResetReachesEveryIsolateProcess(t *testing.T) {
 	bin := buildBinary(t)
-	stores := []string{"--in-memory"}
-	if err := rediscluster.Available(); err != nil {
-		t.Logf("SKIPPED over Redis Cluster: %v", err)
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cl, err := rediscluster.Start(ctx, rediscluster.Options{Masters: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Stop()
-		stores = append(stores, "--store=redis://"+strings.Join(cl.Addrs(), ","))
-	}
+	stores := e2eStores(t)
 	for _, store := range stores {
 		for _, mode := range []string{"auto", "approximate"} {
 			t.Run(strings.SplitN(strings.TrimPrefix(store, "--"), ":", 2)[0]+"/"+mode, func(t *testing.T) { testResetReaches(t, bin, store, mode) })

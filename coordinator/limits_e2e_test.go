@@ -3,7 +3,6 @@ package coordinator
 import (
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -25,22 +24,7 @@ func TestEdgeUsesCoordinatorsLimit(t *testing.T) {
 			}
 			ca, ea := freeAddr(t), freeAddr(t)
 			startProcess(t, bin, "--in-memory", "--listen", ca, "--config", lim("6"))
-			cmd := exec.Command(bin, "edge", "--listen", ea, "--config", lim("60"), "--coordinator", "http://"+ca, "--isolates", "2", "--sync", "100ms")
-			logs := &syncBuffer{}
-			cmd.Stderr, cmd.Stdout = logs, logs
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if resp, err := http.Get("http://" + ea + "/healthz"); err == nil {
-					resp.Body.Close()
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("edge did not start:\n%s", logs)
-				}
-			}
+			logs := startEdgeProcess(t, bin, "--listen", ea, "--config", lim("60"), "--coordinator", "http://"+ca, "--isolates", "2", "--sync", "100ms")
 			type answer struct {
 				Allowed   bool  `json:"allowed"`
 				Limit     int64 `json:"limit"`
