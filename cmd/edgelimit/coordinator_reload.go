@@ -19,6 +19,22 @@ import (
 // refused with a log line, and the configuration in force stays. The
 // file's "coordinator" settings are read at start only.
 func reloadOnHUP(ctx context.Context, c *coordinator.Coordinator, path string, log *slog.Logger) {
+	onHUP(ctx, func() {
+		cfg, err := wire.LoadConfigFile(path)
+		if err == nil {
+			err = c.ReloadConfig(ctx, cfg, path)
+		}
+		if err != nil {
+			log.Error(fmt.Sprintf("coordinator: SIGHUP: %s refused, the configuration in force stays: %v", path, err), "config", path, "error", err.Error())
+			return
+		}
+		log.Info("coordinator: SIGHUP: "+path+" reloaded", "config", path)
+	})
+}
+
+// onHUP calls fn on every SIGHUP until ctx ends (each caller has its own
+// subscription: the signal reaches all of them).
+func onHUP(ctx context.Context, fn func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -28,16 +44,8 @@ func reloadOnHUP(ctx context.Context, c *coordinator.Coordinator, path string, l
 			case <-ctx.Done():
 				return
 			case <-hup:
+				fn()
 			}
-			cfg, err := wire.LoadConfigFile(path)
-			if err == nil {
-				err = c.ReloadConfig(ctx, cfg, path)
-			}
-			if err != nil {
-				log.Error(fmt.Sprintf("coordinator: SIGHUP: %s refused, the configuration in force stays: %v", path, err), "config", path, "error", err.Error())
-				continue
-			}
-			log.Info("coordinator: SIGHUP: "+path+" reloaded", "config", path)
 		}
 	}()
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/edgelimit/edgelimit/coordinator"
 )
@@ -29,22 +26,12 @@ func coordinatorTLS(ctx context.Context, ln net.Listener, certFile, keyFile stri
 		return nil, err
 	}
 	log.Info("coordinator: serving TLS, reloaded on SIGHUP", "cert", certFile, "certificate", r.Describe())
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if err := r.Reload(); err != nil {
-					log.Warn(fmt.Sprintf("coordinator: SIGHUP: keeping the certificate in use: %v", err), "error", err.Error())
-					continue
-				}
-				log.Info("coordinator: SIGHUP: certificate reloaded", "certificate", r.Describe())
-			}
+	onHUP(ctx, func() {
+		if err := r.Reload(); err != nil {
+			log.Warn(fmt.Sprintf("coordinator: SIGHUP: keeping the certificate in use: %v", err), "error", err.Error())
+			return
 		}
-	}()
+		log.Info("coordinator: SIGHUP: certificate reloaded", "certificate", r.Describe())
+	})
 	return r.Listener(ln), nil
 }
