@@ -22,7 +22,7 @@ const DefaultMaxTrackedKeys = 1 << 16
 // the configuration at start), never keys:
 //
 //	edgelimit_coordinator_admitted_total{limiter}     cost the isolates admitted (sum of the batches' Delta)
-//	edgelimit_coordinator_denied_total{limiter}       cost asked for and not admitted, as the isolates report it (Demand - Delta per key-window and batch)
+//	edgelimit_coordinator_denied_total{limiter}       cost the isolates refused for good (wire.Batch.EachDenial: their final denials; Demand - Delta from modules that do not report them)
 //	edgelimit_coordinator_upstream_pauses_total{limiter}  pause signals isolates reported (an upstream asked them to back off)
 //	edgelimit_coordinator_keys_near_limit{limiter}    keys using more than 80% of their limit now
 //	edgelimit_coordinator_keys_at_limit{limiter}      keys using all of their limit now
@@ -101,9 +101,13 @@ func (lm *limiterMetrics) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 		e := &b.Entries[i]
 		if l := lm.lims[e.Limiter]; l != nil {
 			l.admitted = limitmath.AddSat(l.admitted, e.Delta)
-			l.denied = limitmath.AddSat(l.denied, max(e.Demand-e.Delta, 0))
 		}
 	}
+	b.EachDenial(func(limiter, _ string, _, cost int64) {
+		if l := lm.lims[limiter]; l != nil {
+			l.denied = limitmath.AddSat(l.denied, cost)
+		}
+	})
 	for i := range b.Signals {
 		if l := lm.lims[b.Signals[i].Limiter]; l != nil && b.Signals[i].Pause > 0 {
 			l.pauses++

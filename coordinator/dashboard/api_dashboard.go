@@ -58,10 +58,8 @@ type CoordinatorView struct {
 
 // LimiterView is one limiter of GET /v1/limiters. Admitted is the cost the
 // isolates admitted (the sum of the batches' Delta); Denied is the cost they
-// asked for and did not admit (the sum of Demand - Delta where positive):
-// requests refused, plus strict requests that waited for a lease and may
-// have been admitted after a later sync, so Denied may count such a request
-// once as denied and then as admitted. Both are as synced: they trail the
+// refused for good (wire.Batch.EachDenial: their final denials, or
+// Demand - Delta from modules that do not report them). Both are as synced: they trail the
 // isolates by up to one sync interval. Rates are per second over the last
 // RateWindow seconds (the current second excluded).
 type LimiterView struct {

@@ -56,7 +56,7 @@ type dashLimiter struct {
 	cfg      *wire.LimiterConfig
 	top      *topKeys
 	admitted int64 // total cost admitted (sum of Delta) since start
-	denied   int64 // total cost denied (sum of Demand - Delta where positive) since start
+	denied   int64 // total cost refused for good (wire.Batch.EachDenial) since start
 	sec      [dashRateSeconds]dashSecond
 }
 
@@ -99,22 +99,28 @@ func (d *Dashboard) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := now / int64(time.Second)
-	for i := range b.Entries {
-		e := &b.Entries[i]
-		l := d.lims[e.Limiter]
-		if l == nil {
-			continue
-		}
-		denied := max(e.Demand-e.Delta, 0)
-		l.admitted = limitmath.AddSat(l.admitted, e.Delta)
-		l.denied = limitmath.AddSat(l.denied, denied)
+	second := func(l *dashLimiter) *dashSecond {
 		sec := &l.sec[s%dashRateSeconds]
 		if sec.unix != s {
 			*sec = dashSecond{unix: s}
 		}
-		sec.admitted = limitmath.AddSat(sec.admitted, e.Delta)
-		sec.denied = limitmath.AddSat(sec.denied, denied)
+		return sec
 	}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if l := d.lims[e.Limiter]; l != nil {
+			l.admitted = limitmath.AddSat(l.admitted, e.Delta)
+			sec := second(l)
+			sec.admitted = limitmath.AddSat(sec.admitted, e.Delta)
+		}
+	}
+	b.EachDenial(func(limiter, _ string, _, cost int64) {
+		if l := d.lims[limiter]; l != nil {
+			l.denied = limitmath.AddSat(l.denied, cost)
+			sec := second(l)
+			sec.denied = limitmath.AddSat(sec.denied, cost)
+		}
+	})
 	for i := range rp.Entries {
 		v := &rp.Entries[i]
 		if l := d.lims[v.Limiter]; l != nil {

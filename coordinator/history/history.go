@@ -65,13 +65,11 @@ func (r Resolution) Bucket(t int64) int64 {
 func (r Resolution) Valid() bool { return r == Minute || r == Hour }
 
 // Counts is the cost of one bucket. Admitted is the cost the isolates
-// admitted (the batches' Delta); Denied is the cost they asked for and did
-// not admit (Demand - Delta) on keys not paused; Paused is that cost on
-// keys under an upstream pause or with an open circuit when the batch was
-// merged. As the isolates report it: a strict request held for a sync
-// (SyncRetry) and admitted after it counts once in Denied and once in
-// Admitted, and a denial the module makes from the global view alone
-// without syncing (a windowed key over its limit) is not reported at all.
+// admitted (the batches' Delta); Denied is the cost they refused for good
+// (wire.Batch.EachDenial: their final denials, or Demand - Delta from
+// modules that do not report them) on keys not paused; Paused is that
+// cost on keys under an upstream or fleet pause, or with an open circuit,
+// when the batch was merged.
 type Counts struct {
 	Admitted int64 `json:"admitted"`
 	Denied   int64 `json:"denied"`

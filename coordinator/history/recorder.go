@@ -143,24 +143,28 @@ func (r *Recorder) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 			paused[[2]string{u.Limiter, u.Key}] = true
 		}
 	}
-	for i := range b.Entries {
-		e := &b.Entries[i]
-		l := r.lims[e.Limiter]
+	add := func(limiter, key string, c Counts) {
+		l := r.lims[limiter]
 		if l == nil {
-			continue
-		}
-		c := Counts{Admitted: max(e.Delta, 0)}
-		if d := max(e.Demand-e.Delta, 0); paused[[2]string{e.Limiter, e.Key}] {
-			c.Paused = d
-		} else {
-			c.Denied = d
+			return
 		}
 		l.total.Add(c)
-		if k := r.keep(l, e.Key, now); k != nil {
+		if k := r.keep(l, key, now); k != nil {
 			k.cur.Add(c)
 			k.Seen = now
 		}
 	}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		add(e.Limiter, e.Key, Counts{Admitted: max(e.Delta, 0)})
+	}
+	b.EachDenial(func(limiter, key string, _, cost int64) {
+		if paused[[2]string{limiter, key}] {
+			add(limiter, key, Counts{Paused: cost})
+		} else {
+			add(limiter, key, Counts{Denied: cost})
+		}
+	})
 	for i := range rp.Entries {
 		v := &rp.Entries[i]
 		l := r.lims[v.Limiter]

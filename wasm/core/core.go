@@ -31,6 +31,8 @@ type Core struct {
 	inflight []item      // deltas of the outstanding batch
 	outBuf   []byte      // encoded outstanding batch; empty when none
 	entBuf   []byte      // scratch of SyncOut: the encoded entries of a batch
+	denBody  []byte      // scratch of SyncOut: the encoded denials of a batch
+	denBuf   []byte      // the outstanding batch's denials: array header and denBody
 	sure     bool        // the last evaluation denied on the global view alone (evalWindow)
 	ending   bool        // a graceful stop's last batch is still to be cut (release.go)
 	views    []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
@@ -145,14 +147,14 @@ func (c *Core) Stats() wire.Stats {
 	t := &c.tab
 	s.StateBytes = int64(len(t.chunks))*chunkSize*entrySize + t.keyB + int64(cap(t.long))*12 +
 		t.leases.bytes(leaseSize) + t.rates.bytes(rateSize) + int64(len(t.slots))*4 +
-		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf)) + int64(cap(c.entBuf))
+		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf)) + int64(cap(c.entBuf)) + int64(cap(c.denBody)) + int64(cap(c.denBuf))
 	return s
 }
 
 // Sizes of an entry and of its side records, the same natively and on
 // wasm32 (their fields are all of fixed size; a test checks them).
 const (
-	entrySize = 168
+	entrySize = 176
 	leaseSize = 112
 	rateSize  = 32
 )
@@ -239,8 +241,22 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 		if c.recheck(now, r) {
 			c.name(idx)
 		}
+		c.denied(idx, cost, r)
 	}
 	return nil
+}
+
+// denied counts a denial of cost at idx for the operator's counts
+// (wire.Batch.Denials) when it is final: not one answered SyncRetry (a
+// lease to wait for, a cold key, a recheck), which the host decides
+// again. Quiet or not, it makes no batch alone (urgent): it rides along.
+func (c *Core) denied(idx int32, cost int64, r *Result) {
+	if r.SyncRetry || cost <= 0 {
+		return
+	}
+	e := c.tab.at(idx)
+	e.den = addSat(e.den, cost)
+	c.markDirty(idx, e)
 }
 
 // DecideMulti checks several limiters together, all or nothing: the cost of
@@ -317,20 +333,24 @@ merge:
 				c.tab.at(idx).roll(window(times[i], l.cfg.Period)) // record counts in the current window
 			}
 		}
+		c.held = r.SyncRetry
 		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed, false)
+		c.held = false
 	}
 	if !allowed {
 		r.Allowed = false
 		c.holdFor(now, r.RetryAfter)
 		c.askBeat(now)
-		if c.recheck(now, r) {
-			for i, ch := range checks {
-				if e := c.tab.at(idxs[i]); e.gen == gens[i] {
-					c.name(idxs[i])
-				} else {
-					c.name(c.lookup(ch.Limiter, ch.Key, now))
-				}
+		re := c.recheck(now, r)
+		for i, ch := range checks {
+			idx := idxs[i]
+			if c.tab.at(idx).gen != gens[i] {
+				idx = c.lookup(ch.Limiter, ch.Key, now)
 			}
+			if re {
+				c.name(idx)
+			}
+			c.denied(idx, ch.Cost, r)
 		}
 	}
 	return nil
@@ -417,6 +437,11 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		}
 	}
 	e.setExp(l, now)
+	c.markDirty(idx, e)
+}
+
+// markDirty puts e (at idx) on the list of entries with something to sync.
+func (c *Core) markDirty(idx int32, e *entry) {
 	if !e.dirty() {
 		e.flags |= fDirty
 		if len(c.dirty) >= 2*c.tab.max+64 {

@@ -14,7 +14,7 @@ import (
 // bytes costs no allocation of its own.
 //
 // Its layout is fixed (no int, no pointer) so that it is the same size
-// natively and on wasm32: entrySize, 168 bytes.
+// natively and on wasm32: entrySize, 176 bytes.
 type entry struct {
 	// kin holds the key when it is at most inlineKey bytes; a longer key
 	// is kept by the table (table.long) and kin holds its index.
@@ -37,6 +37,7 @@ type entry struct {
 	lCur, lPrev int64
 	pCur, pPrev int64
 	demand      int64 // cost asked since the last batch (admitted or not)
+	den         int64 // cost of final denials since the last batch (wire.Batch.Denials)
 	vWin        int64 // window of the last global view (also the window of the rate estimate's base view)
 	vCur, vPrev int64 // global counts for vWin and vWin-1
 	vAt         int64 // estimated time the coordinator made the view, ns (isolate clock)

@@ -34,7 +34,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	// allocation on this path costs a share of a heap-wide GC.
 	c.inflight = c.inflight[:0]
 	ents := c.entBuf[:0]
-	count := 0
+	dens := c.denBody[:0] // the batch's denials, encoded (their count goes in front)
+	count, ndens := 0, 0
 	n := 0
 	for ; n < len(c.dirty) && count+2 <= maxBatchDeltas; n++ {
 		d := c.dirty[n]
@@ -59,15 +60,20 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			c.inflight = append(c.inflight, item{d, e.win - 1, e.pPrev})
 			count++
 		}
+		if e.den > 0 {
+			dens = wire.AppendDenial(dens, name, key, e.win, e.den)
+			ndens++
+		}
 		if l.strict {
 			c.tab.lease(e).asked = max64(e.demand-e.pCur, 0)
 		}
-		e.pCur, e.pPrev, e.demand = 0, 0, 0
+		e.pCur, e.pPrev, e.demand, e.den = 0, 0, 0, 0
 	}
-	c.entBuf = ents
+	c.entBuf, c.denBody = ents, dens
+	c.denBuf = append(wire.AppendArrayHeader(c.denBuf[:0], ndens), dens...)
 	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
 	c.upBuf = c.appendSignals(c.upBuf, now)
-	if count == 0 && len(c.upBuf) == 0 && !beat {
+	if count == 0 && ndens == 0 && len(c.upBuf) == 0 && !beat {
 		c.ending = false
 		return dst, nil
 	}
@@ -79,7 +85,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, end, c.rgen, true, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, end, c.rgen, true, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -122,6 +128,9 @@ func (c *Core) anyUrgent(now int64) bool {
 // lands where it was reserved.
 func (c *Core) urgent(e *entry, now int64) bool {
 	l := &c.lims[e.lim]
+	if e.pCur == 0 && e.pPrev == 0 && e.demand == 0 && e.flags&fName == 0 && !c.ending {
+		return false // only final denials to report (record): they ride along
+	}
 	if !l.strict || l.bucket || l.sliding || e.demand > e.pCur || l.cfg.Upstream != nil || c.ending {
 		return true
 	}
@@ -158,7 +167,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, false, c.rgen, true, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, c.denBuf, false, c.rgen, true, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil

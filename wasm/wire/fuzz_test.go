@@ -68,7 +68,7 @@ func FuzzConfig(f *testing.F) {
 }
 
 func FuzzBatch(f *testing.F) {
-	seeds(f, &fixBatch, &fixBatchSignals, &wire.Batch{Version: 1, Isolate: "i", Seq: 1})
+	seeds(f, &fixBatch, &fixBatchSignals, &fixBatchDenials, &wire.Batch{Version: 1, Isolate: "i", Seq: 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, func(b *wire.Batch) {
 			if len(b.Entries) == 0 {

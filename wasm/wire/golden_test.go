@@ -65,6 +65,10 @@ var (
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Delta: 1, Demand: 1}},
 		Signals: []wire.Signal{{Limiter: "llm", Key: "user-1", Pause: 30e9, Failures: 0, Successes: 2, Limit: 6},
 			{Limiter: "customer", Key: key256, Failures: 5, Probe: true}}, ResetGen: 1_763_699_999_000_000_000}
+	fixBatchDenials = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Seq: 4, At: 1_763_700_001_000_000_000,
+		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Delta: 2, Demand: 2}},
+		Denials: []wire.Denial{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 3},
+			{Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}, Limits: true}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
 		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6, Life: 59_000_000_000},
@@ -98,6 +102,7 @@ func goldenCases() []goldenCase {
 		{"decision", &fixDecision, func() message { return new(wire.Decision) }, func() any { return decisionGeneric(&fixDecision) }},
 		{"stats", &fixStats, func() message { return new(wire.Stats) }, func() any { return statsGeneric(&fixStats) }},
 		{"batch_signals", &fixBatchSignals, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchSignals) }},
+		{"batch_denials", &fixBatchDenials, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchDenials) }},
 		{"reply_upstream", &fixReplyUpstream, func() message { return new(wire.Reply) }, func() any { return replyGeneric(&fixReplyUpstream) }},
 		{"observation", &fixObservation, func() message { return new(wire.Observation) }, func() any { return observationGeneric(&fixObservation) }},
 		{"observed", &fixObserved, func() message { return new(wire.Observed) }, func() any {
@@ -153,6 +158,16 @@ func batchGeneric(b *wire.Batch) map[string]any {
 	}
 	if b.Secret != "" {
 		m["sec"] = b.Secret
+	}
+	if b.Limits {
+		m["lim"] = true
+	}
+	if b.ReportsDenials() {
+		dn := []any{}
+		for _, d := range b.Denials {
+			dn = append(dn, []any{d.Limiter, d.Key, d.Window, d.Cost})
+		}
+		m["dn"] = dn
 	}
 	return m
 }

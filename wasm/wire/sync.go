@@ -40,6 +40,61 @@ type Batch struct {
 	// own limit for each key (a module that does not send it reads views
 	// of at most 11 elements). Encoded only when true.
 	Limits bool `msgpack:"lim,omitempty"`
+	// Denials: the cost each key's requests were refused for good (a
+	// final denial: not one answered SyncRetry, which the host decides
+	// again) since the isolate's previous batch; at most MaxBatchEntries.
+	// Encoded when not nil, even empty: a module that reports them says
+	// so, and the coordinator counts its denials from them, not from
+	// Demand - Delta (see EachDenial). The decoder leaves it nil when the
+	// batch has no "dn".
+	Denials []Denial `msgpack:"dn,omitempty"`
+}
+
+// ReportsDenials reports whether the isolate reports its final denials
+// (Denials is not nil).
+func (b *Batch) ReportsDenials() bool { return b.Denials != nil }
+
+// Denial is the cost of one key's final denials in one window, encoded as
+// the array [limiter, key, window, cost].
+type Denial struct {
+	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
+	_msgpack struct{} `msgpack:",as_array"`
+	Limiter  string
+	Key      string
+	Window   int64 // window index (time / period); 0 for bucket algorithms
+	Cost     int64 // cost refused, >= 1
+}
+
+// AppendDenial appends one denial [limiter, key, window, cost] (the guest
+// encodes its stored key bytes without converting them).
+func AppendDenial[K string | []byte](dst []byte, limiter string, key K, window, cost int64) []byte {
+	dst = AppendArrayHeader(dst, 4)
+	dst = AppendString(dst, limiter)
+	dst = AppendString(dst, key)
+	dst = AppendInt(dst, window)
+	return AppendInt(dst, cost)
+}
+
+// EachDenial calls fn with the cost of each key's requests that b says
+// were refused: its Denials when the isolate reports them
+// (ReportsDenials), else, for an older module, what each entry asked for
+// and did not admit (Demand - Delta: a request held for a lease and
+// admitted after a sync counts there too, and a denial decided without a
+// sync not at all).
+func (b *Batch) EachDenial(fn func(limiter, key string, window, cost int64)) {
+	if b.ReportsDenials() {
+		for i := range b.Denials {
+			d := &b.Denials[i]
+			fn(d.Limiter, d.Key, d.Window, d.Cost)
+		}
+		return
+	}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if c := e.Demand - e.Delta; c > 0 {
+			fn(e.Limiter, e.Key, e.Window, c)
+		}
+	}
 }
 
 // Delta is the consumption of one key in one window, encoded as the array
@@ -128,7 +183,15 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			up = b.Signals[i].AppendMsg(up)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, b.End, b.ResetGen, b.Limits, len(b.Entries))
+	var dn []byte
+	if b.ReportsDenials() {
+		dn = AppendArrayHeader(nil, len(b.Denials))
+		for i := range b.Denials {
+			d := &b.Denials[i]
+			dn = AppendDenial(dn, d.Limiter, d.Key, d.Window, d.Cost)
+		}
+	}
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, b.End, b.ResetGen, b.Limits, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -142,9 +205,14 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
 // (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
-// Batch.Secret (written when set); lim is Batch.Limits (written when true).
-func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up []byte, end bool, rg int64, lim bool, n int) []byte {
+// Batch.Secret (written when set); lim is Batch.Limits (written when true);
+// dn is the encoded array of the batch's denials (AppendDenial after an
+// array header; Batch.Denials), nil when the isolate does not report them.
+func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn []byte, end bool, rg int64, lim bool, n int) []byte {
 	fields := 5
+	if dn != nil {
+		fields++
+	}
 	if secret != "" {
 		fields++
 	}
@@ -176,6 +244,10 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 	if len(up) > 0 {
 		dst = AppendString(dst, "up")
 		dst = append(dst, up...)
+	}
+	if dn != nil {
+		dst = AppendString(dst, "dn")
+		dst = append(dst, dn...)
 	}
 	if end {
 		dst = AppendString(dst, "end")
@@ -245,6 +317,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			}
 		case Equal("up", f):
 			b.Signals = readSignals(r)
+		case Equal("dn", f):
+			b.Denials = readDenials(r)
 		case Equal("end", f):
 			b.End = r.ReadBool()
 		case Equal("rg", f):
@@ -276,11 +350,27 @@ func (b *Batch) Validate() error {
 		return &FieldError{"rg", errors.New("must be >= 0")}
 	case len(b.Entries) > MaxBatchEntries:
 		return &FieldError{"e", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " entries")}
+	case len(b.Denials) > MaxBatchEntries:
+		return &FieldError{"dn", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " denials")}
 	case len(b.Signals) > MaxBatchEntries:
 		return &FieldError{"up", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " signals")}
 	}
 	if err := validateSignals(b.Signals); err != nil {
 		return err
+	}
+	for i := range b.Denials {
+		d := &b.Denials[i]
+		f := "dn[" + strconv.Itoa(i) + "]."
+		switch {
+		case d.Limiter == "" || len(d.Limiter) > MaxNameLen:
+			return &FieldError{f + "limiter", errors.New("must be 1 to " + strconv.Itoa(MaxNameLen) + " bytes")}
+		case d.Key == "" || len(d.Key) > MaxKeyLen:
+			return &FieldError{f + "key", errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")}
+		case d.Window < 0:
+			return &FieldError{f + "window", errors.New("must be >= 0")}
+		case d.Cost < 1 || d.Cost > MaxLimit:
+			return &FieldError{f + "cost", errors.New("must be between 1 and 2^50")}
+		}
 	}
 	for i := range b.Entries {
 		d := &b.Entries[i]
@@ -539,3 +629,24 @@ const errSecretLen = "an isolate secret must be 16 to 64 bytes"
 // ValidSecret reports whether s may be an isolate secret
 // (Config.IsolateSecret, Batch.Secret): MinSecretLen to MaxSecretLen bytes.
 func ValidSecret(s string) bool { return len(s) >= MinSecretLen && len(s) <= MaxSecretLen }
+
+// readDenials decodes a batch's "dn" array; its count is checked against
+// MaxBatchEntries before anything is allocated.
+func readDenials(r *Reader) []Denial {
+	m := r.ReadArrayHeader()
+	if m > MaxBatchEntries {
+		r.SetErr("dn", errors.New(strconv.Itoa(m)+" denials, more than "+strconv.Itoa(MaxBatchEntries)))
+		return nil
+	}
+	ds := make([]Denial, m)
+	for i := 0; i < m && r.err == nil; i++ {
+		if r.ReadArrayHeader() != 4 && r.err == nil {
+			r.SetErr("dn["+strconv.Itoa(i)+"]", errors.New("want [limiter, key, window, cost]"))
+			break
+		}
+		d := &ds[i]
+		d.Limiter, d.Key = r.ReadString(), r.ReadString()
+		d.Window, d.Cost = r.ReadInt(), r.ReadInt()
+	}
+	return ds
+}
