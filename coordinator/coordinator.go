@@ -365,7 +365,8 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 
 func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
 	defer func() {
-		c.dash.Synced(scopeOf(ctx), b.Isolate, err, c.opts.Clock.Now())
+		work := len(b.Entries) > 0 || len(b.Denials) > 0 || len(b.Signals) > 0
+		c.dash.Synced(scopeOf(ctx), b.Isolate, work, err, c.opts.Clock.Now())
 		if err == nil && b.End {
 			c.dash.Ended(scopeOf(ctx), b.Isolate)
 		}

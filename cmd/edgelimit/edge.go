@@ -20,7 +20,7 @@ func init() {
 }
 
 const edgeUsage = `usage: edgelimit edge [--config FILE] [--listen ADDR] [--coordinator URL] [--token T] [--isolates N] [--sync D]
-                     [--fail-policy open|closed|local-share] [--stale-after D] [--probe-interval D] [--retry-wait D] ...
+                     [--fail-policy open|closed|local-share] [--stale-after D] [--probe-interval D] [--retry-wait D] [--heartbeat D] ...
 
 Runs N isolates of the edge module behind an HTTP API:
   GET|POST /v1/decide?limiter=NAME&key=KEY[&cost=N]   200 allowed, 429 denied (Retry-After,
@@ -59,6 +59,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	staleAfter := durationFlag(fs, "stale-after", 0, "while an isolate's syncs fail, how long after its last good sync its view turns stale: the fail policy applies (0: 3 sync intervals)")
 	probeInterval := durationFlag(fs, "probe-interval", syncloop.DefaultProbeInterval, "while syncs fail, requests probe the coordinator past the backoff at most this often (and stale denials say Retry-After at most this); negative: no probes")
 	retryWait := durationFlag(fs, "retry-wait", host.DefaultRetryWait, "how long a request the module answers with SyncRetry (strict lease miss, read-through) waits for a sync; negative: deny at once")
+	heartbeat := durationFlag(fs, "heartbeat", host.DefaultHeartbeat, "the longest an isolate goes without a sync: an idle one sends an empty batch then, so the coordinator tells it from a dead one; negative: none")
 	syncTimeout := durationFlag(fs, "sync-timeout", syncloop.DefaultHTTPTimeout, "bound on one sync round trip with the coordinator")
 	shareIsolates := fs.Int("share-isolates", 0, "isolates across the fleet sharing the limits, the divisor of local-share (0: --isolates)")
 	readTimeout := durationFlag(fs, "read-timeout", host.DefaultReadTimeout, "bound on reading a whole request, body included")
@@ -101,7 +102,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	h, err := host.New(ctx, host.Options{Config: cfg, Isolates: *isolates, Coordinator: *coord, Token: *token,
 		Sync: syncloop.Options{Interval: *interval, StaleAfter: *staleAfter, ProbeInterval: *probeInterval}, SyncTimeout: *syncTimeout,
-		RetryWait: *retryWait, FailPolicy: fp, ShareIsolates: *shareIsolates, Logger: log,
+		RetryWait: *retryWait, Heartbeat: *heartbeat, FailPolicy: fp, ShareIsolates: *shareIsolates, Logger: log,
 		Server: host.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxBodyBytes: *maxBody}})
 	if err != nil {
 		return fmt.Errorf("edge: %w", err)

@@ -311,7 +311,7 @@ func (a *api) handleIsolates(w http.ResponseWriter, r *http.Request) {
 	out := IsolatesView{At: now, Within: within.String(), Isolates: []IsolateView{}}
 	d := a.d
 	d.mu.Lock()
-	hosts := d.activeHosts(now)
+	hosts := d.liveHosts(now)
 	for _, is := range d.isos {
 		if scoped && is.scope != scope {
 			continue
@@ -320,7 +320,7 @@ func (a *api) handleIsolates(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		host := HostOf(is.id)
-		others := hosts[is.scope+"\x00"+host] && !is.active(now)
+		others := hosts[is.scope+"\x00"+host] && !is.syncing(now)
 		v := IsolateView{ID: is.id, Host: host, State: is.state(now, others), CadenceMS: is.cadence() / 1e6,
 			LastSyncAgeMS: -1, Syncs: is.syncs, Errors: is.errors,
 			LastError: is.lastError, FirstSeenAgeMS: (now - is.firstSeen) / 1e6}

@@ -144,8 +144,8 @@ func TestRoutesOverASource(t *testing.T) {
 		{Limiter: "fw", Key: "cold", Window: 1000, Delta: 5, Demand: 5}}},
 		&wire.Reply{Entries: []wire.View{{Limiter: "fw", Key: "hot", Window: 1000, Count: 85, Isolates: 2},
 			{Limiter: "fw", Key: "cold", Window: 1000, Count: 5}}}, t0)
-	d.Synced("", "iso-a", nil, t0)
-	d.Synced("", "iso-b", errors.New("seq gap"), t0)
+	d.Synced("", "iso-a", true, nil, t0)
+	d.Synced("", "iso-b", true, errors.New("seq gap"), t0)
 	d.Committed(2 * time.Millisecond)
 	d.Forget("fw", "cold")
 	mux := http.NewServeMux()

@@ -70,6 +70,7 @@ type dashSecond struct {
 type dashIsolate struct {
 	scope, id   string
 	lastSync    int64 // ns, last batch answered (applied or retried)
+	lastWork    int64 // ns, last answered batch with something in it (not a heartbeat)
 	firstSeen   int64 // ns
 	syncs       int64 // batches answered
 	errors      int64 // batches refused
@@ -136,8 +137,10 @@ func (d *Dashboard) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 }
 
 // Synced records the outcome err (nil: answered) of a sync of isolate id in
-// scope (the token's namespace, "" without tokens) at now (ns).
-func (d *Dashboard) Synced(scope, id string, err error, now int64) {
+// scope (the token's namespace, "" without tokens) at now (ns); work says
+// whether the batch carried anything (entries, denials, signals), not only
+// a sign of life (a heartbeat, wire.Config.Heartbeat).
+func (d *Dashboard) Synced(scope, id string, work bool, err error, now int64) {
 	if d == nil || id == "" || len(id) > wire.MaxIsolateIDLen {
 		return
 	}
@@ -162,6 +165,9 @@ func (d *Dashboard) Synced(scope, id string, err error, now int64) {
 	}
 	is.syncs++
 	is.lastSync = now
+	if work {
+		is.lastWork = now
+	}
 	is.ended = false
 }
 

@@ -14,15 +14,18 @@ import (
 // least MinCadence; before two syncs, wire.DefaultSyncInterval, 100 ms).
 // An isolate is:
 //
-//	active   its last sync is within SilentAfter cadences (3), or MinSilence (10 s)
+//	active   its last sync, and its last batch with something in it, are
+//	         within SilentAfter cadences (3), or MinSilence (10 s)
 //	stopped  its last batch was its graceful stop (wire.Batch.End)
 //	failing  its last attempt after its last answered sync was refused
-//	idle     silent for more than SilentAfter cadences while another isolate of
-//	         its edge host is active: its process is alive, it had nothing to report
-//	silent   silent for more than SilentAfter cadences and no isolate of its host is active:
-//	         the host is dead, or idle. The module sends no batch when it has
-//	         nothing to report, so the coordinator cannot tell those two apart
-//	         (a periodic empty batch from the module would).
+//	idle     it syncs, but only heartbeats (empty batches: wire.Config.Heartbeat,
+//	         the Go edge host's --heartbeat, 10 s) for that long; or it is silent
+//	         while another isolate of its edge host is active: its process is
+//	         alive, it had nothing to report
+//	silent   no sync for more than SilentAfter cadences and no isolate of its
+//	         host syncing: the host is dead, or idle without heartbeats (an
+//	         isolate that sends none, as in Workers, which sync only during
+//	         requests, sends nothing when idle: the coordinator cannot tell)
 //
 // The edge host of an isolate is its id without the incarnation suffix
 // ('~' and hex: a reincarnation), the restart suffix ("/r" and digits: a
@@ -85,12 +88,25 @@ func (is *dashIsolate) cadence() int64 {
 
 // active reports whether is synced on schedule at now.
 func (is *dashIsolate) active(now int64) bool {
-	return is.syncs > 0 && !is.ended && now-is.lastSync <= max(SilentAfter*is.cadence(), int64(MinSilence))
+	return is.syncing(now) && now-is.lastWork <= is.silence()
 }
 
-// state classifies is at now; hostActive says whether another isolate of
-// its host is active.
-func (is *dashIsolate) state(now int64, hostActive bool) string {
+// syncing reports whether is syncs on its cadence at now (heartbeats
+// included).
+func (is *dashIsolate) syncing(now int64) bool {
+	return is.syncs > 0 && !is.ended && now-is.lastSync <= is.silence()
+}
+
+// silence returns how long is may go without a sync (or without a batch
+// with something in it) before it counts as silent (or idle), ns:
+// SilentAfter cadences, at least MinSilence.
+func (is *dashIsolate) silence() int64 {
+	return max(SilentAfter*is.cadence(), int64(MinSilence))
+}
+
+// state classifies is at now; hostLive says whether another isolate of
+// its host syncs.
+func (is *dashIsolate) state(now int64, hostLive bool) string {
 	switch {
 	case is.ended && is.lastErrorAt <= is.lastSync:
 		return StateStopped
@@ -98,7 +114,7 @@ func (is *dashIsolate) state(now int64, hostActive bool) string {
 		return StateFailing
 	case is.active(now):
 		return StateActive
-	case hostActive:
+	case is.syncing(now) || hostLive:
 		return StateIdle
 	}
 	return StateSilent
@@ -149,12 +165,12 @@ func (d *Dashboard) Ended(scope, id string) {
 	}
 }
 
-// activeHosts returns the hosts (scope + HostOf) with an active isolate at
-// now (d.mu held).
-func (d *Dashboard) activeHosts(now int64) map[string]bool {
+// liveHosts returns the hosts (scope + HostOf) with an isolate syncing at
+// now (heartbeats included; d.mu held).
+func (d *Dashboard) liveHosts(now int64) map[string]bool {
 	out := map[string]bool{}
 	for _, is := range d.isos {
-		if is.active(now) {
+		if is.syncing(now) {
 			out[is.scope+"\x00"+HostOf(is.id)] = true
 		}
 	}

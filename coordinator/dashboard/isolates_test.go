@@ -38,28 +38,28 @@ func TestIsolateStates(t *testing.T) {
 	now := int64(t0)
 	for range 10 {
 		for _, id := range []string{"A-0", "A-1", "B-0", "B-1", "C-0", "D-0"} {
-			d.Synced("", id, nil, now)
+			d.Synced("", id, true, nil, now)
 		}
 		now += 100 * ms
 	}
 	d.Ended("", "C-0")
-	d.Synced("", "D-0", errors.New("seq gap"), now)
+	d.Synced("", "D-0", true, errors.New("seq gap"), now)
 	for range 5 {
-		d.Synced("", "S-0", nil, now)
+		d.Synced("", "S-0", true, nil, now)
 		now += 5000 * ms
 	}
 	now -= 5000 * ms
 	for range 120 { // A-0 on schedule for 12 s more
 		now += 100 * ms
-		d.Synced("", "A-0", nil, now)
+		d.Synced("", "A-0", true, nil, now)
 	}
 	states := func() map[string]IsolateView {
 		out := map[string]IsolateView{}
 		d.mu.Lock()
-		hosts := d.activeHosts(now)
+		hosts := d.liveHosts(now)
 		for _, is := range d.isos {
 			h := HostOf(is.id)
-			out[is.id] = IsolateView{Host: h, State: is.state(now, hosts[is.scope+"\x00"+h] && !is.active(now)),
+			out[is.id] = IsolateView{Host: h, State: is.state(now, hosts[is.scope+"\x00"+h] && !is.syncing(now)),
 				CadenceMS: is.cadence() / ms}
 		}
 		d.mu.Unlock()
@@ -106,6 +106,37 @@ func TestKeyUpstreamShown(t *testing.T) {
 			if v := keyView(d.lims["fw"].cfg, &e, t0+2*sec); v.PauseLeftMS != 0 {
 				t.Fatalf("p still paused %d ms after a reply without its pause", v.PauseLeftMS)
 			}
+		}
+	}
+}
+
+// TestHeartbeatTellsIdleFromDead: two hosts of one isolate each stop
+// having traffic; one keeps sending heartbeats (empty batches every 10 s,
+// the Go edge host's default) and is idle, the other stops syncing (its
+// process died) and is silent once 3 of its cadences have passed.
+func TestHeartbeatTellsIdleFromDead(t *testing.T) {
+	d := New(testConfig(), t0)
+	now := int64(t0)
+	for range 20 { // traffic every 100 ms
+		d.Synced("", "idle-0", true, nil, now)
+		d.Synced("", "dead-0", true, nil, now)
+		now += int64(100 * time.Millisecond)
+	}
+	for i := range 9 { // 90 s of heartbeats; dead-0 stops after 20 s
+		now += int64(10 * time.Second)
+		d.Synced("", "idle-0", false, nil, now)
+		if i < 2 {
+			d.Synced("", "dead-0", false, nil, now)
+		}
+	}
+	now += int64(5 * time.Second)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hosts := d.liveHosts(now)
+	for id, want := range map[string]string{"idle-0": StateIdle, "dead-0": StateSilent} {
+		is := d.isos[id]
+		if got := is.state(now, hosts["\x00"+HostOf(id)] && !is.syncing(now)); got != want {
+			t.Errorf("%s: %s (cadence %d ms), want %s", id, got, is.cadence()/1e6, want)
 		}
 	}
 }

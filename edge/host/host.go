@@ -56,6 +56,12 @@ type Options struct {
 	// before it is decided again. Default 1s; negative denies at once. A
 	// request on a stale isolate does not wait (its loop is backing off).
 	RetryWait time.Duration
+	// Heartbeat is the longest an isolate goes without a sync: with
+	// nothing to report for that long it sends an empty batch, so the
+	// coordinator's dashboard tells an idle host from a dead one
+	// (wire.Config.Heartbeat). Default DefaultHeartbeat (10 s); negative:
+	// none.
+	Heartbeat time.Duration
 	// FailPolicy is the fail policy of limiters whose config names none
 	// (wire.LimiterConfig.FailPolicy). Default failpolicy.Open.
 	FailPolicy failpolicy.Policy
@@ -84,6 +90,9 @@ const DefaultIsolates = 4
 
 // DefaultRetryWait is the default wait of a SyncRetry request.
 const DefaultRetryWait = time.Second
+
+// DefaultHeartbeat is the default of Options.Heartbeat: 10 s.
+const DefaultHeartbeat = 10 * time.Second
 
 // Host runs the isolates and their sync loops. It is safe for concurrent
 // use: each isolate is used by one goroutine at a time.
@@ -148,6 +157,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.RetryWait == 0 {
 		opts.RetryWait = DefaultRetryWait
 	}
+	if opts.Heartbeat == 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
 	if opts.SyncTimeout <= 0 {
 		opts.SyncTimeout = syncloop.DefaultHTTPTimeout
 	}
@@ -194,6 +206,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		cfg.IsolateID = opts.IDPrefix + "-" + strconv.Itoa(i)
 		if opts.Sync.Interval > 0 {
 			cfg.SyncInterval = min(max(int64(opts.Sync.Interval), wire.MinSyncInterval), wire.MaxSyncInterval)
+		}
+		if opts.Heartbeat > 0 {
+			cfg.Heartbeat = min(max(int64(opts.Heartbeat), wire.MinSyncInterval), wire.MaxSyncInterval)
 		}
 		iso, err := rt.NewIsolate(ctx, cfg, uint64(i))
 		if err != nil {

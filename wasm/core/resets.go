@@ -53,12 +53,20 @@ func (c *Core) holdFor(now, d int64) {
 
 // heartbeat reports whether SyncOut should cut a batch at now even with
 // nothing to report: beatDenials requests were denied from denials cached
-// here since the last batch, the isolate's coordinator sends reset notices
-// (a generation), and it is not stopping. The host calls SyncOut at its
+// here since the last batch and the isolate's coordinator sends reset
+// notices (a generation), or a sign of life is due (alive); and it is not
+// stopping. The host calls SyncOut at its
 // sync interval (in Workers, during requests), so heartbeats come at most
 // one per interval.
 func (c *Core) heartbeat(now int64) bool {
-	return (c.beatNow || c.beatAsk >= beatDenials && now < c.hold && c.rgen > 0) && !c.stopped && !c.cfg.Standalone
+	return (c.beatNow || c.beatAsk >= beatDenials && now < c.hold && c.rgen > 0 || c.alive(now)) && !c.stopped && !c.cfg.Standalone
+}
+
+// alive reports whether the isolate owes the coordinator a sign of life at
+// now: Config.Heartbeat has passed since its last batch (or it has cut
+// none yet).
+func (c *Core) alive(now int64) bool {
+	return c.cfg.Heartbeat > 0 && (c.cutAt == 0 || now-c.cutAt >= c.cfg.Heartbeat)
 }
 
 // recheck turns r, a denial at now for minHold or more, into a request to

@@ -119,6 +119,13 @@ type Config struct {
 	// (SyncRetry), so a reset on the coordinator reaches it within two
 	// intervals (core/resets.go). Encoded only when set.
 	SyncInterval int64 `msgpack:"sync_ns,omitempty"`
+	// Heartbeat is the longest the isolate goes without a batch, ns: with
+	// nothing to report for that long it cuts an empty one (at the host's
+	// next sync), so the coordinator tells an idle isolate from a dead one.
+	// 0 (the default): none, an idle isolate sends nothing (Workers, which
+	// sync only during requests, cannot send one). Else MinSyncInterval..
+	// MaxSyncInterval. Encoded only when set.
+	Heartbeat int64 `msgpack:"heartbeat_ns,omitempty"`
 }
 
 // EffectiveBurst returns the bucket capacity for a limit: Burst, or limit when Burst is 0.
@@ -151,6 +158,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SyncInterval != 0 && (c.SyncInterval < MinSyncInterval || c.SyncInterval > MaxSyncInterval) {
 		bad("sync_ns", "must be 0 (default: 100ms) or between 1ms and 1h (in ns), got "+strconv.FormatInt(c.SyncInterval, 10))
+	}
+	if c.Heartbeat != 0 && (c.Heartbeat < MinSyncInterval || c.Heartbeat > MaxSyncInterval) {
+		bad("heartbeat_ns", "must be 0 (none) or between 1ms and 1h (in ns), got "+strconv.FormatInt(c.Heartbeat, 10))
 	}
 	if len(c.Limiters) == 0 {
 		bad("limiters", "at least one limiter is required")
@@ -224,6 +234,9 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	if c.SyncInterval != 0 {
 		n++
 	}
+	if c.Heartbeat != 0 {
+		n++
+	}
 	b = AppendMapHeader(b, n)
 	if c.Standalone {
 		b = AppendString(b, "alone")
@@ -236,6 +249,10 @@ func (c *Config) AppendMsg(b []byte) []byte {
 	if c.SyncInterval != 0 {
 		b = AppendString(b, "sync_ns")
 		b = AppendInt(b, c.SyncInterval)
+	}
+	if c.Heartbeat != 0 {
+		b = AppendString(b, "heartbeat_ns")
+		b = AppendInt(b, c.Heartbeat)
 	}
 	b = AppendString(b, "v")
 	b = AppendInt(b, c.Version)
@@ -306,6 +323,8 @@ func (c *Config) UnmarshalMsg(b []byte) error {
 			c.IsolateSecret = r.ReadString()
 		case "sync_ns":
 			c.SyncInterval = r.ReadInt()
+		case "heartbeat_ns":
+			c.Heartbeat = r.ReadInt()
 		case "limiters":
 			m := r.ReadArrayHeader()
 			if m > MaxLimiters {
