@@ -83,3 +83,49 @@ func TestFinalDenialsReported(t *testing.T) {
 		t.Fatalf("reported denials a/full %d, s/k %d; want 3 and 0 (denials %+v)", full, k, got.Denials)
 	}
 }
+
+// Denials never make a batch alone, also when the only other entry due is
+// one whose windows ended before it was sent (nothing left to report): they
+// wait for the next batch, and are in it.
+func TestDenialsWaitForABatch(t *testing.T) {
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 5, Period: 1e9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	now := int64(5e9)
+	// A view of "full" at its limit.
+	c.Decide(0, []byte("full"), 1, now, &r)
+	if _, err := c.SyncOut(now, nil); err != nil {
+		t.Fatal(err)
+	}
+	rp := wire.Reply{Version: wire.Version, Seq: c.seq, At: now, Entries: []wire.View{
+		{Limiter: "a", Key: "full", Window: 5, Count: 5, Lease: -1, Isolates: 2}}}
+	if err := c.SyncIn(rp.AppendMsg(nil), now); err != nil {
+		t.Fatal(err)
+	}
+	// An admission on "old" in window 5, never sent; two denials of
+	// "full" from the view; the host next syncs in window 7.
+	c.Decide(0, []byte("old"), 1, now+1e6, &r)
+	for i := 0; i < 2; i++ {
+		if c.Decide(0, []byte("full"), 1, now+2e6, &r); r.Allowed || r.SyncRetry {
+			t.Fatalf("full: %+v, want a denial from the view", r)
+		}
+	}
+	if b, err := c.SyncOut(7e9, nil); err != nil || len(b) != 0 {
+		t.Fatalf("a batch of %d bytes (%v) for denials and an entry whose windows ended", len(b), err)
+	}
+	c.Decide(0, []byte("new"), 1, 7e9, &r)
+	b, err := c.SyncOut(7e9, nil)
+	if err != nil || len(b) == 0 {
+		t.Fatalf("no batch for an admission (%v)", err)
+	}
+	var got wire.Batch
+	if err := got.UnmarshalMsg(b); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Denials) != 1 || got.Denials[0].Key != "full" || got.Denials[0].Cost != 2 {
+		t.Fatalf("denials %+v, want full's 2", got.Denials)
+	}
+}

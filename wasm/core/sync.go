@@ -67,13 +67,31 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		if l.strict {
 			c.tab.lease(e).asked = max64(e.demand-e.pCur, 0)
 		}
-		e.pCur, e.pPrev, e.demand, e.den = 0, 0, 0, 0
+		e.pCur, e.pPrev, e.demand = 0, 0, 0
 	}
 	c.entBuf, c.denBody = ents, dens
 	c.denBuf = append(wire.AppendArrayHeader(c.denBuf[:0], ndens), dens...)
-	c.dirty = append(c.dirty[:0], c.dirty[n:]...)
 	c.upBuf = c.appendSignals(c.upBuf, now)
-	if count == 0 && ndens == 0 && len(c.upBuf) == 0 && !beat {
+	// Denials ride along: with nothing else to send (an urgent entry
+	// whose window ended before it was sent) no batch is cut for them,
+	// and their entries stay on the list for the next one.
+	cut := count > 0 || len(c.upBuf) > 0 || beat
+	k := 0
+	for _, d := range c.dirty[:n] {
+		e := c.tab.at(d.idx)
+		if e.gen != d.gen || e.den == 0 {
+			continue
+		}
+		if cut {
+			e.den = 0
+			continue
+		}
+		e.flags |= fDirty
+		c.dirty[k] = d
+		k++
+	}
+	c.dirty = append(c.dirty[:k], c.dirty[n:]...)
+	if !cut {
 		c.ending = false
 		return dst, nil
 	}
