@@ -361,27 +361,20 @@ func (b *Batch) Validate() error {
 	for i := range b.Denials {
 		d := &b.Denials[i]
 		f := "dn[" + strconv.Itoa(i) + "]."
-		switch {
-		case d.Limiter == "" || len(d.Limiter) > MaxNameLen:
-			return &FieldError{f + "limiter", errors.New("must be 1 to " + strconv.Itoa(MaxNameLen) + " bytes")}
-		case d.Key == "" || len(d.Key) > MaxKeyLen:
-			return &FieldError{f + "key", errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")}
-		case d.Window < 0:
-			return &FieldError{f + "window", errors.New("must be >= 0")}
-		case d.Cost < 1 || d.Cost > MaxLimit:
+		if err := checkKeyWindow(f, d.Limiter, d.Key, d.Window); err != nil {
+			return err
+		}
+		if d.Cost < 1 || d.Cost > MaxLimit {
 			return &FieldError{f + "cost", errors.New("must be between 1 and 2^50")}
 		}
 	}
 	for i := range b.Entries {
 		d := &b.Entries[i]
 		f := "e[" + strconv.Itoa(i) + "]."
+		if err := checkKeyWindow(f, d.Limiter, d.Key, d.Window); err != nil {
+			return err
+		}
 		switch {
-		case d.Limiter == "" || len(d.Limiter) > MaxNameLen:
-			return &FieldError{f + "limiter", errors.New("must be 1 to " + strconv.Itoa(MaxNameLen) + " bytes")}
-		case d.Key == "" || len(d.Key) > MaxKeyLen:
-			return &FieldError{f + "key", errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")}
-		case d.Window < 0:
-			return &FieldError{f + "window", errors.New("must be >= 0")}
 		case d.Delta < 0 || d.Delta > MaxLimit:
 			return &FieldError{f + "delta", errors.New("must be between 0 and 2^50")}
 		case d.Demand < 0 || d.Demand > MaxLimit:
@@ -649,4 +642,18 @@ func readDenials(r *Reader) []Denial {
 		d.Window, d.Cost = r.ReadInt(), r.ReadInt()
 	}
 	return ds
+}
+
+// checkKeyWindow checks the limiter, key and window of a batch's entry or
+// denial (f: its field path, ending in '.').
+func checkKeyWindow(f, limiter, key string, window int64) error {
+	switch {
+	case limiter == "" || len(limiter) > MaxNameLen:
+		return &FieldError{f + "limiter", errors.New("must be 1 to " + strconv.Itoa(MaxNameLen) + " bytes")}
+	case key == "" || len(key) > MaxKeyLen:
+		return &FieldError{f + "key", errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")}
+	case window < 0:
+		return &FieldError{f + "window", errors.New("must be >= 0")}
+	}
+	return nil
 }
