@@ -1,10 +1,8 @@
 package coordinator_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,30 +12,6 @@ import (
 	"github.com/edgelimit/edgelimit/coordinator/dashboard"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
-
-// serveUntil serves c on loopback until the returned stop is called (or the
-// test ends); stop also closes c.
-func serveUntil(t *testing.T, c *coordinator.Coordinator) (string, func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- c.Serve(ctx, ln) }()
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			cancel()
-			<-served
-			c.Close()
-		}
-	}
-	t.Cleanup(stop)
-	return "http://" + ln.Addr().String(), stop
-}
 
 // getJSON GETs url+path into v and returns the status.
 func getJSON(t *testing.T, url, path string, v any) int {

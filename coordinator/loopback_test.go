@@ -16,6 +16,14 @@ import (
 // closes c) and returns its base URL.
 func serveLoopback(t *testing.T, c *coordinator.Coordinator) string {
 	t.Helper()
+	url, _ := serveUntil(t, c)
+	return url
+}
+
+// serveUntil serves c on loopback until the returned stop is called (or the
+// test ends); stop also closes c.
+func serveUntil(t *testing.T, c *coordinator.Coordinator) (string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -23,8 +31,17 @@ func serveLoopback(t *testing.T, c *coordinator.Coordinator) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- c.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served; c.Close() })
-	return "http://" + ln.Addr().String()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-served
+			c.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return "http://" + ln.Addr().String(), stop
 }
 
 // serveEdge starts an edge host with opts, serves it on a loopback port

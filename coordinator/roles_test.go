@@ -29,23 +29,11 @@ func rolesServer(t *testing.T) (*Coordinator, *fakeClock, *httptest.Server) {
 	})
 }
 
-// call sends method path with token and returns the status and body.
+// call sends method path with token (no body) and returns the status and
+// body.
 func call(t *testing.T, srv *httptest.Server, method, path, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return controlDo(t, srv, method, path, "", token)
 }
 
 // wantForbidden checks a 403 problem naming what is missing.

@@ -281,17 +281,7 @@ func BenchmarkIncrBy(b *testing.B) {
 	cl, s := startCluster(b, 3, 64)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(5, 6))
-	cpu := func() time.Duration {
-		var d time.Duration
-		for _, a := range cl.Addrs() {
-			c, err := proccpu.Of(cl.Pid(a))
-			if err != nil {
-				b.Fatal(err)
-			}
-			d += c
-		}
-		return d
-	}
+	cpu := func() time.Duration { return mastersCPU(b, cl) }
 	var deltas int64
 	b.ResetTimer()
 	before := cpu()
@@ -323,17 +313,7 @@ func BenchmarkCountScript(b *testing.B) {
 	}{{"group64", 64}, {"group1", 1}} {
 		b.Run(bc.name, func(b *testing.B) {
 			cl, s := startCluster(b, 3, 64)
-			cpu := func() time.Duration {
-				var d time.Duration
-				for _, a := range cl.Addrs() {
-					c, err := proccpu.Of(cl.Pid(a))
-					if err != nil {
-						b.Fatal(err)
-					}
-					d += c
-				}
-				return d
-			}
+			cpu := func() time.Duration { return mastersCPU(b, cl) }
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(3, 4))
 			now := time.Now().UnixNano()
@@ -385,4 +365,19 @@ func BenchmarkCountScript(b *testing.B) {
 			b.ReportMetric(float64((cpu()-before).Microseconds())/float64(deltas), "redis-µs/delta")
 		})
 	}
+}
+
+// mastersCPU returns the CPU time (user + system) the cluster's masters
+// have used.
+func mastersCPU(b *testing.B, cl *rediscluster.Cluster) time.Duration {
+	b.Helper()
+	var d time.Duration
+	for _, a := range cl.Addrs() {
+		c, err := proccpu.Of(cl.Pid(a))
+		if err != nil {
+			b.Fatal(err)
+		}
+		d += c
+	}
+	return d
 }
