@@ -31,7 +31,7 @@ func (m *Merger) Check(b *wire.Batch) error {
 				Err: errors.New("unknown limiter " + strconv.Quote(b.Signals[i].Limiter))}
 		}
 	}
-	return nil
+	return m.checkAsks(b)
 }
 
 // slot is one distinct key of a batch.
@@ -42,6 +42,7 @@ type slot struct {
 	demand int64 // sum of max(Demand, Delta) of the key's entries
 	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
 	delta  int64 // sum of Delta of the key's entries
+	ask    int64 // cost the batch's amendment asks for (wire.Batch.Asks, amend.go)
 }
 
 // Apply applies b at time now (ns) and returns the reply: one View per
@@ -113,6 +114,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
+	if slots, err = m.askSlots(b, slots, mark); err != nil {
+		return nil, err
+	}
 	sigs := m.sigs[:0]
 	defer func() {
 		clear(sigs)
@@ -133,9 +137,23 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		}
 		sigs = append(sigs, st)
 	}
+	if len(b.Asks) > 0 {
+		m.stats.Amendments++
+	}
 	if dup {
 		m.stats.Duplicates++
+		if len(b.Asks) > 0 {
+			if as := askSum(b); h.askSeq != b.Seq || h.askSum != as {
+				h.askSeq, h.askSum = b.Seq, as
+				for j := range slots {
+					if slots[j].ask > 0 {
+						m.grantAsk(&slots[j], isolate, now)
+					}
+				}
+			}
+		}
 	} else {
+		foldAsks(slots)
 		m.stats.Batches++
 		t := min(b.At, now)
 		for i := range b.Entries {

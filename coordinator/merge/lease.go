@@ -43,15 +43,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	lim := st.lim
 	P := lim.Period
 	limit := st.limitFor(key, now)
-	cnt, prv := st.windowCounts(W)
-	used := cnt
-	if lim.Algorithm == wire.SlidingWindow {
-		elapsed := int64(0)
-		if limitmath.Window(now, P) == W {
-			elapsed = now - W*P
-		}
-		used = addSat(used, mulDivUp(prv, P-elapsed, P))
-	}
+	used := st.usedIn(W, now)
 	var sumL, sumD, sumNext, mine int64
 	var pace float64 // the fleet's demand per window
 	// The units the others hold that they will not use before W ends
@@ -210,6 +202,22 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		m.renewFrom(me, now, (W+1)*P)
 	}
 	return max(0, limit-used-(sumL-mine+me.lease))
+}
+
+// usedIn returns the count of window W at now for leases (a windowed
+// limiter): its count, and for a sliding window the previous window's
+// weighted share.
+func (st *keyState) usedIn(W, now int64) int64 {
+	P := st.lim.Period
+	cnt, prv := st.windowCounts(W)
+	if st.lim.Algorithm != wire.SlidingWindow {
+		return cnt
+	}
+	elapsed := int64(0)
+	if limitmath.Window(now, P) == W {
+		elapsed = now - W*P
+	}
+	return addSat(cnt, mulDivUp(prv, P-elapsed, P))
 }
 
 // busyPerWindow is the demand per window (cost units) from which an

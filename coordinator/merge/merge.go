@@ -29,6 +29,10 @@ type MergeStats struct {
 	// SignalsIgnored counts upstream signals (wire.Signal) for limiters
 	// without an upstream configuration, which the merge ignores.
 	SignalsIgnored int64
+	// Amendments counts batches with asks (wire/amend.go); AsksGranted
+	// the cost units granted to asks of amendments that retried an
+	// applied batch.
+	Amendments, AsksGranted int64
 }
 
 // Merger is the merge state machine: it applies batches to the state of

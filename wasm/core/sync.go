@@ -61,7 +61,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			count++
 		}
 		if e.den > 0 {
-			dens = wire.AppendDenial(dens, name, key, e.win, e.den)
+			dens = wire.AppendKeyCost(dens, name, key, e.win, e.den)
 			ndens++
 		}
 		if l.strict {
@@ -103,7 +103,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	}
 	c.cutAt = now
 	c.stats.Batches++
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, end, c.rgen, true, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, true, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -185,7 +185,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, c.denBuf, false, c.rgen, true, len(c.inflight))
+		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, c.denBuf, nil, false, c.rgen, true, len(c.inflight))
 		c.outBuf = append(c.outBuf, c.entBuf...)
 	}
 	return nil

@@ -48,26 +48,36 @@ type Batch struct {
 	// Demand - Delta (see EachDenial). The decoder leaves it nil when the
 	// batch has no "dn".
 	Denials []Denial `msgpack:"dn,omitempty"`
+	// Asks make the batch an amendment (amend.go): the cost each key's
+	// requests were refused for want of a lease since the batch was cut,
+	// asked for while the batch is in flight; at most MaxBatchEntries.
+	// Not part of the batch's content (a retry with asks is still a
+	// retry). Encoded only when there are some.
+	Asks []Ask `msgpack:"ak,omitempty"`
 }
 
 // ReportsDenials reports whether the isolate reports its final denials
 // (Denials is not nil).
 func (b *Batch) ReportsDenials() bool { return b.Denials != nil }
 
-// Denial is the cost of one key's final denials in one window, encoded as
-// the array [limiter, key, window, cost].
-type Denial struct {
+// KeyCost is a cost of one key in one window, encoded as the array
+// [limiter, key, window, cost]: a batch's final denials (Denial) and its
+// amendment's asks (Ask).
+type KeyCost struct {
 	//lint:ignore U1000 read by msgpack/v5 (reflection): encode as an array
 	_msgpack struct{} `msgpack:",as_array"`
 	Limiter  string
 	Key      string
 	Window   int64 // window index (time / period); 0 for bucket algorithms
-	Cost     int64 // cost refused, >= 1
+	Cost     int64 // cost refused (a denial) or asked for (an ask), >= 1
 }
 
-// AppendDenial appends one denial [limiter, key, window, cost] (the guest
+// Denial is the cost of one key's final denials in one window.
+type Denial = KeyCost
+
+// AppendKeyCost appends one KeyCost [limiter, key, window, cost] (the guest
 // encodes its stored key bytes without converting them).
-func AppendDenial[K string | []byte](dst []byte, limiter string, key K, window, cost int64) []byte {
+func AppendKeyCost[K string | []byte](dst []byte, limiter string, key K, window, cost int64) []byte {
 	dst = AppendArrayHeader(dst, 4)
 	dst = AppendString(dst, limiter)
 	dst = AppendString(dst, key)
@@ -188,10 +198,18 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 		dn = AppendArrayHeader(nil, len(b.Denials))
 		for i := range b.Denials {
 			d := &b.Denials[i]
-			dn = AppendDenial(dn, d.Limiter, d.Key, d.Window, d.Cost)
+			dn = AppendKeyCost(dn, d.Limiter, d.Key, d.Window, d.Cost)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, b.End, b.ResetGen, b.Limits, len(b.Entries))
+	var ak []byte
+	if len(b.Asks) > 0 {
+		ak = AppendArrayHeader(nil, len(b.Asks))
+		for i := range b.Asks {
+			d := &b.Asks[i]
+			ak = AppendKeyCost(ak, d.Limiter, d.Key, d.Window, d.Cost)
+		}
+	}
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, ak, b.End, b.ResetGen, b.Limits, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -206,11 +224,15 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // building a Batch (no allocation). end marks the isolate's last batch
 // (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
 // Batch.Secret (written when set); lim is Batch.Limits (written when true);
-// dn is the encoded array of the batch's denials (AppendDenial after an
-// array header; Batch.Denials), nil when the isolate does not report them.
-func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn []byte, end bool, rg int64, lim bool, n int) []byte {
+// dn is the encoded array of the batch's denials (AppendKeyCost after an
+// array header; Batch.Denials), nil when the isolate does not report them;
+// ak the encoded array of its asks (Batch.Asks), nil or empty for none.
+func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn, ak []byte, end bool, rg int64, lim bool, n int) []byte {
 	fields := 5
 	if dn != nil {
+		fields++
+	}
+	if len(ak) > 0 {
 		fields++
 	}
 	if secret != "" {
@@ -248,6 +270,10 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 	if dn != nil {
 		dst = AppendString(dst, "dn")
 		dst = append(dst, dn...)
+	}
+	if len(ak) > 0 {
+		dst = AppendString(dst, "ak")
+		dst = append(dst, ak...)
 	}
 	if end {
 		dst = AppendString(dst, "end")
@@ -318,7 +344,9 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 		case Equal("up", f):
 			b.Signals = readSignals(r)
 		case Equal("dn", f):
-			b.Denials = readDenials(r)
+			b.Denials = readKeyCosts(r, "dn", "denials")
+		case Equal("ak", f):
+			b.Asks = readKeyCosts(r, "ak", "asks")
 		case Equal("end", f):
 			b.End = r.ReadBool()
 		case Equal("rg", f):
@@ -352,21 +380,19 @@ func (b *Batch) Validate() error {
 		return &FieldError{"e", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " entries")}
 	case len(b.Denials) > MaxBatchEntries:
 		return &FieldError{"dn", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " denials")}
+	case len(b.Asks) > MaxBatchEntries:
+		return &FieldError{"ak", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " asks")}
 	case len(b.Signals) > MaxBatchEntries:
 		return &FieldError{"up", errors.New("more than " + strconv.Itoa(MaxBatchEntries) + " signals")}
 	}
 	if err := validateSignals(b.Signals); err != nil {
 		return err
 	}
-	for i := range b.Denials {
-		d := &b.Denials[i]
-		f := "dn[" + strconv.Itoa(i) + "]."
-		if err := checkKeyWindow(f, d.Limiter, d.Key, d.Window); err != nil {
-			return err
-		}
-		if d.Cost < 1 || d.Cost > MaxLimit {
-			return &FieldError{f + "cost", errors.New("must be between 1 and 2^50")}
-		}
+	if err := checkKeyCosts("dn", b.Denials); err != nil {
+		return err
+	}
+	if err := checkKeyCosts("ak", b.Asks); err != nil {
+		return err
 	}
 	for i := range b.Entries {
 		d := &b.Entries[i]
@@ -623,18 +649,19 @@ const errSecretLen = "an isolate secret must be 16 to 64 bytes"
 // (Config.IsolateSecret, Batch.Secret): MinSecretLen to MaxSecretLen bytes.
 func ValidSecret(s string) bool { return len(s) >= MinSecretLen && len(s) <= MaxSecretLen }
 
-// readDenials decodes a batch's "dn" array; its count is checked against
+// readKeyCosts decodes a batch's array of KeyCost (field f: "dn" or "ak",
+// what: its entries' name in errors); its count is checked against
 // MaxBatchEntries before anything is allocated.
-func readDenials(r *Reader) []Denial {
+func readKeyCosts(r *Reader, f, what string) []KeyCost {
 	m := r.ReadArrayHeader()
 	if m > MaxBatchEntries {
-		r.SetErr("dn", errors.New(strconv.Itoa(m)+" denials, more than "+strconv.Itoa(MaxBatchEntries)))
+		r.SetErr(f, errors.New(strconv.Itoa(m)+" "+what+", more than "+strconv.Itoa(MaxBatchEntries)))
 		return nil
 	}
-	ds := make([]Denial, m)
+	ds := make([]KeyCost, m)
 	for i := 0; i < m && r.err == nil; i++ {
 		if r.ReadArrayHeader() != 4 && r.err == nil {
-			r.SetErr("dn["+strconv.Itoa(i)+"]", errors.New("want [limiter, key, window, cost]"))
+			r.SetErr(f+"["+strconv.Itoa(i)+"]", errors.New("want [limiter, key, window, cost]"))
 			break
 		}
 		d := &ds[i]
@@ -642,6 +669,21 @@ func readDenials(r *Reader) []Denial {
 		d.Window, d.Cost = r.ReadInt(), r.ReadInt()
 	}
 	return ds
+}
+
+// checkKeyCosts checks a batch's denials or asks (f: "dn" or "ak").
+func checkKeyCosts(f string, ds []KeyCost) error {
+	for i := range ds {
+		d := &ds[i]
+		p := f + "[" + strconv.Itoa(i) + "]."
+		if err := checkKeyWindow(p, d.Limiter, d.Key, d.Window); err != nil {
+			return err
+		}
+		if d.Cost < 1 || d.Cost > MaxLimit {
+			return &FieldError{p + "cost", errors.New("must be between 1 and 2^50")}
+		}
+	}
+	return nil
 }
 
 // checkKeyWindow checks the limiter, key and window of a batch's entry or

@@ -1,0 +1,100 @@
+package merge
+
+import (
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// amend returns b resent as an amendment with asks.
+func amend(b *wire.Batch, asks ...wire.Ask) *wire.Batch {
+	a := *b
+	a.Asks = asks
+	return &a
+}
+
+// TestAmendmentGrantsWhatIsFree: an amendment of an applied batch adds what
+// the window has free to the isolate's lease, up to its asks (a key of the
+// batch and a key it did not name), once however often it is resent, and
+// never more than the window holds.
+func TestAmendmentGrantsWhatIsFree(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	clk.set((t0/sec + 1) * sec)
+	w := clk.now() / sec
+	// b fills the window but for 5 units (sfw: 100/s).
+	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 95, Demand: 95}))
+	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
+	v := viewOf(t, mustSync(t, c, b1), "sfw", "k")
+	first := v.Lease
+	if first < 1 {
+		t.Fatalf("lease %d, want >= 1", first)
+	}
+	clk.add(sec / 100)
+	am := amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}, wire.Ask{Limiter: "sfw", Key: "other", Window: w, Cost: 3})
+	rp := mustSync(t, c, am)
+	free := 100 - 95 - first - isoOf(t, c, "sfw", "k", "b").lease // what b holds ahead is reserved
+	if got, want := viewOf(t, rp, "sfw", "k").Lease, first+min(2, free); got != want {
+		t.Fatalf("lease of k after the amendment: %d, want %d (%d before, %d free)", got, want, first, free)
+	}
+	if got := viewOf(t, rp, "sfw", "other").Lease; got != 3 {
+		t.Fatalf("lease of a key only the amendment names: %d, want 3", got)
+	}
+	checkLeaseInvariant(t, c)
+	// Resent (the host's retry): nothing more.
+	rp = mustSync(t, c, am)
+	if got, want := viewOf(t, rp, "sfw", "k").Lease, first+min(2, free); got != want {
+		t.Fatalf("lease of k after the amendment was resent: %d, want %d", got, want)
+	}
+	if is := isoOf(t, c, "sfw", "k", "a"); is.lease != first+min(2, free) {
+		t.Fatalf("reserved for a: %d, want %d", is.lease, first+min(2, free))
+	}
+	// Another amendment asks for more than is left: it gets what is left.
+	rp = mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 50}))
+	if got, want := viewOf(t, rp, "sfw", "k").Lease, first+free; got != want {
+		t.Fatalf("lease of k when the window has %d free: %d, want %d", free, got, want)
+	}
+	checkLeaseInvariant(t, c)
+	if s := c.m.Stats(); s.Amendments != 3 || s.AsksGranted != free+3 {
+		t.Fatalf("stats: %d amendments, %d granted", s.Amendments, s.AsksGranted)
+	}
+}
+
+// TestAmendmentBeforeItsBatch: an amendment that reaches the coordinator
+// before its batch (or whose batch was lost) is applied as the batch, its
+// asks part of the demand; the batch arriving after it is a retry.
+func TestAmendmentBeforeItsBatch(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	clk.set((t0/sec + 1) * sec)
+	w := clk.now() / sec
+	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 1, Demand: 1})
+	rp := mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}))
+	v := viewOf(t, rp, "sfw", "k")
+	if v.Count != 1 || v.Lease < 2 {
+		t.Fatalf("count %d, lease %d; want 1 and >= 2 (the asks are unmet demand)", v.Count, v.Lease)
+	}
+	rp = mustSync(t, c, b1)
+	if v2 := viewOf(t, rp, "sfw", "k"); v2.Count != 1 || v2.Lease != v.Lease {
+		t.Fatalf("the batch after its amendment: count %d, lease %d; want 1 and %d", v2.Count, v2.Lease, v.Lease)
+	}
+	checkLeaseInvariant(t, c)
+}
+
+// TestAmendmentBadAsks: asks naming an unknown limiter are refused whole;
+// asks of limiters that take none (approximate) are ignored.
+func TestAmendmentBadAsks(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	w := clk.now() / sec
+	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
+	if _, err := c.Sync(nil, amend(b1, wire.Ask{Limiter: "nope", Key: "k", Window: w, Cost: 1})); err == nil {
+		t.Fatal("an ask of an unknown limiter was taken")
+	}
+	if _, err := c.Sync(nil, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 0})); err == nil {
+		t.Fatal("an ask of cost 0 was taken")
+	}
+	rp := mustSync(t, c, amend(b1, wire.Ask{Limiter: "fw", Key: "x", Window: w, Cost: 1}))
+	for _, v := range rp.Entries {
+		if v.Key == "x" {
+			t.Fatalf("an approximate limiter's ask got a view: %+v", v)
+		}
+	}
+}
