@@ -55,7 +55,10 @@ type Result struct {
 
 	// SyncRequests counts messages sent to the coordinator (batches
 	// including retries; for central, one round trip per attempt).
-	SyncRequests    int64   `json:"sync_requests"`
+	SyncRequests int64 `json:"sync_requests"`
+	// Amendments counts the batches amended in flight (wire/amend.go),
+	// part of SyncRequests.
+	Amendments      int64   `json:"amendments"`
 	SyncPerSec      float64 `json:"sync_per_sec"`
 	SyncPerDecision float64 `json:"sync_per_decision_pct"`
 	SyncBytes       int64   `json:"sync_bytes"`

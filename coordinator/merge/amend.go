@@ -49,7 +49,7 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 		}
 		if st.mark != mark {
 			st.mark, st.slotIdx = mark, int32(len(slots))
-			slots = append(slots, slot{st: st, key: a.Key, maxWin: a.Window})
+			slots = append(slots, slot{st: st, key: a.Key, maxWin: a.Window, asked: true})
 		}
 		s := &slots[st.slotIdx]
 		s.maxWin = max(s.maxWin, a.Window)
@@ -58,45 +58,14 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 	return slots, nil
 }
 
-// foldAsks makes the asks of an amendment applied as the batch itself (it
-// overtook the batch, or the batch was lost) part of its demand: cost it
-// was refused, which the lease grant serves like any other.
-func foldAsks(slots []slot) {
-	for j := range slots {
-		if s := &slots[j]; s.ask > 0 {
-			s.demand = addSat(s.demand, s.ask)
-			s.unmet = addSat(s.unmet, s.ask)
-		}
-	}
-}
-
-// askSum is a digest of b's asks, never 0 (an FNV-1a like batchSum's): an
-// amendment resent (the host's retry) asks for nothing more.
-func askSum(b *wire.Batch) uint64 {
-	h := uint64(14695981039346656037)
-	for i := range b.Asks {
-		a := &b.Asks[i]
-		for _, s := range [...]string{a.Limiter, a.Key} {
-			for j := 0; j < len(s); j++ {
-				h = (h ^ uint64(s[j])) * 1099511628211
-			}
-			h = (h ^ 0xff) * 1099511628211
-		}
-		for _, v := range [...]int64{a.Window, a.Cost} {
-			for k := 0; k < 8; k++ {
-				h = (h ^ uint64(byte(v>>(8*k)))) * 1099511628211
-			}
-		}
-	}
-	return h | 1
-}
-
-// grantAsk serves an ask of an amendment that retries the isolate's last
-// applied batch: what window W of slot s's key has free (limit less its
-// count and every isolate's reservation) is added to the isolate's lease,
-// up to the ask. The lease stays relative to the batch's cut (the batch's
-// deltas already consumed it), which is what the reply's View.Lease tells.
-func (m *Merger) grantAsk(s *slot, isolate string, now int64) {
+// grantAsk serves the ask of slot s, once the batch is applied (now, or
+// before: the amendment retries it) and v, its view, made: the isolate's
+// lease, what it may admit in window W from the batch's cut on, is raised
+// to the ask (what it needs from the cut on) as far as the window has
+// budget free (its limit less its count and every isolate's reservation),
+// and v tells the lease raised. An ask the lease already covers (resent,
+// or older than the last) changes nothing.
+func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View) {
 	st := s.st
 	W := max(limitmath.Window(now, st.lim.Period), s.maxWin)
 	me := m.iso(st, isolate, now)
@@ -114,7 +83,8 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64) {
 	for i := range st.isos {
 		sumL = addSat(sumL, st.reservation(&st.isos[i], W, now))
 	}
-	g := min(s.ask, max(0, st.limitFor(s.key, now)-st.usedIn(W, now)-sumL))
+	free := max(0, st.limitFor(s.key, now)-st.usedIn(W, now)-sumL)
+	g := min(max(0, s.ask-me.granted), free)
 	m.markKey(st)
 	if g <= 0 {
 		return
@@ -122,4 +92,7 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64) {
 	me.lease, me.granted = addSat(me.lease, g), addSat(me.granted, g)
 	m.renew(me, now)
 	m.stats.AsksGranted += g
+	if v.Window == W {
+		v.Lease, v.Life, v.Exhausted = me.granted, lifeLeft(me, now), false
+	}
 }

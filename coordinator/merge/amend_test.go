@@ -13,10 +13,10 @@ func amend(b *wire.Batch, asks ...wire.Ask) *wire.Batch {
 	return &a
 }
 
-// TestAmendmentGrantsWhatIsFree: an amendment of an applied batch adds what
-// the window has free to the isolate's lease, up to its asks (a key of the
-// batch and a key it did not name), once however often it is resent, and
-// never more than the window holds.
+// TestAmendmentGrantsWhatIsFree: an amendment of an applied batch raises
+// the isolate's lease (from the batch's cut on) to its asks as far as the
+// window has budget free (a key of the batch and a key it did not name);
+// resent, or older than the last, it changes nothing.
 func TestAmendmentGrantsWhatIsFree(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0, nil)
 	clk.set((t0/sec + 1) * sec)
@@ -30,7 +30,7 @@ func TestAmendmentGrantsWhatIsFree(t *testing.T) {
 		t.Fatalf("lease %d, want >= 1", first)
 	}
 	clk.add(sec / 100)
-	am := amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}, wire.Ask{Limiter: "sfw", Key: "other", Window: w, Cost: 3})
+	am := amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 2}, wire.Ask{Limiter: "sfw", Key: "other", Window: w, Cost: 3})
 	rp := mustSync(t, c, am)
 	free := 100 - 95 - first - isoOf(t, c, "sfw", "k", "b").lease // what b holds ahead is reserved
 	if got, want := viewOf(t, rp, "sfw", "k").Lease, first+min(2, free); got != want {
@@ -49,12 +49,17 @@ func TestAmendmentGrantsWhatIsFree(t *testing.T) {
 		t.Fatalf("reserved for a: %d, want %d", is.lease, first+min(2, free))
 	}
 	// Another amendment asks for more than is left: it gets what is left.
-	rp = mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 50}))
+	// An older amendment arriving late asks for nothing.
+	rp = mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 1}))
+	if got, want := viewOf(t, rp, "sfw", "k").Lease, first+min(2, free); got != want {
+		t.Fatalf("lease of k after a late amendment: %d, want %d", got, want)
+	}
+	rp = mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 50}))
 	if got, want := viewOf(t, rp, "sfw", "k").Lease, first+free; got != want {
 		t.Fatalf("lease of k when the window has %d free: %d, want %d", free, got, want)
 	}
 	checkLeaseInvariant(t, c)
-	if s := c.m.Stats(); s.Amendments != 3 || s.AsksGranted != free+3 {
+	if s := c.m.Stats(); s.Amendments != 4 || s.AsksGranted != free+3 {
 		t.Fatalf("stats: %d amendments, %d granted", s.Amendments, s.AsksGranted)
 	}
 }
@@ -96,5 +101,26 @@ func TestAmendmentBadAsks(t *testing.T) {
 		if v.Key == "x" {
 			t.Fatalf("an approximate limiter's ask got a view: %+v", v)
 		}
+	}
+}
+
+// TestHeldRequestAtWindowEndStands: a batch whose reply reaches the isolate
+// after the window ends (it took as long to come) gets a standing lease
+// for the next window for the requests it holds, which the isolate then
+// decides there; one answered well within the window does not (a sparse
+// isolate gets at most a unit ahead there).
+func TestHeldRequestAtWindowEndStands(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	w := t0/sec + 1
+	clk.set((w+1)*sec - 10e6) // 10 ms before the window ends
+	late := batch("a", 1, clk.now()-30e6, wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 2})
+	if v := viewOf(t, mustSync(t, c, late), "sfw", "k"); v.Stand < 2 {
+		t.Fatalf("stand %d for the next window, want >= 2 (the reply lands after the window ends)", v.Stand)
+	}
+	checkLeaseInvariant(t, c)
+	clk.set((w+1)*sec + 300e6) // early in the next window
+	early := batch("b", 1, clk.now()-30e6, wire.Delta{Limiter: "sfw", Key: "k", Window: w + 1, Demand: 2})
+	if v := viewOf(t, mustSync(t, c, early), "sfw", "k"); v.Stand >= 2 {
+		t.Fatalf("stand %d, want < 2 (the reply lands well within the window: at most a unit ahead)", v.Stand)
 	}
 }

@@ -43,6 +43,7 @@ type slot struct {
 	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
 	delta  int64 // sum of Delta of the key's entries
 	ask    int64 // cost the batch's amendment asks for (wire.Batch.Asks, amend.go)
+	asked  bool  // the key is among the asks only, not the entries: its view is made as for a retry
 }
 
 // Apply applies b at time now (ns) and returns the reply: one View per
@@ -87,6 +88,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	// The cached high-water mark's id: every batch of the isolate then uses
 	// the same string, which isoState lookups compare by pointer first.
 	isolate := h.id
+	m.oneWay = min(max(now-b.At, 0), maxOneWay)
 	// Load every key first: after this point nothing can fail.
 	m.applySeq++
 	mark := m.applySeq
@@ -142,18 +144,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	}
 	if dup {
 		m.stats.Duplicates++
-		if len(b.Asks) > 0 {
-			if as := askSum(b); h.askSeq != b.Seq || h.askSum != as {
-				h.askSeq, h.askSum = b.Seq, as
-				for j := range slots {
-					if slots[j].ask > 0 {
-						m.grantAsk(&slots[j], isolate, now)
-					}
-				}
-			}
-		}
 	} else {
-		foldAsks(slots)
 		m.stats.Batches++
 		t := min(b.At, now)
 		for i := range b.Entries {
@@ -177,7 +168,10 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s := &slots[j]
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
-		m.view(s, isolate, h.hash, now, !dup, b.End, v)
+		m.view(s, isolate, h.hash, now, !dup && !s.asked, b.End, v)
+		if s.ask > 0 && !b.End {
+			m.grantAsk(s, isolate, now, v)
+		}
 		if b.Limits {
 			v.Limit = s.st.lim.LimitFor(s.key) // the isolate answers with the coordinator's limit
 		}
@@ -197,6 +191,10 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	}
 	return rp, nil
 }
+
+// maxOneWay bounds the one-way latency a batch's time suggests (ns): an
+// isolate's clock behind the coordinator's makes its batches look older.
+const maxOneWay = 250e6
 
 // applyDelta adds one entry to st. t is the batch time for buckets.
 func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now int64) {

@@ -185,6 +185,15 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 			stand, sparseStand = 1, true
 		}
 	}
+	if unmet > 0 && lim.Algorithm == wire.FixedWindow && lim.Upstream == nil && now+m.oneWay >= (W+1)*P {
+		// The reply reaches the isolate after W ends: the requests it
+		// holds are then decided in W+1, where the lease for W is of no
+		// use (and costs nothing: W is over). A standing lease for them
+		// decides them there at once instead of after another round
+		// trip. (Not for a limiter that follows its upstream: see the
+		// sparse standing unit above.)
+		stand = max(stand, min(unmet, limit-sumNext))
+	}
 	// The isolate may still start W+1 on the standing lease it was told
 	// last: reserve the larger until it has seen this one.
 	if me.standUntil == W+1 && live {

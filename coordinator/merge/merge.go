@@ -72,6 +72,7 @@ type Merger struct {
 	stats      MergeStats
 	res        *residency  // nil unless EnablePrefetch
 	applySeq   int64       // numbers the Apply calls (keyState.mark)
+	oneWay     int64       // the batch being applied: how long it took to come, ns (now - At, within [0, maxOneWay]); its reply takes as long
 	slots      []slot      // scratch of Apply
 	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
 	at         []int32     // scratch of Apply

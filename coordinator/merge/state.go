@@ -97,12 +97,6 @@ type hwmState struct {
 	epoch    int64    // Merger.ckptEpoch when last logged
 	ckptSlot int32    // index of its op in Merger.ckptOps, when epoch is current
 	gen      int64    // Stage that holds the last change
-	// askSeq, askSum: the batch and the asks (askSum) of the last
-	// amendment served as a retry (amend.go), so that a resent amendment
-	// is not granted twice. Not stored: after a restart a resent
-	// amendment may be granted again, which only reserves more.
-	askSeq int64
-	askSum uint64
 }
 
 func keyStorageKey(limiter, key string) string {

@@ -46,6 +46,7 @@ type Isolate struct {
 	stats, configure, ioBuf api.Function
 	ioPtr, reincarnate      api.Function
 	observe, release, admit api.Function
+	amend                   api.Function // nil: a module without amendments
 	ending                  bool // Release was called and SyncOut has not yet come back empty
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
@@ -93,6 +94,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.configure, i.ioBuf, i.ioPtr = get("el_configure"), get("el_io_buf"), get("el_io_ptr")
 	i.reincarnate, i.observe, i.release = get("el_reincarnate"), get("el_observe"), get("el_release")
 	i.admit = get("el_admit")
+	i.amend = mod.ExportedFunction("el_amend") // optional: older modules have none
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
 		mod.Close(ctx)
@@ -263,6 +265,29 @@ func (i *Isolate) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, e
 	}
 	if n == 0 {
 		i.ending = false // nothing left to report: a graceful stop is done
+	}
+	return i.readIO(ctx, dst, n)
+}
+
+// Amend returns the outstanding batch amended with the asks of the
+// requests held since it was cut (wire/amend.go; core.Core.Amend), appended
+// to dst, or dst unchanged when there is none to send (nothing new to ask,
+// no batch in flight, or a module without amendments). The host sends it
+// at once and takes its reply in place of the batch's.
+func (i *Isolate) Amend(ctx context.Context, now int64, dst []byte) ([]byte, error) {
+	if i.amend == nil {
+		return dst, nil
+	}
+	i.stack[0] = uint64(now)
+	if err := i.amend.CallWithStack(ctx, i.stack[:]); err != nil {
+		return dst, i.trapped(ctx, "amend", err)
+	}
+	n := int32(i.stack[0])
+	if n < 0 {
+		return dst, fmt.Errorf("isolate: amend: %w", core.ErrorForCode(n))
+	}
+	if n == 0 {
+		return dst, nil
 	}
 	return i.readIO(ctx, dst, n)
 }

@@ -52,6 +52,13 @@ type Core struct {
 	beatNow bool  // a denial asked for a sync (recheck): the next SyncOut cuts a batch even with nothing to report
 	held    bool  // the decision being recorded answers SyncRetry: the host holds the request (record)
 	replies int64 // replies applied
+
+	amendN  int64  // amendments of the outstanding batch (amend.go); 0: none
+	akBuf   []byte // scratch of Amend: the encoded asks
+	akArr   []byte // the outstanding amendment's asks: array header and akBuf
+	outEnd  bool   // the outstanding batch is a graceful stop's last
+	replyAt int64  // coordinator time of the last reply applied (wire.Reply.At)
+	late    bool   // a reply to the last batch was applied and no batch was cut since: another of its replies may come (syncIn)
 }
 
 type ref struct {
@@ -155,7 +162,7 @@ func (c *Core) Stats() wire.Stats {
 // wasm32 (their fields are all of fixed size; a test checks them).
 const (
 	entrySize = 176
-	leaseSize = 112
+	leaseSize = 120
 	rateSize  = 32
 )
 
@@ -411,7 +418,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		// unit unused, stranded in the window).
 		s := c.tab.lease(e)
 		if s.unsentSeq != c.seq { // a batch was cut since: it sent them
-			s.unsent, s.unsentSeq = 0, c.seq
+			s.unsent, s.unsentSeq, s.amended = 0, c.seq, 0
 		}
 		if s.reaskN != c.replies { // the first decision after a reply
 			s.reask, s.reaskN = s.unsent, c.replies

@@ -81,6 +81,7 @@ type leaseRec struct {
 	unsentSeq  int64 // the batch (Core.seq) unsent is counted since
 	reask      int64 // of unsent, what the host's decisions again of the requests it held after reply reaskN would ask twice (record)
 	reaskN     int64 // the reply (Core.replies) reask is for
+	amended    int64 // of unsent, what amendments of the outstanding batch asked for (amend.go)
 	dryWin     int64 // window the coordinator had no budget left for this isolate (-1: none)
 	dryUntil   int64 // ns time until which the isolate denies locally in dryWin
 	dryN       uint8 // refusals in window dryWin, the dry spell doubles with each

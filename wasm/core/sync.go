@@ -98,11 +98,13 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
 	c.beatAsk, c.beatNow = 0, false      // this batch brings the reset notices a heartbeat would
 	c.seq++
+	c.late = false
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
 	}
 	c.cutAt = now
 	c.stats.Batches++
+	c.outEnd = end
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, true, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
@@ -181,7 +183,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 		return badInput(errors.New("core: an isolate secret must be 16 to 64 bytes"))
 	}
 	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
-	c.seq = 0
+	c.seq, c.late = 0, false
 	if len(c.outBuf) > 0 {
 		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
@@ -213,8 +215,13 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if err := rr.Reset(reply); err != nil {
 		return badInput(err)
 	}
-	if len(c.outBuf) == 0 || rr.Seq != c.seq {
-		return ErrStaleReply
+	// A second reply to the batch (another attempt's: an amendment's,
+	// wire/amend.go) is taken until the next batch is cut: its leases,
+	// like the first's, are what the isolate may admit from the batch's
+	// cut on. Its deltas were acknowledged by the first.
+	late := len(c.outBuf) == 0
+	if rr.Seq != c.seq || late && (!c.late || rr.At < c.replyAt) {
+		return ErrStaleReply // (a second reply made before the first is older news)
 	}
 	// First pass: decode and validate everything into c.views (in place:
 	// under TinyGo a struct copy is a call out of the module), so nothing
@@ -250,6 +257,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if err := c.checkReplyRest(); err != nil {
 		c.dropViews(n)
 		return err
+	}
+	if late {
+		c.lateViews(views, now)
+		return nil
 	}
 	// The batch is acknowledged: its deltas are now in the global view.
 	for _, it := range c.inflight {
@@ -297,8 +308,30 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	c.dropViews(n) // drop the references into reply
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
+	c.late, c.replyAt = true, rr.At
 	c.stats.Replies++
 	return nil
+}
+
+// lateViews applies the views of a second reply to the last batch (see
+// syncIn) at now: the views and leases only (the first reply acknowledged
+// the deltas and brought the resets and upstream views).
+//
+//go:noinline
+func (c *Core) lateViews(views []replyView, now int64) {
+	at := viewTime(c.cutAt, c.rr.At, now)
+	c.heard = now
+	c.replies++
+	for i := range views {
+		rv := &views[i]
+		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
+		if idx < 0 {
+			continue
+		}
+		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
+	}
+	c.dropViews(len(views))
+	c.stats.Replies++
 }
 
 // upViews applies the reply's upstream views (after its views: nothing in

@@ -459,9 +459,22 @@ func TestSyncInRefusesBadReplies(t *testing.T) {
 	if st := c.Stats(); st.Replies != 1 {
 		t.Errorf("Replies = %d, want 1", st.Replies)
 	}
-	// A second application of the same reply is stale.
+	// A second reply to the batch (another attempt's, an amendment's) is
+	// taken until the next batch is cut: its views only, the deltas
+	// acknowledged once.
+	if err := c.SyncIn(goodBytes, now); err != nil {
+		t.Errorf("same reply twice = %v, want it taken", err)
+	}
+	if got := peekRemaining(t, c, 0, "a", now); got != 50 {
+		t.Errorf("a after the reply twice: remaining %d, want 100-50 (acknowledged once)", got)
+	}
+	// Once the next batch is cut, a reply to the old one is stale.
+	_ = c.Decide(0, []byte("a"), 1, now, &core.Result{})
+	if out, err := c.SyncOut(now, nil); err != nil || len(out) == 0 {
+		t.Fatalf("next batch: %d bytes, %v", len(out), err)
+	}
 	if err := c.SyncIn(goodBytes, now); !errors.Is(err, core.ErrStaleReply) {
-		t.Errorf("same reply twice = %v, want ErrStaleReply", err)
+		t.Errorf("a reply to the previous batch = %v, want ErrStaleReply", err)
 	}
 }
 

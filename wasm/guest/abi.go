@@ -29,6 +29,8 @@ import (
 //	returns its address, and outputs are read from el_io_ptr() for the
 //	returned length.
 //	el_reincarnate(n, m) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
+//	el_amend(now) -> length: the outstanding batch amended with asks, in the
+//	io buffer (0: none to send); see core.Core.Amend.
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
 //	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
 //	code. See core.Core.Observe.
@@ -175,6 +177,24 @@ func elSyncOut(now int64) int32 {
 		return core.Code(core.ErrNotConfigured)
 	}
 	out, err := lim.SyncOut(now, ioBuf[:0])
+	if err != nil {
+		return core.Code(err)
+	}
+	ioBuf = out
+	return int32(len(out))
+}
+
+// el_amend writes the outstanding batch amended with the asks of the
+// requests held since it was cut into the io buffer and returns its length
+// (0: no amendment to send), or a negative error code. See
+// core.Core.Amend.
+//
+//export el_amend
+func elAmend(now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	out, err := lim.Amend(now, ioBuf[:0])
 	if err != nil {
 		return core.Code(err)
 	}

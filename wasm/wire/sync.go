@@ -48,11 +48,12 @@ type Batch struct {
 	// Demand - Delta (see EachDenial). The decoder leaves it nil when the
 	// batch has no "dn".
 	Denials []Denial `msgpack:"dn,omitempty"`
-	// Asks make the batch an amendment (amend.go): the cost each key's
-	// requests were refused for want of a lease since the batch was cut,
-	// asked for while the batch is in flight; at most MaxBatchEntries.
-	// Not part of the batch's content (a retry with asks is still a
-	// retry). Encoded only when there are some.
+	// Asks make the batch an amendment (amend.go): for each key whose
+	// requests were held for want of a lease since the batch was cut, the
+	// cost the isolate needs in the window from the cut on (admitted
+	// since, plus held); at most MaxBatchEntries. Not part of the batch's
+	// content (a retry with asks is still a retry). Encoded only when
+	// there are some.
 	Asks []Ask `msgpack:"ak,omitempty"`
 }
 

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A request held while a batch is in flight is asked for by an amendment
+// of that batch (same Seq, time and entries), once; the amendment's reply
+// admits it, and the next batch does not ask for it again.
+func TestAmendAsksForHeldRequests(t *testing.T) {
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9, Mode: wire.Strict},
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	t0 := int64(5e9)
+	w := t0 / 1e9
+	decode := func(out []byte) wire.Batch {
+		t.Helper()
+		var b wire.Batch
+		if err := b.UnmarshalMsg(out); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if out, err := c.Amend(t0, nil); err != nil || len(out) != 0 {
+		t.Fatalf("no batch in flight: amendment %d bytes, %v; want none", len(out), err)
+	}
+	if err := c.Decide(0, []byte("o"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("o: %+v, %v; want SyncRetry", r, err)
+	}
+	first, err := c.SyncOut(t0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1 := decode(first)
+	if out, _ := c.Amend(t0+1e6, nil); len(out) != 0 {
+		t.Fatal("an amendment with nothing held since the cut")
+	}
+	// While it is in flight a request for k is held: the amendment asks.
+	if err := c.Decide(0, []byte("k"), 1, t0+1e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("k: %+v, %v; want SyncRetry", r, err)
+	}
+	c.Decide(1, []byte("x"), 1, t0+1e6, &r) // an approximate key asks nothing
+	out, err := c.Amend(t0+2e6, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am := decode(out)
+	if am.Seq != b1.Seq || am.At != b1.At || len(am.Entries) != len(b1.Entries) ||
+		len(am.Asks) != 1 || am.Asks[0] != (wire.Ask{Limiter: "s", Key: "k", Window: w, Cost: 1}) {
+		t.Fatalf("amendment %+v of batch %+v", am, b1)
+	}
+	if again, _ := c.Amend(t0+3e6, nil); len(again) != 0 {
+		t.Fatal("a second amendment asked for k again")
+	}
+	if re, _ := c.SyncOut(t0+4e6, nil); !bytes.Equal(re, out) {
+		t.Fatal("SyncOut does not resend the amendment")
+	}
+	// Another held request: the next amendment asks for both (an ask is
+	// what the isolate needs from the cut on, not an increment).
+	if err := c.Decide(0, []byte("k"), 2, t0+5e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("k again: %+v, %v", r, err)
+	}
+	if am2 := decode(must(c.Amend(t0+5e6, nil))); len(am2.Asks) != 1 || am2.Asks[0].Cost != 3 {
+		t.Fatalf("amendment 2: %+v", am2)
+	}
+	// The reply grants them: both admitted on the reply's leases.
+	now := t0 + 40e6
+	rp := wire.Reply{Version: wire.Version, Seq: c.seq, At: now, Entries: []wire.View{
+		{Limiter: "s", Key: "o", Window: w, Lease: 1, Isolates: 1},
+		{Limiter: "s", Key: "k", Window: w, Lease: 3, Isolates: 1}}}
+	if err := c.SyncIn(rp.AppendMsg(nil), now); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		key  string
+		cost int64
+	}{{"o", 1}, {"k", 1}, {"k", 2}} {
+		if err := c.Decide(0, []byte(k.key), k.cost, now, &r); err != nil || !r.Allowed {
+			t.Fatalf("%s after the amendment's reply: %+v, %v; want admitted", k.key, r, err)
+		}
+	}
+	b2 := decode(must(c.SyncOut(now+1e6, nil)))
+	for _, e := range b2.Entries {
+		if e.Key == "k" && (e.Delta != 3 || e.Demand != 3) {
+			t.Fatalf("k in the next batch: %+v; want delta 3, demand 3 (asked once)", e)
+		}
+	}
+	if len(b2.Asks) != 0 {
+		t.Fatalf("a new batch carries asks: %+v", b2)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
