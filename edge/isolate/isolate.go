@@ -47,7 +47,7 @@ type Isolate struct {
 	ioPtr, reincarnate      api.Function
 	observe, release, admit api.Function
 	amend                   api.Function // nil: a module without amendments
-	ending                  bool // Release was called and SyncOut has not yet come back empty
+	ending                  bool         // Release was called and SyncOut has not yet come back empty
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
 	multi                   []byte
