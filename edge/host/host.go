@@ -134,6 +134,15 @@ type slot struct {
 	replies   atomic.Int64 // applied replies
 	failures  atomic.Int64 // consecutive failed sync attempts
 	unacked   atomic.Int64 // cost in the batch sent and not yet acknowledged
+
+	// Amendments (amend.go).
+	ctx      context.Context // the host's: amendments end with it
+	amending atomic.Bool     // an amendment is on its way
+	amendAt  atomic.Int64    // ns it was sent
+	amends   atomic.Int64    // amendments sent
+	amendWG  sync.WaitGroup
+	batches  atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
+	rtt      atomic.Int64 // ns from the cut of the last batch answered to its first reply
 }
 
 // shareKey identifies a key of a limiter in a local share.
@@ -217,7 +226,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys)), foreign: &h.foreign}
 		s.lastOK.Store(start)
-		s.log, s.clk = opts.Logger.With("isolate", cfg.IsolateID), opts.Clock
+		s.log, s.clk, s.ctx = opts.Logger.With("isolate", cfg.IsolateID), opts.Clock, lctx
 		h.slots = append(h.slots, s)
 		if opts.Coordinator == "" {
 			continue
@@ -254,6 +263,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 func (h *Host) Close() error {
 	h.cancel()
 	h.wg.Wait()
+	for _, s := range h.slots {
+		s.stopAmends()
+	}
 	h.release()
 	return h.rt.Close(context.Background())
 }
@@ -325,7 +337,7 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		return d, nil
 	}
 	expired := s.clk.After(r.Deadline() - t)
-	replies := s.replies.Load()
+	replies, batches := s.replies.Load(), s.batches.Load()
 	for {
 		select {
 		case <-wait:
@@ -337,11 +349,13 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		if s.replies.Load() == replies && s.failures.Load() > 0 {
 			return d, nil // the attempt failed
 		}
-		if !r.Replied(now()) {
+		// A second reply of the same batch (its amendment's, amend.go)
+		// answers the same demand: it is not another reply.
+		if second := s.batches.Load() == batches; second && now() > r.Deadline() || !second && !r.Replied(now()) {
 			return d, nil
 		}
 		var err error
-		replies = s.replies.Load()
+		replies, batches = s.replies.Load(), s.batches.Load()
 		if d, wait, err = s.decide(ctx, checks, now()); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
@@ -370,8 +384,12 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 		}
 		return d, nil, fmt.Errorf("host: %w", err)
 	}
-	if d.SyncWanted && s.loop != nil {
-		s.loop.Kick()
+	switch {
+	case s.loop == nil:
+	case d.SyncRetry && s.amend(now):
+		// A batch is in flight: its amendment asks for this request.
+	case d.SyncWanted && !s.amending.Load():
+		s.loop.Kick() // (while an amendment is on its way, its end kicks the loop)
 	}
 	return d, wait, nil
 }
@@ -383,6 +401,9 @@ type lockedModule struct{ s *slot }
 // SyncOut cuts (or re-sends) the isolate's batch. Nothing to sync counts
 // as a good sync unless attempts are failing (as syncloop.Scheduler.Idle).
 func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
+	if m.s.holdsBatch(now) {
+		return dst, nil // an amendment is on its way (amend.go)
+	}
 	m.s.mu.Lock()
 	b, err := m.s.iso.SyncOut(ctx, now, dst)
 	m.s.mu.Unlock()
@@ -414,25 +435,14 @@ func (m lockedModule) Reincarnate(ctx context.Context) error {
 	return err
 }
 
-// SyncIn applies a reply: a good sync.
+// SyncIn applies a reply: a good sync. The batch's own reply after its
+// amendment's (amend.go) is good too, taken or refused as older news.
 func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error {
-	m.s.mu.Lock()
-	err := m.s.iso.SyncIn(ctx, reply, now)
-	m.s.mu.Unlock()
-	if err != nil {
-		return err
+	first, err := m.s.applyReply(ctx, reply, now)
+	if err != nil && !first {
+		return nil // the batch was answered already
 	}
-	m.s.lastOK.Store(now)
-	m.s.lastReply.Store(now)
-	m.s.attemptAt.Store(0)
-	m.s.replies.Add(1)
-	if n := m.s.failures.Swap(0); n > 0 {
-		m.s.log.Info("host: sync recovered", "failed_attempts", n)
-	}
-	m.s.unacked.Store(0)
-	m.s.ended()
-	m.s.sayForeign(ctx, m.s.foreign)
-	return nil
+	return err
 }
 
 // ended wakes the requests waiting for the end of the slot's attempt.
