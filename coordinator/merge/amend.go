@@ -65,11 +65,18 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 // budget free (its limit less its count and every isolate's reservation),
 // and v tells the lease raised. An ask the lease already covers (resent,
 // or older than the last) changes nothing.
-func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View) {
+func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup bool) {
 	st := s.st
 	W := max(limitmath.Window(now, st.lim.Period), s.maxWin)
 	me := m.iso(st, isolate, now)
 	if me == nil || me.leaseWin > W {
+		return
+	}
+	if dup && !s.asked && me.leaseWin == W && me.granted <= 0 {
+		// The batch named the key and its reply granted nothing: the
+		// isolate takes that reply first, starts a dry spell and denies
+		// the requests it holds there, so units granted now would go
+		// unused.
 		return
 	}
 	// What is reserved for it in W now: the lease for W, its standing

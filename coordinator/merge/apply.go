@@ -170,7 +170,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		v.Limiter, v.Key = s.st.lim.Name, s.key
 		m.view(s, isolate, h.hash, now, !dup && !s.asked, b.End, v)
 		if s.ask > 0 && !b.End {
-			m.grantAsk(s, isolate, now, v)
+			m.grantAsk(s, isolate, now, v, dup)
 		}
 		if b.Limits {
 			v.Limit = s.st.lim.LimitFor(s.key) // the isolate answers with the coordinator's limit
