@@ -258,11 +258,8 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		c.dropViews(n)
 		return err
 	}
-	if late {
-		c.lateViews(views, now)
-		return nil
-	}
-	// The batch is acknowledged: its deltas are now in the global view.
+	// The batch is acknowledged: its deltas are now in the global view
+	// (a second reply: c.inflight is empty since the first).
 	for _, it := range c.inflight {
 		e := c.tab.at(it.idx)
 		if e.gen != it.gen {
@@ -279,10 +276,12 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		}
 	}
 	at := viewTime(c.cutAt, rr.At, now)
-	if now > c.cutAt {
+	if now > c.cutAt && !late {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
-	c.applyResets(now) // before the views: they are newer than the resets they list
+	if !late { // a second reply brings views and leases only: the first brought the rest
+		c.applyResets(now) // before the views: they are newer than the resets they list
+	}
 	c.heard = now
 	c.replies++
 	for i := range views {
@@ -296,13 +295,13 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			c.adoptLimit(rv.lim, idx, rv.v.Limit)
 		}
 	}
-	if c.rr.HasUpstream() { // most replies carry none: no closure to build
+	if c.rr.HasUpstream() && !late { // most replies carry none: no closure to build
 		if err := c.upViews(now); err != nil {
 			c.dropViews(n)
 			return err
 		}
 	}
-	if len(c.ups) != 0 {
+	if len(c.ups) != 0 && !late {
 		c.unheard(views)
 	}
 	c.dropViews(n) // drop the references into reply
@@ -311,27 +310,6 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	c.late, c.replyAt = true, rr.At
 	c.stats.Replies++
 	return nil
-}
-
-// lateViews applies the views of a second reply to the last batch (see
-// syncIn) at now: the views and leases only (the first reply acknowledged
-// the deltas and brought the resets and upstream views).
-//
-//go:noinline
-func (c *Core) lateViews(views []replyView, now int64) {
-	at := viewTime(c.cutAt, c.rr.At, now)
-	c.heard = now
-	c.replies++
-	for i := range views {
-		rv := &views[i]
-		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
-		if idx < 0 {
-			continue
-		}
-		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
-	}
-	c.dropViews(len(views))
-	c.stats.Replies++
 }
 
 // upViews applies the reply's upstream views (after its views: nothing in
