@@ -69,6 +69,10 @@ var (
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Delta: 2, Demand: 2}},
 		Denials: []wire.Denial{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 3},
 			{Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}, Limits: true}
+	fixBatchAmended = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Seq: 4, At: 1_763_700_001_000_000_000,
+		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Delta: 0, Demand: 1}},
+		Limits: true,
+		Asks: []wire.Ask{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 2}, {Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
 		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6, Life: 59_000_000_000},
@@ -103,6 +107,7 @@ func goldenCases() []goldenCase {
 		{"stats", &fixStats, func() message { return new(wire.Stats) }, func() any { return statsGeneric(&fixStats) }},
 		{"batch_signals", &fixBatchSignals, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchSignals) }},
 		{"batch_denials", &fixBatchDenials, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchDenials) }},
+		{"batch_amended", &fixBatchAmended, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchAmended) }},
 		{"reply_upstream", &fixReplyUpstream, func() message { return new(wire.Reply) }, func() any { return replyGeneric(&fixReplyUpstream) }},
 		{"observation", &fixObservation, func() message { return new(wire.Observation) }, func() any { return observationGeneric(&fixObservation) }},
 		{"observed", &fixObserved, func() message { return new(wire.Observed) }, func() any {
@@ -168,6 +173,13 @@ func batchGeneric(b *wire.Batch) map[string]any {
 			dn = append(dn, []any{d.Limiter, d.Key, d.Window, d.Cost})
 		}
 		m["dn"] = dn
+	}
+	if len(b.Asks) > 0 {
+		ak := []any{}
+		for _, a := range b.Asks {
+			ak = append(ak, []any{a.Limiter, a.Key, a.Window, a.Cost})
+		}
+		m["ak"] = ak
 	}
 	return m
 }
