@@ -65,6 +65,8 @@ func newMetrics(c *Coordinator) *metrics {
 		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s merge.MergeStats) int64 { return s.Replayed }),
 		counter("syncs_total", "Sync batches applied.", func(s merge.MergeStats) int64 { return s.Batches }),
 		counter("duplicates_dropped_total", "Retries of an isolate's last applied batch, not applied again.", func(s merge.MergeStats) int64 { return s.Duplicates }),
+		counter("amendments_total", "Sync batches amended in flight with asks for held requests (wire/amend.go).", func(s merge.MergeStats) int64 { return s.Amendments }),
+		counter("asks_granted_total", "Cost units granted to the asks of amendments that retried an applied batch.", func(s merge.MergeStats) int64 { return s.AsksGranted }),
 		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict, identity).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
 		counter("upstream_signals_ignored_total", "Upstream signals for limiters without an upstream configuration, ignored.", func(s merge.MergeStats) int64 { return s.SignalsIgnored }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_healthy",
