@@ -35,6 +35,7 @@ type node struct {
 	amends  []amendment
 	applied int64 // highest seq the coordinator applied (for writes)
 	sentAt  int64 // when the live attempt was sent, ns
+	rtt     int64 // ns from the send of the last batch answered to its first reply
 	share   *failpolicy.Share[int32]
 	waiting []waiter // requests held for a sync (SyncRetry answers)
 	dead    bool     // killed and not restarted yet (see Kill); iso is nil
@@ -54,6 +55,14 @@ type amendment struct {
 // reply. Measured on the corpus (3 seeds), 2 and 4 gave the same wait p99
 // with up to 1.5x the syncs.
 const maxAmends = 1
+
+// amendHoldMin and amendHoldMax bound how long an amendment in flight holds
+// the next batch back, as the edge host does: twice the last round trip,
+// within these (ns).
+const (
+	amendHoldMin = int64(10 * time.Millisecond)
+	amendHoldMax = int64(time.Second)
+)
 
 type waiter struct {
 	t, cost int64
@@ -519,6 +528,11 @@ func (e *engine) expire(nd *node, now int64, all bool) {
 
 // startSync begins a sync attempt of nd at now.
 func (e *engine) startSync(nd *node, now int64) error {
+	if len(nd.amends) > 0 && now-nd.amends[0].at < min(max(2*nd.rtt, amendHoldMin), amendHoldMax) {
+		// An amendment is on its way: a batch cut now would make the
+		// module refuse its reply. Its reply (or its loss) syncs again.
+		return nil
+	}
 	out, err := nd.iso.SyncOut(e.ctx, now, e.outBuf[:0])
 	if err != nil {
 		return fmt.Errorf("sim: sync out: %w", err)
@@ -683,6 +697,7 @@ func (e *engine) handle(ev event) error {
 			nd.sched.Failure(now)
 		default:
 			nd.sched.Success(now)
+			nd.rtt = now - nd.sentAt
 		}
 		switch {
 		case err == nil:
