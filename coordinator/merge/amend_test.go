@@ -124,3 +124,32 @@ func TestHeldRequestAtWindowEndStands(t *testing.T) {
 		t.Fatalf("stand %d, want < 2 (the reply lands well within the window: at most a unit ahead)", v.Stand)
 	}
 }
+
+// TestAmendmentAfterADryReply: a key the batch named and its reply granted
+// nothing for gets nothing from the amendment either, even once budget is
+// free again (the isolate took that reply and denies there for a dry
+// spell: units granted now would go unused); a key only the amendment
+// names is served.
+func TestAmendmentAfterADryReply(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	clk.set((t0/sec + 1) * sec)
+	w := clk.now() / sec
+	if v := viewOf(t, mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 100})), "sfw", "k"); v.Lease != 100 {
+		t.Fatalf("b's lease %d, want the whole window", v.Lease)
+	}
+	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
+	if v := viewOf(t, mustSync(t, c, b1), "sfw", "k"); v.Lease != 0 {
+		t.Fatalf("a's lease %d with the window reserved, want 0", v.Lease)
+	}
+	// b stops gracefully: its reservation comes back.
+	end := batch("b", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w})
+	end.End = true
+	mustSync(t, c, end)
+	rp := mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}, wire.Ask{Limiter: "sfw", Key: "x", Window: w, Cost: 1}))
+	if v := viewOf(t, rp, "sfw", "k"); v.Lease != 0 {
+		t.Fatalf("k after a dry reply: lease %d, want 0", v.Lease)
+	}
+	if v := viewOf(t, rp, "sfw", "x"); v.Lease != 1 {
+		t.Fatalf("x, named by the amendment only: lease %d, want 1", v.Lease)
+	}
+}
