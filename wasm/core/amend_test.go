@@ -103,3 +103,62 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// FuzzAmendAndSecondReply: an amendment decodes as its batch with asks, and
+// arbitrary bytes taken as a second reply to the batch never panic nor
+// break the core (a refused one changes nothing it reports).
+func FuzzAmendAndSecondReply(f *testing.F) {
+	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 8, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 10, Period: 1e9, Mode: wire.Strict}}}
+	good := wire.Reply{Version: wire.Version, Seq: 1, At: 5e9, Entries: []wire.View{
+		{Limiter: "s", Key: "a", Window: 2, Lease: 1, Isolates: 1, Life: 1e9},
+		{Limiter: "s", Key: "b", Window: 2, Lease: 3, Isolates: 1, Life: 1e9}}}
+	f.Add(good.AppendMsg(nil), int64(2e9+50e6))
+	good.At, good.Entries[1].Lease = 4e9, 1<<50
+	f.Add(good.AppendMsg(nil), int64(2e9+60e6))
+	f.Add([]byte{0x81, 0xa1, 'e', 0x90}, int64(1))
+	f.Fuzz(func(t *testing.T, second []byte, now int64) {
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Result
+		c.Decide(0, []byte("a"), 1, 2e9, &r)
+		b, err := c.SyncOut(2e9+1, nil)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("SyncOut: %v", err)
+		}
+		batch := append([]byte(nil), b...)
+		c.Decide(0, []byte("b"), 1, 2e9+2, &r)
+		out, err := c.Amend(2e9+3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bb, am wire.Batch
+		if err := bb.UnmarshalMsg(batch); err != nil {
+			t.Fatal(err)
+		}
+		if err := am.UnmarshalMsg(out); err != nil || am.Seq != bb.Seq || am.At != bb.At || len(am.Entries) != len(bb.Entries) || len(am.Asks) != 1 {
+			t.Fatalf("amendment %+v (%v) of %+v", am, err, bb)
+		}
+		first := wire.Reply{Version: wire.Version, Seq: 1, At: 4e9, Entries: []wire.View{{Limiter: "s", Key: "a", Window: 2, Lease: 1, Isolates: 1, Life: 1e9}}}
+		if err := c.SyncIn(first.AppendMsg(nil), 2e9+40e6); err != nil {
+			t.Fatal(err)
+		}
+		if now < 0 {
+			now = -now
+		}
+		replies := c.Stats().Replies
+		if err := c.SyncIn(second, now); err != nil && c.Stats().Replies != replies {
+			t.Fatal("a refused second reply counted as a reply")
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			if err := c.Decide(0, []byte(k), 1, now+1e9, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Remaining < 0 || r.Remaining > 10 {
+				t.Fatalf("%s: remaining %d of a limit of 10", k, r.Remaining)
+			}
+		}
+	})
+}
