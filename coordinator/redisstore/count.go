@@ -248,16 +248,23 @@ func decodeCounter(v string) (c merge.Counter, ok bool) {
 	if len(v) != counterLen || v[0] != 'C' {
 		return c, false
 	}
-	b := []byte(v[1:])
-	c.Win = int64(binary.LittleEndian.Uint64(b))
-	c.Count = int64(binary.LittleEndian.Uint64(b[8:]))
-	c.Prev = int64(binary.LittleEndian.Uint64(b[16:]))
-	c.Epoch = int64(binary.LittleEndian.Uint64(b[24:]))
+	c.Win = int64(le64(v, 1))
+	c.Count = int64(le64(v, 9))
+	c.Prev = int64(le64(v, 17))
+	c.Epoch = int64(le64(v, 25))
 	for i := range c.Cur {
-		c.Cur[i] = binary.LittleEndian.Uint64(b[32+8*i:])
-		c.Last[i] = binary.LittleEndian.Uint64(b[64+8*i:])
+		c.Cur[i] = le64(v, 33+8*i)
+		c.Last[i] = le64(v, 65+8*i)
 	}
 	return c, true
+}
+
+// le64 is the little-endian uint64 at v[i:i+8] (read from the string
+// itself: a record's reply is not copied to be decoded).
+func le64(v string, i int) uint64 {
+	_ = v[i+7]
+	return uint64(v[i]) | uint64(v[i+1])<<8 | uint64(v[i+2])<<16 | uint64(v[i+3])<<24 |
+		uint64(v[i+4])<<32 | uint64(v[i+5])<<40 | uint64(v[i+6])<<48 | uint64(v[i+7])<<56
 }
 
 // isCounter reports whether a stored value is a counter record.
