@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 
@@ -315,10 +314,10 @@ func (s *Store) countCalls(ws []merge.CountWrite) ([]scriptCall, error) {
 		}
 		var keys []string
 		for _, k := range w.Keys {
-			rk := s.RedisKey(k.Key)
-			if !strings.HasPrefix(rk, t) {
+			if len(k.Key) == 0 || k.Key[0] != merge.PrefixKey || s.Bucket(k.Key) != w.Bucket {
 				return nil, fmt.Errorf("redisstore: key %q is not in bucket %d", k.Key, w.Bucket)
 			}
+			rk := t + string(k.Key) // RedisKey, its bucket known
 			if keys == nil {
 				keys = []string{rk} // routes the call (countScript)
 			}
