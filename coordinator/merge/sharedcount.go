@@ -114,28 +114,49 @@ func (m *Merger) seedCounter(lim *wire.LimiterConfig, skey string, c *Counter) *
 	return st
 }
 
+// countLimiter returns the limiter of the storage key k (from m's
+// configuration; nil when none), without copying k.
+func (m *Merger) countLimiter(k string) *wire.LimiterConfig {
+	if len(k) < 2 || k[0] != prefixKey || len(k) < 2+int(k[1]) {
+		return nil
+	}
+	return m.lims[k[2:2+int(k[1])]]
+}
+
 // addCounts writes the counting buckets gs (parts of the batches that
 // passed the sequence rules) in one CountingStore call and answers each
-// part from the keys' new state. A failed or unconfirmed bucket fails the
+// batch from the keys' new state (one view computation per batch, over
+// every bucket it counted in). A failed or unconfirmed bucket fails the
 // batches with a part in it (ErrUnavailable: retried, nothing counted
 // twice).
 func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBucket, now int64) {
 	cs := s.store.(CountingStore)
 	ws := make([]CountWrite, len(gs))
 	parts := make([][]*sharedSub, len(gs)) // the subs of ws[i].Parts, in order
+	nkeys := 0
+	var idx map[string]int
+	var periods, newest []int64
+	var buf []byte
 	for gi, g := range gs {
 		w := &ws[gi]
 		w.Bucket = g.bucket
-		idx := make(map[string]int, len(g.keys))
-		newest := make([]int64, len(g.keys)) // the newest window each key can hold after the write
-		for _, k := range g.keys {
-			name, _, _ := splitKeyStorageKey([]byte(k))
-			P := m.lims[name].Period
-			idx[k] = len(w.Keys)
-			newest[len(w.Keys)] = limitmath.Window(now, P)
-			w.Keys = append(w.Keys, CountKey{Key: []byte(k), Epoch: limitmath.Window(now, P)})
+		w.Keys = make([]CountKey, len(g.keys))
+		nkeys += len(g.keys)
+		if idx == nil {
+			idx = make(map[string]int, len(g.keys))
+		} else {
+			clear(idx)
 		}
-		var buf []byte
+		// Per key: its period and the newest window it can hold after the
+		// write.
+		periods, newest = periods[:0], newest[:0]
+		for j, k := range g.keys {
+			P := m.countLimiter(k).Period
+			idx[k] = j
+			cur := limitmath.Window(now, P)
+			periods, newest = append(periods, P), append(newest, cur)
+			w.Keys[j] = CountKey{Key: []byte(k), Epoch: cur}
+		}
 		for _, sb := range g.subs {
 			r := sb.req
 			if r.dup {
@@ -157,8 +178,7 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 		// next: its TTL for the newest of the adds and the current one
 		// covers that one too, less a period (sharedTTL counts one more).
 		for j := range w.Keys {
-			name, _, _ := splitKeyStorageKey(w.Keys[j].Key)
-			P := m.lims[name].Period
+			P := periods[j]
 			w.Keys[j].TTL = addSat(max(addSat(newest[j], 2)*P-now, 0), addSat(P, sharedTTLMargin))
 		}
 	}
@@ -171,7 +191,12 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 		}
 		return
 	}
+	// Every bucket applied seeds m with its keys' new state (the buckets'
+	// keys are distinct), and records which of its parts were skipped.
 	var written MergeStats
+	m.resetShared()
+	m.keys = make(map[string]*keyState, nkeys)
+	dup := map[*sharedSub]bool{}
 	for gi, g := range gs {
 		o := &outs[gi]
 		if o.Outcome != SubApplied {
@@ -182,7 +207,6 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 				continue
 			}
 		}
-		dup := map[*sharedSub]bool{}
 		for pi, sb := range parts[gi] {
 			if pi < len(o.Dup) && o.Dup[pi] {
 				dup[sb] = true
@@ -204,23 +228,52 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 			}
 			continue
 		}
-		// The views: each part answered as a retry (nothing applied in
-		// the Merger) on the state the store answered, which holds its
-		// adds and sketch bit already.
-		m.resetShared()
 		for j, k := range g.keys {
-			name, _, _ := splitKeyStorageKey([]byte(k))
-			m.seedCounter(m.lims[name], k, &o.Counters[j])
+			m.seedCounter(m.countLimiter(k), k, &o.Counters[j])
 		}
+	}
+	// The views: each batch answered as a retry (nothing applied in the
+	// Merger) on the state the store answered, which holds its adds and
+	// sketch bit already, once over all its counted parts (its first
+	// counted part holds the views, the others none: reply puts the
+	// entries back in the batch's order).
+	var reqs []*sharedReq
+	counted := map[*sharedReq][]*sharedSub{}
+	for _, g := range gs {
 		for _, sb := range g.subs {
 			r := sb.req
-			m.hwms[r.iso] = &hwmState{id: r.iso, hash: r.h.hash, seq: r.b.Seq} // sum 0: a retry of whatever took the number
-			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries, Limits: r.b.Limits}, r.scope, now, nil)
-			if err != nil {
-				r.err = err
-				continue
+			if counted[r] == nil {
+				reqs = append(reqs, r)
 			}
-			sb.rp = rp
+			counted[r] = append(counted[r], sb)
+		}
+	}
+	var entries []wire.Delta
+	for _, r := range reqs {
+		if r.err != nil {
+			continue // a bucket of it failed
+		}
+		subs := counted[r]
+		es := subs[0].entries
+		if len(subs) > 1 {
+			entries = entries[:0]
+			for _, sb := range subs {
+				entries = append(entries, sb.entries...)
+			}
+			es = entries
+		}
+		m.hwms[r.iso] = &hwmState{id: r.iso, hash: r.h.hash, seq: r.b.Seq} // sum 0: a retry of whatever took the number
+		rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: es, Limits: r.b.Limits}, r.scope, now, nil)
+		if err != nil {
+			r.err = err
+			continue
+		}
+		for i, sb := range subs {
+			if i == 0 {
+				sb.rp = rp
+			} else {
+				sb.rp = &wire.Reply{}
+			}
 			if dup[sb] {
 				sb.applied = MergeStats{}
 			}

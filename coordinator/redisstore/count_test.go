@@ -263,6 +263,56 @@ func TestCountCrossSlotAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestCountManyKeys: a bucket part naming more keys than the script reads
+// with one MGET (it reads them in chunks) is counted in full: every key's
+// record holds each add, retried or not, and the marks of many isolates
+// are read with them.
+func TestCountManyKeys(t *testing.T) {
+	_, s := startCluster(t, 3, 4)
+	ctx := context.Background()
+	const nkeys, nparts = 1100, 40
+	w := merge.CountWrite{Bucket: 3}
+	for j := 0; j < nkeys; j++ {
+		w.Keys = append(w.Keys, merge.CountKey{Key: keyIn(s, 3, j), TTL: 60 * second, Epoch: 1000})
+	}
+	write := func(seq int64) []merge.CountOutcome {
+		w.Parts = w.Parts[:0]
+		for p := 0; p < nparts; p++ {
+			part := merge.CountPart{Mark: merge.MarkSet{Isolate: "iso" + strconv.Itoa(p), Seq: seq, TTL: 30 * second}, Bit: p}
+			for j := p; j < nkeys; j += nparts {
+				part.Adds = append(part.Adds, merge.CountAdd{Key: j, Window: 1000, Delta: int64(1 + j%3)})
+			}
+			w.Parts = append(w.Parts, part)
+		}
+		outs, err := s.AddCounts(ctx, []merge.CountWrite{w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs
+	}
+	for i, c := range []struct {
+		seq  int64
+		dup  bool
+		mult int64
+	}{{1, false, 1}, {1, true, 1}, {2, false, 2}} {
+		o := write(c.seq)[0]
+		if o.Outcome != merge.SubApplied || len(o.Counters) != nkeys || len(o.Dup) != nparts {
+			t.Fatalf("write %d: outcome %v, %d counters, %d parts", i, o.Outcome, len(o.Counters), len(o.Dup))
+		}
+		for p := 0; p < nparts; p++ {
+			if o.Dup[p] != c.dup {
+				t.Fatalf("write %d part %d: dup %v, want %v", i, p, o.Dup[p], c.dup)
+			}
+		}
+		for j, ctr := range o.Counters {
+			bit := j % nparts
+			if want := c.mult * int64(1+j%3); ctr.Win != 1000 || ctr.Count != want || ctr.Cur[bit/64]&(1<<(bit%64)) == 0 {
+				t.Fatalf("write %d key %d: %+v, want count %d and bit %d", i, j, ctr, want, bit)
+			}
+		}
+	}
+}
+
 // countCall returns the scriptCall (segment) AddCounts makes of w.
 func (s *Store) countCall(t testing.TB, w merge.CountWrite) scriptCall {
 	t.Helper()

@@ -1,10 +1,13 @@
 package redisstore
 
 import (
+	"hash/fnv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/internal/selfsigned"
 )
 
@@ -109,4 +112,21 @@ func FuzzParseURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBucketIsFNV1a: a key's bucket is FNV-1a (64 bits) of its storage key
+// mod the bucket count, as hash/fnv computes it: the layout every
+// coordinator of a cluster (and every key already stored) relies on.
+func TestBucketIsFNV1a(t *testing.T) {
+	for _, buckets := range []int{4, 64, 512, 1000} {
+		s := &Store{opts: Options{Buckets: buckets}}
+		for i := 0; i < 2000; i++ {
+			k := []byte(merge.KeyStorageKey("lim"+strconv.Itoa(i%7), "key-"+strconv.Itoa(i*7919)))
+			h := fnv.New64a()
+			h.Write(k)
+			if got, want := s.Bucket(k), int(h.Sum64()%uint64(buckets)); got != want {
+				t.Fatalf("%d buckets, key %q: bucket %d, FNV-1a says %d", buckets, k, got, want)
+			}
+		}
+	}
 }
