@@ -72,11 +72,11 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 	if me == nil || me.leaseWin > W {
 		return
 	}
-	if dup && !s.asked && me.leaseWin == W && me.granted <= 0 {
-		// The batch named the key and its reply granted nothing: the
-		// isolate takes that reply first, starts a dry spell and denies
-		// the requests it holds there, so units granted now would go
-		// unused.
+	if dup && !s.asked && s.unmet > 0 && me.leaseWin == W && me.granted <= 0 {
+		// The batch asked for the key and its reply granted nothing:
+		// the isolate takes that reply first, starts a dry spell and
+		// denies the requests it holds there, so units granted now
+		// would go unused.
 		return
 	}
 	// What is reserved for it in W now: the lease for W, its standing

@@ -125,8 +125,8 @@ func TestHeldRequestAtWindowEndStands(t *testing.T) {
 	}
 }
 
-// TestAmendmentAfterADryReply: a key the batch named and its reply granted
-// nothing for gets nothing from the amendment either, even once budget is
+// TestAmendmentAfterADryReply: a key the batch asked for and its reply
+// granted nothing for gets nothing from the amendment either, even once budget is
 // free again (the isolate took that reply and denies there for a dry
 // spell: units granted now would go unused); a key only the amendment
 // names is served.

@@ -36,13 +36,14 @@ func (c *Core) Amend(now int64, dst []byte) ([]byte, error) {
 		}
 		// What it needs from the cut on: what it admitted since in the
 		// window of now, and what it holds: the requests the batch asked
-		// for and those held since (no reply came since the cut: none
-		// of them was admitted). s.asked is the sum of both, and a
-		// reply that grants none of it starts a dry spell (apply).
-		s.asked += s.unsent - s.amended
+		// for (s.asked) and those held since (s.unsent; no reply came
+		// since the cut: none of them was admitted). s.asked stays the
+		// batch's own: the batch's reply, made before the coordinator
+		// saw the amendment, grants none of the amendment's asks, and
+		// that must not start a dry spell (apply).
 		s.amended = s.unsent
 		w := window(now, l.cfg.Period)
-		need := s.asked
+		need := addSat(s.asked, s.unsent)
 		if e.win == w {
 			need = addSat(need, e.pCur)
 		}

@@ -71,8 +71,8 @@ var (
 			{Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}, Limits: true}
 	fixBatchAmended = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Seq: 4, At: 1_763_700_001_000_000_000,
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Delta: 0, Demand: 1}},
-		Limits: true,
-		Asks: []wire.Ask{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 2}, {Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}}
+		Limits:  true,
+		Asks:    []wire.Ask{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 2}, {Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
 		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6, Life: 59_000_000_000},
