@@ -162,3 +162,60 @@ func FuzzAmendAndSecondReply(f *testing.F) {
 		}
 	})
 }
+
+// The batch's own reply, made before the coordinator saw the amendment,
+// grants nothing for the amendment's asks: the request it held waits for
+// the amendment's reply (no dry spell), which admits it.
+func TestBatchReplyBeforeAmendmentsIsNoDrySpell(t *testing.T) {
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := int64(5e9)
+	w := t0 / 1e9
+	reply := func(at, lease int64) error {
+		rp := wire.Reply{Version: wire.Version, Seq: c.seq, At: at, Entries: []wire.View{
+			{Limiter: "s", Key: "k", Window: w, Count: 1, Lease: lease, Isolates: 2, Life: 1e9}}}
+		return c.SyncIn(rp.AppendMsg(nil), at)
+	}
+	var r Result
+	// k holds a lease of 1, spends it, and its batch reports it (no ask).
+	if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("%+v %v", r, err)
+	}
+	must(c.SyncOut(t0, nil))
+	if err := reply(t0+40e6, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(0, []byte("k"), 1, t0+40e6, &r); err != nil || !r.Allowed {
+		t.Fatalf("k on its lease: %+v %v", r, err)
+	}
+	// A request for o cuts a batch, which reports k's unit and asks
+	// nothing for k.
+	if err := c.Decide(0, []byte("o"), 1, t0+100e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("o: %+v %v", r, err)
+	}
+	must(c.SyncOut(t0+100e6, nil))
+	// While it is in flight a request is held and amended.
+	if err := c.Decide(0, []byte("k"), 1, t0+110e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("held: %+v %v", r, err)
+	}
+	if out := must(c.Amend(t0+110e6, nil)); len(out) == 0 {
+		t.Fatal("no amendment")
+	}
+	// The batch's reply grants nothing: the request is held again.
+	if err := reply(t0+140e6, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(0, []byte("k"), 1, t0+140e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("after the batch's reply: %+v %v; want SyncRetry (no dry spell)", r, err)
+	}
+	// The amendment's reply grants it.
+	if err := reply(t0+150e6, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(0, []byte("k"), 1, t0+150e6, &r); err != nil || !r.Allowed {
+		t.Fatalf("after the amendment's reply: %+v %v; want admitted", r, err)
+	}
+}
