@@ -112,9 +112,11 @@ export interface EdgeLimitOptions {
    */
   syncTimeout?: number;
   /**
-   * How long limit() waits for a sync after a syncRetry denial (a lease to
-   * renew, a cold read-through key), ms. Default 1000; negative: never.
-   * If that sync fails, the fail policy decides at once.
+   * How long limit() waits for replies after a syncRetry denial (a lease
+   * to renew, a cold read-through key), ms, deciding again after each (up
+   * to three; a batch in flight is amended with the request's ask).
+   * Default 1000; negative: never. If a sync fails, the fail policy
+   * decides at once.
    */
   retryWait?: number;
   /**
