@@ -394,11 +394,19 @@ export class EdgeLimit {
     // demand and is not counted). When the sync fails (or no reply comes
     // within retryWait) the syncs fail: the fail policy decides the
     // request at once, as on a stale view.
+    //
+    // The batch's own reply, made before the coordinator saw the
+    // amendment, may grant none of its ask: the module then denies for a
+    // dry spell (without syncRetry), which the amendment's reply ends
+    // when it grants. So while the amendment carrying this request's ask
+    // (mine) is in flight, a denial is not final: the request waits for
+    // that reply and is decided again.
     const end = this._clock() + this._retryWait;
+    let mine = null;
     this._held++;
     try {
-      for (let replies = 0; replies < 3 && d.syncRetry && !d.stale;) {
-        this._amendNow(ctx);
+      for (let replies = 0; replies < 3 && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amend === mine));) {
+        if (d.syncRetry) mine = this._amendNow(ctx) ?? mine;
         const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx);
         if (!r.second) replies++;
         d = this._decide(opts, ctx, !r.ok);
@@ -806,24 +814,26 @@ export class EdgeLimit {
   // is taken as well as the batch's, and the request waits one round trip
   // instead of two. At most one amendment is in flight; with nothing new
   // to ask (or a module without el_amend) the request waits for a reply.
+  // Returns the amendment sent, or null.
   _amendNow(ctx) {
     const now = this._clock();
     const sy = this._cur;
     const mod = this._mod;
-    if (!mod || !this._busy(now) || sy.done || sy.target === null || this._amending(now)) return;
+    if (!mod || !this._busy(now) || sy.done || sy.target === null || this._amending(now)) return null;
     let out;
     try {
       out = mod.amend(this._ns(now));
     } catch (e) {
       this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('amend', e, false) : e);
-      return;
+      return null;
     }
-    if (out === null) return;
+    if (out === null) return null;
     const a = { sy, void: false, deadline: now + this._syncTimeout + 100 };
     this._amend = a;
     this.counters.amendments++;
     const p = this._sendAmendment(a, mod, sy.target, out);
     ctx?.waitUntil?.(p);
+    return a;
   }
 
   // Sends amendment a of mod's batch to coordinator url and applies its

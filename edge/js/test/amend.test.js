@@ -147,6 +147,32 @@ for (const background of ['timers', 'requests']) {
   });
 }
 
+test('the batch\'s reply granting none of the amended ask does not deny the request: the amendment\'s reply admits it', async () => {
+  const cfg = { limiters: [...config.limiters, { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' }] };
+  const c = await startCoordinator(cfg);
+  coords.push(c);
+  for (const background of ['timers', 'requests']) {
+    const sent = [];
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config: cfg, coordinator: c.url, syncInterval: 60000, background, fetch: far(sent) });
+    try {
+      const k = `dry-${background}`;
+      assert.equal((await rl.limit({ limiter: 's', key: k })).success, true, String(rl.lastError));
+      // A batch that reports k's use and asks for nothing (cut for another
+      // limiter's key): its reply grants k no lease. A request of k held
+      // while it flies amends it.
+      rl.decide({ limiter: 'a', key: k });
+      const before = sent.length;
+      const synced = rl.sync();
+      await until(() => sent.length > before, 'batch in flight');
+      const d = await rl.limit({ limiter: 's', key: k });
+      assert.equal(d.success, true, `${background}: ${JSON.stringify(d)}, ${rl.lastError}`);
+      assert.equal(await synced, true);
+      const seq = sent[before].seq;
+      assert.deepEqual(sent.slice(before).map((s) => [s.seq, s.ak?.map((x) => x[1]) ?? null]), [[seq, null], [seq, [k]]], background);
+    } finally { await rl.close(); }
+  }
+});
+
 test('a lost or refused amendment is no sync failure: its request is admitted by the next batch', async () => {
   const c = await coordinator();
   const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
