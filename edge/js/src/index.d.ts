@@ -112,9 +112,11 @@ export interface EdgeLimitOptions {
    */
   syncTimeout?: number;
   /**
-   * How long limit() waits for a sync after a syncRetry denial (a lease to
-   * renew, a cold read-through key), ms. Default 1000; negative: never.
-   * If that sync fails, the fail policy decides at once.
+   * How long limit() waits for replies after a syncRetry denial (a lease
+   * to renew, a cold read-through key), ms, deciding again after each (up
+   * to three; a batch in flight is amended with the request's ask).
+   * Default 1000; negative: never. If a sync fails, the fail policy
+   * decides at once.
    */
   retryWait?: number;
   /**
@@ -201,7 +203,7 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
@@ -239,15 +241,19 @@ export class EdgeLimit {
   constructor(opts: EdgeLimitOptions);
   /** The isolate id in sync batches (changes when the coordinator asks for a new incarnation). */
   readonly isolateId: string | undefined;
-  /** failovers: times a sync moved on to the next coordinator of the list. */
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number };
+  /**
+   * failovers: times a sync moved on to the next coordinator of the list;
+   * amendments: batches in flight resent with the asks of requests held
+   * since they were cut (limit() then waits one round trip, not two).
+   */
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */
   ready(): this;
   /** Decides now, without waiting for a sync. */
   decide(opts: LimitOptions, ctx?: WaitUntil): LimitResult;
-  /** Decides; after a syncRetry denial waits (up to retryWait) for one sync and decides again. */
+  /** Decides; after a syncRetry denial waits (up to retryWait) for a sync's reply (amending a batch in flight) and decides again. */
   limit(opts: LimitOptions, ctx?: WaitUntil): Promise<LimitResult>;
   /** Waits for a slot instead of failing. */
   wait(opts: WaitOptions, ctx?: WaitUntil): Promise<WaitResult>;

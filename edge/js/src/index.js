@@ -17,6 +17,11 @@ export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, S
 
 const MAX_ISOLATE_ID = 128;
 
+// What _waitSync resolves to when no reply came (in time, or the sync
+// failed), and for a second reply to the last batch.
+const NO_REPLY = Object.freeze({ ok: false, second: false });
+const SECOND_REPLY = Object.freeze({ ok: true, second: true });
+
 function randomHex(n) {
   const b = new Uint8Array(Math.ceil(n / 2));
   crypto.getRandomValues(b);
@@ -120,14 +125,17 @@ export class EdgeLimit {
     this._lastNs = 0n;
     this._inflight = null; // the promise of the sync in flight
     this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
-    this._attemptGen = 0; // generation of the sync in flight: an abandoned one's end is ignored
+    this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
+    this._amend = null; // the amendment in flight (see _amendNow), at most one
+    this._held = 0; // requests limit() holds for a reply
     this._syncGen = 0; // syncs ended (requests mode polls it)
+    this._replyGen = 0; // second replies applied (requests mode polls it)
     this._lastSyncOk = false;
     this._kicked = false;
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0 };
     this.lastError = null;
   }
 
@@ -369,9 +377,10 @@ export class EdgeLimit {
 
   /**
    * Decides (see decide); a request denied with syncRetry (a strict lease
-   * miss, a read-through cold key) on a fresh view triggers a sync, waits
-   * for its reply and is decided again, up to three syncs within
-   * retryWait (a sync already in flight may not carry its demand).
+   * miss, a read-through cold key) on a fresh view is held: it triggers a
+   * sync (or, while a batch is in flight, amends it: see _amendNow), waits
+   * for a reply and is decided again after each, up to three replies
+   * within retryWait (a sync already in flight may not carry its demand).
    *
    * @returns {Promise<import('./index.d.ts').LimitResult>}
    */
@@ -379,13 +388,31 @@ export class EdgeLimit {
     let d = this.decide(opts, ctx);
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
-    // wait for the next ones too, within retryWait in all (three at most).
-    // When the sync fails (or none ends within retryWait) the syncs fail:
-    // the fail policy decides the request at once, as on a stale view.
+    // its batch is amended with it, and the request waits for the next
+    // replies too, within retryWait in all (three at most; the second
+    // reply of a batch, its amendment's or its own, answers the same
+    // demand and is not counted). When the sync fails (or no reply comes
+    // within retryWait) the syncs fail: the fail policy decides the
+    // request at once, as on a stale view.
+    //
+    // The batch's own reply, made before the coordinator saw the
+    // amendment, may grant none of its ask: the module then denies for a
+    // dry spell (without syncRetry), which the amendment's reply ends
+    // when it grants. So while the amendment carrying this request's ask
+    // (mine) is in flight, a denial is not final: the request waits for
+    // that reply and is decided again.
     const end = this._clock() + this._retryWait;
-    for (let round = 0; round < 3 && d.syncRetry && !d.stale; round++) {
-      const ok = await this._waitSync(Math.max(end - this._clock(), 0), ctx);
-      d = this._decide(opts, ctx, !ok);
+    let mine = null;
+    this._held++;
+    try {
+      for (let replies = 0; replies < 3 && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amend === mine));) {
+        if (d.syncRetry) mine = this._amendNow(ctx) ?? mine;
+        const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx);
+        if (!r.second) replies++;
+        d = this._decide(opts, ctx, !r.ok);
+      }
+    } finally {
+      this._held--;
     }
     return d;
   }
@@ -506,7 +533,7 @@ export class EdgeLimit {
   // requests mode (Workers): each decision checks whether a sync is due or
   // was asked for, and hands it to ctx.waitUntil.
   _pump(now, wanted, ctx) {
-    if (this._busy(now)) return;
+    if (this._holdOff(now)) return;
     if (wanted) this._kicked = true;
     let go = this._sched.due(now);
     if (!go && this._kicked) go = this._sched.want(now) || this._sched.probe(now);
@@ -519,18 +546,21 @@ export class EdgeLimit {
 
   // timers mode (Node): the module asked for an early sync.
   _kick(now) {
-    if (this._busy(now) || this._closed) return;
+    if (this._holdOff(now) || this._closed) return;
     if (this._sched.want(now) || this._sched.probe(now)) this._syncAndArm();
     else this._arm();
   }
 
+  // Arms the timer of the next regular sync; not while one is in flight or
+  // held off (its end arms it again).
   _arm() {
-    if (this._closed || this._busy(this._clock())) return;
+    if (this._closed || this._holdOff(this._clock())) return;
     if (this._timer) clearTimeout(this._timer);
     const delay = Math.max(this._sched.next - this._clock(), 0);
     this._timer = setTimeout(() => {
       this._timer = null;
-      if (this._sched.due(this._clock())) this._syncAndArm();
+      const now = this._clock();
+      if (this._sched.due(now) && !this._holdOff(now)) this._syncAndArm();
       else this._arm();
     }, delay);
     this._timer.unref?.();
@@ -552,10 +582,10 @@ export class EdgeLimit {
     this.ready();
     if (this._background === 'requests') {
       // Not the promise of a sync another request started (see _pollSync).
-      while (this._busy(this._clock())) await new Promise((r) => setTimeout(r, 1));
+      while (this._holdOff(this._clock())) await new Promise((r) => setTimeout(r, 1));
       return this._sync();
     }
-    if (this._busy(this._clock())) await this._inflight;
+    while (this._holdOff(this._clock())) await (this._inflight ?? new Promise((r) => setTimeout(r, 1)));
     if (this._background === 'timers') {
       this._syncAndArm();
       return this._inflight;
@@ -563,13 +593,27 @@ export class EdgeLimit {
     return this._sync();
   }
 
+  // Whether no new batch should be cut at now: a sync is in flight, or
+  // requests are held while an amendment is in flight (they wait for its
+  // reply, which may admit them, before the next batch asks again).
+  _holdOff(now) {
+    return this._busy(now) || (this._held > 0 && this._amending(now));
+  }
+
+  // Starts a sync (or returns the one in flight): its promise resolves to
+  // true at its first applied reply (the batch's or its amendment's; see
+  // _amendNow) or when there was nothing to send, false when it failed.
+  // Its state sy: done once it ended (or was abandoned: see _busy),
+  // target the coordinator its batch was sent to.
   _sync() {
     const now = this._clock();
     if (this._busy(now)) return this._inflight;
-    const gen = ++this._attemptGen;
-    const p = this._syncAttempt(gen).then((ok) => {
-      if (gen === this._attemptGen) this._ended(ok);
-      return ok; // an abandoned attempt's end changes nothing
+    const sy = { done: false, abandoned: false, target: null, resolve: null };
+    const p = new Promise((r) => { sy.resolve = r; });
+    this._cur = sy;
+    this._syncAttempt(sy).then((ok) => {
+      this._end(sy, ok);
+      sy.resolve(ok); // an abandoned attempt's end changes nothing else
     });
     this._inflight = p;
     this._inflightSpan = this._syncTimeout * Math.max(this._coordinators.length, 1) + 100;
@@ -577,13 +621,27 @@ export class EdgeLimit {
     return p;
   }
 
+  // Ends sync sy (once): ok, its first reply was applied (or there was
+  // nothing to send); else it failed.
+  _end(sy, ok) {
+    if (sy.done) return;
+    sy.done = true;
+    this._ended(ok);
+    sy.resolve(ok);
+  }
+
   _ended(ok) {
     this._inflight = null;
     this._syncGen++;
     this._lastSyncOk = ok;
+    this._wake({ ok, second: false });
+  }
+
+  // Hands ev ({ok, second}) to the requests waiting for a reply (_waitSync).
+  _wake(ev) {
     const ws = this._waiters;
     this._waiters = [];
-    for (const w of ws) w(ok);
+    for (const w of ws) w(ev);
   }
 
   // Whether a sync is in flight at now. One past its deadline (syncTimeout
@@ -597,7 +655,7 @@ export class EdgeLimit {
   _busy(now) {
     if (!this._inflight) return false;
     if (now < this._inflightDeadline) return true;
-    this._attemptGen++;
+    this._cur.done = this._cur.abandoned = true;
     this.counters.abandoned++;
     this._sched.failure(now);
     this._fail(new EdgeLimitError(`sync abandoned: it did not end within ${this._inflightSpan} ms (cancelled by the runtime, e.g. a Worker request without ctx, or hanging)`, 'sync_abandoned'));
@@ -605,14 +663,17 @@ export class EdgeLimit {
     return false;
   }
 
-  // Waits for the end of the next sync (starting one if none is in
-  // flight) for at most ms; true when a reply was applied.
+  // Waits for the next reply applied, or the end of the next sync (starting
+  // one if none is in flight or held off), for at most ms. Resolves to
+  // {ok, second}: ok, a reply was applied; second, it was a second reply
+  // to the last batch (its amendment's, or its own after its amendment's),
+  // not the end of a sync.
   _waitSync(ms, ctx) {
     if (this._background === 'requests') return this._pollSync(ms, ctx);
     return new Promise((resolve) => {
-      const t = setTimeout(() => resolve(false), ms);
-      this._waiters.push((ok) => { clearTimeout(t); resolve(ok); });
-      if (!this._busy(this._clock())) {
+      const t = setTimeout(() => resolve(NO_REPLY), ms);
+      this._waiters.push((ev) => { clearTimeout(t); resolve(ev); });
+      if (!this._holdOff(this._clock())) {
         const p = this._background === 'timers' ? (this._syncAndArm(), this._inflight) : this._sync();
         ctx?.waitUntil?.(p);
       }
@@ -621,28 +682,32 @@ export class EdgeLimit {
 
   // Workers: the sync in flight may have been started by another request,
   // whose I/O this request may not wait on (workerd fails it with "Promise
-  // will never complete"); so wait for the end of the next sync by polling
-  // with this request's own timers.
+  // will never complete"); so wait for the end of the next sync, or a
+  // second reply, by polling with this request's own timers. Whenever no
+  // sync is in flight or held off (at the start, or after an amendment
+  // was lost) it starts one: without ctx the sync is this request's own
+  // I/O, and it polls for its end, so the runtime keeps it alive meanwhile.
   async _pollSync(ms, ctx) {
     const end = this._clock() + ms;
-    const gen = this._syncGen;
-    if (!this._busy(this._clock())) {
-      // Without ctx the sync is this request's own I/O: it polls for its
-      // end below, so the runtime keeps it alive meanwhile.
-      const p = this._sync();
-      ctx?.waitUntil?.(p);
-    }
-    while (this._syncGen === gen) {
-      if (this._clock() >= end) return false;
+    const gen = this._syncGen, rgen = this._replyGen;
+    for (;;) {
+      if (this._syncGen !== gen) return { ok: this._lastSyncOk, second: false };
+      if (this._replyGen !== rgen) return SECOND_REPLY;
+      const now = this._clock();
+      if (now >= end) return NO_REPLY;
+      if (!this._holdOff(now)) {
+        const p = this._sync();
+        ctx?.waitUntil?.(p);
+        continue; // nothing to send ends it at once
+      }
       await new Promise((r) => setTimeout(r, 1));
     }
-    return this._lastSyncOk;
   }
 
-  // One attempt of generation gen; once abandoned (see _busy) it changes
-  // nothing more (no reply applied, no scheduler update).
-  async _syncAttempt(gen) {
-    const live = () => gen === this._attemptGen;
+  // One attempt of sync sy. Once sy ended, by its amendment's reply, its
+  // batch's reply is a second one (_second); once abandoned (see _busy)
+  // it changes nothing more (no reply applied, no scheduler update).
+  async _syncAttempt(sy) {
     const s = this._sched;
     const mod = this._mod;
     let now = this._clock();
@@ -661,38 +726,152 @@ export class EdgeLimit {
     }
     s.begin(now);
     try {
-      let r = await this._post(batch);
-      if (!live()) return false;
+      let r = await this._post(batch, sy);
+      if (sy.done) return this._late(sy, mod, r);
       if (r.seqProblem) {
         // The coordinator refused the sequence number or the isolate's
         // secret and applied nothing (it lost this isolate's state, or a
         // restart or another client used its id): a new incarnation, with
         // a new id and secret, resends the same deltas as its batch 1.
+        // An amendment in flight is of the old incarnation: void.
         const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
+        if (this._amend?.sy === sy) { this._amend.void = true; this._amend = null; }
         mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
         batch = mod.syncOut(this._ns(this._clock()));
         if (batch === null) throw new EdgeLimitError(`no batch to resend after reincarnating (${r.detail})`, 'internal');
-        r = await this._post(batch);
-        if (!live()) return false;
+        r = await this._post(batch, sy);
+        if (sy.done) return this._late(sy, mod, r);
         if (r.seqProblem) throw new EdgeLimitError(`coordinator refused the new incarnation's batch: ${r.detail}`, 'sync_refused');
       }
       now = this._clock();
       // A reply for an instance that trapped since does not fit the new one.
       if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
       mod.syncIn(r.body, this._ns(now));
-      s.success(now);
-      this.counters.syncs++;
-      if (!this._saidForeign) this._sayForeign(mod);
-      return true;
+      return this._applied(sy, mod);
     } catch (e) {
-      if (!live()) return false;
+      if (sy.done) return false; // ended by its amendment's reply, or abandoned
       s.failure(this._clock());
       this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('sync', e, false) : e);
       return false;
     }
+  }
+
+  // The first reply of sync sy (its batch's or its amendment's) was
+  // applied to mod: the sync succeeded.
+  _applied(sy, mod) {
+    this._sched.success(this._clock());
+    this.counters.syncs++;
+    if (!this._saidForeign) this._sayForeign(mod);
+    this._end(sy, true);
+    return true;
+  }
+
+  // The batch's answer r after sync sy ended (its amendment's reply came
+  // first): a reply is taken as a second one; a failure is nothing.
+  _late(sy, mod, r) {
+    if (sy.abandoned || r.seqProblem) return false;
+    return this._second(mod, r.body);
+  }
+
+  // Applies a second reply to the last batch (wire/amend.go): its views and
+  // leases, after which the held requests are decided again. One the
+  // module refuses as stale (a batch was cut since, or it is older news
+  // than the first) is dropped silently: the requests it would have
+  // answered ask in the next batch (_resume). Returns whether it applied.
+  _second(mod, body) {
+    if (this._mod !== mod) return false;
+    try {
+      mod.syncIn(body, this._ns(this._clock()));
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) this._fail(this._trapped('sync', e, false));
+      else if (!e.stale) this._fail(e);
+      this._resume();
+      return false;
+    }
+    this._replyGen++;
+    this._wake(SECOND_REPLY);
+    return true;
+  }
+
+  // Whether an amendment is in flight at now. One past its deadline
+  // (syncTimeout after it was sent, plus 100 ms) was cancelled by the
+  // runtime or hangs: it no longer holds the next batch off.
+  _amending(now) {
+    if (!this._amend) return false;
+    if (now < this._amend.deadline) return true;
+    this._amend = null;
+    return false;
+  }
+
+  // A request is held (limit()): while a batch is in flight, its reply
+  // would not answer the request (the batch was cut before it asked), so
+  // the batch is amended at once (wire/amend.go: the same seq, time and
+  // entries, with the asks of the requests held since the cut) and sent
+  // as a second attempt to the coordinator the batch went to; its reply
+  // is taken as well as the batch's, and the request waits one round trip
+  // instead of two. At most one amendment is in flight; with nothing new
+  // to ask (or a module without el_amend) the request waits for a reply.
+  // Returns the amendment sent, or null.
+  _amendNow(ctx) {
+    const now = this._clock();
+    const sy = this._cur;
+    const mod = this._mod;
+    if (!mod || !this._busy(now) || sy.done || sy.target === null || this._amending(now)) return null;
+    let out;
+    try {
+      out = mod.amend(this._ns(now));
+    } catch (e) {
+      this._fail(e instanceof WebAssembly.RuntimeError ? this._trapped('amend', e, false) : e);
+      return null;
+    }
+    if (out === null) return null;
+    const a = { sy, void: false, deadline: now + this._syncTimeout + 100 };
+    this._amend = a;
+    this.counters.amendments++;
+    const p = this._sendAmendment(a, mod, sy.target, out);
+    ctx?.waitUntil?.(p);
+    return a;
+  }
+
+  // Sends amendment a of mod's batch to coordinator url and applies its
+  // reply: the first of the sync (it ends it) or a second one. Its failure
+  // (unreachable, timed out, refused, 409) is not a sync failure: no
+  // backoff, no new incarnation; its requests wait for the batch's reply
+  // or ask in the next batch.
+  async _sendAmendment(a, mod, url, out) {
+    let r = null;
+    try {
+      r = await this._postTo(url, out);
+    } catch { /* lost: see above */ }
+    if (this._amend === a) this._amend = null;
+    let taken = false;
+    if (r !== null && !r.seqProblem && !a.void && this._mod === mod) {
+      if (a.sy.done) {
+        taken = this._second(mod, r.body);
+      } else {
+        try {
+          mod.syncIn(r.body, this._ns(this._clock()));
+          taken = this._applied(a.sy, mod);
+        } catch (e) {
+          if (e instanceof WebAssembly.RuntimeError) this._fail(this._trapped('sync', e, false));
+          else if (!e.stale) this._fail(e);
+        }
+      }
+    }
+    if (!taken) this._resume();
+    else if (this._background === 'timers') this._arm(); // held off while it flew
+  }
+
+  // Requests held for an amendment's reply or a refused second reply got
+  // none: they ask in the next batch, at once, unless a sync is in flight.
+  // (In requests mode the held requests start it themselves: _pollSync.)
+  _resume() {
+    if (this._closed || this._background !== 'timers') return;
+    if (this._held > 0 && !this._holdOff(this._clock())) this._syncAndArm();
+    else this._arm();
   }
 
   // A coordinator configured with other limits tells each key's limit in
@@ -722,10 +901,11 @@ export class EdgeLimit {
   // same batch is retried later). Resending is safe: coordinators sharing
   // a store apply a batch at most once per (isolate, sequence number).
   // counters.failovers counts the moves on from a coordinator that failed
-  // (not a failed try of the preferred one while away from it).
-  async _post(batch) {
+  // (not a failed try of the preferred one while away from it). sy.target
+  // is the coordinator tried (sync sy's amendments go there).
+  async _post(batch, sy) {
     const n = this._coordinators.length;
-    if (n < 2) return this._postTo(this._coordinator, batch);
+    if (n < 2) return this._postTo(sy.target = this._coordinator, batch);
     const inUse = this._coordIdx, pref = this._prefIdx;
     const returning = inUse !== pref && this._returnDue(this._clock());
     const order = returning ? [pref] : [];
@@ -736,7 +916,7 @@ export class EdgeLimit {
     let err;
     for (const idx of order) {
       try {
-        const r = await this._postTo(this._coordinators[idx], batch);
+        const r = await this._postTo(sy.target = this._coordinators[idx], batch);
         this._use(idx);
         return r;
       } catch (e) {
@@ -808,7 +988,7 @@ export class EdgeLimit {
     // The batch in flight, the last batch, and a margin for more leased
     // keys than one batch carries.
     for (let i = 0; i < 4; i++) {
-      while (this._busy(this._clock())) await new Promise((r) => setTimeout(r, 1));
+      while (this._holdOff(this._clock())) await new Promise((r) => setTimeout(r, 1));
       try {
         if (!(await this._sync())) return false;
       } catch { return false; }

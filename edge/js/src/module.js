@@ -11,6 +11,9 @@ import { EdgeLimitError, codeError, CODES } from './errors.js';
 export { EdgeLimitError, codeError, CODES };
 
 export const MAX_KEY_LEN = 256;
+// The module's status code of a reply that does not answer the batch
+// (core.ErrStaleReply).
+const STALE_REPLY = -8;
 const SMALL_COSTS = Array.from({ length: 257 }, (_, i) => BigInt(i));
 const te = new TextEncoder();
 
@@ -29,6 +32,8 @@ export class Module {
       throw new EdgeLimitError(`the module does not instantiate with the edgelimit imports (is it edgelimit.wasm?): ${e?.message ?? e}`, 'bad_module', { cause: e });
     }
     const x = inst.exports;
+    // el_admit and el_amend are optional: a module older than them still
+    // drives (admit records nothing, amend has nothing to send).
     for (const name of ['el_key_buf', 'el_result_buf', 'el_io_buf', 'el_io_ptr', 'el_decide', 'el_decide_multi',
       'el_reset', 'el_configure', 'el_sync_out', 'el_sync_in', 'el_reincarnate', 'el_stats', 'el_observe', 'el_release', '_initialize']) {
       if (typeof x[name] !== 'function') throw new EdgeLimitError(`the module does not export ${name}`, 'bad_module');
@@ -217,12 +222,40 @@ export class Module {
     return this._readIO(n);
   }
 
-  /** Applies a coordinator reply (msgpack bytes) at nowNs. */
+  /**
+   * Returns the batch in flight amended with the asks of the requests held
+   * (syncRetry) since it was cut (msgpack bytes, a copy: the same seq, time
+   * and entries with "ak"; wasm/wire/amend.go), to send at once as a second
+   * attempt of that batch; null when there is none to send (no batch in
+   * flight, nothing held since the last amendment, or a module without
+   * el_amend).
+   */
+  amend(nowNs) {
+    if (typeof this.exports.el_amend !== 'function') return null;
+    const n = this.exports.el_amend(nowNs);
+    if (n < 0) { this._refresh(); throw codeError('amend', n); }
+    if (n === 0) { this._refresh(); return null; }
+    return this._readIO(n);
+  }
+
+  /**
+   * Applies a coordinator reply (msgpack bytes) at nowNs: the reply to the
+   * outstanding batch, or a second reply to the last one (its amendment's,
+   * or the batch's after its amendment's) until the next batch is cut.
+   * Throws an EdgeLimitError of code "sync_reply" when the module refuses
+   * it; its stale property is true when the reply does not answer the
+   * batch (a later batch was cut, or it is older news than the reply
+   * applied).
+   */
   syncIn(reply, nowNs) {
     this._writeIO(reply, 'sync_reply');
     const c = this.exports.el_sync_in(reply.length, nowNs);
     this._refresh();
-    if (c < 0) throw codeError('sync in', c);
+    if (c < 0) {
+      const e = codeError('sync in', c);
+      e.stale = c === STALE_REPLY;
+      throw e;
+    }
   }
 
   /**

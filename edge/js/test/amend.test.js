@@ -1,0 +1,196 @@
+// Amendments (wasm/wire/amend.go) against the real Go coordinator on
+// loopback: a strict request held (syncRetry) while a batch is in flight
+// amends that batch and is admitted by a reply to it, one round trip after
+// it asked, instead of waiting for the batch's reply and then its own.
+// Every POST goes through a fetch that adds a one-way delay each way (a
+// coordinator 100 ms away) and records what it carried.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { EdgeLimit } from '../src/index.js';
+import { decode } from '../src/msgpack.js';
+import { wasmModule, wasmBytes } from './helpers.js';
+import { startCoordinator } from './coordinator.js';
+
+const coords = [];
+after(async () => { for (const c of coords) await c.stop(); });
+const config = { limiters: [{ name: 's', algorithm: 'fixed_window', limit: 100, period: '1h', mode: 'strict' }] };
+let coord = null;
+async function coordinator() {
+  if (!coord) { coord = await startCoordinator(config); coords.push(coord); }
+  return coord;
+}
+
+const ONE_WAY = 100; // ms each way
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A fetch to the coordinator ONE_WAY ms away each way, recording each POST
+// ({seq, ak: the asks of an amendment or undefined, at}) in sent. hook(rec)
+// may return a Response to answer in the coordinator's place (after the
+// way there); there(rec) and back(rec) are extra ms for each way.
+function far(sent, { hook = () => null, there = () => 0, back = () => 0 } = {}) {
+  return async (url, init) => {
+    const b = decode(init.body);
+    const rec = { seq: b.seq, ak: b.ak, at: Date.now() };
+    sent.push(rec);
+    await sleep(ONE_WAY + there(rec));
+    const fake = hook(rec);
+    if (fake) return fake;
+    const r = await fetch(url, init);
+    const body = await r.arrayBuffer();
+    await sleep(ONE_WAY + back(rec));
+    return new Response(body, { status: r.status, headers: r.headers });
+  };
+}
+
+// The module with its el_amend export renamed: a module older than
+// amendments, which the package must drive as before.
+function withoutAmend() {
+  const b = Uint8Array.from(wasmBytes);
+  const name = new TextEncoder().encode('el_amend');
+  let n = 0;
+  for (let i = 0; i + name.length <= b.length; i++) {
+    if (name.every((c, j) => b[i + j] === c)) { b[i] = 0x78; n++; } // "xl_amend"
+  }
+  assert.ok(n >= 1, 'the module exports el_amend');
+  const m = new WebAssembly.Module(b);
+  assert.ok(!WebAssembly.Module.exports(m).some((e) => e.name === 'el_amend'));
+  return m;
+}
+
+async function until(cond, what, ms = 3000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`no ${what} within ${ms} ms`);
+    await sleep(2);
+  }
+}
+
+// The first request of key a cuts batch 1 (seq 1) and is held for its
+// reply; once it is on its way, a request of key b (no lease either) is
+// held too. Returns its decision, its wait, and the POSTs sent until it
+// was decided.
+async function heldDuringBatch(rl, sent, a, b) {
+  const before = sent.length;
+  const p1 = rl.limit({ limiter: 's', key: a });
+  await until(() => sent.length > before, 'batch in flight');
+  const t = Date.now();
+  const d = await rl.limit({ limiter: 's', key: b });
+  const waited = Date.now() - t;
+  const until2 = sent.slice(before);
+  const d1 = await p1;
+  assert.equal(d1.success, true, `${a}: ${JSON.stringify(d1)}, ${rl.lastError}`);
+  return { d, waited, sent: until2 };
+}
+
+for (const background of ['timers', 'requests']) {
+  test(`${background}: a request held while a batch is in flight amends it and is admitted by a reply to that batch`, async (t) => {
+    const c = await coordinator();
+    const sent = [];
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000, background, fetch: far(sent) });
+    try {
+      const r = await heldDuringBatch(rl, sent, `${background}-a1`, `${background}-b1`);
+      assert.equal(r.d.success, true, `${JSON.stringify(r.d)}, ${rl.lastError}`);
+      // Batch 1, then its amendment asking for b1 (the same seq): no other
+      // batch was cut before b1 was admitted.
+      assert.deepEqual(r.sent.map((s) => [s.seq, s.ak?.map((k) => k[1]) ?? null]), [[1, null], [1, [`${background}-b1`]]]);
+      assert.equal(rl.counters.amendments, 1);
+      assert.deepEqual([rl.counters.syncErrors, rl.counters.reincarnations, rl.lastError], [0, 0, null]);
+
+      // The same with a module without el_amend: b waits for batch 1's
+      // reply, then for batch 2's.
+      const sentOld = [];
+      const old = await EdgeLimit.create({ wasm: withoutAmend(), config, coordinator: c.url, syncInterval: 60000, background, fetch: far(sentOld) });
+      try {
+        const o = await heldDuringBatch(old, sentOld, `${background}-a2`, `${background}-b2`);
+        assert.equal(o.d.success, true, `${JSON.stringify(o.d)}, ${old.lastError}`);
+        assert.deepEqual(o.sent.map((s) => [s.seq, s.ak ?? null]), [[1, null], [2, null]]);
+        assert.equal(old.counters.amendments, 0);
+        t.diagnostic(`round trip ${2 * ONE_WAY} ms: held during a batch, admitted after ${r.waited} ms amending it, ${o.waited} ms without el_amend`);
+      } finally { await old.close(); }
+    } finally { await rl.close(); }
+  });
+
+  test(`${background}: the batch's reply after its amendment's is taken, or refused harmlessly once the next batch is cut`, async () => {
+    const c = await coordinator();
+    const sent = [];
+    // Batch 1 (not its amendment) reaches the coordinator 300 ms late,
+    // batch 2's reply comes back 300 ms late.
+    const slow = (n) => (s) => (s.ak === undefined && s.seq === n ? 300 : 0);
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000, background,
+      fetch: far(sent, { there: slow(1), back: slow(2) }) });
+    try {
+      // The amendment overtakes batch 1: the coordinator applies it as the
+      // batch, and its reply ends the sync; batch 1's reply (a retry's,
+      // newer) comes later, before batch 2 is cut: the module takes it.
+      const r = await heldDuringBatch(rl, sent, `${background}-c1`, `${background}-d1`);
+      assert.equal(r.d.success, true, `${JSON.stringify(r.d)}, ${rl.lastError}`);
+      assert.deepEqual(r.sent.map((s) => [s.seq, s.ak !== undefined]), [[1, false], [1, true]]);
+      await until(() => rl.stats().replies === 2, 'second reply applied');
+      assert.equal(rl.stats().errors, 0);
+
+      // Batch 2 and its amendment, whose reply comes first; batch 3 is cut
+      // (for key g) before batch 2's reply comes: the module refuses that
+      // reply as stale.
+      const r2 = await heldDuringBatch(rl, sent, `${background}-e1`, `${background}-f1`);
+      assert.equal(r2.d.success, true, `${JSON.stringify(r2.d)}, ${rl.lastError}`);
+      const g = await rl.limit({ limiter: 's', key: `${background}-g1` });
+      assert.equal(g.success, true, `${JSON.stringify(g)}, ${rl.lastError}`);
+      assert.deepEqual(sent.slice(2).map((s) => [s.seq, s.ak !== undefined]), [[2, false], [2, true], [3, false]]);
+      await until(() => rl.stats().errors === 1, 'batch 2\'s reply refused');
+      const st = rl.stats();
+      assert.deepEqual([st.syncErrors, st.failures, st.stale, st.reincarnations, rl.lastError], [0, 0, false, 0, null],
+        'a refused second reply is no sync failure');
+      assert.equal(await rl.sync(), true, String(rl.lastError));
+      const h = await rl.limit({ limiter: 's', key: `${background}-h1` });
+      assert.equal(h.success, true, `${JSON.stringify(h)}, ${rl.lastError}`);
+    } finally { await rl.close(); }
+  });
+}
+
+test('the batch\'s reply granting none of the amended ask does not deny the request: the amendment\'s reply admits it', async () => {
+  const cfg = { limiters: [...config.limiters, { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' }] };
+  const c = await startCoordinator(cfg);
+  coords.push(c);
+  for (const background of ['timers', 'requests']) {
+    const sent = [];
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config: cfg, coordinator: c.url, syncInterval: 60000, background, fetch: far(sent) });
+    try {
+      const k = `dry-${background}`;
+      assert.equal((await rl.limit({ limiter: 's', key: k })).success, true, String(rl.lastError));
+      // A batch that reports k's use and asks for nothing (cut for another
+      // limiter's key): its reply grants k no lease. A request of k held
+      // while it flies amends it.
+      rl.decide({ limiter: 'a', key: k });
+      const before = sent.length;
+      const synced = rl.sync();
+      await until(() => sent.length > before, 'batch in flight');
+      const d = await rl.limit({ limiter: 's', key: k });
+      assert.equal(d.success, true, `${background}: ${JSON.stringify(d)}, ${rl.lastError}`);
+      assert.equal(await synced, true);
+      const seq = sent[before].seq;
+      assert.deepEqual(sent.slice(before).map((s) => [s.seq, s.ak?.map((x) => x[1]) ?? null]), [[seq, null], [seq, [k]]], background);
+    } finally { await rl.close(); }
+  }
+});
+
+test('a lost or refused amendment is no sync failure: its request is admitted by the next batch', async () => {
+  const c = await coordinator();
+  const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
+    { status, headers: { 'content-type': 'application/problem+json' } });
+  for (const [what, fail] of [
+    ['unreachable', () => { throw new TypeError('fetch failed (test)'); }],
+    ['503', () => problem(503, 'about:blank')],
+    ['409', () => problem(409, 'urn:edgelimit:problem:seq_conflict')],
+  ]) {
+    const sent = [];
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000,
+      fetch: far(sent, { hook: (s) => (s.ak !== undefined ? fail() : null) }) });
+    try {
+      const r = await heldDuringBatch(rl, sent, `lost-${what}-a`, `lost-${what}-b`);
+      assert.equal(r.d.success, true, `${what}: ${JSON.stringify(r.d)}, ${rl.lastError}`);
+      assert.deepEqual(r.sent.map((s) => [s.seq, s.ak !== undefined]), [[1, false], [1, true], [2, false]], what);
+      const st = rl.stats();
+      assert.deepEqual([st.amendments, st.syncErrors, st.failures, st.reincarnations, rl.lastError], [1, 0, 0, 0, null], what);
+    } finally { await rl.close(); }
+  }
+});
