@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"context"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -90,10 +91,10 @@ func TestAmendmentBadAsks(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0, nil)
 	w := clk.now() / sec
 	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
-	if _, err := c.Sync(nil, amend(b1, wire.Ask{Limiter: "nope", Key: "k", Window: w, Cost: 1})); err == nil {
+	if _, err := c.Sync(context.Background(), amend(b1, wire.Ask{Limiter: "nope", Key: "k", Window: w, Cost: 1})); err == nil {
 		t.Fatal("an ask of an unknown limiter was taken")
 	}
-	if _, err := c.Sync(nil, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 0})); err == nil {
+	if _, err := c.Sync(context.Background(), amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 0})); err == nil {
 		t.Fatal("an ask of cost 0 was taken")
 	}
 	rp := mustSync(t, c, amend(b1, wire.Ask{Limiter: "fw", Key: "x", Window: w, Cost: 1}))

@@ -53,7 +53,6 @@ type Core struct {
 	held    bool  // the decision being recorded answers SyncRetry: the host holds the request (record)
 	replies int64 // replies applied
 
-	amendN  int64  // amendments of the outstanding batch (amend.go); 0: none
 	akBuf   []byte // scratch of Amend: the encoded asks
 	akArr   []byte // the outstanding amendment's asks: array header and akBuf
 	outEnd  bool   // the outstanding batch is a graceful stop's last
