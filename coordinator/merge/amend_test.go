@@ -2,6 +2,8 @@ package merge
 
 import (
 	"context"
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -153,4 +155,126 @@ func TestAmendmentAfterADryReply(t *testing.T) {
 	if v := viewOf(t, rp, "sfw", "x"); v.Lease != 1 {
 		t.Fatalf("x, named by the amendment only: lease %d, want 1", v.Lease)
 	}
+}
+
+// TestLeaseInvariantWithAmendments: isolates that admit only within what
+// the replies of their batches and of their amendments told them (each
+// lease counted from the batch's cut) never admit more than the limit in a
+// window, and count + every reservation stays within it after every
+// apply (at the coordinator's time: a standing lease whose life ended
+// before its window began is void at the isolate too, and free), while they
+// race each other.
+func TestLeaseInvariantWithAmendments(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	const isolates, rounds = 12, 120
+	var mu sync.Mutex
+	admitted := map[int64]int64{} // window -> admitted
+	var wg sync.WaitGroup
+	for i := 0; i < isolates; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			id := "am-" + string(rune('a'+i))
+			// admitted since the last cut (in window sinceWin), the lease
+			// left (for window win) and when it is void
+			var since, sinceWin, win, left, expires int64
+			admit := func(now int64) {
+				if expires != 0 && now >= expires {
+					left = 0
+				}
+				if now/sec != win || left <= 0 || since > 0 && sinceWin != win {
+					return // (one window's cost per batch, as this model reports it)
+				}
+				sinceWin = win
+				x := rng.Int64N(left + 1)
+				left -= x
+				since += x
+				mu.Lock()
+				admitted[win] += x
+				mu.Unlock()
+			}
+			// tell applies a reply to the batch cut at cut: its lease is
+			// void life after the cut (as the module's, leaseExpiry).
+			tell := func(rp *wire.Reply, cut int64) {
+				for _, v := range rp.Entries {
+					if v.Key != "k" {
+						continue
+					}
+					pending := int64(0)
+					if v.Window == sinceWin {
+						pending = since
+					}
+					left, win, expires = v.Lease-pending, v.Window, 0
+					if v.Life != 0 {
+						expires = cut + v.Life
+					}
+				}
+			}
+			for seq := int64(1); seq <= rounds; seq++ {
+				if rng.IntN(3) == 0 {
+					clk.add(rng.Int64N(sec / 10))
+				}
+				now := clk.now()
+				b := batch(id, seq, now, wire.Delta{Limiter: "sfw", Key: "k", Window: sinceWin, Delta: since, Demand: since + rng.Int64N(20)})
+				since, sinceWin = 0, now/sec
+				rp, err := c.Sync(context.Background(), b)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tell(rp, now)
+				checkReservedNow(t, c)
+				admit(now)
+				if rng.IntN(2) == 0 {
+					ask := since + 1 + rng.Int64N(15)
+					rp, err := c.Sync(context.Background(), amend(b, wire.Ask{Limiter: "sfw", Key: "k", Window: clk.now() / sec, Cost: ask}))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					tell(rp, now)
+					checkReservedNow(t, c)
+					admit(clk.now())
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	var total int64
+	for w, n := range admitted {
+		total += n
+		if n > 100 {
+			t.Errorf("window %d: admitted %d > 100", w, n)
+		}
+	}
+	if s := c.m.Stats(); s.AsksGranted == 0 || total == 0 {
+		t.Fatalf("the test exercised nothing: %d granted to asks, %d admitted", s.AsksGranted, total)
+	}
+	t.Logf("admitted %d over %d windows, %d units granted to asks", total, len(admitted), c.m.Stats().AsksGranted)
+}
+
+// checkReservedNow asserts that every strict fixed-window key's count plus
+// what is reserved for its isolates at the coordinator's time is within the
+// limit, in its window and the next.
+func checkReservedNow(t *testing.T, c *testCoordinator) {
+	t.Helper()
+	c.withMerger(func(m *Merger) {
+		now := c.opts.Clock.Now()
+		for _, st := range m.keys {
+			if st.lim.Mode != wire.Strict || st.lim.IsBucket() {
+				continue
+			}
+			_, key, _ := splitKeyStorageKey([]byte(st.skey))
+			for _, W := range []int64{st.win, st.win + 1} {
+				sum := st.usedIn(W, now)
+				for i := range st.isos {
+					sum += st.reservation(&st.isos[i], W, now)
+				}
+				if limit := st.limitFor(key, now); sum > limit {
+					t.Errorf("%s/%s window %d: count + reserved = %d > limit %d", st.lim.Name, key, W, sum, limit)
+				}
+			}
+		}
+	})
 }
