@@ -60,7 +60,7 @@ func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
 	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
 	defer k.stop(t)
-	link := &slowLink{to: "http://" + k.addr, delay: 150 * time.Millisecond}
+	link := &slowLink{to: "http://" + k.addr, delay: 300 * time.Millisecond}
 	srv := httptest.NewServer(link)
 	defer srv.Close()
 	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: srv.URL,
@@ -81,7 +81,7 @@ func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); decide("a", &a) }()
-	// b comes while a's batch is on its way (the link holds it 150 ms).
+	// b comes while a's batch is on its way (the link holds it 300 ms).
 	deadline := time.Now().Add(5 * time.Second)
 	for len(link.batches()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
