@@ -50,20 +50,6 @@ type amendment struct {
 	out, reply []byte
 }
 
-// maxAmends bounds the amendments an isolate has in flight, as the edge
-// hosts do (one): a request held while one is on its way waits for a
-// reply. Measured on the corpus (3 seeds), 2 and 4 gave the same wait p99
-// with up to 1.5x the syncs.
-const maxAmends = 1
-
-// amendHoldMin and amendHoldMax bound how long an amendment in flight holds
-// the next batch back, as the edge host does: twice the last round trip,
-// within these (ns).
-const (
-	amendHoldMin = int64(10 * time.Millisecond)
-	amendHoldMax = int64(time.Second)
-)
-
 type waiter struct {
 	t, cost int64
 	gid     int32
@@ -528,7 +514,7 @@ func (e *engine) expire(nd *node, now int64, all bool) {
 
 // startSync begins a sync attempt of nd at now.
 func (e *engine) startSync(nd *node, now int64) error {
-	if len(nd.amends) > 0 && now-nd.amends[0].at < min(max(2*nd.rtt, amendHoldMin), amendHoldMax) {
+	if len(nd.amends) > 0 && now-nd.amends[0].at < syncloop.AmendHold(nd.rtt) {
 		// An amendment is on its way: a batch cut now would make the
 		// module refuse its reply. Its reply (or its loss) syncs again.
 		return nil
@@ -554,10 +540,10 @@ func (e *engine) startSync(nd *node, now int64) error {
 // amend sends, at now, an amendment of nd's batch in flight asking for
 // the requests it held since the batch was cut (wire/amend.go), as the
 // edge host does; its reply is taken as well as the batch's. With nothing
-// new to ask (or maxAmends on their way) the held requests wait for a
+// new to ask (or syncloop.MaxAmends on their way) the held requests wait for a
 // reply.
 func (e *engine) amend(nd *node, now int64) error {
-	if len(nd.amends) >= maxAmends {
+	if len(nd.amends) >= syncloop.MaxAmends {
 		return nil
 	}
 	out, err := nd.iso.Amend(e.ctx, now, e.outBuf[:0])

@@ -2,7 +2,8 @@ package host
 
 import (
 	"context"
-	"time"
+
+	"github.com/edgelimit/edgelimit/edge/syncloop"
 )
 
 // Amendments (wasm/wire/amend.go). A request the isolate answers SyncRetry
@@ -11,14 +12,7 @@ import (
 // the batch instead, at once, next to the batch (one at a time), and
 // applies both replies, whichever comes first (applyReply). While the
 // amendment is on its way the loop cuts no new batch (the amendment's
-// reply would be refused once one is cut), for at most amendHold.
-
-// amendHoldMin and amendHoldMax bound how long an amendment in flight holds
-// the next batch back: twice the last round trip, within these (ns).
-const (
-	amendHoldMin = int64(10 * time.Millisecond)
-	amendHoldMax = int64(time.Second)
-)
+// reply would be refused once one is cut), for at most syncloop.AmendHold.
 
 // amend sends, for a request decided SyncRetry at now, an amendment of the
 // slot's batch in flight, and reports whether it did: not when no batch is
@@ -63,8 +57,7 @@ func (s *slot) holdsBatch(now int64) bool {
 	if !s.amending.Load() {
 		return false
 	}
-	hold := min(max(2*s.rtt.Load(), amendHoldMin), amendHoldMax)
-	return now-s.amendAt.Load() < hold
+	return now-s.amendAt.Load() < syncloop.AmendHold(s.rtt.Load())
 }
 
 // applyReply applies a reply of the slot's batch or of its amendment at
