@@ -18,6 +18,14 @@ import (
 // the last) writes nothing and is answered from what was read. Asks of
 // limiters that take none (approximate, buckets, upstream-following: see
 // asks) are dropped, as in Merger.Apply.
+//
+// With replica acknowledgement (WAIT), a grant written but not confirmed
+// fails its amendment (ErrUnavailable); a duplicate that then reads the
+// lease is answered with it without a write to confirm it (there is no
+// mark of the amendment to renew, as SubWrite.Confirm does for a batch's
+// parts), so a failover before the replica has the grant can lose a
+// reservation that was told. The isolate's next batch, written and
+// confirmed on the same master, closes the gap.
 
 // routeAsks adds each ask of b that its limiter takes to the part subFor
 // returns for its key's bucket and storage key, and returns buf (scratch
