@@ -24,8 +24,8 @@ import (
 // lease is answered with it without a write to confirm it (there is no
 // mark of the amendment to renew, as SubWrite.Confirm does for a batch's
 // parts), so a failover before the replica has the grant can lose a
-// reservation that was told. The isolate's next batch, written and
-// confirmed on the same master, closes the gap.
+// reservation that was told, until a later confirmed write on the key's
+// master (WAIT covers every earlier write there) closes the gap.
 
 // routeAsks adds each ask of b that its limiter takes to the part subFor
 // returns for its key's bucket and storage key, and returns buf (scratch
