@@ -12,9 +12,9 @@ import (
 // the isolate was refused for want of a lease since it cut the batch
 // (wire.Batch.Asks). Asks are taken for strict windowed limiters that do
 // not follow an upstream (the limiters whose requests the module holds for
-// a lease); others are ignored. Over a shared store (Redis) the sub-batches
-// carry no asks: an amendment there is a plain retry, and its requests are
-// asked for by the isolate's next batch.
+// a lease); others are ignored. Over a shared store (Redis) each ask is
+// served by the part of the batch in its key's bucket, and a grant to an
+// applied batch is written before it is told (shared_amend.go).
 
 // checkAsks reports the first ask naming an unknown limiter, as a
 // *wire.FieldError ("ak[2].limiter").

@@ -1,11 +1,13 @@
 package merge
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -300,9 +302,10 @@ type sharedSub struct {
 	req     *sharedReq
 	bucket  int
 	entries []wire.Delta
-	keys    []string // distinct storage keys, in order of first appearance
+	asks    []wire.Ask // the batch's asks for keys of the bucket (shared_amend.go)
+	keys    []string   // distinct storage keys, in order of first appearance
 	rp      *wire.Reply
-	applied MergeStats // what applying it did (DeltasApplied, DeltasStale)
+	applied MergeStats // what applying it did (DeltasApplied, DeltasStale, AsksGranted)
 }
 
 // sharedBucket is a group's part in one bucket.
@@ -402,12 +405,10 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	byBucket := map[part]*sharedBucket{}
 	var buckets, counted []*sharedBucket
 	var buf []byte
+	var amendments int64
 	for _, r := range live {
 		subOf := map[part]*sharedSub{}
-		for i := range r.b.Entries {
-			e := r.b.Entries[i]
-			buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
-			pk := part{s.store.Bucket(buf), counting && countable(m.lims[e.Limiter])}
+		subFor := func(pk part, key []byte) *sharedSub {
 			sb := subOf[pk]
 			if sb == nil {
 				sb = &sharedSub{req: r, bucket: pk.bucket}
@@ -425,10 +426,20 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 				}
 				g.subs = append(g.subs, sb)
 			}
-			sb.entries = append(sb.entries, e)
-			if !slicesContains(sb.keys, string(buf)) {
-				sb.keys = append(sb.keys, string(buf))
+			if !slicesContains(sb.keys, string(key)) {
+				sb.keys = append(sb.keys, string(key))
 			}
+			return sb
+		}
+		for i := range r.b.Entries {
+			e := r.b.Entries[i]
+			buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
+			sb := subFor(part{s.store.Bucket(buf), counting && countable(m.lims[e.Limiter])}, buf)
+			sb.entries = append(sb.entries, e)
+		}
+		if len(r.b.Asks) > 0 {
+			amendments++
+			buf = s.routeAsks(m, r.b, buf, func(bucket int, key []byte) *sharedSub { return subFor(part{bucket: bucket}, key) })
 		}
 	}
 	for _, g := range append(buckets, counted...) {
@@ -518,6 +529,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	}
 	var st MergeStats
 	st.SeqRefused = refused
+	st.Amendments = amendments
 	for _, r := range live {
 		if r.err != nil {
 			continue
@@ -539,6 +551,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		t.SeqRefused += st.SeqRefused
 		t.Duplicates += st.Duplicates
 		t.Batches += st.Batches
+		t.Amendments += st.Amendments
 	})
 }
 
@@ -659,9 +672,11 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			versions[k] = v.Version
 		}
 		w := SubWrite{Bucket: g.bucket}
+		granted := false // a part has asks: the bucket is written even if every part is a duplicate
 		for _, sb := range g.subs {
 			r := sb.req
-			subDup := r.dup || rd.marks[MarkRef{Bucket: g.bucket, Isolate: r.iso}] >= r.b.Seq
+			mark := rd.marks[MarkRef{Bucket: g.bucket, Isolate: r.iso}]
+			subDup := r.dup || mark >= r.b.Seq
 			if bad != nil {
 				continue
 			}
@@ -671,14 +686,22 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			}
 			m.hwms[r.iso] = hs
 			before := m.stats
-			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: sb.entries, Limits: r.b.Limits}, r.scope, now, nil)
+			asks := liveAsks(sb.asks, mark, r.b.Seq)
+			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At,
+				Entries: sb.entries, Asks: asks, Limits: r.b.Limits}, r.scope, now, nil)
 			if err != nil {
 				bad = err
 				continue
 			}
 			sb.rp = rp
 			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
-				DeltasStale: m.stats.DeltasStale - before.DeltasStale}
+				DeltasStale: m.stats.DeltasStale - before.DeltasStale,
+				AsksGranted: m.stats.AsksGranted - before.AsksGranted}
+			// A part with asks is written even when they raised no lease
+			// (resent, covered already): the write, acknowledged like any
+			// (WAIT), confirms the leases its reply tells, which an
+			// earlier attempt may have written without confirmation.
+			granted = granted || len(asks) > 0
 			ms := MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: m.sharedMarkTTL(sb.entries, now, int64(s.opts.IsolateTTL))}
 			switch {
 			case !subDup:
@@ -691,8 +714,8 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			fail([]*sharedBucket{g}, bad)
 			continue
 		}
-		if len(w.Marks) == 0 && len(w.Confirm) == 0 {
-			continue // duplicates only: answered from what was read
+		if len(w.Marks) == 0 && len(w.Confirm) == 0 && !granted {
+			continue // duplicates only, no asks: answered from what was read
 		}
 		for _, st := range m.dirtyKeys {
 			w.Keys = append(w.Keys, []byte(st.skey))
@@ -726,36 +749,31 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		for _, sb := range wgs[j].subs {
 			written.DeltasApplied += sb.applied.DeltasApplied
 			written.DeltasStale += sb.applied.DeltasStale
+			written.AsksGranted += sb.applied.AsksGranted
 		}
 	}
 	// Counted once written, whether or not the rest of the batch is.
 	s.addStats(func(t *MergeStats) {
 		t.DeltasApplied += written.DeltasApplied
 		t.DeltasStale += written.DeltasStale
+		t.AsksGranted += written.AsksGranted
 	})
 	return again
 }
 
 // reply assembles r's reply from its parts' views: one per distinct key,
-// in order of first appearance in the batch.
+// in order of first appearance in the batch, then the keys of its asks
+// (askOrder, shared_amend.go), as Merger.Apply orders them.
 func (s *SharedMerger) reply(r *sharedReq, now int64) *wire.Reply {
 	rp := &wire.Reply{Version: wire.Version, Seq: r.b.Seq, At: now}
 	for _, sb := range r.subs {
 		rp.Entries = append(rp.Entries, sb.rp.Entries...)
 	}
 	if len(r.subs) > 1 {
-		order := map[[2]string]int{}
-		for i := range r.b.Entries {
-			k := [2]string{r.b.Entries[i].Limiter, r.b.Entries[i].Key}
-			if _, ok := order[k]; !ok {
-				order[k] = len(order)
-			}
-		}
-		out := make([]wire.View, len(rp.Entries))
-		for _, v := range rp.Entries {
-			out[order[[2]string{v.Limiter, v.Key}]] = v
-		}
-		rp.Entries = out
+		order := s.askOrder(r.b)
+		slices.SortStableFunc(rp.Entries, func(a, b wire.View) int {
+			return cmp.Compare(order[[2]string{a.Limiter, a.Key}], order[[2]string{b.Limiter, b.Key}])
+		})
 	}
 	return rp
 }
