@@ -691,8 +691,8 @@ func (e *engine) handle(ev event) error {
 				return serr
 			}
 		case !first && len(nd.amends) == 0 && len(nd.waiting) > 0:
-			// A second reply the module refused (older news than the
-			// first): the requests waiting for it ask in the next batch.
+			// A second reply the module refused (a batch was cut
+			// since): the requests waiting for it ask in the next batch.
 			if werr := e.want(nd, now); werr != nil {
 				return werr
 			}

@@ -436,7 +436,8 @@ func (m lockedModule) Reincarnate(ctx context.Context) error {
 }
 
 // SyncIn applies a reply: a good sync. The batch's own reply after its
-// amendment's (amend.go) is good too, taken or refused as older news.
+// amendment's (amend.go) is good too, taken or refused as stale (a batch
+// was cut since).
 func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error {
 	first, err := m.s.applyReply(ctx, reply, now)
 	if err != nil && !first {

@@ -219,3 +219,44 @@ func TestBatchReplyBeforeAmendmentsIsNoDrySpell(t *testing.T) {
 		t.Fatalf("after the amendment's reply: %+v %v; want admitted", r, err)
 	}
 }
+
+// A second reply made before the first (an amendment that overtook its
+// batch at the coordinator) brings the views the first lacked, not older
+// ones of keys the first already answered.
+func TestSecondReplyOlderThanTheFirst(t *testing.T) {
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := int64(5e9)
+	w := t0 / 1e9
+	var r Result
+	c.Decide(0, []byte("a"), 1, t0, &r)
+	must(c.SyncOut(t0, nil))
+	c.Decide(0, []byte("b"), 1, t0+1e6, &r)
+	if out := must(c.Amend(t0+1e6, nil)); len(out) == 0 {
+		t.Fatal("no amendment")
+	}
+	reply := func(at, now int64, views ...wire.View) {
+		t.Helper()
+		rp := wire.Reply{Version: wire.Version, Seq: c.seq, At: at, Entries: views}
+		if err := c.SyncIn(rp.AppendMsg(nil), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The batch's reply (made at +30 ms) comes first: a's lease of 3.
+	reply(t0+30e6, t0+40e6, wire.View{Limiter: "s", Key: "a", Window: w, Lease: 3, Isolates: 1, Life: 1e9})
+	// The amendment's (made at +20 ms, before it): a's older lease of 1,
+	// and b's, which the first lacked.
+	reply(t0+20e6, t0+41e6, wire.View{Limiter: "s", Key: "a", Window: w, Lease: 1, Isolates: 1, Life: 1e9},
+		wire.View{Limiter: "s", Key: "b", Window: w, Lease: 1, Isolates: 1, Life: 1e9})
+	for i, want := range []bool{true, true, true, false} {
+		if err := c.Decide(0, []byte("a"), 1, t0+42e6, &r); err != nil || r.Allowed != want {
+			t.Fatalf("a, request %d: %+v %v; want allowed %v (the newer lease of 3 holds)", i, r, err, want)
+		}
+	}
+	if err := c.Decide(0, []byte("b"), 1, t0+42e6, &r); err != nil || !r.Allowed {
+		t.Fatalf("b: %+v %v; want admitted on the second reply's lease", r, err)
+	}
+}

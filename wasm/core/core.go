@@ -53,11 +53,10 @@ type Core struct {
 	held    bool  // the decision being recorded answers SyncRetry: the host holds the request (record)
 	replies int64 // replies applied
 
-	akBuf   []byte // scratch of Amend: the encoded asks
-	akArr   []byte // the outstanding amendment's asks: array header and akBuf
-	outEnd  bool   // the outstanding batch is a graceful stop's last
-	replyAt int64  // coordinator time of the last reply applied (wire.Reply.At)
-	late    bool   // a reply to the last batch was applied and no batch was cut since: another of its replies may come (syncIn)
+	akBuf  []byte // scratch of Amend: the encoded asks
+	akArr  []byte // the outstanding amendment's asks: array header and akBuf
+	outEnd bool   // the outstanding batch is a graceful stop's last
+	late   bool   // a reply to the last batch was applied and no batch was cut since: another of its replies may come (syncIn)
 }
 
 type ref struct {

@@ -218,10 +218,12 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	// A second reply to the batch (another attempt's: an amendment's,
 	// wire/amend.go) is taken until the next batch is cut: its leases,
 	// like the first's, are what the isolate may admit from the batch's
-	// cut on. Its deltas were acknowledged by the first.
+	// cut on. Its deltas were acknowledged by the first, and of its views
+	// only those newer than the key's are taken (the coordinator may have
+	// made it before the first: an amendment that overtook its batch).
 	late := len(c.outBuf) == 0
-	if rr.Seq != c.seq || late && (!c.late || rr.At < c.replyAt) {
-		return ErrStaleReply // (a second reply made before the first is older news)
+	if rr.Seq != c.seq || late && !c.late {
+		return ErrStaleReply
 	}
 	// First pass: decode and validate everything into c.views (in place:
 	// under TinyGo a struct copy is a call out of the module), so nothing
@@ -290,6 +292,9 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		if idx < 0 {
 			continue
 		}
+		if e := c.tab.at(idx); late && e.hasView() && e.vAt >= at {
+			continue // older news than the first reply's view
+		}
 		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
 		if rv.v.Limit > 0 {
 			c.adoptLimit(rv.lim, idx, rv.v.Limit)
@@ -307,7 +312,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	c.dropViews(n) // drop the references into reply
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
-	c.late, c.replyAt = true, rr.At
+	c.late = true
 	c.stats.Replies++
 	return nil
 }

@@ -778,8 +778,8 @@ export class EdgeLimit {
 
   // Applies a second reply to the last batch (wire/amend.go): its views and
   // leases, after which the held requests are decided again. One the
-  // module refuses as stale (a batch was cut since, or it is older news
-  // than the first) is dropped silently: the requests it would have
+  // module refuses as stale (a batch was cut since) is dropped silently
+  // (of one it takes, it keeps only the views newer than the keys'): the requests it would have
   // answered ask in the next batch (_resume). Returns whether it applied.
   _second(mod, body) {
     if (this._mod !== mod) return false;

@@ -244,8 +244,8 @@ export class Module {
    * or the batch's after its amendment's) until the next batch is cut.
    * Throws an EdgeLimitError of code "sync_reply" when the module refuses
    * it; its stale property is true when the reply does not answer the
-   * batch (a later batch was cut, or it is older news than the reply
-   * applied).
+   * batch (a later batch was cut). Of a second reply the module keeps
+   * only the views newer than the keys' (one made before the first).
    */
   syncIn(reply, nowNs) {
     this._writeIO(reply, 'sync_reply');
