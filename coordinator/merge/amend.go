@@ -8,13 +8,14 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// Amendments (wire/amend.go): a batch resent while in flight with the cost
-// the isolate was refused for want of a lease since it cut the batch
-// (wire.Batch.Asks). Asks are taken for strict windowed limiters that do
-// not follow an upstream (the limiters whose requests the module holds for
-// a lease); others are ignored. Over a shared store (Redis) each ask is
-// served by the part of the batch in its key's bucket, and a grant to an
-// applied batch is written before it is told (shared_amend.go).
+// Amendments (wire/amend.go): a batch resent while in flight with asks
+// (wire.Batch.Asks): for each key whose requests the isolate holds for a
+// lease, the cost it needs in the window from the batch's cut on. Asks are
+// taken for strict windowed limiters that do not follow an upstream (the
+// limiters whose requests the module holds for a lease); others are
+// ignored. Over a shared store (Redis) each ask is served by the part of
+// the batch in its key's bucket, and a grant to an applied batch is
+// written before it is told (shared_amend.go).
 
 // checkAsks reports the first ask naming an unknown limiter, as a
 // *wire.FieldError ("ak[2].limiter").
