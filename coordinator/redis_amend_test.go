@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -17,13 +18,6 @@ import (
 // Amendments over Redis Cluster (merge/shared_amend.go): the asks of an
 // amendment are served in the bucket of their key, and a grant to an
 // applied batch is written (version-checked) before it is told.
-
-// amendOf returns b resent as an amendment with asks.
-func amendOf(b *wire.Batch, asks ...wire.Ask) *wire.Batch {
-	a := *b
-	a.Asks = asks
-	return &a
-}
 
 // openShared opens a coordinator over s (a store of the package's
 // cluster) on clk.
@@ -65,7 +59,7 @@ func TestRedisAmendmentGrantsLease(t *testing.T) {
 	}
 	// An approximate key's ask is ignored (no view, nothing written).
 	asks = append(asks, wire.Ask{Limiter: "fw", Key: "k", Window: w, Cost: 7})
-	am := amendOf(b1, asks...)
+	am := coordtest.Amend(b1, asks...)
 	rp := mustSync(t, b, am)
 	free := 100 - 95 - first - getKey(t, a, "sfw", "k").Leases["b"]
 	want := first + min(2, free)
@@ -115,7 +109,7 @@ func TestRedisAmendmentGrantsLease(t *testing.T) {
 		t.Fatalf("granted %d in all after the resends", g)
 	}
 	// An ask for more than is left gets what is left, no more.
-	rp = mustSync(t, a, amendOf(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 50}))
+	rp = mustSync(t, a, coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 50}))
 	if got := viewOf(t, rp, "sfw", "k").Lease; got != first+free {
 		t.Fatalf("lease of k when the window has %d free: %d, want %d", free, got, first+free)
 	}
@@ -134,7 +128,7 @@ func TestRedisAmendmentBeforeItsBatch(t *testing.T) {
 	w := clk.now() / sec
 	a, b := openShared(t, rs, clk), openShared(t, openRedisNoFlush(t), clk)
 	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 1, Demand: 1})
-	rp := mustSync(t, a, amendOf(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}, wire.Ask{Limiter: "sfw", Key: "solo", Window: w, Cost: 4}))
+	rp := mustSync(t, a, coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}, wire.Ask{Limiter: "sfw", Key: "solo", Window: w, Cost: 4}))
 	v := viewOf(t, rp, "sfw", "k")
 	if v.Count != 1 || v.Lease < 2 {
 		t.Fatalf("count %d, lease %d; want 1 and >= 2", v.Count, v.Lease)
@@ -185,7 +179,7 @@ func TestRedisAmendmentGrantUnwrittenNotTold(t *testing.T) {
 	a, b := openShared(t, rs, clk), openShared(t, fw, clk)
 	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 1, Demand: 1})
 	first := viewOf(t, mustSync(t, a, b1), "sfw", "k").Lease
-	am := amendOf(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 10})
+	am := coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 10})
 	fw.mu.Lock()
 	fw.fail = true
 	fw.mu.Unlock()
@@ -232,7 +226,7 @@ func TestRedisAmendmentsTwoCoordinatorsExact(t *testing.T) {
 			for seq := int64(1); seq <= rounds; seq++ {
 				use := min(lease, 3) // admitted since the last cut, within the lease
 				b := batch(iso, seq, clk.now(), wire.Delta{Limiter: "sfw", Key: "hot", Window: w, Delta: use, Demand: use + 1})
-				am := amendOf(b, wire.Ask{Limiter: "sfw", Key: "hot", Window: w, Cost: 4}, wire.Ask{Limiter: "sfw", Key: "cold", Window: w, Cost: 2})
+				am := coordtest.Amend(b, wire.Ask{Limiter: "sfw", Key: "hot", Window: w, Cost: 4}, wire.Ask{Limiter: "sfw", Key: "cold", Window: w, Cost: 2})
 				var sends []*wire.Batch
 				switch rng.IntN(3) {
 				case 0:

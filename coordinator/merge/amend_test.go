@@ -9,13 +9,6 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// amend returns b resent as an amendment with asks.
-func amend(b *wire.Batch, asks ...wire.Ask) *wire.Batch {
-	a := *b
-	a.Asks = asks
-	return &a
-}
-
 // TestAmendmentGrantsWhatIsFree: an amendment of an applied batch raises
 // the isolate's lease (from the batch's cut on) to its asks as far as the
 // window has budget free (a key of the batch and a key it did not name);

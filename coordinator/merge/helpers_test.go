@@ -165,9 +165,10 @@ func (c *testCoordinator) withMerger(fn func(m *Merger)) {
 	fn(c.m)
 }
 
-// batch, mustSync and viewOf are coordtest's.
+// batch, amend, mustSync and viewOf are coordtest's.
 var (
 	batch    = coordtest.Batch
+	amend    = coordtest.Amend
 	mustSync = coordtest.MustSync
 	viewOf   = coordtest.ViewOf
 )

@@ -167,11 +167,7 @@ func FuzzAmendAndSecondReply(f *testing.F) {
 // grants nothing for the amendment's asks: the request it held waits for
 // the amendment's reply (no dry spell), which admits it.
 func TestBatchReplyBeforeAmendmentsIsNoDrySpell(t *testing.T) {
-	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9, Mode: wire.Strict}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := strictCore(t)
 	t0 := int64(5e9)
 	w := t0 / 1e9
 	reply := func(at, lease int64) error {
@@ -224,11 +220,7 @@ func TestBatchReplyBeforeAmendmentsIsNoDrySpell(t *testing.T) {
 // batch at the coordinator) brings the views the first lacked, not older
 // ones of keys the first already answered.
 func TestSecondReplyOlderThanTheFirst(t *testing.T) {
-	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9, Mode: wire.Strict}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := strictCore(t)
 	t0 := int64(5e9)
 	w := t0 / 1e9
 	var r Result
@@ -259,4 +251,16 @@ func TestSecondReplyOlderThanTheFirst(t *testing.T) {
 	if err := c.Decide(0, []byte("b"), 1, t0+42e6, &r); err != nil || !r.Allowed {
 		t.Fatalf("b: %+v %v; want admitted on the second reply's lease", r, err)
 	}
+}
+
+// strictCore returns a core with one strict fixed-window limiter "s" of
+// 100 per second.
+func strictCore(t *testing.T) *Core {
+	t.Helper()
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 1e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

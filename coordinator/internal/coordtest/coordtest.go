@@ -44,6 +44,13 @@ func Batch(iso string, seq, at int64, entries ...wire.Delta) *wire.Batch {
 	return &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: at, Entries: entries}
 }
 
+// Amend returns b resent as an amendment with asks (wire.Batch.Asks).
+func Amend(b *wire.Batch, asks ...wire.Ask) *wire.Batch {
+	a := *b
+	a.Asks = asks
+	return &a
+}
+
 // MustSync applies b through s and fails t on an error.
 func MustSync(t testing.TB, s Syncer, b *wire.Batch) *wire.Reply {
 	t.Helper()
