@@ -30,7 +30,6 @@ func (s *slot) amend(now int64) bool {
 		return false
 	}
 	s.amendAt.Store(now)
-	s.amends.Add(1)
 	s.amendWG.Add(1)
 	go s.sendAmend(b)
 	return true

@@ -139,7 +139,6 @@ type slot struct {
 	ctx      context.Context // the host's: amendments end with it
 	amending atomic.Bool     // an amendment is on its way
 	amendAt  atomic.Int64    // ns it was sent
-	amends   atomic.Int64    // amendments sent
 	amendWG  sync.WaitGroup
 	batches  atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
 	rtt      atomic.Int64 // ns from the cut of the last batch answered to its first reply

@@ -55,8 +55,6 @@ func (c *Core) Amend(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	c.akArr = append(wire.AppendArrayHeader(c.akArr[:0], n), ak...)
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.cutAt,
-		c.upBuf, c.denBuf, c.akArr, false, c.rgen, true, len(c.inflight))
-	c.outBuf = append(c.outBuf, c.entBuf...)
+	c.rebuildOut(c.akArr)
 	return append(dst, c.outBuf...), nil
 }

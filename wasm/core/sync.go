@@ -185,12 +185,20 @@ func (c *Core) Reincarnate(newID, secret string) error {
 	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
 	c.seq, c.late = 0, false
 	if len(c.outBuf) > 0 {
-		// One entry per inflight item; c.entBuf still holds them encoded.
 		c.seq = 1
-		c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, newID, secret, c.seq, c.cutAt, c.upBuf, c.denBuf, nil, false, c.rgen, true, len(c.inflight))
-		c.outBuf = append(c.outBuf, c.entBuf...)
+		c.rebuildOut(nil)
 	}
 	return nil
+}
+
+// rebuildOut encodes the outstanding batch again into c.outBuf, under the
+// isolate's id and c.seq, with the asks ak (the encoded array; nil for
+// none): the same time, signals, denials and entries (c.entBuf still holds
+// them encoded, one per inflight item). Reincarnate and Amend resend it so.
+func (c *Core) rebuildOut(ak []byte) {
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.cutAt,
+		c.upBuf, c.denBuf, ak, false, c.rgen, true, len(c.inflight))
+	c.outBuf = append(c.outBuf, c.entBuf...)
 }
 
 // Outstanding reports whether a batch awaits its reply.
