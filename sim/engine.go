@@ -31,8 +31,10 @@ type node struct {
 	out      []byte // outstanding batch
 	reply    []byte // reply of the live attempt
 	// The amendments in flight (wire/amend.go); their replies are taken
-	// as well as the batch's.
+	// as well as the batch's, and an amendment's while the next batch is
+	// in flight too.
 	amends  []amendment
+	batchN  int64 // batches cut by the isolate (amendment.batch)
 	applied int64 // highest seq the coordinator applied (for writes)
 	sentAt  int64 // when the live attempt was sent, ns
 	rtt     int64 // ns from the send of the last batch answered to its first reply
@@ -47,6 +49,7 @@ type node struct {
 type amendment struct {
 	tok        uint64 // its attempt's token
 	at         int64  // when it was sent, ns
+	batch      int64  // the batch it amends (node.batchN then)
 	out, reply []byte
 }
 
@@ -514,11 +517,6 @@ func (e *engine) expire(nd *node, now int64, all bool) {
 
 // startSync begins a sync attempt of nd at now.
 func (e *engine) startSync(nd *node, now int64) error {
-	if len(nd.amends) > 0 && now-nd.amends[0].at < syncloop.AmendHold(nd.rtt) {
-		// An amendment is on its way: a batch cut now would make the
-		// module refuse its reply. Its reply (or its loss) syncs again.
-		return nil
-	}
 	out, err := nd.iso.SyncOut(e.ctx, now, e.outBuf[:0])
 	if err != nil {
 		return fmt.Errorf("sim: sync out: %w", err)
@@ -531,7 +529,16 @@ func (e *engine) startSync(nd *node, now int64) error {
 	}
 	nd.out = append(nd.out[:0], out...)
 	nd.sched.Begin(now)
-	nd.amends = nd.amends[:0] // amendments of an earlier batch: the module refuses their replies
+	// The module takes the reply of the last batch's amendment while this
+	// one is in flight; those of earlier batches it refuses.
+	keep := nd.amends[:0]
+	for _, a := range nd.amends {
+		if a.batch == nd.batchN {
+			keep = append(keep, a)
+		}
+	}
+	nd.amends = keep
+	nd.batchN++
 	e.send(nd, now, nil)
 	nd.batchTok = nd.attempt
 	return nil
@@ -543,7 +550,13 @@ func (e *engine) startSync(nd *node, now int64) error {
 // new to ask (or syncloop.MaxAmends on their way) the held requests wait for a
 // reply.
 func (e *engine) amend(nd *node, now int64) error {
-	if len(nd.amends) >= syncloop.MaxAmends {
+	n := 0 // amendments of this batch on their way (those of the one before may be too)
+	for _, a := range nd.amends {
+		if a.batch == nd.batchN {
+			n++
+		}
+	}
+	if n >= syncloop.MaxAmends {
 		return nil
 	}
 	out, err := nd.iso.Amend(e.ctx, now, e.outBuf[:0])
@@ -555,7 +568,7 @@ func (e *engine) amend(nd *node, now int64) error {
 		return nil
 	}
 	e.res.Amendments++
-	nd.amends = append(nd.amends, amendment{at: now, out: append([]byte(nil), out...)})
+	nd.amends = append(nd.amends, amendment{at: now, batch: nd.batchN, out: append([]byte(nil), out...)})
 	e.send(nd, now, &nd.amends[len(nd.amends)-1])
 	return nil
 }
@@ -666,15 +679,15 @@ func (e *engine) handle(ev event) error {
 		if ev.gen != nd.gen || !batch && ai < 0 {
 			return nil
 		}
-		rep := nd.reply
+		// The first reply of the batch (its own or its amendment's) ends
+		// the sync; the other brings its views too (the module refuses
+		// it once the batch after the next is cut, or the next one's
+		// reply is applied).
+		rep, first := nd.reply, nd.sched.InFlight()
 		if ai >= 0 {
-			rep = nd.amends[ai].reply
+			rep, first = nd.amends[ai].reply, first && nd.amends[ai].batch == nd.batchN
 			nd.amends = append(nd.amends[:ai], nd.amends[ai+1:]...)
 		}
-		// The first reply of the batch (its own or its amendment's) ends
-		// the sync; the other, when it comes before the next batch is
-		// cut, brings its views too (the module refuses it after).
-		first := nd.sched.InFlight()
 		err := nd.iso.SyncIn(e.ctx, rep, now)
 		switch {
 		case !first:

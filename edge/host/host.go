@@ -136,12 +136,10 @@ type slot struct {
 	unacked   atomic.Int64 // cost in the batch sent and not yet acknowledged
 
 	// Amendments (amend.go).
-	ctx      context.Context // the host's: amendments end with it
-	amending atomic.Bool     // an amendment is on its way
-	amendAt  atomic.Int64    // ns it was sent
-	amendWG  sync.WaitGroup
-	batches  atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
-	rtt      atomic.Int64 // ns from the cut of the last batch answered to its first reply
+	ctx     context.Context // the host's: amendments end with it
+	amendOf atomic.Int64    // the batch (batches then, plus one) whose amendment is on its way; 0: none
+	amendWG sync.WaitGroup
+	batches atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
 }
 
 // shareKey identifies a key of a limiter in a local share.
@@ -387,7 +385,7 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 	case s.loop == nil:
 	case d.SyncRetry && s.amend(now):
 		// A batch is in flight: its amendment asks for this request.
-	case d.SyncWanted && !s.amending.Load():
+	case d.SyncWanted && s.amendOf.Load() == 0:
 		s.loop.Kick() // (while an amendment is on its way, its end kicks the loop)
 	}
 	return d, wait, nil
@@ -400,9 +398,6 @@ type lockedModule struct{ s *slot }
 // SyncOut cuts (or re-sends) the isolate's batch. Nothing to sync counts
 // as a good sync unless attempts are failing (as syncloop.Scheduler.Idle).
 func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
-	if m.s.holdsBatch(now) {
-		return dst, nil // an amendment is on its way (amend.go)
-	}
 	m.s.mu.Lock()
 	b, err := m.s.iso.SyncOut(ctx, now, dst)
 	m.s.mu.Unlock()
@@ -435,10 +430,9 @@ func (m lockedModule) Reincarnate(ctx context.Context) error {
 }
 
 // SyncIn applies a reply: a good sync. The batch's own reply after its
-// amendment's (amend.go) is good too, taken or refused as stale (a batch
-// was cut since).
+// amendment's (amend.go) is good too, taken or refused as stale.
 func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error {
-	first, err := m.s.applyReply(ctx, reply, now)
+	first, err := m.s.applyReply(ctx, reply, now, 0)
 	if err != nil && !first {
 		return nil // the batch was answered already
 	}

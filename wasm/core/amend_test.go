@@ -105,19 +105,21 @@ func must(b []byte, err error) []byte {
 }
 
 // FuzzAmendAndSecondReply: an amendment decodes as its batch with asks, and
-// arbitrary bytes taken as a second reply to the batch never panic nor
-// break the core (a refused one changes nothing it reports).
+// arbitrary bytes taken as a second reply to the batch (before or after the
+// next batch is cut: cut) never panic nor break the core (a refused one
+// changes nothing it reports).
 func FuzzAmendAndSecondReply(f *testing.F) {
 	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 8, Limiters: []wire.LimiterConfig{
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 10, Period: 1e9, Mode: wire.Strict}}}
 	good := wire.Reply{Version: wire.Version, Seq: 1, At: 5e9, Entries: []wire.View{
 		{Limiter: "s", Key: "a", Window: 2, Lease: 1, Isolates: 1, Life: 1e9},
 		{Limiter: "s", Key: "b", Window: 2, Lease: 3, Isolates: 1, Life: 1e9}}}
-	f.Add(good.AppendMsg(nil), int64(2e9+50e6))
+	f.Add(good.AppendMsg(nil), int64(2e9+50e6), false)
+	f.Add(good.AppendMsg(nil), int64(2e9+150e6), true)
 	good.At, good.Entries[1].Lease = 4e9, 1<<50
-	f.Add(good.AppendMsg(nil), int64(2e9+60e6))
-	f.Add([]byte{0x81, 0xa1, 'e', 0x90}, int64(1))
-	f.Fuzz(func(t *testing.T, second []byte, now int64) {
+	f.Add(good.AppendMsg(nil), int64(2e9+60e6), false)
+	f.Add([]byte{0x81, 0xa1, 'e', 0x90}, int64(1), true)
+	f.Fuzz(func(t *testing.T, second []byte, now int64, cut bool) {
 		c, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -147,6 +149,14 @@ func FuzzAmendAndSecondReply(f *testing.F) {
 		}
 		if now < 0 {
 			now = -now
+		}
+		if cut {
+			// The next batch is cut first: second lands as the
+			// amendment's reply after it (taken while batch 2 flies).
+			c.Decide(0, []byte("c"), 1, 2e9+100e6, &r)
+			if b, err := c.SyncOut(2e9+100e6, nil); err != nil || len(b) == 0 {
+				t.Fatalf("batch 2: %v", err)
+			}
 		}
 		replies := c.Stats().Replies
 		if err := c.SyncIn(second, now); err != nil && c.Stats().Replies != replies {

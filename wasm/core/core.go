@@ -57,6 +57,12 @@ type Core struct {
 	akArr  []byte // the outstanding amendment's asks: array header and akBuf
 	outEnd bool   // the outstanding batch is a graceful stop's last
 	late   bool   // a reply to the last batch was applied and no batch was cut since: another of its replies may come (syncIn)
+	// An amendment's reply may come after the next batch is cut (syncIn).
+	amendSeq  int64 // the batch (Core.seq) last amended; 0: none
+	amendPrev bool  // the batch before the outstanding one was amended: its amendment's reply may still come
+	prevCut   int64 // ns: when the batch before the outstanding one was cut
+	prior     bool  // the reply being applied is to the batch before the outstanding one (an amendment's)
+	priorN    int64 // the reply (Core.replies) that was such a reply (record)
 }
 
 type ref struct {
@@ -420,6 +426,12 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		}
 		if s.reaskN != c.replies { // the first decision after a reply
 			s.reask, s.reaskN = s.unsent, c.replies
+			if c.priorN == c.replies {
+				// An amendment's reply that came after the next batch
+				// was cut: the requests held before that cut asked in
+				// it (s.asked), and its reply is still to come.
+				s.reask = addSat(s.reask, s.asked)
+			}
 		}
 		if now-c.heard <= reDecideSpan {
 			k := min64(s.reask, cost)

@@ -102,7 +102,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	if c.cutAt > 0 && now > c.cutAt {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
 	}
-	c.cutAt = now
+	c.prevCut, c.cutAt, c.amendPrev = c.cutAt, now, c.seq > 1 && c.amendSeq == c.seq-1
 	c.stats.Batches++
 	c.outEnd = end
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, true, count)
@@ -183,7 +183,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 		return badInput(errors.New("core: an isolate secret must be 16 to 64 bytes"))
 	}
 	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
-	c.seq, c.late = 0, false
+	c.seq, c.late, c.amendSeq, c.amendPrev = 0, false, 0, false
 	if len(c.outBuf) > 0 {
 		c.seq = 1
 		c.rebuildOut(nil)
@@ -229,10 +229,21 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	// cut on. Its deltas were acknowledged by the first, and of its views
 	// only those newer than the key's are taken (the coordinator may have
 	// made it before the first: an amendment that overtook its batch).
+	//
+	// An amendment's reply may also come after the next batch was cut
+	// (prior): it is taken while that batch is in flight, for the views
+	// and leases of strict windowed keys. Its leases count from the
+	// amended batch's cut, so what the isolate admitted since (the
+	// outstanding batch's deltas and what it admitted after) is taken off
+	// them (apply). Once the outstanding batch's reply is applied it is
+	// refused: the coordinator made that reply after the amendment's (an
+	// amendment that reaches it after the next batch is refused as stale).
 	late := len(c.outBuf) == 0
-	if rr.Seq != c.seq || late && !c.late {
+	prior := !late && c.amendPrev && rr.Seq+1 == c.seq
+	if rr.Seq != c.seq && !prior || late && !c.late {
 		return ErrStaleReply
 	}
+	late = late || prior
 	// First pass: decode and validate everything into c.views (in place:
 	// under TinyGo a struct copy is a call out of the module), so nothing
 	// is applied from a bad reply and the reply is parsed once. Allocation
@@ -269,8 +280,12 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		return err
 	}
 	// The batch is acknowledged: its deltas are now in the global view
-	// (a second reply: c.inflight is empty since the first).
+	// (a second reply: c.inflight is empty since the first, or is the
+	// next batch's).
 	for _, it := range c.inflight {
+		if prior {
+			break
+		}
 		e := c.tab.at(it.idx)
 		if e.gen != it.gen {
 			continue
@@ -294,16 +309,21 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	}
 	c.heard = now
 	c.replies++
+	c.prior = prior
+	if prior {
+		c.priorN = c.replies
+	}
 	for i := range views {
 		rv := &views[i]
+		l := &c.lims[rv.lim]
 		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
-		if idx < 0 {
+		if idx < 0 || prior && (!l.strict || l.bucket) {
 			continue
 		}
 		if e := c.tab.at(idx); late && e.hasView() && e.vAt >= at {
 			continue // older news than the first reply's view
 		}
-		c.apply(&c.lims[rv.lim], c.tab.at(idx), &rv.v, now, at)
+		c.apply(l, c.tab.at(idx), &rv.v, now, at)
 		if rv.v.Limit > 0 {
 			c.adoptLimit(rv.lim, idx, rv.v.Limit)
 		}
@@ -318,6 +338,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		c.unheard(views)
 	}
 	c.dropViews(n) // drop the references into reply
+	if prior {
+		c.prior, c.amendPrev = false, false
+		return nil
+	}
 	c.inflight = c.inflight[:0]
 	c.outBuf = c.outBuf[:0]
 	c.late = true
@@ -415,19 +439,34 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		s.dryWin, s.dryN = -1, 0
 	}
 	if v.Lease >= 0 {
-		s.expires = leaseExpiry(c.cutAt, v.Life)
+		cut := c.cutAt
+		if c.prior {
+			cut = c.prevCut // the amended batch's
+		}
+		s.expires = leaseExpiry(cut, v.Life)
 		// The standing lease is for the window after the view's.
 		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
 		if s.hasLease && !l.bucket && v.Window < s.leaseWin && s.leaseWin <= window(now, l.cfg.Period) {
 			// A reply made before a window ended, arriving after this
 			// isolate began the next one on its standing lease: keep
 			// that lease (the coordinator reserved it).
-			s.asked = 0
+			if !c.prior {
+				s.asked = 0
+			}
 			return
 		}
 		pending := e.pCur
 		if !l.bucket && v.Window != e.win {
 			pending = 0
+		}
+		if c.prior {
+			// Admitted since the amended batch's cut: also what the
+			// outstanding batch reports in the lease's window.
+			for _, it := range c.inflight {
+				if c.tab.at(it.idx) == e && it.win == v.Window {
+					pending += it.delta
+				}
+			}
 		}
 		s.lease = v.Lease - pending
 		s.leaseGrant = v.Lease
@@ -447,7 +486,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		// the rest of the window: reservations others leave unused
 		// come back as they report).
 		switch {
-		case s.asked > 0 && v.Lease <= 0 && !l.bucket:
+		case s.asked > 0 && v.Lease <= 0 && !l.bucket && !c.prior: // (s.asked is the outstanding batch's)
 			n := uint8(0)
 			if s.dryWin == v.Window && s.dryN < maxDryDoublings {
 				n = s.dryN + 1
@@ -466,7 +505,9 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 			s.dryWin, s.dryN = -1, 0
 		}
 	}
-	s.asked = 0
+	if !c.prior {
+		s.asked = 0
+	}
 }
 
 // leaseExpiry returns when a lease told with life (wire.View.Life) in the

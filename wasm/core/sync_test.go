@@ -468,7 +468,8 @@ func TestSyncInRefusesBadReplies(t *testing.T) {
 	if got := peekRemaining(t, c, 0, "a", now); got != 50 {
 		t.Errorf("a after the reply twice: remaining %d, want 100-50 (acknowledged once)", got)
 	}
-	// Once the next batch is cut, a reply to the old one is stale.
+	// Once the next batch is cut, a reply to the old one (not amended)
+	// is stale.
 	_ = c.Decide(0, []byte("a"), 1, now, &core.Result{})
 	if out, err := c.SyncOut(now, nil); err != nil || len(out) == 0 {
 		t.Fatalf("next batch: %d bytes, %v", len(out), err)

@@ -18,8 +18,11 @@ package wire
 // reply's lease is, like any reply's, what the isolate may admit from the
 // batch's cut on, so the isolate applies the replies of both attempts
 // (the module takes a second reply to its last batch until it cuts the
-// next; core.Core.SyncIn), and a held request waits one round trip from
-// the moment it was held.
+// next, and an amendment's reply while the next batch is in flight, less
+// what that batch reports; core.Core.SyncIn), and a held request waits
+// one round trip from the moment it was held. An amendment that reaches
+// the coordinator after the next batch is refused as stale (409), which
+// the host ignores.
 
 // Ask is the cost one key's requests asked for in one window (an
 // amendment's, Batch.Asks).
