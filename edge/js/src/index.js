@@ -536,7 +536,7 @@ export class EdgeLimit {
     if (this._holdOff(now)) return;
     if (wanted) this._kicked = true;
     let go = this._sched.due(now);
-    if (!go && this._kicked) go = this._sched.want(now) || this._sched.probe(now);
+    if (!go && this._kicked && !this._awaitsAmend(now)) go = this._sched.want(now) || this._sched.probe(now);
     if (go) {
       this._kicked = false;
       const p = this._sync();
@@ -547,7 +547,7 @@ export class EdgeLimit {
   // timers mode (Node): the module asked for an early sync.
   _kick(now) {
     if (this._holdOff(now) || this._closed) return;
-    if (this._sched.want(now) || this._sched.probe(now)) this._syncAndArm();
+    if (!this._awaitsAmend(now) && (this._sched.want(now) || this._sched.probe(now))) this._syncAndArm();
     else this._arm();
   }
 
@@ -593,11 +593,18 @@ export class EdgeLimit {
     return this._sync();
   }
 
-  // Whether no new batch should be cut at now: a sync is in flight, or
-  // requests are held while an amendment is in flight (they wait for its
-  // reply, which may admit them, before the next batch asks again).
+  // Whether no new batch should be cut at now: a sync is in flight. (An
+  // amendment in flight does not hold the next batch off: the module takes
+  // its reply while the next batch is in flight too.)
   _holdOff(now) {
-    return this._busy(now) || (this._held > 0 && this._amending(now));
+    return this._busy(now);
+  }
+
+  // Whether requests are held while an amendment is in flight at now: they
+  // wait for its reply, which may admit them, before they start a sync
+  // (the regular syncs go on).
+  _awaitsAmend(now) {
+    return this._held > 0 && this._amending(now);
   }
 
   // Starts a sync (or returns the one in flight): its promise resolves to
@@ -668,12 +675,16 @@ export class EdgeLimit {
   // {ok, second}: ok, a reply was applied; second, it was a second reply
   // to the last batch (its amendment's, or its own after its amendment's),
   // not the end of a sync.
+  //
+  // While an amendment is in flight the held requests start no sync: its
+  // reply may admit them (as the edge host's).
   _waitSync(ms, ctx) {
     if (this._background === 'requests') return this._pollSync(ms, ctx);
     return new Promise((resolve) => {
       const t = setTimeout(() => resolve(NO_REPLY), ms);
       this._waiters.push((ev) => { clearTimeout(t); resolve(ev); });
-      if (!this._holdOff(this._clock())) {
+      const now = this._clock();
+      if (!this._holdOff(now) && !this._awaitsAmend(now)) {
         const p = this._background === 'timers' ? (this._syncAndArm(), this._inflight) : this._sync();
         ctx?.waitUntil?.(p);
       }
@@ -695,7 +706,7 @@ export class EdgeLimit {
       if (this._replyGen !== rgen) return SECOND_REPLY;
       const now = this._clock();
       if (now >= end) return NO_REPLY;
-      if (!this._holdOff(now)) {
+      if (!this._holdOff(now) && !this._awaitsAmend(now)) {
         const p = this._sync();
         ctx?.waitUntil?.(p);
         continue; // nothing to send ends it at once
@@ -777,8 +788,10 @@ export class EdgeLimit {
   }
 
   // Applies a second reply to the last batch (wire/amend.go): its views and
-  // leases, after which the held requests are decided again. One the
-  // module refuses as stale (a batch was cut since) is dropped silently
+  // leases, after which the held requests are decided again (an
+  // amendment's reply is taken while the next batch is in flight too). One
+  // the module refuses as stale (the next batch's reply came, or a batch
+  // not amended was cut since) is dropped silently
   // (of one it takes, it keeps only the views newer than the keys'): the requests it would have
   // answered ask in the next batch (_resume). Returns whether it applied.
   _second(mod, body) {
@@ -798,7 +811,7 @@ export class EdgeLimit {
 
   // Whether an amendment is in flight at now. One past its deadline
   // (syncTimeout after it was sent, plus 100 ms) was cancelled by the
-  // runtime or hangs: it no longer holds the next batch off.
+  // runtime or hangs: the batch may be amended again.
   _amending(now) {
     if (!this._amend) return false;
     if (now < this._amend.deadline) return true;
@@ -812,14 +825,15 @@ export class EdgeLimit {
   // entries, with the asks of the requests held since the cut) and sent
   // as a second attempt to the coordinator the batch went to; its reply
   // is taken as well as the batch's, and the request waits one round trip
-  // instead of two. At most one amendment is in flight; with nothing new
-  // to ask (or a module without el_amend) the request waits for a reply.
-  // Returns the amendment sent, or null.
+  // instead of two. At most one amendment of a batch is in flight (the
+  // last batch's may be too: the module takes its reply while this one
+  // flies); with nothing new to ask (or a module without el_amend) the
+  // request waits for a reply. Returns the amendment sent, or null.
   _amendNow(ctx) {
     const now = this._clock();
     const sy = this._cur;
     const mod = this._mod;
-    if (!mod || !this._busy(now) || sy.done || sy.target === null || this._amending(now)) return null;
+    if (!mod || !this._busy(now) || sy.done || sy.target === null || (this._amending(now) && this._amend.sy === sy)) return null;
     let out;
     try {
       out = mod.amend(this._ns(now));
@@ -862,7 +876,6 @@ export class EdgeLimit {
       }
     }
     if (!taken) this._resume();
-    else if (this._background === 'timers') this._arm(); // held off while it flew
   }
 
   // Requests held for an amendment's reply or a refused second reply got
@@ -870,7 +883,8 @@ export class EdgeLimit {
   // (In requests mode the held requests start it themselves: _pollSync.)
   _resume() {
     if (this._closed || this._background !== 'timers') return;
-    if (this._held > 0 && !this._holdOff(this._clock())) this._syncAndArm();
+    const now = this._clock();
+    if (this._held > 0 && !this._holdOff(now) && !this._awaitsAmend(now)) this._syncAndArm();
     else this._arm();
   }
 

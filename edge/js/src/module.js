@@ -241,7 +241,8 @@ export class Module {
   /**
    * Applies a coordinator reply (msgpack bytes) at nowNs: the reply to the
    * outstanding batch, or a second reply to the last one (its amendment's,
-   * or the batch's after its amendment's) until the next batch is cut.
+   * or the batch's after its amendment's) until the next batch is cut, or
+   * an amendment's reply while the next batch is in flight.
    * Throws an EdgeLimitError of code "sync_reply" when the module refuses
    * it; its stale property is true when the reply does not answer the
    * batch (a later batch was cut). Of a second reply the module keeps

@@ -147,6 +147,45 @@ for (const background of ['timers', 'requests']) {
   });
 }
 
+for (const background of ['timers', 'requests']) {
+  test(`${background}: an amendment's reply that comes after the next batch was cut is taken while that batch flies`, async (tt) => {
+    const c = await coordinator();
+    const sent = [];
+    // Batch 1's amendment's reply comes back 300 ms late; batch 2's (and
+    // its amendment's, when b3, decided again after batch 1's reply, asks
+    // in one) 600 ms.
+    const slow = (s) => (s.seq === 2 ? 600 : s.ak !== undefined ? 300 : 0);
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000, background,
+      fetch: far(sent, { back: slow }) });
+    try {
+      const p1 = rl.limit({ limiter: 's', key: `${background}-a3` });
+      await until(() => sent.length === 1, 'batch 1 in flight');
+      const t = Date.now();
+      let bAt = 0;
+      const pb = rl.limit({ limiter: 's', key: `${background}-b3` }).then((d) => { bAt = Date.now(); return d; });
+      assert.equal((await p1).success, true, String(rl.lastError));
+      // Batch 1 answered (without b3's ask): batch 2 is cut, for another
+      // key, while the amendment's reply is still on its way.
+      rl.decide({ limiter: 's', key: `${background}-x3` });
+      let s2At = 0;
+      const s2 = rl.sync().then((ok) => { s2At = Date.now(); return ok; });
+      await until(() => sent.length === 3, 'batch 2 in flight');
+      const b = await pb;
+      assert.equal(b.success, true, `${JSON.stringify(b)}, ${rl.lastError}`);
+      assert.deepEqual(sent.slice(0, 3).map((x) => [x.seq, x.ak?.map((k) => k[1]) ?? null]),
+        [[1, null], [1, [`${background}-b3`]], [2, null]]);
+      assert.equal(await s2, true, String(rl.lastError));
+      tt.diagnostic(`b3 admitted at +${bAt - t} ms, batch 2 answered at +${s2At - t} ms; sent ${JSON.stringify(sent.map((x) => [x.seq, x.ak?.length ?? 0, x.at - t]))}`);
+      // Batch 2's reply (or its amendment's) cannot come before it was
+      // sent plus 2 x ONE_WAY + 600 ms: b3 was admitted by batch 1's
+      // amendment's reply (+500 ms; +1000 with a module that refuses it).
+      const earliest = sent[2].at + 2 * ONE_WAY + 600;
+      assert.ok(bAt < earliest - 150 && bAt < s2At, `b3 admitted at +${bAt - t} ms, batch 2 answered at +${s2At - t} ms (sent at +${sent[2].at - t}): want b3 on the amendment's reply`);
+      assert.deepEqual([rl.counters.syncErrors, rl.counters.reincarnations, rl.lastError], [0, 0, null]);
+    } finally { await rl.close(); }
+  });
+}
+
 test('the batch\'s reply granting none of the amended ask does not deny the request: the amendment\'s reply admits it', async () => {
   const cfg = { limiters: [...config.limiters, { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' }] };
   const c = await startCoordinator(cfg);
