@@ -57,11 +57,12 @@ func TestAmendmentReplyAfterTheNextCut(t *testing.T) {
 		}
 		return c
 	}
-	amendReply := func(lease, life int64) []byte {
-		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 30e6, Entries: []wire.View{
+	amendReplyAt := func(at, lease, life int64) []byte {
+		rp := wire.Reply{Version: wire.Version, Seq: 1, At: at, Entries: []wire.View{
 			{Limiter: "s", Key: "k", Window: w, Count: 0, Lease: lease, Isolates: 1, Life: life}}}
 		return rp.AppendMsg(nil)
 	}
+	amendReply := func(lease, life int64) []byte { return amendReplyAt(t0+30e6, lease, life) }
 	t.Run("its lease less what batch 2 reports", func(t *testing.T) {
 		c := setup(t, true)
 		// The amendment's lease of 1 (from batch 1's cut) is a's: used.
@@ -115,6 +116,17 @@ func TestAmendmentReplyAfterTheNextCut(t *testing.T) {
 		// batch 2's cut it would live until t0+250ms).
 		if err := c.Decide(0, []byte("k"), 1, t0+160e6, &r); err != nil || r.Allowed {
 			t.Fatalf("b after the lease's life: %+v, %v; want not admitted", r, err)
+		}
+	})
+	t.Run("older than the batch's reply", func(t *testing.T) {
+		c := setup(t, true)
+		// Made at t0+10ms, before batch 1's reply (t0+20ms): its view is
+		// older than the key's, and is not taken.
+		if err := c.SyncIn(amendReplyAt(t0+10e6, 2, 1e9), t0+110e6); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Decide(0, []byte("k"), 1, t0+110e6, &r); err != nil || r.Allowed {
+			t.Fatalf("b on an older view's lease: %+v, %v; want not admitted", r, err)
 		}
 	})
 	t.Run("a batch not amended", func(t *testing.T) {

@@ -300,7 +300,11 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			e.lPrev -= it.delta
 		}
 	}
-	at := viewTime(c.cutAt, rr.At, now)
+	cut := c.cutAt
+	if prior {
+		cut = c.prevCut // the views were made after the amended batch's cut
+	}
+	at := viewTime(cut, rr.At, now)
 	if now > c.cutAt && !late {
 		c.rtt = (c.rtt + (now - c.cutAt)) / 2
 	}
