@@ -21,8 +21,10 @@ import (
 type slowLink struct {
 	to    string
 	delay time.Duration
+	back  func(b wire.Batch) time.Duration // extra delay of b's reply (nil: none)
 	mu    sync.Mutex
 	seen  []wire.Batch
+	at    []time.Time // when each of seen came
 }
 
 func (l *slowLink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +32,7 @@ func (l *slowLink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b wire.Batch
 	if err := b.UnmarshalMsg(body); err == nil {
 		l.mu.Lock()
-		l.seen = append(l.seen, b)
+		l.seen, l.at = append(l.seen, b), append(l.at, time.Now())
 		l.mu.Unlock()
 	}
 	time.Sleep(l.delay)
@@ -40,6 +42,9 @@ func (l *slowLink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	if l.back != nil {
+		time.Sleep(l.back(b))
+	}
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
@@ -95,6 +100,75 @@ func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
 	seen := link.batches()
 	if len(seen) != 2 || seen[0].Seq != 1 || seen[1].Seq != 1 || len(seen[1].Asks) != 1 || seen[1].Asks[0].Key != "b" {
 		t.Fatalf("the link forwarded %+v; want batch 1 and its amendment asking for b", seen)
+	}
+	if got := k.count(t, "s", "a") + k.count(t, "s", "b"); got > 2 {
+		t.Fatalf("counted %d, want at most the 2 admitted", got)
+	}
+}
+
+// TestAmendmentReplyAfterTheNextBatch: the loop cuts the next batch while
+// an amendment is on its way, and the amendment's reply, coming after that
+// cut, still admits the request it asked for, before the next batch's
+// reply (over a real coordinator on loopback, behind a slow link).
+func TestAmendmentReplyAfterTheNextBatch(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	// 100 ms each way there; the amendment's reply 400 ms more, batch
+	// 2's 800 ms more.
+	link := &slowLink{to: "http://" + k.addr, delay: 100 * time.Millisecond, back: func(b wire.Batch) time.Duration {
+		switch {
+		case b.Seq >= 2:
+			return 800 * time.Millisecond
+		case len(b.Asks) > 0:
+			return 400 * time.Millisecond
+		}
+		return 0
+	}}
+	srv := httptest.NewServer(link)
+	defer srv.Close()
+	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: srv.URL,
+		Sync: syncloop.Options{Interval: 200 * time.Millisecond}, RetryWait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	now := func() int64 { return clock.Real.Now() }
+	decide := func(key string, out *Decision, at *time.Time) {
+		d, err := h.Decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, now)
+		if err != nil {
+			t.Error(err)
+		}
+		*out, *at = d, time.Now()
+	}
+	var a, b Decision
+	var aAt, bAt time.Time
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); decide("a", &a, &aAt) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(link.batches()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	go func() { defer wg.Done(); decide("b", &b, &bAt) }() // held: amends batch 1
+	wg.Wait()
+	if !a.Allowed || !b.Allowed {
+		t.Fatalf("a %+v, b %+v: want both admitted", a, b)
+	}
+	link.mu.Lock()
+	seen, at := append([]wire.Batch(nil), link.seen...), append([]time.Time(nil), link.at...)
+	link.mu.Unlock()
+	if len(seen) < 3 || seen[0].Seq != 1 || len(seen[0].Asks) != 0 || seen[1].Seq != 1 || len(seen[1].Asks) != 1 ||
+		seen[1].Asks[0].Key != "b" || seen[2].Seq != 2 || !at[2].Before(bAt) {
+		t.Fatalf("the link forwarded %+v; want batch 1, its amendment asking for b, and batch 2 before b was decided", seen)
+	}
+	// Batch 2's reply comes 100+800 ms after it was sent: b was admitted
+	// on the amendment's (about 500 ms after it was sent).
+	if earliest := at[2].Add(900 * time.Millisecond); !bAt.Before(earliest.Add(-200 * time.Millisecond)) {
+		t.Fatalf("b admitted %v after batch 2 was sent; want on the amendment's reply, well before batch 2's (%v)",
+			bAt.Sub(at[2]), earliest.Sub(at[2]))
 	}
 	if got := k.count(t, "s", "a") + k.count(t, "s", "b"); got > 2 {
 		t.Fatalf("counted %d, want at most the 2 admitted", got)
