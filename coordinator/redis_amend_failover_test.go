@@ -337,3 +337,104 @@ func TestRedisAmendmentFailover(t *testing.T) {
 		t.Fatalf("granted %d, admitted %d: the test exercised nothing", granted, admitted)
 	}
 }
+
+// TestRedisDuplicateConfirmsLease: a duplicate that tells a lease confirms
+// it first. An isolate's batch is acknowledged (lease L of sfw/hot); then
+// hot's master's replicas fall behind (SIGSTOP, CLIENT KILL TYPE replica)
+// and its amendment asks L+10: the grant reaches the master only (503).
+// Another attempt of the same batch then arrives without that ask: the
+// batch itself (an attempt sent before the amendment, delivered after it),
+// or a later amendment asking only for another key (on another master: the
+// module's next amendment asks only for the keys held since the last). It
+// is a duplicate in hot's bucket, and its reply tells hot's lease as read:
+// L+10, the unconfirmed grant. It must be answered only once WAIT has
+// confirmed it (503 while the replicas are behind). The master is then
+// killed and a replica promoted; the store must still reserve the isolate
+// the lease it was told, and a newcomer asking for the whole limit gets
+// only the rest.
+func TestRedisDuplicateConfirmsLease(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		resend func(b1 *wire.Batch, other string) *wire.Batch
+	}{
+		{"batch", func(b1 *wire.Batch, _ string) *wire.Batch { return b1 }},
+		{"amendment-of-another-key", func(b1 *wire.Batch, other string) *wire.Batch {
+			return coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: other, Window: b1.Entries[0].Window, Cost: 2})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
+			clk := &fakeClock{}
+			clk.set((t0/sec + 1) * sec)
+			w := clk.now() / sec
+			rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := openShared(t, rs, clk)
+			master := masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", "hot")))
+			other := ""
+			for i := 0; other == ""; i++ {
+				if k := fmt.Sprintf("other-%d", i); masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", k))) != master {
+					other = k
+				}
+			}
+			replicas := cl.ReplicasOf(ctx, master)
+			b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "hot", Window: w, Delta: 0, Demand: 1})
+			told := hotLease(mustSync(t, c, b1))
+			for _, r := range replicas {
+				if err := cl.Signal(r, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stopped := true
+			resume := func() {
+				if stopped {
+					stopped = false
+					for _, r := range replicas {
+						cl.Signal(r, syscall.SIGCONT)
+					}
+				}
+			}
+			defer resume()
+			if err := cl.DisconnectReplicas(ctx, master); err != nil {
+				t.Fatal(err)
+			}
+			if rp, err := c.Sync(ctx, coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "hot", Window: w, Cost: told + 10})); err == nil {
+				t.Fatalf("amendment answered (lease %d) with its master's replicas behind, want an error", hotLease(rp))
+			}
+			if rp, err := c.Sync(ctx, tc.resend(b1, other)); err == nil {
+				told = max(told, hotLease(rp))
+				t.Errorf("with the replicas behind, the duplicate was answered: lease %d told, written on the master only", hotLease(rp))
+			}
+			if err := cl.Kill(master); err != nil {
+				t.Fatal(err)
+			}
+			resume()
+			promoted := false
+			for waitUntil := time.Now().Add(30 * time.Second); !promoted; time.Sleep(20 * time.Millisecond) {
+				for _, r := range replicas {
+					promoted = promoted || cl.IsMaster(ctx, r)
+				}
+				if !promoted && time.Now().After(waitUntil) {
+					t.Fatalf("no replica of %s promoted within 30 s", master)
+				}
+			}
+			// The newcomer asks for the whole limit.
+			nb := batch("n", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "hot", Window: w, Demand: 1})
+			rp, _, err := syncAny([]*Coordinator{c}, rand.New(rand.NewPCG(1, 2)), coordtest.Amend(nb, wire.Ask{Limiter: "sfw", Key: "hot", Window: w, Cost: 100}), time.Now().Add(20*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			newcomer := hotLease(rp)
+			ks := getKey(t, c, "sfw", "hot")
+			if ks.Leases["a"] < told {
+				t.Errorf("a was told a lease of %d, the promoted replica reserves it %d", told, ks.Leases["a"])
+			}
+			if ks.Count+told+newcomer > 100 {
+				t.Errorf("count %d + lease told to a %d + to the newcomer %d > limit 100", ks.Count, told, newcomer)
+			}
+			t.Logf("a told %d, reserved %d after the failover; the newcomer granted %d", told, ks.Leases["a"], newcomer)
+		})
+	}
+}
