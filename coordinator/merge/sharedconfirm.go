@@ -16,12 +16,14 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // is budget the promoted replica grants again to another isolate: the
 // window goes over its limit. So a duplicate part whose reply tells a
 // lease rewrites the records of those keys (version-checked, as any
-// write); WAIT after it covers every earlier write on the master, and the
-// reply is sent only once it is met (TestRedisDuplicateConfirmsLease,
-// TestRedisAmendmentFailover). A duplicate telling no lease (approximate
-// keys, a lease of 0) is answered from what was read, with no write.
-// Without WAIT the write confirms nothing more than the read did; it costs
-// one script call per duplicate that tells a lease (retries, amendments).
+// write; a part with asks is written anyway, shared_amend.go, and this
+// makes sure it writes a record even when its asks changed none); WAIT
+// after it covers every earlier write on the master, and the reply is sent
+// only once it is met (TestRedisDuplicateConfirmsLease,
+// TestRedisAmendmentFailover). A duplicate with no asks telling no lease
+// (approximate keys, a lease of 0) is answered from what was read, with no
+// write. Without WAIT the write confirms nothing more than the read did;
+// it costs one script call per such duplicate (retries of strict batches).
 
 // confirmLeases marks for writing the keys whose views in rp, the reply of
 // a duplicate part applied by m, tell a lease (Lease or Stand > 0), and
