@@ -182,6 +182,9 @@ func TestRedisAmendmentFailover(t *testing.T) {
 			if ks.Count+ks.LeaseSum > limit {
 				t.Errorf("%s, coordinator %d: hot counted %d + reserved %d > limit %d", when, ci, ks.Count, ks.LeaseSum, limit)
 			}
+			if ci == 0 {
+				t.Logf("%s: hot counted %d (admitted %d), leases told %d, reserved %d", when, ks.Count, admitted, told, ks.LeaseSum)
+			}
 		}
 	}
 
