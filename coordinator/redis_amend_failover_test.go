@@ -70,10 +70,13 @@ func hotLease(rp *wire.Reply) int64 {
 //     each isolate sends that batch's amendment, asking 5 more than its
 //     lease, and resends it when it fails, as the module does: the first
 //     attempt's grant reaches the master only (WAIT is not met: 503), and
-//     the resend finds it there, the ask covered. Once every isolate has
-//     resent it (or been answered), the master is killed (SIGKILL), its
-//     replicas resume, one is promoted, and the isolates' resends are
-//     answered by it;
+//     the resend finds it there, the ask covered. Between two attempts of
+//     the amendment comes one of the batch itself, without asks (an
+//     attempt sent before the amendment and delivered after it): a
+//     duplicate that reads the grant too. Once every isolate has sent the
+//     amendment, the batch and the amendment again (or been answered),
+//     the master is killed (SIGKILL), its replicas resume, one is
+//     promoted, and the isolates' resends are answered by it;
 //  3. then every lease told is read back: the store must reserve each
 //     isolate at least the lease its replies told (a lease told from a
 //     grant only the dead master had is one the promoted replica forgot),
@@ -201,7 +204,7 @@ func TestRedisAmendmentFailover(t *testing.T) {
 
 	// 2. Each isolate's next batch, acknowledged; then the replicas of
 	// hot's master fall behind and the amendments are sent.
-	ams := make([]*wire.Batch, len(isos))
+	bs, ams := make([]*wire.Batch, len(isos)), make([]*wire.Batch, len(isos))
 	var wg sync.WaitGroup
 	for i, p := range isos {
 		wg.Add(1)
@@ -214,7 +217,7 @@ func TestRedisAmendmentFailover(t *testing.T) {
 				return
 			}
 			p.lease, p.admitted = hotLease(rp), p.admitted+use
-			ams[i] = coordtest.Amend(b, asks(p.lease+5)...)
+			bs[i], ams[i] = b, coordtest.Amend(b, asks(p.lease+5)...)
 		}()
 	}
 	wg.Wait()
@@ -247,10 +250,14 @@ func TestRedisAmendmentFailover(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				rp, err := cs[p.rng.IntN(2)].Sync(context.Background(), ams[i])
+				send := ams[i] // the amendment, then the batch, and so on
+				if attempts[i].Load()%2 == 1 {
+					send = bs[i]
+				}
+				rp, err := cs[p.rng.IntN(2)].Sync(context.Background(), send)
 				attempts[i].Add(1)
 				if err == nil {
-					p.lease = max(p.lease, hotLease(rp))
+					p.lease = max(p.lease, hotLease(rp)) // the batch's reply tells the lease from its cut on too
 					answered[i].Store(time.Now().UnixNano())
 					return
 				}
@@ -262,18 +269,18 @@ func TestRedisAmendmentFailover(t *testing.T) {
 			}
 		}()
 	}
-	// Kill the master once every isolate has resent its amendment, or was
-	// answered.
+	// Kill the master once every isolate has sent its amendment, the
+	// batch and the amendment again, or was answered.
 	for waitUntil := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		all := true
 		for i := range isos {
-			all = all && (attempts[i].Load() >= 2 || answered[i].Load() != 0)
+			all = all && (attempts[i].Load() >= 3 || answered[i].Load() != 0)
 		}
 		if all {
 			break
 		}
 		if time.Now().After(waitUntil) {
-			t.Errorf("the isolates' amendments were not resent within 20 s of the lag")
+			t.Errorf("the isolates did not send 3 attempts within 20 s of the lag")
 			break
 		}
 	}
@@ -302,7 +309,7 @@ func TestRedisAmendmentFailover(t *testing.T) {
 			inLag++
 		}
 	}
-	t.Logf("replicas of %s behind for %.2f s: %d amendment attempts, %d answered before the kill; %s promoted %.2f s after the kill",
+	t.Logf("replicas of %s behind for %.2f s: %d attempts (amendments and their batches), %d answered before the kill; %s promoted %.2f s after the kill",
 		master, killed.Sub(lagStart).Seconds(), lagAttempts, inLag, promoted, promotedAt.Sub(killed).Seconds())
 	if t.Failed() {
 		return
