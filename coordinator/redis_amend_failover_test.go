@@ -87,12 +87,13 @@ func hotLease(rp *wire.Reply) int64 {
 //  4. three more rounds with asks of 40, more than is free, so the budget
 //     is contended, and the same checks on the last leases.
 //
-// It fails when the resent amendment, its ask found covered, is answered
-// without a write (the grant it tells is then only on the dead master):
-// with neither the write of a part with asks nor that of a duplicate
-// telling a lease (merge/sharedconfirm.go), 6 resends were answered during
-// the lag with leases of 10 that the promoted replica held at 5, and the
-// window went to 18 counted + 112 told against a limit of 100.
+// It fails when a duplicate that tells a lease is answered without a
+// write (merge/sharedconfirm.go; the grant it tells is then only on the
+// dead master): the 6 batches resent during the lag were answered with
+// leases of 10 that the promoted replica held at 5, and the window went to
+// 18 counted + 112 told against a limit of 100. Before that rule, it
+// failed the same way when a part with asks found covered was answered
+// without a write (the amendment resent).
 func TestRedisAmendmentFailover(t *testing.T) {
 	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
 	clk := &fakeClock{}
