@@ -400,19 +400,11 @@ func TestRedisRetryConfirmedByWait(t *testing.T) {
 	}
 	cfg := totalConfig()
 	c, url := serveShared(t, rs, cfg)
-	cc := rs.Client().(*redis.ClusterClient)
-	masterOf := func(key string) string {
-		n, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n.Options().Addr
-	}
 	skey := []byte(merge.KeyStorageKey("total", "key-0"))
-	master := masterOf(rs.RedisKey(skey))
+	master := masterOf(ctx, t, rs, skey)
 	iso := ""
 	for i := 0; iso == ""; i++ {
-		if id := fmt.Sprintf("iso-%d", i); masterOf(rs.RedisKey([]byte(merge.HWMStorageKey(id)))) != master {
+		if id := fmt.Sprintf("iso-%d", i); masterOf(ctx, t, rs, []byte(merge.HWMStorageKey(id))) != master {
 			iso = id
 		}
 	}
@@ -443,6 +435,17 @@ func TestRedisRetryConfirmedByWait(t *testing.T) {
 	if n := countOf(t, c); n != 1 {
 		t.Fatalf("count %d, want 1", n)
 	}
+}
+
+// masterOf returns the address of the master that holds the record of
+// the storage key skey in rs's cluster (as rs's slot map has it).
+func masterOf(ctx context.Context, t *testing.T, rs *redisstore.Store, skey []byte) string {
+	t.Helper()
+	n, err := rs.Client().(*redis.ClusterClient).MasterForKey(ctx, rs.RedisKey(skey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Options().Addr
 }
 
 // startReplicatedCluster starts a Redis Cluster with o for a test of

@@ -672,7 +672,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			versions[k] = v.Version
 		}
 		w := SubWrite{Bucket: g.bucket}
-		granted := false // a part has asks: the bucket is written even if every part is a duplicate
+		confirm := false // a part has asks, or a duplicate's reply tells a lease: the bucket is written even if every part is a duplicate
 		for _, sb := range g.subs {
 			r := sb.req
 			mark := rd.marks[MarkRef{Bucket: g.bucket, Isolate: r.iso}]
@@ -698,10 +698,12 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 				DeltasStale: m.stats.DeltasStale - before.DeltasStale,
 				AsksGranted: m.stats.AsksGranted - before.AsksGranted}
 			// A part with asks is written even when they raised no lease
-			// (resent, covered already): the write, acknowledged like any
-			// (WAIT), confirms the leases its reply tells, which an
-			// earlier attempt may have written without confirmation.
-			granted = granted || len(asks) > 0
+			// (resent, covered already), and so is a duplicate whose reply
+			// tells a lease (sharedconfirm.go): the write, acknowledged
+			// like any (WAIT), confirms the leases its reply tells, which
+			// an earlier attempt may have written without confirmation.
+			told := subDup && m.confirmLeases(rp)
+			confirm = confirm || told || len(asks) > 0
 			ms := MarkSet{Isolate: r.iso, Seq: r.b.Seq, TTL: m.sharedMarkTTL(sb.entries, now, int64(s.opts.IsolateTTL))}
 			switch {
 			case !subDup:
@@ -714,8 +716,8 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			fail([]*sharedBucket{g}, bad)
 			continue
 		}
-		if len(w.Marks) == 0 && len(w.Confirm) == 0 && !granted {
-			continue // duplicates only, no asks: answered from what was read
+		if len(w.Marks) == 0 && len(w.Confirm) == 0 && !confirm {
+			continue // duplicates only, no asks, telling no lease: answered from what was read
 		}
 		for _, st := range m.dirtyKeys {
 			w.Keys = append(w.Keys, []byte(st.skey))

@@ -14,10 +14,11 @@ import (
 // to the isolate only once the write of its grant succeeded, and it is
 // granted only against the budget free in the state it was computed on,
 // so no window goes over its limit across coordinators. The write happens
-// even when the asks raised no lease (resent, or covered already): with
-// replica acknowledgement (WAIT) it confirms the leases the reply tells,
-// which an earlier attempt may have written without confirmation (that
-// attempt failed with ErrUnavailable). Asks of limiters that take none
+// even when the asks raised no lease (resent, or covered already), as for
+// any duplicate whose reply tells a lease (sharedconfirm.go): with replica
+// acknowledgement (WAIT) it confirms the leases the reply tells, which an
+// earlier attempt may have written without confirmation (that attempt
+// failed with ErrUnavailable). Asks of limiters that take none
 // (approximate, buckets, upstream-following: see asks) are dropped, as in
 // Merger.Apply.
 

@@ -64,11 +64,20 @@ func MustSync(t testing.TB, s Syncer, b *wire.Batch) *wire.Reply {
 // ViewOf returns the view of (limiter, key) in rp and fails t without one.
 func ViewOf(t testing.TB, rp *wire.Reply, limiter, key string) wire.View {
 	t.Helper()
+	v, ok := FindView(rp, limiter, key)
+	if !ok {
+		t.Fatalf("no view for %s/%s in %+v", limiter, key, rp.Entries)
+	}
+	return v
+}
+
+// FindView returns the view of (limiter, key) in rp, and whether rp has
+// one (for a test's goroutines, which must not stop the test).
+func FindView(rp *wire.Reply, limiter, key string) (wire.View, bool) {
 	for _, v := range rp.Entries {
 		if v.Limiter == limiter && v.Key == key {
-			return v
+			return v, true
 		}
 	}
-	t.Fatalf("no view for %s/%s in %+v", limiter, key, rp.Entries)
-	return wire.View{}
+	return wire.View{}, false
 }
