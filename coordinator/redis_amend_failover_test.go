@@ -225,24 +225,8 @@ func TestRedisAmendmentFailover(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	for _, r := range replicas {
-		if err := cl.Signal(r, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stopped := true
-	resume := func() {
-		if stopped {
-			stopped = false
-			for _, r := range replicas {
-				cl.Signal(r, syscall.SIGCONT)
-			}
-		}
-	}
+	resume := freezeReplicas(ctx, t, cl, master, replicas)
 	defer resume()
-	if err := cl.DisconnectReplicas(ctx, master); err != nil {
-		t.Fatal(err)
-	}
 	lagStart := time.Now()
 	attempts := make([]atomic.Int64, len(isos))
 	answered := make([]atomic.Int64, len(isos)) // when the amendment was answered (UnixNano)
@@ -397,24 +381,8 @@ func TestRedisDuplicateConfirmsLease(t *testing.T) {
 			replicas := cl.ReplicasOf(ctx, master)
 			b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "hot", Window: w, Delta: 0, Demand: 1})
 			told := hotLease(mustSync(t, c, b1))
-			for _, r := range replicas {
-				if err := cl.Signal(r, syscall.SIGSTOP); err != nil {
-					t.Fatal(err)
-				}
-			}
-			stopped := true
-			resume := func() {
-				if stopped {
-					stopped = false
-					for _, r := range replicas {
-						cl.Signal(r, syscall.SIGCONT)
-					}
-				}
-			}
+			resume := freezeReplicas(ctx, t, cl, master, replicas)
 			defer resume()
-			if err := cl.DisconnectReplicas(ctx, master); err != nil {
-				t.Fatal(err)
-			}
 			if rp, err := c.Sync(ctx, coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "hot", Window: w, Cost: told + 10})); err == nil {
 				t.Fatalf("amendment answered (lease %d) with its master's replicas behind, want an error", hotLease(rp))
 			}
@@ -452,4 +420,30 @@ func TestRedisDuplicateConfirmsLease(t *testing.T) {
 			t.Logf("a told %d, reserved %d after the failover; the newcomer granted %d", told, ks.Leases["a"], newcomer)
 		})
 	}
+}
+
+// freezeReplicas stops master's replicas (SIGSTOP) and cuts them off, so
+// that writes to master stay unconfirmed (WAIT is not met); the returned
+// func resumes them (once; safe to call again).
+func freezeReplicas(ctx context.Context, t *testing.T, cl *rediscluster.Cluster, master string, replicas []string) (resume func()) {
+	t.Helper()
+	for _, r := range replicas {
+		if err := cl.Signal(r, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := true
+	resume = func() {
+		if stopped {
+			stopped = false
+			for _, r := range replicas {
+				cl.Signal(r, syscall.SIGCONT)
+			}
+		}
+	}
+	if err := cl.DisconnectReplicas(ctx, master); err != nil {
+		resume()
+		t.Fatal(err)
+	}
+	return resume
 }
