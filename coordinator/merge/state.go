@@ -79,6 +79,10 @@ type isoState struct {
 	// isolate was refused in that batch; it decides them again, and their
 	// cost comes back as delta, not as new demand (see apply). Not stored.
 	owed int64
+	// hwm (leased): the isolate's high-water mark as of its last batch
+	// with this key, whose heard tells when the coordinator last heard
+	// from the isolate at all (lastHeard). Not stored.
+	hwm *hwmState
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
@@ -97,6 +101,11 @@ type hwmState struct {
 	epoch    int64    // Merger.ckptEpoch when last logged
 	ckptSlot int32    // index of its op in Merger.ckptOps, when epoch is current
 	gen      int64    // Stage that holds the last change
+	// heard: coordinator time of the isolate's last batch that carried
+	// every key it had cost or demand to report (not cut short at
+	// wire.MaxBatchEntries), ns; 0: none since the Merger started. Not
+	// stored.
+	heard int64
 }
 
 func keyStorageKey(limiter, key string) string {
