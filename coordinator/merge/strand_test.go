@@ -161,3 +161,73 @@ func TestHeldOutlook(t *testing.T) {
 		t.Fatalf("no lifetime: unused %v, want %v", un, math.Exp(-2))
 	}
 }
+
+// A unit an isolate holds is judged from when the coordinator last heard
+// from the isolate at all: a later batch of the isolate without the key
+// (it syncs for other keys) says it has not used the unit since its last
+// batch with the key, since the module puts every key it admitted cost
+// in into each batch. A batch cut short at wire.MaxBatchEntries says
+// nothing of the keys it left out.
+func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	start := W * sec
+	at := func(f float64) int64 { return start + int64(f*float64(sec)) }
+	// h asks for a unit of k every 100 ms and admits it: a pace of about
+	// 10 per window, and a unit held ahead after its last ask.
+	seq := int64(0)
+	for i, f := range []float64{0.05, 0.15, 0.25, 0.35} {
+		clk.set(at(f))
+		seq++
+		d := wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1}
+		if i > 0 {
+			d.Delta = 1
+		}
+		mustSync(t, c, batch("h", seq, at(f), d))
+	}
+	outlook := func(now int64) (r int64, lam, sp, un float64) {
+		c.withMerger(func(m *Merger) {
+			m.buf = appendKeyStorageKey(m.buf[:0], "sfw", "k")
+			st := m.keys[string(m.buf)]
+			is := &st.isos[st.findIso("h")]
+			r, lam = st.reservation(is, W, now), is.perWindow(sec)
+			sp, un = heldOutlook(is, r, lam, W, sec, now)
+		})
+		return
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	now := at(0.9)
+	r, lam, sp, un := outlook(now)
+	if r < 1 || lam < 1 {
+		t.Fatalf("h holds %d at a pace of %.2f per window, want units held and a pace of at least 1", r, lam)
+	}
+	// Not heard from since its last batch with k: it may have used the
+	// unit in the 0.55 s since.
+	if want := unusedUnits(r, lam*0.65); !near(un, want) {
+		t.Fatalf("before any other batch: unused %v, want %v (judged from its last batch with k)", un, want)
+	}
+	// A batch with another key only, at 0.85 s: it used nothing of k by
+	// then.
+	clk.set(at(0.85))
+	seq++
+	mustSync(t, c, batch("h", seq, at(0.85), wire.Delta{Limiter: "sfw", Key: "other", Window: W, Demand: 1}))
+	_, _, sp, un = outlook(now)
+	if want := unusedUnits(r, lam*0.15); !near(un, want) {
+		t.Fatalf("heard from at 0.85 s without k: unused %v, want %v (judged from then)", un, want)
+	}
+	if want := float64(r) - unusedUnits(r, lam*0.05); !near(sp, want) {
+		t.Fatalf("heard from at 0.85 s without k: spent %v, want %v (only since then)", sp, want)
+	}
+	// A batch cut short (the module left keys for the next batch) at
+	// 0.88 s does not say k was unused: the judgement stays from 0.85 s.
+	full := make([]wire.Delta, wire.MaxBatchEntries-1)
+	for i := range full {
+		full[i] = wire.Delta{Limiter: "sfw", Key: fmt.Sprintf("f%d", i), Window: W, Demand: 1}
+	}
+	clk.set(at(0.88))
+	seq++
+	mustSync(t, c, batch("h", seq, at(0.88), full...))
+	if _, _, _, un2 := outlook(now); !near(un2, un) {
+		t.Fatalf("after a full batch: unused %v, want %v (as of the last whole batch)", un2, un)
+	}
+}
