@@ -206,6 +206,9 @@ func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
 	if want := unusedUnits(r, lam*0.65); !near(un, want) {
 		t.Fatalf("before any other batch: unused %v, want %v (judged from its last batch with k)", un, want)
 	}
+	if want := float64(r) - unusedUnits(r, lam*0.55); !near(sp, want) {
+		t.Fatalf("before any other batch: spent %v, want %v", sp, want)
+	}
 	// A batch with another key only, at 0.85 s: it used nothing of k by
 	// then.
 	clk.set(at(0.85))
