@@ -281,6 +281,9 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			// busy, and so does the fleet's pace: see grantWindow).
 			asked := s.demand - min(me.owed, s.delta, s.demand)
 			me.demand = (me.demand + min(asked, wire.MaxLimit)*demandScale) / 2
+			if asked > 0 && me.asks < measuredAsks {
+				me.asks++
+			}
 		}
 	case lim.Leased():
 		if i := st.findIso(isolate); i >= 0 {
