@@ -249,8 +249,9 @@ const holdFloor = 0.5
 // request per window, holdFloor, whatever its true pace. With 64
 // isolates and a key at 8 requests per window (zipf-1000's middle keys),
 // each isolate asks about once in 8 windows: every such first request
-// held a unit ahead and one to start the next window with, and about 12
-// of the key's 20 units sat in leases that 8 requests could not use.
+// held a unit ahead and one to start the next window with (traced on one
+// seed: in a window that its leases filled, 12 of the key's 20 units sat
+// in leases that its 8 requests could not use).
 const measuredAsks = 2
 
 // need returns the cost isolate me should hold after this grant (before
