@@ -160,6 +160,12 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			m.applySignal(st, isolate, h.hash, tok, &b.Signals[i], now)
 		}
 		h.seq, h.seen, h.sum = b.Seq, now, sum
+		if len(b.Entries) < wire.MaxBatchEntries-1 {
+			// The module stops adding keys once the next could
+			// overflow the batch: short of that, every key it
+			// admitted cost in is in this batch (lastHeard).
+			h.heard = now
+		}
 		h.bind(b)
 		m.markHWM(h)
 	}
@@ -168,7 +174,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s := &slots[j]
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
-		m.view(s, isolate, h.hash, now, !dup && !s.asked, b.End, v)
+		m.view(s, h, now, !dup && !s.asked, b.End, v)
 		if s.ask > 0 && !b.End {
 			m.grantAsk(s, isolate, now, v, dup)
 		}
@@ -243,8 +249,10 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 
 // view fills v for slot s; when applied, it first records the isolate's
 // recency and demand and (strict mode) computes its new lease, or, for the
-// isolate's last batch (end), gives back its leases.
-func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, end bool, v *wire.View) {
+// isolate's last batch (end), gives back its leases. h is the isolate's
+// high-water mark (its id and hash).
+func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wire.View) {
+	isolate, hash := h.id, h.hash
 	st, lim := s.st, s.st.lim
 	P := lim.Period
 	W := int64(0)
@@ -264,7 +272,7 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, 
 			if gap := now - me.seen; me.seen > 0 && gap > 0 {
 				me.gap = (me.gap + gap) / 2
 			}
-			me.seen = now
+			me.seen, me.hwm = now, h
 			st.oldest = min(st.oldest, now) // in case the clock went back
 			// Cost the last reply granted for requests refused in its
 			// batch comes back as delta: the isolate decided them again
@@ -273,6 +281,9 @@ func (m *Merger) view(s *slot, isolate string, hash uint64, now int64, applied, 
 			// busy, and so does the fleet's pace: see grantWindow).
 			asked := s.demand - min(me.owed, s.delta, s.demand)
 			me.demand = (me.demand + min(asked, wire.MaxLimit)*demandScale) / 2
+			if asked > 0 && me.asks < measuredAsks {
+				me.asks++
+			}
 		}
 	case lim.Leased():
 		if i := st.findIso(isolate); i >= 0 {

@@ -75,10 +75,18 @@ type isoState struct {
 	// lease lifetimes). usable: coordinator time by which the isolate
 	// stopped admitting under them (expires less the grace).
 	expires, usable int64
+	// asks (leased): the batches with this key that asked for cost since
+	// the entry was made, counted up to measuredAsks: from then on its
+	// demand per window is measured (holdsAhead).
+	asks uint8
 	// owed (leased): the cost the last reply granted for requests the
 	// isolate was refused in that batch; it decides them again, and their
 	// cost comes back as delta, not as new demand (see apply). Not stored.
 	owed int64
+	// hwm (leased): the isolate's high-water mark as of its last batch
+	// with this key, whose heard tells when the coordinator last heard
+	// from the isolate at all (lastHeard). Not stored.
+	hwm *hwmState
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
@@ -97,6 +105,11 @@ type hwmState struct {
 	epoch    int64    // Merger.ckptEpoch when last logged
 	ckptSlot int32    // index of its op in Merger.ckptOps, when epoch is current
 	gen      int64    // Stage that holds the last change
+	// heard: coordinator time of the isolate's last batch that carried
+	// every key it had cost or demand to report (not cut short at
+	// wire.MaxBatchEntries), ns; 0: none since the Merger started. Not
+	// stored.
+	heard int64
 }
 
 func keyStorageKey(limiter, key string) string {
@@ -158,6 +171,14 @@ func (s *keyState) encode(dst []byte) []byte {
 		for i := range s.isos {
 			dst = binary.AppendVarint(dst, s.isos[i].expires)
 			dst = binary.AppendVarint(dst, s.isos[i].usable)
+		}
+	}
+	// The batches that asked, after the lease lifetimes (records written
+	// before them have none: their isolates' pace counts as measured).
+	if len(s.isos) > 0 {
+		dst = append(dst, 'n')
+		for i := range s.isos {
+			dst = append(dst, s.isos[i].asks)
 		}
 	}
 	// The upstream section, after the standing leases (records without
@@ -225,6 +246,18 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		d.b = d.b[1:]
 		for i := range s.isos {
 			s.isos[i].expires, s.isos[i].usable = d.varint(), d.varint()
+		}
+	}
+	if d.err == nil && len(s.isos) > 0 {
+		if len(d.b) > len(s.isos) && d.b[0] == 'n' {
+			for i := range s.isos {
+				s.isos[i].asks = min(d.b[1+i], measuredAsks)
+			}
+			d.b = d.b[1+len(s.isos):]
+		} else {
+			for i := range s.isos { // a record from before the count
+				s.isos[i].asks = measuredAsks
+			}
 		}
 	}
 	s.up = nil

@@ -77,14 +77,14 @@ func normalPositivePart(m, s float64) float64 {
 
 // heldOutlook returns, for isolate is holding r units of window W (of
 // length P) and asking lam per window, at now: the units it has
-// probably admitted under r since its last batch in W and not reported
-// yet (spent: fixed windows report lazily, so they are counted nowhere
-// else), and the units it will probably leave unused when W ends
+// probably admitted under r since it was last heard from in W and not
+// reported yet (spent: fixed windows report lazily, so they are counted
+// nowhere else), and the units it will probably leave unused when W ends
 // (unused). It admits under r only until its lease's life ends (usable),
 // though r stays reserved until the grace after it (expires): a lease of
 // an isolate that stopped or died is all unused from then on.
 func heldOutlook(is *isoState, r int64, lam float64, W, P, now int64) (spent, unused float64) {
-	from := max(is.seen, W*P)
+	from := max(is.lastHeard(), W*P)
 	end := (W + 1) * P
 	if is.usable != 0 {
 		end = min(end, is.usable)
@@ -93,4 +93,24 @@ func heldOutlook(is *isoState, r int64, lam float64, W, P, now int64) (spent, un
 	until := float64(max(end-now, 0)) / float64(P)
 	spent = float64(r) - unusedUnits(r, lam*since)
 	return spent, unusedUnits(r, lam*(since+until))
+}
+
+// lastHeard returns the coordinator time (ns) until which is has
+// reported every cost it admitted in the key: its last batch with the
+// key, or a later batch of the isolate without it. Cost it admits is
+// reported lazily, but with the isolate's next batch, whatever made
+// the isolate send it (the module puts every key it admitted cost in
+// into each batch it cuts), so a batch without the key says that the
+// isolate admitted nothing in it since its last batch with it. An
+// isolate that syncs for other keys is thus known to still hold what it
+// has not reported (with many keys, every sync interval: sparse-1000's
+// 16 isolates each hold units of 1,000 keys and sync every 100 ms),
+// and a unit it holds and has not used by then is judged on the time
+// left after it (unused), not as probably spent since its last batch
+// with the key, a second or more ago at a few requests per window.
+func (is *isoState) lastHeard() int64 {
+	if is.hwm != nil {
+		return max(is.seen, is.hwm.heard)
+	}
+	return is.seen
 }

@@ -68,15 +68,33 @@ func TestStrandCost(t *testing.T) {
 // Far from the limit a sparse isolate holds a unit ahead of what it asked
 // and one to start the next window with, living into that window; near
 // the limit only the strand budget's worth of isolates do; with a
-// negative StrandBudget none does.
+// negative StrandBudget none does. (Each isolate asked once before, at
+// ask0: a pace is measured from the second ask on, see
+// TestFirstAskHoldsNothingAhead.)
 func TestHoldAheadFollowsStrandBudget(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0, nil)
 	W := t0 / sec
-	at := t0 + sec/10
-	clk.set(at)
+	at, ask0 := t0+sec/10, t0+sec/20
+	// first has isolate id ask for a unit of key at ask0 and report it
+	// admitted 10 ms later; ask has it ask for another at at.
+	first := func(c *testCoordinator, clk *fakeClock, id, key string) {
+		t.Helper()
+		clk.set(ask0)
+		mustSync(t, c, batch(id, 1, ask0, wire.Delta{Limiter: "sfw", Key: key, Window: W, Demand: 1}))
+		clk.set(ask0 + sec/100)
+		mustSync(t, c, batch(id, 2, ask0+sec/100, wire.Delta{Limiter: "sfw", Key: key, Window: W, Delta: 1, Demand: 1}))
+	}
+	ask := func(c *testCoordinator, clk *fakeClock, id, key string) wire.View {
+		t.Helper()
+		clk.set(at)
+		return viewOf(t, mustSync(t, c, batch(id, 3, at, wire.Delta{Limiter: "sfw", Key: key, Window: W, Demand: 1})), "sfw", key)
+	}
 	for i := 0; i < 8; i++ {
-		v := viewOf(t, mustSync(t, c, batch(fmt.Sprintf("far%d", i), 1, at,
-			wire.Delta{Limiter: "sfw", Key: "far", Window: W, Demand: 1})), "sfw", "far")
+		first(c, clk, fmt.Sprintf("far%d", i), "far")
+		first(c, clk, fmt.Sprintf("near%d", i), "near")
+	}
+	for i := 0; i < 8; i++ {
+		v := ask(c, clk, fmt.Sprintf("far%d", i), "far")
 		if v.Lease != 2 || v.Stand != 1 {
 			t.Fatalf("isolate %d far from the limit: lease %d, stand %d; want 2 (1 asked + 1 ahead) and 1", i, v.Lease, v.Stand)
 		}
@@ -85,14 +103,14 @@ func TestHoldAheadFollowsStrandBudget(t *testing.T) {
 		}
 	}
 
-	// Near the limit: one isolate counted 90 of 100 and goes on at its
-	// pace; of 8 sparse isolates asking now, only the strand budget's
-	// worth (1% of 100: a unit expected stranded) holds ahead.
-	mustSync(t, c, batch("big", 1, at, wire.Delta{Limiter: "sfw", Key: "near", Window: W, Delta: 90, Demand: 90}))
+	// Near the limit: one isolate counted 82 of 100 and goes on at its
+	// pace (with the 8 units the sparse isolates admitted, 90); of 8
+	// sparse isolates asking now, only the strand budget's worth (1% of
+	// 100: a unit expected stranded) holds ahead.
+	mustSync(t, c, batch("big", 1, at, wire.Delta{Limiter: "sfw", Key: "near", Window: W, Delta: 82, Demand: 82}))
 	ahead := 0
 	for i := 0; i < 8; i++ {
-		v := viewOf(t, mustSync(t, c, batch(fmt.Sprintf("near%d", i), 1, at,
-			wire.Delta{Limiter: "sfw", Key: "near", Window: W, Demand: 1})), "sfw", "near")
+		v := ask(c, clk, fmt.Sprintf("near%d", i), "near")
 		switch v.Lease {
 		case 2:
 			ahead++
@@ -106,8 +124,8 @@ func TestHoldAheadFollowsStrandBudget(t *testing.T) {
 	}
 
 	c2, clk2 := newTestCoordinator(t, t0, func(o *testOptions) { o.Merger.StrandBudget = -1 })
-	clk2.set(at)
-	v := viewOf(t, mustSync(t, c2, batch("a", 1, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})), "sfw", "k")
+	first(c2, clk2, "a", "k")
+	v := ask(c2, clk2, "a", "k")
 	if v.Lease != 1 || v.Stand != 0 {
 		t.Errorf("StrandBudget -1: lease %d, stand %d; want 1 and 0 (nothing ahead)", v.Lease, v.Stand)
 	}
@@ -159,5 +177,128 @@ func TestHeldOutlook(t *testing.T) {
 	old := &isoState{seen: start}
 	if _, un := heldOutlook(old, 1, 2, W, P, start+P/2); !near(un, math.Exp(-2)) {
 		t.Fatalf("no lifetime: unused %v, want %v", un, math.Exp(-2))
+	}
+}
+
+// A unit an isolate holds is judged from when the coordinator last heard
+// from the isolate at all: a later batch of the isolate without the key
+// (it syncs for other keys) says it has not used the unit since its last
+// batch with the key, since the module puts every key it admitted cost
+// in into each batch. A batch cut short at wire.MaxBatchEntries says
+// nothing of the keys it left out.
+func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	start := W * sec
+	at := func(f float64) int64 { return start + int64(f*float64(sec)) }
+	// h asks for a unit of k every 100 ms and admits it: a pace of about
+	// 10 per window, and a unit held ahead after its last ask.
+	seq := int64(0)
+	for i, f := range []float64{0.05, 0.15, 0.25, 0.35} {
+		clk.set(at(f))
+		seq++
+		d := wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1}
+		if i > 0 {
+			d.Delta = 1
+		}
+		mustSync(t, c, batch("h", seq, at(f), d))
+	}
+	outlook := func(now int64) (r int64, lam, sp, un float64) {
+		c.withMerger(func(m *Merger) {
+			m.buf = appendKeyStorageKey(m.buf[:0], "sfw", "k")
+			st := m.keys[string(m.buf)]
+			is := &st.isos[st.findIso("h")]
+			r, lam = st.reservation(is, W, now), is.perWindow(sec)
+			sp, un = heldOutlook(is, r, lam, W, sec, now)
+		})
+		return
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	now := at(0.9)
+	r, lam, sp, un := outlook(now)
+	if r < 1 || lam < 1 {
+		t.Fatalf("h holds %d at a pace of %.2f per window, want units held and a pace of at least 1", r, lam)
+	}
+	// Not heard from since its last batch with k: it may have used the
+	// unit in the 0.55 s since.
+	if want := unusedUnits(r, lam*0.65); !near(un, want) {
+		t.Fatalf("before any other batch: unused %v, want %v (judged from its last batch with k)", un, want)
+	}
+	if want := float64(r) - unusedUnits(r, lam*0.55); !near(sp, want) {
+		t.Fatalf("before any other batch: spent %v, want %v", sp, want)
+	}
+	// A batch with another key only, at 0.85 s: it used nothing of k by
+	// then.
+	clk.set(at(0.85))
+	seq++
+	mustSync(t, c, batch("h", seq, at(0.85), wire.Delta{Limiter: "sfw", Key: "other", Window: W, Demand: 1}))
+	_, _, sp, un = outlook(now)
+	if want := unusedUnits(r, lam*0.15); !near(un, want) {
+		t.Fatalf("heard from at 0.85 s without k: unused %v, want %v (judged from then)", un, want)
+	}
+	if want := float64(r) - unusedUnits(r, lam*0.05); !near(sp, want) {
+		t.Fatalf("heard from at 0.85 s without k: spent %v, want %v (only since then)", sp, want)
+	}
+	// A batch cut short (the module left keys for the next batch) at
+	// 0.88 s does not say k was unused: the judgement stays from 0.85 s.
+	full := make([]wire.Delta, wire.MaxBatchEntries-1)
+	for i := range full {
+		full[i] = wire.Delta{Limiter: "sfw", Key: fmt.Sprintf("f%d", i), Window: W, Demand: 1}
+	}
+	clk.set(at(0.88))
+	seq++
+	mustSync(t, c, batch("h", seq, at(0.88), full...))
+	if _, _, _, un2 := outlook(now); !near(un2, un) {
+		t.Fatalf("after a full batch: unused %v, want %v (as of the last whole batch)", un2, un)
+	}
+}
+
+// A new isolate's first ask holds nothing ahead: its pace is then the
+// prior of a new entry (half a request per window from one request),
+// not a measurement. From its second ask on it holds a unit ahead and
+// one to start the next window with. The count of asks is stored with
+// the key; a record written before it counts as measured.
+func TestFirstAskHoldsNothingAhead(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	at := t0 + sec/20
+	clk.set(at)
+	v := viewOf(t, mustSync(t, c, batch("a", 1, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1})), "sfw", "k")
+	if v.Lease != 1 || v.Stand != 0 {
+		t.Fatalf("first ask: lease %d, stand %d; want 1 and 0 (nothing ahead)", v.Lease, v.Stand)
+	}
+	at += sec / 10
+	clk.set(at)
+	v = viewOf(t, mustSync(t, c, batch("a", 2, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 1, Demand: 2})), "sfw", "k")
+	if v.Lease != 2 || v.Stand != 1 {
+		t.Fatalf("second ask: lease %d, stand %d; want 2 (1 asked + 1 ahead) and 1", v.Lease, v.Stand)
+	}
+
+	// The count survives the record: the second ask's isolate is
+	// measured after a round trip, a new one is not; a record without
+	// the count (written before it) reads as measured.
+	var st *keyState
+	c.withMerger(func(m *Merger) { st = m.keys[string(appendKeyStorageKey(nil, "sfw", "k"))] })
+	st.isos = append(st.isos, isoState{id: "new", seen: at, gap: sec})
+	rec := st.encode(nil)
+	back := newKeyState(st.lim, st.skey)
+	if err := back.decode(rec, DefaultMaxIsolatesPerKey); err != nil {
+		t.Fatal(err)
+	}
+	if a, n := back.isos[back.findIso("a")].asks, back.isos[back.findIso("new")].asks; a != measuredAsks || n != 0 {
+		t.Fatalf("after a round trip: asks %d and %d, want %d and 0", a, n, measuredAsks)
+	}
+	i := len(rec) - len(st.isos) - 1 // the count's section ends the record (no upstream)
+	if rec[i] != 'n' {
+		t.Fatalf("record %x: no count section at %d", rec, i)
+	}
+	old := newKeyState(st.lim, st.skey)
+	if err := old.decode(rec[:i], DefaultMaxIsolatesPerKey); err != nil {
+		t.Fatal(err)
+	}
+	for _, is := range old.isos {
+		if is.asks != measuredAsks {
+			t.Fatalf("record without the count: isolate %s has asks %d, want %d (measured)", is.id, is.asks, measuredAsks)
+		}
 	}
 }
