@@ -68,7 +68,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		sp, un := heldOutlook(is, r, lam, W, P, now)
 		spent += sp
 		uNow += un
-		uNext += unusedUnits(rn, lam*standShare(is, W+1, P))
+		uNext += unusedUnits(rn, lam*standShare(is, W+1, P), is.evidence(P))
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 			pace += lam
@@ -91,7 +91,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// request): past that the units stay reserved, unused, as long as
 	// the window lasts (reservation).
 	muMe := lambda * min(left, float64(m.opts.LeaseLife)/float64(P))
-	hold := m.holdsAhead(me, P) && strandCost(pace*left, uNow+unusedUnits(1, muMe), room) <= budget
+	hold := m.holdsAhead(me, P) && strandCost(pace*left, uNow+unusedUnits(1, muMe, me.evidence(P)), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -119,7 +119,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// its demand per sync would then sit in every isolate's pocket.
 		// Past what the window can spare it holds a unit ahead (hold)
 		// or nothing.
-		if strandCost(pace*left, uNow+unusedUnits(need, muMe), room) > budget {
+		if strandCost(pace*left, uNow+unusedUnits(need, muMe, me.evidence(P)), room) > budget {
 			if hold {
 				need = max(unmet, 1)
 			} else {
@@ -181,7 +181,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// standing units, the corpus's outage test saw the circuit let
 		// 27 through after the outage instead of 60).
 		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1) // renewFrom below
-		if strandCost(pace, uNext+unusedUnits(1, mu), float64(limit)) <= budget {
+		if strandCost(pace, uNext+unusedUnits(1, mu, me.evidence(P)), float64(limit)) <= budget {
 			stand, sparseStand = 1, true
 		}
 	}

@@ -25,18 +25,18 @@ func TestUnusedUnits(t *testing.T) {
 		r  int64
 		mu float64
 	}{{1, 0.5}, {1, 3}, {2, 1}, {5, 5}, {10, 0.1}, {64, 60}} {
-		if got, want := unusedUnits(tc.r, tc.mu), exact(tc.r, tc.mu); math.Abs(got-want) > 1e-9 {
+		if got, want := unusedUnits(tc.r, tc.mu, 0), exact(tc.r, tc.mu); math.Abs(got-want) > 1e-9 {
 			t.Errorf("unusedUnits(%d, %g) = %g, want %g", tc.r, tc.mu, got, want)
 		}
 	}
-	if got := unusedUnits(1, 0.5); math.Abs(got-math.Exp(-0.5)) > 1e-12 {
+	if got := unusedUnits(1, 0.5, 0); math.Abs(got-math.Exp(-0.5)) > 1e-12 {
 		t.Errorf("one unit, mean 0.5: %g unused, want P(X=0) = %g", got, math.Exp(-0.5))
 	}
-	if got, want := unusedUnits(200, 150), exact(200, 150); math.Abs(got-want) > 1 {
+	if got, want := unusedUnits(200, 150, 0), exact(200, 150); math.Abs(got-want) > 1 {
 		t.Errorf("unusedUnits(200, 150) = %g, want about %g", got, want)
 	}
-	if unusedUnits(0, 3) != 0 || unusedUnits(-2, 3) != 0 || unusedUnits(3, 0) != 3 {
-		t.Errorf("edges: %g %g %g", unusedUnits(0, 3), unusedUnits(-2, 3), unusedUnits(3, 0))
+	if unusedUnits(0, 3, 0) != 0 || unusedUnits(-2, 3, 3) != 0 || unusedUnits(3, 0, 3) != 3 {
+		t.Errorf("edges: %g %g %g", unusedUnits(0, 3, 0), unusedUnits(-2, 3, 3), unusedUnits(3, 0, 3))
 	}
 }
 
@@ -203,12 +203,13 @@ func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
 		}
 		mustSync(t, c, batch("h", seq, at(f), d))
 	}
+	var k float64 // the evidence of h's pace (unusedUnits)
 	outlook := func(now int64) (r int64, lam, sp, un float64) {
 		c.withMerger(func(m *Merger) {
 			m.buf = appendKeyStorageKey(m.buf[:0], "sfw", "k")
 			st := m.keys[string(m.buf)]
 			is := &st.isos[st.findIso("h")]
-			r, lam = st.reservation(is, W, now), is.perWindow(sec)
+			r, lam, k = st.reservation(is, W, now), is.perWindow(sec), is.evidence(sec)
 			sp, un = heldOutlook(is, r, lam, W, sec, now)
 		})
 		return
@@ -221,10 +222,10 @@ func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
 	}
 	// Not heard from since its last batch with k: it may have used the
 	// unit in the 0.55 s since.
-	if want := unusedUnits(r, lam*0.65); !near(un, want) {
+	if want := unusedUnits(r, lam*0.65, k); !near(un, want) {
 		t.Fatalf("before any other batch: unused %v, want %v (judged from its last batch with k)", un, want)
 	}
-	if want := float64(r) - unusedUnits(r, lam*0.55); !near(sp, want) {
+	if want := float64(r) - unusedUnits(r, lam*0.55, k); !near(sp, want) {
 		t.Fatalf("before any other batch: spent %v, want %v", sp, want)
 	}
 	// A batch with another key only, at 0.85 s: it used nothing of k by
@@ -233,10 +234,10 @@ func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
 	seq++
 	mustSync(t, c, batch("h", seq, at(0.85), wire.Delta{Limiter: "sfw", Key: "other", Window: W, Demand: 1}))
 	_, _, sp, un = outlook(now)
-	if want := unusedUnits(r, lam*0.15); !near(un, want) {
+	if want := unusedUnits(r, lam*0.15, k); !near(un, want) {
 		t.Fatalf("heard from at 0.85 s without k: unused %v, want %v (judged from then)", un, want)
 	}
-	if want := float64(r) - unusedUnits(r, lam*0.05); !near(sp, want) {
+	if want := float64(r) - unusedUnits(r, lam*0.05, k); !near(sp, want) {
 		t.Fatalf("heard from at 0.85 s without k: spent %v, want %v (only since then)", sp, want)
 	}
 	// A batch cut short (the module left keys for the next batch) at
@@ -300,5 +301,79 @@ func TestFirstAskHoldsNothingAhead(t *testing.T) {
 		if is.asks != measuredAsks {
 			t.Fatalf("record without the count: isolate %s has asks %d, want %d (measured)", is.id, is.asks, measuredAsks)
 		}
+	}
+}
+
+// With a shape k, unusedUnits is E[(r-X)+] for X negative binomial of
+// mean mu and shape k (checked against its probabilities from the gamma
+// function); it leaves more units unused than a Poisson of the same mean
+// and tends to it as k grows.
+func TestUnusedUnitsUncertainPace(t *testing.T) {
+	exact := func(r int64, mu, k float64) float64 {
+		var u float64
+		for j := int64(0); j < r; j++ {
+			lg1, _ := math.Lgamma(k + float64(j))
+			lg2, _ := math.Lgamma(k)
+			lg3, _ := math.Lgamma(float64(j) + 1)
+			p := math.Exp(lg1 - lg2 - lg3 + k*math.Log(k/(k+mu)) + float64(j)*math.Log(mu/(k+mu)))
+			u += float64(r-j) * p
+		}
+		return u
+	}
+	for _, tc := range []struct {
+		r     int64
+		mu, k float64
+	}{{1, 0.6, 3}, {1, 2, 3}, {2, 1, 6}, {5, 4, 3}, {10, 0.5, 30}, {64, 50, 9}} {
+		got, want := unusedUnits(tc.r, tc.mu, tc.k), exact(tc.r, tc.mu, tc.k)
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("unusedUnits(%d, %g, %g) = %g, want %g", tc.r, tc.mu, tc.k, got, want)
+		}
+		if p := unusedUnits(tc.r, tc.mu, 0); got <= p {
+			t.Errorf("unusedUnits(%d, %g, %g) = %g: want more than the Poisson's %g", tc.r, tc.mu, tc.k, got, p)
+		}
+	}
+	if got, p := unusedUnits(3, 2, 1e7), unusedUnits(3, 2, 0); math.Abs(got-p) > 1e-6 {
+		t.Errorf("shape 1e7: %g, want the Poisson's %g", got, p)
+	}
+	if got, p := unusedUnits(200, 150, 10), unusedUnits(200, 150, 0); got <= p {
+		t.Errorf("200 units, mean 150, shape 10: %g unused, want more than the Poisson's %g", got, p)
+	}
+}
+
+// The pace of an isolate that sends a batch when a request needs one
+// rests on a few gaps between its requests: it is uncertain (evidence:
+// rateSamples gaps' worth of requests). That of an isolate syncing on
+// schedule, four times a window or more, is a count over a set time: a
+// Poisson at it stands (0).
+func TestPaceEvidence(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	evidence := func(id string) (k float64) {
+		c.withMerger(func(m *Merger) {
+			m.buf = appendKeyStorageKey(m.buf[:0], "sfw", "k")
+			st := m.keys[string(m.buf)]
+			k = st.isos[st.findIso(id)].evidence(sec)
+		})
+		return
+	}
+	// sparse: a request every 400 ms, a batch for each; sched: a batch
+	// every 100 ms, a request in every fourth.
+	for i := int64(0); i < 8; i++ {
+		now := W*sec + i*sec/10
+		clk.set(now)
+		if i%4 == 0 {
+			mustSync(t, c, batch("sparse", i/4+1, now, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Demand: 1}))
+		}
+		d := wire.Delta{Limiter: "sfw", Key: "k", Window: W}
+		if i%4 == 0 {
+			d.Demand = 1
+		}
+		mustSync(t, c, batch("sched", i+1, now, d))
+	}
+	if k := evidence("sparse"); k != rateSamples {
+		t.Errorf("an isolate that syncs for its requests: evidence %g, want %d (one request per batch)", k, rateSamples)
+	}
+	if k := evidence("sched"); k != 0 {
+		t.Errorf("an isolate that syncs on schedule: evidence %g, want 0 (Poisson)", k)
 	}
 }
