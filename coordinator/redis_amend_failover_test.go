@@ -110,12 +110,7 @@ func TestRedisAmendmentFailover(t *testing.T) {
 		cs = append(cs, openShared(t, s, clk))
 	}
 	master := masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", "hot")))
-	cold := ""
-	for i := 0; cold == ""; i++ {
-		if k := fmt.Sprintf("cold-%d", i); masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", k))) != master {
-			cold = k
-		}
-	}
+	cold := keyOffMaster(ctx, t, rs, master, "cold-")
 	replicas := cl.ReplicasOf(ctx, master)
 	if len(replicas) != 2 {
 		t.Fatalf("master %s has replicas %v, want 2", master, replicas)
@@ -372,12 +367,7 @@ func TestRedisDuplicateConfirmsLease(t *testing.T) {
 			}
 			c := openShared(t, rs, clk)
 			master := masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", "hot")))
-			other := ""
-			for i := 0; other == ""; i++ {
-				if k := fmt.Sprintf("other-%d", i); masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", k))) != master {
-					other = k
-				}
-			}
+			other := keyOffMaster(ctx, t, rs, master, "other-")
 			replicas := cl.ReplicasOf(ctx, master)
 			b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "hot", Window: w, Delta: 0, Demand: 1})
 			told := hotLease(mustSync(t, c, b1))
@@ -446,4 +436,15 @@ func freezeReplicas(ctx context.Context, t *testing.T, cl *rediscluster.Cluster,
 		t.Fatal(err)
 	}
 	return resume
+}
+
+// keyOffMaster returns the first key prefix0, prefix1, ... of limiter sfw
+// whose record lives on another master than master.
+func keyOffMaster(ctx context.Context, t *testing.T, rs *redisstore.Store, master, prefix string) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		if k := fmt.Sprintf("%s%d", prefix, i); masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", k))) != master {
+			return k
+		}
+	}
 }
