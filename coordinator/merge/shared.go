@@ -508,20 +508,27 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 		pending = s.mergeBuckets(ctx, m, pending, now, rd)
 		rd = nil // read again
 	}
-	// Advance the high-water marks of the batches written in full.
+	// Advance the high-water marks of the batches written in full. A
+	// duplicate's mark is at its Seq already: set again, it is renewed (a
+	// write), so that a store that waits for replicas confirms it before
+	// the duplicate is answered. The attempt that set it may have failed
+	// on that wait, and a mark lost with its master would refuse the
+	// isolate's next batch as a gap (409: a new incarnation).
 	var adv []MarkSet
 	for _, r := range live {
-		if r.err != nil || r.dup {
+		if r.err != nil {
 			continue
 		}
-		r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
-		r.h.bind(r.b)
+		if !r.dup {
+			r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
+			r.h.bind(r.b)
+		}
 		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: int64(s.opts.IsolateTTL)})
 	}
 	if len(adv) > 0 {
 		if err := s.store.AdvanceMarks(ctx, adv); err != nil {
 			for _, r := range live {
-				if r.err == nil && !r.dup {
+				if r.err == nil {
 					r.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 				}
 			}

@@ -65,10 +65,17 @@ return 0
 `)
 
 // markScript advances an isolate's high-water mark: KEYS[1]; ARGV seq,
-// value, TTL (ms). Returns 1 when set, 0 when it already held seq or more.
+// value, TTL (ms). Returns 1 when set, 2 when it held seq already, 0 when
+// it held more (nothing written). A mark already at seq (a duplicate's: an
+// earlier attempt set it, and its WAIT may not have been met) has its TTL
+// renewed, a write, so that WAIT after it covers the earlier one.
 var markScript = redis.NewScript(`
 local cur = tonumber(redis.call('HGET', KEYS[1], 's') or '0')
-if cur >= tonumber(ARGV[1]) then return 0 end
+if cur == tonumber(ARGV[1]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 2
+end
+if cur > tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 's', ARGV[1], 'v', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
@@ -398,10 +405,19 @@ func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
 	calls := make([]scriptCall, len(marks))
 	for i, m := range marks {
 		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
-			args: []any{m.Seq, string(m.Value), ms(m.TTL)}}
+			args: []any{m.Seq, string(m.Value), ms(m.TTL)}, readOnly: markUnchanged}
 	}
 	_, _, err := s.evalOnMasters(ctx, calls, nil)
 	return err
+}
+
+// markUnchanged reports whether markScript wrote nothing, by its result
+// (0: the mark held a later seq). Set (1) or renewed (2), the mark is
+// written, and WAIT follows: without it a mark advanced on a master that
+// then failed was lost, and the isolate's next batch refused as a gap.
+func markUnchanged(res any) bool {
+	v, ok := res.(int64)
+	return ok && v == 0
 }
 
 var _ merge.SharedStore = (*Store)(nil)
