@@ -264,22 +264,8 @@ func TestRedisAmendmentFailover(t *testing.T) {
 			break
 		}
 	}
-	if err := cl.Kill(master); err != nil {
-		t.Fatal(err)
-	}
 	killed := time.Now()
-	resume()
-	promoted := ""
-	for waitUntil := time.Now().Add(30 * time.Second); promoted == ""; time.Sleep(20 * time.Millisecond) {
-		for _, r := range replicas {
-			if cl.IsMaster(ctx, r) {
-				promoted = r
-			}
-		}
-		if promoted == "" && time.Now().After(waitUntil) {
-			t.Fatalf("no replica of %s promoted within 30 s", master)
-		}
-	}
+	promoted := killAndPromote(ctx, t, cl, master, replicas, resume)
 	promotedAt := time.Now()
 	wg.Wait()
 	var inLag, lagAttempts int64
@@ -380,19 +366,7 @@ func TestRedisDuplicateConfirmsLease(t *testing.T) {
 				told = max(told, hotLease(rp))
 				t.Errorf("with the replicas behind, the duplicate was answered: lease %d told, written on the master only", hotLease(rp))
 			}
-			if err := cl.Kill(master); err != nil {
-				t.Fatal(err)
-			}
-			resume()
-			promoted := false
-			for waitUntil := time.Now().Add(30 * time.Second); !promoted; time.Sleep(20 * time.Millisecond) {
-				for _, r := range replicas {
-					promoted = promoted || cl.IsMaster(ctx, r)
-				}
-				if !promoted && time.Now().After(waitUntil) {
-					t.Fatalf("no replica of %s promoted within 30 s", master)
-				}
-			}
+			killAndPromote(ctx, t, cl, master, replicas, resume)
 			// The newcomer asks for the whole limit.
 			nb := batch("n", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "hot", Window: w, Demand: 1})
 			rp, _, err := syncAny([]*Coordinator{c}, rand.New(rand.NewPCG(1, 2)), coordtest.Amend(nb, wire.Ask{Limiter: "sfw", Key: "hot", Window: w, Cost: 100}), time.Now().Add(20*time.Second))
@@ -445,6 +419,26 @@ func keyOffMaster(ctx context.Context, t *testing.T, rs *redisstore.Store, maste
 	for i := 0; ; i++ {
 		if k := fmt.Sprintf("%s%d", prefix, i); masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", k))) != master {
 			return k
+		}
+	}
+}
+
+// killAndPromote kills master (SIGKILL), resumes its frozen replicas and
+// waits (at most 30 s) until one of them is promoted, which it returns.
+func killAndPromote(ctx context.Context, t *testing.T, cl *rediscluster.Cluster, master string, replicas []string, resume func()) string {
+	t.Helper()
+	if err := cl.Kill(master); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	for waitUntil := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for _, r := range replicas {
+			if cl.IsMaster(ctx, r) {
+				return r
+			}
+		}
+		if time.Now().After(waitUntil) {
+			t.Fatalf("no replica of %s promoted within 30 s", master)
 		}
 	}
 }

@@ -54,19 +54,7 @@ func TestRedisDuplicateConfirmsMark(t *testing.T) {
 		answered = true
 		t.Error("batch 2 resent (a duplicate) was answered with its mark unconfirmed")
 	}
-	if err := cl.Kill(markMaster); err != nil {
-		t.Fatal(err)
-	}
-	resume()
-	promoted := false
-	for waitUntil := time.Now().Add(30 * time.Second); !promoted; time.Sleep(20 * time.Millisecond) {
-		for _, r := range replicas {
-			promoted = promoted || cl.IsMaster(ctx, r)
-		}
-		if !promoted && time.Now().After(waitUntil) {
-			t.Fatalf("no replica of %s promoted within 30 s", markMaster)
-		}
-	}
+	killAndPromote(ctx, t, cl, markMaster, replicas, resume)
 	// The isolate sends batch 2 again until it is answered, then batch 3.
 	send := func(bt *wire.Batch) {
 		t.Helper()
