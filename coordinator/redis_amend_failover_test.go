@@ -343,15 +343,8 @@ func TestRedisDuplicateConfirmsLease(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
-			clk := &fakeClock{}
-			clk.set((t0/sec + 1) * sec)
+			ctx, cl, rs, c, clk := waitingCluster(t)
 			w := clk.now() / sec
-			rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := openShared(t, rs, clk)
 			master := masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("sfw", "hot")))
 			other := keyOffMaster(ctx, t, rs, master, "other-")
 			replicas := cl.ReplicasOf(ctx, master)
@@ -441,4 +434,19 @@ func killAndPromote(ctx context.Context, t *testing.T, cl *rediscluster.Cluster,
 			t.Fatalf("no replica of %s promoted within 30 s", master)
 		}
 	}
+}
+
+// waitingCluster starts 3 masters with 2 replicas each (1 s node timeout)
+// and a coordinator on them with --redis-wait 1 (retries bounded to 1 s),
+// its clock standing at the start of a window.
+func waitingCluster(t *testing.T) (context.Context, *rediscluster.Cluster, *redisstore.Store, *Coordinator, *fakeClock) {
+	t.Helper()
+	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
+	clk := &fakeClock{}
+	clk.set((t0/sec + 1) * sec)
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, cl, rs, openShared(t, rs, clk), clk
 }

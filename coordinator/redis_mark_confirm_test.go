@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
-	"github.com/edgelimit/edgelimit/coordinator/redisstore"
-	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -21,15 +19,8 @@ import (
 // behind), and the isolate's next batch was refused as a gap (409: a new
 // incarnation for nothing).
 func TestRedisDuplicateConfirmsMark(t *testing.T) {
-	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
+	ctx, cl, rs, c, clk := waitingCluster(t)
 	w := clk.now() / sec
-	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := openShared(t, rs, clk)
 	// An isolate whose mark lives on a master other than its key's.
 	keyMaster := masterOf(ctx, t, rs, []byte(merge.KeyStorageKey("fw", "k")))
 	iso := ""
