@@ -96,9 +96,7 @@ func hotLease(rp *wire.Reply) int64 {
 // without a write (the amendment resent).
 func TestRedisAmendmentFailover(t *testing.T) {
 	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
-	w := clk.now() / sec
+	clk, w := windowStart()
 	var cs []*Coordinator
 	var rs *redisstore.Store
 	for range 2 {
@@ -442,8 +440,7 @@ func killAndPromote(ctx context.Context, t *testing.T, cl *rediscluster.Cluster,
 func waitingCluster(t *testing.T) (context.Context, *rediscluster.Cluster, *redisstore.Store, *Coordinator, *fakeClock) {
 	t.Helper()
 	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3, ReplicasPerMaster: 2, NodeTimeout: time.Second})
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
+	clk, _ := windowStart()
 	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Wait: 1, Buckets: 32, RetryFor: time.Second})
 	if err != nil {
 		t.Fatal(err)

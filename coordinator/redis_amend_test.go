@@ -31,6 +31,14 @@ func openShared(t *testing.T, s merge.Store, clk *fakeClock) *Coordinator {
 	return c
 }
 
+// windowStart returns a clock standing at the start of a window (of the
+// test limiters' 1 s), and that window.
+func windowStart() (*fakeClock, int64) {
+	clk := &fakeClock{}
+	clk.set((t0/sec + 1) * sec)
+	return clk, clk.now() / sec
+}
+
 // TestRedisAmendmentGrantsLease: a batch applied by one coordinator, then
 // its amendment sent to the other: the lease of a key of the batch is
 // raised to the ask as far as the window has budget free, and keys only
@@ -39,9 +47,7 @@ func openShared(t *testing.T, s merge.Store, clk *fakeClock) *Coordinator {
 // grants nothing more.
 func TestRedisAmendmentGrantsLease(t *testing.T) {
 	rs := openTestRedis(t, redisstore.Options{})
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
-	w := clk.now() / sec
+	clk, w := windowStart()
 	a, b := openShared(t, rs, clk), openShared(t, openRedisNoFlush(t), clk)
 	// Isolate b fills the window but for 5 units (sfw: 100/s).
 	mustSync(t, a, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 95, Demand: 95}))
@@ -123,9 +129,7 @@ func TestRedisAmendmentGrantsLease(t *testing.T) {
 // after it); the batch, reaching the other, is a retry: counted once.
 func TestRedisAmendmentBeforeItsBatch(t *testing.T) {
 	rs := openTestRedis(t, redisstore.Options{})
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
-	w := clk.now() / sec
+	clk, w := windowStart()
 	a, b := openShared(t, rs, clk), openShared(t, openRedisNoFlush(t), clk)
 	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 1, Demand: 1})
 	rp := mustSync(t, a, coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: 2}, wire.Ask{Limiter: "sfw", Key: "solo", Window: w, Cost: 4}))
@@ -172,9 +176,7 @@ func (f *failingWrites) WriteShared(ctx context.Context, subs []merge.SubWrite) 
 // nothing is reserved; sent again once the store writes, it is granted.
 func TestRedisAmendmentGrantUnwrittenNotTold(t *testing.T) {
 	rs := openTestRedis(t, redisstore.Options{})
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
-	w := clk.now() / sec
+	clk, w := windowStart()
 	fw := &failingWrites{Store: openRedisNoFlush(t)}
 	a, b := openShared(t, rs, clk), openShared(t, fw, clk)
 	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 1, Demand: 1})
@@ -207,9 +209,7 @@ func TestRedisAmendmentGrantUnwrittenNotTold(t *testing.T) {
 // than its limit, counted plus reserved, read back from either coordinator,
 // and every admitted unit is counted once.
 func TestRedisAmendmentsTwoCoordinatorsExact(t *testing.T) {
-	clk := &fakeClock{}
-	clk.set((t0/sec + 1) * sec)
-	w := clk.now() / sec
+	clk, w := windowStart()
 	openTestRedis(t, redisstore.Options{}).Close() // flush
 	cs := []*Coordinator{openShared(t, openRedisNoFlush(t), clk), openShared(t, openRedisNoFlush(t), clk)}
 	const isolates, rounds = 8, 30

@@ -81,6 +81,10 @@ type MarkSet struct {
 	Seq     int64
 	Value   []byte
 	TTL     int64 // ns
+	// Dup: the mark was read at Seq already (a duplicate's). It is set
+	// again only to be confirmed (a store that waits for replicas renews
+	// it, a write, and waits); a store that does not wait may skip it.
+	Dup bool
 }
 
 // Versioned is a record read from a SharedStore: a key record (Value,
@@ -523,7 +527,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 			r.h.seq, r.h.seen, r.h.sum = r.b.Seq, now, r.sum
 			r.h.bind(r.b)
 		}
-		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: int64(s.opts.IsolateTTL)})
+		adv = append(adv, MarkSet{Isolate: r.iso, Seq: r.b.Seq, Value: r.h.encode(nil), TTL: int64(s.opts.IsolateTTL), Dup: r.dup})
 	}
 	if len(adv) > 0 {
 		if err := s.store.AdvanceMarks(ctx, adv); err != nil {

@@ -400,12 +400,19 @@ func (s *Store) WriteShared(ctx context.Context, subs []merge.SubWrite) ([]merge
 }
 
 // AdvanceMarks advances isolates' high-water marks (each unless already at
-// its seq or beyond), grouped per master.
+// its seq or beyond), grouped per master. A duplicate's mark (Dup) is only
+// there to be confirmed: without WAIT (Options.Wait 0) it needs no call.
 func (s *Store) AdvanceMarks(ctx context.Context, marks []merge.MarkSet) error {
-	calls := make([]scriptCall, len(marks))
-	for i, m := range marks {
-		calls[i] = scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
-			args: []any{m.Seq, string(m.Value), ms(m.TTL)}, readOnly: markUnchanged}
+	calls := make([]scriptCall, 0, len(marks))
+	for _, m := range marks {
+		if m.Dup && s.opts.Wait == 0 {
+			continue
+		}
+		calls = append(calls, scriptCall{script: markScript, keys: []string{s.RedisKey([]byte(merge.HWMStorageKey(m.Isolate)))},
+			args: []any{m.Seq, string(m.Value), ms(m.TTL)}, readOnly: markUnchanged})
+	}
+	if len(calls) == 0 {
+		return nil
 	}
 	_, _, err := s.evalOnMasters(ctx, calls, nil)
 	return err

@@ -56,47 +56,59 @@ func (l *slowLink) batches() []wire.Batch {
 	return append([]wire.Batch(nil), l.seen...)
 }
 
-// TestHeldRequestAmendsTheBatchInFlight: a strict request held while a
-// batch is on its way is asked for by an amendment of that batch, sent at
-// once, and admitted on its reply: no second batch is cut for it (over a
-// real coordinator on loopback, behind a slow link).
-func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
+// heldDuringBatch starts a coordinator of one strict limiter (100 per
+// hour) behind link (its to is set here) and an edge host of one isolate
+// syncing every interval through it. A request of key a is held and sends
+// batch 1; 20 ms after it left, a request of key b (no lease either) is
+// held too. Both must be admitted. It returns the coordinator and when b
+// was decided.
+func heldDuringBatch(t *testing.T, link *slowLink, interval time.Duration) (k *coord, bAt time.Time) {
+	t.Helper()
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
-	defer k.stop(t)
-	link := &slowLink{to: "http://" + k.addr, delay: 300 * time.Millisecond}
+	k = startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	t.Cleanup(func() { k.stop(t) })
+	link.to = "http://" + k.addr
 	srv := httptest.NewServer(link)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: srv.URL,
-		Sync: syncloop.Options{Interval: 10 * time.Second}, RetryWait: 5 * time.Second})
+		Sync: syncloop.Options{Interval: interval}, RetryWait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	now := func() int64 { return clock.Real.Now() }
-	decide := func(key string, out *Decision) {
-		d, err := h.Decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, now)
+	t.Cleanup(func() { h.Close() })
+	decide := func(key string, out *Decision, at *time.Time) {
+		d, err := h.Decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, clock.Real.Now)
 		if err != nil {
 			t.Error(err)
 		}
-		*out = d
+		*out, *at = d, time.Now()
 	}
 	var a, b Decision
+	var aAt time.Time
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); decide("a", &a) }()
-	// b comes while a's batch is on its way (the link holds it 300 ms).
+	go func() { defer wg.Done(); decide("a", &a, &aAt) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(link.batches()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(20 * time.Millisecond)
-	go func() { defer wg.Done(); decide("b", &b) }()
+	go func() { defer wg.Done(); decide("b", &b, &bAt) }()
 	wg.Wait()
 	if !a.Allowed || !b.Allowed {
 		t.Fatalf("a %+v, b %+v: want both admitted", a, b)
 	}
+	return k, bAt
+}
+
+// TestHeldRequestAmendsTheBatchInFlight: a strict request held while a
+// batch is on its way is asked for by an amendment of that batch, sent at
+// once, and admitted on its reply: no second batch is cut for it (over a
+// real coordinator on loopback, behind a slow link).
+func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
+	link := &slowLink{delay: 300 * time.Millisecond} // b comes while a's batch is on its way
+	k, _ := heldDuringBatch(t, link, 10*time.Second)
 	seen := link.batches()
 	if len(seen) != 2 || seen[0].Seq != 1 || seen[1].Seq != 1 || len(seen[1].Asks) != 1 || seen[1].Asks[0].Key != "b" {
 		t.Fatalf("the link forwarded %+v; want batch 1 and its amendment asking for b", seen)
@@ -111,13 +123,9 @@ func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
 // cut, still admits the request it asked for, before the next batch's
 // reply (over a real coordinator on loopback, behind a slow link).
 func TestAmendmentReplyAfterTheNextBatch(t *testing.T) {
-	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
-	defer k.stop(t)
 	// 100 ms each way there; the amendment's reply 400 ms more, batch
 	// 2's 800 ms more.
-	link := &slowLink{to: "http://" + k.addr, delay: 100 * time.Millisecond, back: func(b wire.Batch) time.Duration {
+	link := &slowLink{delay: 100 * time.Millisecond, back: func(b wire.Batch) time.Duration {
 		switch {
 		case b.Seq >= 2:
 			return 800 * time.Millisecond
@@ -126,37 +134,7 @@ func TestAmendmentReplyAfterTheNextBatch(t *testing.T) {
 		}
 		return 0
 	}}
-	srv := httptest.NewServer(link)
-	defer srv.Close()
-	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: srv.URL,
-		Sync: syncloop.Options{Interval: 200 * time.Millisecond}, RetryWait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	now := func() int64 { return clock.Real.Now() }
-	decide := func(key string, out *Decision, at *time.Time) {
-		d, err := h.Decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, now)
-		if err != nil {
-			t.Error(err)
-		}
-		*out, *at = d, time.Now()
-	}
-	var a, b Decision
-	var aAt, bAt time.Time
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); decide("a", &a, &aAt) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(link.batches()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	go func() { defer wg.Done(); decide("b", &b, &bAt) }() // held: amends batch 1
-	wg.Wait()
-	if !a.Allowed || !b.Allowed {
-		t.Fatalf("a %+v, b %+v: want both admitted", a, b)
-	}
+	k, bAt := heldDuringBatch(t, link, 200*time.Millisecond)
 	link.mu.Lock()
 	seen, at := append([]wire.Batch(nil), link.seen...), append([]time.Time(nil), link.at...)
 	link.mu.Unlock()

@@ -282,27 +282,27 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	// The batch is acknowledged: its deltas are now in the global view
 	// (a second reply: c.inflight is empty since the first, or is the
 	// next batch's).
-	for _, it := range c.inflight {
-		if prior {
-			break
-		}
-		e := c.tab.at(it.idx)
-		if e.gen != it.gen {
-			continue
-		}
-		if rt := c.tab.rate(e); rt != nil && it.win == e.vWin {
-			rt.bBase += it.delta // the base view's window is vWin
-		}
-		switch {
-		case c.lims[e.lim].bucket || it.win == e.win:
-			e.lCur -= it.delta
-		case it.win == e.win-1:
-			e.lPrev -= it.delta
+	if !prior {
+		for _, it := range c.inflight {
+			e := c.tab.at(it.idx)
+			if e.gen != it.gen {
+				continue
+			}
+			if rt := c.tab.rate(e); rt != nil && it.win == e.vWin {
+				rt.bBase += it.delta // the base view's window is vWin
+			}
+			switch {
+			case c.lims[e.lim].bucket || it.win == e.win:
+				e.lCur -= it.delta
+			case it.win == e.win-1:
+				e.lPrev -= it.delta
+			}
 		}
 	}
+
 	cut := c.cutAt
 	if prior {
-		cut = c.prevCut // the views were made after the amended batch's cut
+		cut = c.prevCut // the amended batch's: its views and leases count from there
 	}
 	at := viewTime(cut, rr.At, now)
 	if now > c.cutAt && !late {
@@ -327,7 +327,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		if e := c.tab.at(idx); late && e.hasView() && e.vAt >= at {
 			continue // older news than the first reply's view
 		}
-		c.apply(l, c.tab.at(idx), &rv.v, now, at)
+		c.apply(l, c.tab.at(idx), &rv.v, now, at, cut)
 		if rv.v.Limit > 0 {
 			c.adoptLimit(rv.lim, idx, rv.v.Limit)
 		}
@@ -409,8 +409,9 @@ func viewTime(cut, replyAt, now int64) int64 {
 }
 
 // apply replaces the cached global view of e with v, made at time at (ns,
-// this isolate's clock), applied at now.
-func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
+// this isolate's clock), applied at now; a lease in v counts from the cut
+// of the batch it answers (cut, ns).
+func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 	if v.Isolates > 0 {
 		e.isolates = v.Isolates
 	}
@@ -443,10 +444,6 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at int64) {
 		s.dryWin, s.dryN = -1, 0
 	}
 	if v.Lease >= 0 {
-		cut := c.cutAt
-		if c.prior {
-			cut = c.prevCut // the amended batch's
-		}
 		s.expires = leaseExpiry(cut, v.Life)
 		// The standing lease is for the window after the view's.
 		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
