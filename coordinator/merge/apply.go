@@ -318,7 +318,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			// the reply comes. Serve it in W rather than answer a grant of
 			// nothing, which the isolate would take for a dry window.
 			unmet := s.unmet
-			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet) == 0
+			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet, s.delta) == 0
 		}
 	}
 	switch {
