@@ -109,6 +109,38 @@ func TestDeadIsolatesBucketLeaseComesBack(t *testing.T) {
 	})
 }
 
+// An isolate silent past its bucket lease's life, whose lease was charged
+// at its expiry and whose entry was then forgotten, reports what it spent
+// under it after all: the bucket is not charged a second time past empty
+// (it owes at most its burst), so others are refused no longer than the
+// lease's cost.
+func TestLateReportOfChargedBucketLease(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	// stb: 50/s, burst 100. Isolate a gets the whole burst and spends it.
+	va := viewOf(t, mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "stb", Key: "k", Demand: 100})), "stb", "k")
+	if va.Lease < 50 {
+		t.Fatalf("isolate a got lease %d, want most of the burst", va.Lease)
+	}
+	// 3 s later (its life and grace are over, and it was not seen for two
+	// periods) b's syncs charge a's lease to the bucket and forget a.
+	clk.set(t0 + 3*sec)
+	for seq := int64(1); seq <= 2; seq++ {
+		mustSync(t, c, batch("b", seq, clk.now(), wire.Delta{Limiter: "stb", Key: "k", Demand: 1}))
+	}
+	// a's batch cut at t0 + 0.5 s comes now, reporting the lease spent.
+	mustSync(t, c, batch("a", 2, t0+sec/2, wire.Delta{Limiter: "stb", Key: "k", Delta: va.Lease}))
+	c.withMerger(func(m *Merger) {
+		for _, st := range m.keys {
+			if st.lim.Name != "stb" {
+				continue
+			}
+			if owed := mulDiv(max(0, st.tat-clk.now()), 50, sec); owed > 100 {
+				t.Errorf("the bucket owes %d tokens after a's late report of %d, want at most its burst (100): charged twice", owed, va.Lease)
+			}
+		}
+	})
+}
+
 // The coordinator's limit reaches a batch that asks for it (Batch.Limits)
 // and no other: a module that does not ask reads views of 11 elements.
 func TestViewLimitOnlyWhenAsked(t *testing.T) {
