@@ -241,6 +241,9 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		// reply for w it may admit up to that.
 		me.leaseWin, me.lease, me.granted = w, me.standRes, me.standRes
 	}
+	if me != nil && d > 0 {
+		st.noteRequest(me, w, max(limitmath.Window(now, lim.Period), st.win))
+	}
 	if me != nil && me.leaseWin == w {
 		me.lease = max(0, me.lease-d)
 		me.granted = max(0, me.granted-d)
@@ -283,6 +286,9 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			me.demand = (me.demand + min(asked, wire.MaxLimit)*demandScale) / 2
 			if asked > 0 && me.asks < measuredAsks {
 				me.asks++
+			}
+			if asked > 0 && !lim.IsBucket() {
+				st.noteRequest(me, s.maxWin, W) // the window it asked in
 			}
 		}
 	case lim.Leased():
