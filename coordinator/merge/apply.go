@@ -242,7 +242,7 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		me.leaseWin, me.lease, me.granted = w, me.standRes, me.standRes
 	}
 	if me != nil && d > 0 {
-		st.noteRequest(me, w, max(limitmath.Window(now, lim.Period), st.win))
+		st.noteRequest(me, w, now)
 	}
 	if me != nil && me.leaseWin == w {
 		me.lease = max(0, me.lease-d)
@@ -288,7 +288,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 				me.asks++
 			}
 			if asked > 0 && !lim.IsBucket() {
-				st.noteRequest(me, s.maxWin, W) // the window it asked in
+				st.noteRequest(me, s.maxWin, now) // the window it asked in
 			}
 		}
 	case lim.Leased():

@@ -1,5 +1,7 @@
 package merge
 
+import "github.com/edgelimit/edgelimit/wasm/limitmath"
+
 // Whether an isolate with a request in a window has one in the next,
 // pooled over the key's isolates.
 //
@@ -25,11 +27,15 @@ package merge
 // later: it stopped) or when its entry is dropped (it stopped). The counts
 // decay by half per window, so they follow the key's current traffic.
 
-// noteRequest records that is had a request in window w (it asked for cost
-// there, or reported cost admitted there), and the observation it makes of
-// its previous window with one. W is the key's current window.
-func (st *keyState) noteRequest(is *isoState, w, W int64) {
+// noteRequest records, at now, that is had a request in window w (it
+// asked for cost there, or reported cost admitted there), and the
+// observation it makes of its previous window with one. A window past the
+// coordinator's next (an isolate's clock far ahead) observes nothing.
+func (st *keyState) noteRequest(is *isoState, w, now int64) {
+	W := limitmath.Window(now, st.lim.Period)
 	switch {
+	case w > W+1:
+		return
 	case is.reqAfter == 0:
 	case w == is.reqAfter:
 		st.carried(false, W)
@@ -41,11 +47,11 @@ func (st *keyState) noteRequest(is *isoState, w, W int64) {
 	is.reqAfter = w + 1
 }
 
-// noteDropped records the observation an entry dropped at window W makes:
-// its last window with a request had none after it.
-func (st *keyState) noteDropped(is *isoState, W int64) {
+// noteDropped records the observation an entry dropped at now makes: its
+// last window with a request had none after it.
+func (st *keyState) noteDropped(is *isoState, now int64) {
 	if is.reqAfter != 0 {
-		st.carried(true, W)
+		st.carried(true, limitmath.Window(now, st.lim.Period))
 	}
 }
 
@@ -73,23 +79,24 @@ func (st *keyState) decayCarry(W int64) {
 	st.carryWin = W
 }
 
-// stopShare returns, at window W, the expected share of the key's isolates
-// with a request in a window that have none in the next: the observed
-// share under a Jeffreys prior (1/2 with no observation).
-func (st *keyState) stopShare(W int64) float64 {
-	st.decayCarry(W)
+// stopShare returns, at now, the expected share of the key's isolates with
+// a request in a window that have none in the next: the observed share
+// under a Jeffreys prior (1/2 with no observation).
+func (st *keyState) stopShare(now int64) float64 {
+	st.decayCarry(limitmath.Window(now, st.lim.Period))
 	return (float64(st.carryStop) + 0.5) / (float64(st.carryN) + 1)
 }
 
-// standUnused returns the units of is's standing lease rn for window win
-// (the key's next) expected unused, for an isolate asking lam per window:
-// its own pace's estimate (strand.go), and for a sparse standing unit at
-// least the share of the key's isolates that stop (stopShare).
-func (st *keyState) standUnused(is *isoState, rn int64, lam float64, win int64) float64 {
+// standUnused returns, at now, the units of is's standing lease rn for
+// window win (the key's next) expected unused, for an isolate asking lam
+// per window: its own pace's estimate (strand.go), and for a sparse
+// standing unit at least the share of the key's isolates that stop
+// (stopShare).
+func (st *keyState) standUnused(is *isoState, rn int64, lam float64, win, now int64) float64 {
 	P := st.lim.Period
 	u := unusedUnits(rn, lam*standShare(is, win, P), is.evidence(P))
 	if rn == 1 && lam < busyPerWindow {
-		u = max(u, st.stopShare(win-1))
+		u = max(u, st.stopShare(now))
 	}
 	return u
 }

@@ -101,30 +101,34 @@ func TestStandingUnitFollowsKeysCarry(t *testing.T) {
 // The counts of carry.go: an isolate's next request in the window after
 // its last one carries on, a later one or its entry's drop stops; a
 // request in the same window or an older one (reported late) observes
-// nothing; the counts halve per window.
+// nothing, nor one past the coordinator's next window; the counts halve
+// per window.
 func TestStopShare(t *testing.T) {
-	st := &keyState{}
+	st := &keyState{lim: &wire.LimiterConfig{Name: "sfw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec}}
+	at := func(w int64) int64 { return w*sec + sec/2 }
 	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
-	if q := st.stopShare(100); !near(q, 0.5) {
+	if q := st.stopShare(at(100)); !near(q, 0.5) {
 		t.Fatalf("no observation: %v, want 1/2", q)
 	}
-	a, b, c := &isoState{}, &isoState{}, &isoState{}
-	st.noteRequest(a, 100, 100) // first: nothing to observe
-	st.noteRequest(a, 100, 100) // the same window
-	st.noteRequest(a, 101, 101) // carried on
-	st.noteRequest(a, 99, 101)  // late report of an older window
-	st.noteRequest(b, 99, 101)
-	st.noteRequest(b, 101, 101) // skipped 100: stopped
-	st.noteRequest(c, 101, 101)
-	st.noteDropped(c, 101)                       // stopped
-	st.noteDropped(&isoState{}, 101)             // never asked: nothing
-	if q := st.stopShare(101); !near(q, 2.5/4) { // 2 of 3 stopped
+	a, b, c, d := &isoState{}, &isoState{}, &isoState{}, &isoState{}
+	st.noteRequest(a, 100, at(100)) // first: nothing to observe
+	st.noteRequest(a, 100, at(100)) // the same window
+	st.noteRequest(a, 101, at(101)) // carried on
+	st.noteRequest(a, 99, at(101))  // late report of an older window
+	st.noteRequest(b, 99, at(101))
+	st.noteRequest(b, 101, at(101)) // skipped 100: stopped
+	st.noteRequest(c, 101, at(101))
+	st.noteDropped(c, at(101))           // stopped
+	st.noteDropped(&isoState{}, at(101)) // never asked: nothing
+	st.noteRequest(d, 101, at(101))
+	st.noteRequest(d, 110, at(101))                  // far ahead of the clock: nothing
+	if q := st.stopShare(at(101)); !near(q, 2.5/4) { // 2 of 3 stopped
 		t.Fatalf("at 101: %v, want %v", q, 2.5/4)
 	}
-	if q := st.stopShare(102); !near(q, 1.5/2.5) { // halved
+	if q := st.stopShare(at(102)); !near(q, 1.5/2.5) { // halved
 		t.Fatalf("at 102: %v, want %v", q, 1.5/2.5)
 	}
-	if q := st.stopShare(200); !near(q, 0.5) {
+	if q := st.stopShare(at(200)); !near(q, 0.5) {
 		t.Fatalf("at 200: %v, want 1/2 (forgotten)", q)
 	}
 }

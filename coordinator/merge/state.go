@@ -324,7 +324,7 @@ func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func
 		if victim < 0 {
 			return nil
 		}
-		s.noteDropped(&s.isos[victim], activeWin)
+		s.noteDropped(&s.isos[victim], now)
 		s.isos[victim] = isoState{id: id, seen: now, gap: s.lim.Period}
 		s.oldest = min(s.oldest, now)
 		return &s.isos[victim]
@@ -426,7 +426,7 @@ func (s *keyState) prune(now int64) int {
 	for i := range s.isos {
 		is := s.isos[i]
 		if is.seen < horizon && !s.leaseActive(&is, w, now) {
-			s.noteDropped(&is, w)
+			s.noteDropped(&is, now)
 			continue
 		}
 		oldest = min(oldest, is.seen)
