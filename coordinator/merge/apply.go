@@ -254,6 +254,9 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		// reply for w it may admit up to that.
 		me.leaseWin, me.lease, me.granted = w, me.standRes, me.standRes
 	}
+	if me != nil && d > 0 {
+		st.noteRequest(me, w, now)
+	}
 	if me != nil && me.leaseWin == w {
 		me.lease = max(0, me.lease-d)
 		me.granted = max(0, me.granted-d)
@@ -296,6 +299,9 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			me.demand = (me.demand + min(asked, wire.MaxLimit)*demandScale) / 2
 			if asked > 0 && me.asks < measuredAsks {
 				me.asks++
+			}
+			if asked > 0 && !lim.IsBucket() {
+				st.noteRequest(me, s.maxWin, now) // the window it asked in
 			}
 		}
 	case lim.Leased():

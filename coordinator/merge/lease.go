@@ -69,7 +69,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		sp, un := heldOutlook(is, r, lam, W, P, now)
 		spent += sp
 		uNow += un
-		uNext += unusedUnits(rn, lam*standShare(is, W+1, P), is.evidence(P))
+		uNext += st.standUnused(is, rn, lam, W+1, now)
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 			pace += lam
@@ -185,8 +185,9 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// of the circuit closing by asking at a window's start (with
 		// standing units, the corpus's outage test saw the circuit let
 		// 27 through after the outage instead of 60).
-		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1) // renewFrom below
-		if strandCost(pace, uNext+unusedUnits(1, mu, me.evidence(P)), float64(limit)) <= budget {
+		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1)     // renewFrom below
+		u := max(unusedUnits(1, mu, me.evidence(P)), st.stopShare(now)) // carry.go
+		if strandCost(pace, uNext+u, float64(limit)) <= budget {
 			stand, sparseStand = 1, true
 		}
 	}

@@ -52,6 +52,11 @@ type keyState struct {
 	slot    uint64       // residency slot (prefetch)
 	mark    int64        // Merger.applySeq of the last Apply that touched the key
 	slotIdx int32        // index of the key in that Apply's slots
+	// How often the key's isolates with a request in a window had one in
+	// the next (carry.go): observations, those that had none, decayed by
+	// half per window since carryWin. Not stored.
+	carryN, carryStop float32
+	carryWin          int64
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
@@ -87,6 +92,10 @@ type isoState struct {
 	// with this key, whose heard tells when the coordinator last heard
 	// from the isolate at all (lastHeard). Not stored.
 	hwm *hwmState
+	// reqAfter (leased, windowed): the window after the isolate's last
+	// window with a request for the key (one it asked for cost in, or
+	// reported cost admitted in); 0: none yet (carry.go). Not stored.
+	reqAfter int64
 }
 
 // demandScale is the fixed-point scale of isoState.demand, so that a small
@@ -315,6 +324,7 @@ func (s *keyState) iso(id string, now, activeWin int64, maxPerKey int, room func
 		if victim < 0 {
 			return nil
 		}
+		s.noteDropped(&s.isos[victim], now)
 		s.isos[victim] = isoState{id: id, seen: now, gap: s.lim.Period}
 		s.oldest = min(s.oldest, now)
 		return &s.isos[victim]
@@ -416,6 +426,7 @@ func (s *keyState) prune(now int64) int {
 	for i := range s.isos {
 		is := s.isos[i]
 		if is.seen < horizon && !s.leaseActive(&is, w, now) {
+			s.noteDropped(&is, now)
 			continue
 		}
 		oldest = min(oldest, is.seen)
