@@ -26,17 +26,18 @@ type amendment struct {
 }
 
 // ask makes an attempt in flight ask, at now, for a request held (SyncRetry)
-// since heldAt whose amendment is mine (0: none), and returns the
-// amendment it sent, or mine. The batch in flight asks for it when it was
-// cut after heldAt, and its amendment while on its way; else it asks at
-// once (syncloop.NextAsk): in an amendment of the batch in flight, or in
-// the next batch (a kick of the loop). It waits for a reply otherwise.
-func (s *slot) ask(now, heldAt int64, mine uint64) uint64 {
+// when the slot had cut held batches (cuts then, read after its decision)
+// whose amendment is mine (0: none), and returns the amendment it sent, or
+// mine. The batch in flight asks for it when it was cut after the request
+// was held, and its amendment while on its way; else it asks at once
+// (syncloop.NextAsk): in an amendment of the batch in flight, or in the
+// next batch (a kick of the loop). It waits for a reply otherwise.
+func (s *slot) ask(now, held int64, mine uint64) uint64 {
 	if s.loop == nil {
 		return mine
 	}
 	at := s.attemptAt.Load()
-	if at != 0 && at >= heldAt {
+	if at != 0 && s.cuts.Load() > held {
 		return mine
 	}
 	s.amendMu.Lock()

@@ -131,6 +131,7 @@ type slot struct {
 	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
 	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
+	cuts      atomic.Int64 // batches sent (cut or sent again)
 	replies   atomic.Int64 // applied replies
 	failures  atomic.Int64 // consecutive failed sync attempts
 	unacked   atomic.Int64 // cost in the batch sent and not yet acknowledged
@@ -337,7 +338,8 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		s.want()
 		return d, nil
 	}
-	mine := s.ask(t, t, 0) // the amendment that asks for it, if any
+	held := s.cuts.Load()     // after its decision: a batch cut since asks for it
+	mine := s.ask(t, held, 0) // the amendment that asks for it, if any
 	expired := s.clk.After(r.Deadline() - t)
 	replies, batches := s.replies.Load(), s.batches.Load()
 	for {
@@ -362,7 +364,7 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		if d, wait, err = s.decide(ctx, checks, at); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
-		mine = s.ask(at, t, mine)
+		mine = s.ask(at, held, mine)
 	}
 }
 
@@ -411,6 +413,7 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 			m.s.lastOK.Store(now)
 		}
 	default:
+		m.s.cuts.Add(1)
 		m.s.attemptAt.Store(max(now, 1))
 		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}
