@@ -25,11 +25,11 @@ package syncloop
 // needs the next batch when the batch's reply comes waits for the first
 // amendment's reply at most before the batch is cut (NextAsk), and a
 // second request held within the round trip of the batch is answered a
-// round trip sooner. (Measured on the simulator's corpus, 3 seeds: one
-// amendment left the second held request of a sparse isolate two round
-// trips (dying-isolates wait p99 62.9 ms; with this rule and one
-// amendment 54.5 ms); three or more held the next batch back behind
-// two replies on busy isolates (zipf-1000 p99 92.3 ms).)
+// round trip sooner. (Measured on the simulator's corpus, 3 seeds: with
+// one amendment a request held while it flew waited two round trips
+// (dying-isolates wait p99 62.9 ms; with NextAsk and one amendment 54.5
+// ms, with two 48.9 ms); with three the next batch waited behind two
+// replies more often on busy isolates (zipf-1000 p99 92.3 ms).)
 const MaxAmends = 2
 
 // Ask is what a host does for a held request that no attempt in flight
