@@ -58,6 +58,11 @@ type waiter struct {
 	gid     int32
 	lim     int
 	r       syncloop.Retry
+	// The attempts that ask for it (syncloop.NextAsk): the batch cut
+	// after it was held (node.batchN then; 0: none), the amendment its
+	// hold sent (its token; 0: none).
+	batch int64
+	amend uint64
 }
 
 type keyInfo struct {
@@ -494,7 +499,54 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 		}
 	}
 	nd.waiting = keep
-	if len(keep) > 0 && len(nd.amends) == 0 { // else they wait for an amendment's reply
+	return e.ask(nd, now)
+}
+
+// asked reports whether an attempt of nd in flight asks for w: the batch
+// cut after w was held, or the amendment w's hold sent.
+func (nd *node) asked(w *waiter) bool {
+	if w.batch == nd.batchN && nd.sched.InFlight() {
+		return true
+	}
+	for i := range nd.amends {
+		if w.amend != 0 && nd.amends[i].tok == w.amend {
+			return true
+		}
+	}
+	return false
+}
+
+// lastAmends returns how many amendments of nd's last batch (in flight
+// or answered) are on their way.
+func (nd *node) lastAmends() int {
+	n := 0
+	for _, a := range nd.amends {
+		if a.batch == nd.batchN {
+			n++
+		}
+	}
+	return n
+}
+
+// ask makes, at now, an attempt of nd ask for the requests it holds that
+// no attempt in flight asks for, as the edge host does
+// (syncloop.NextAsk): an amendment of the batch in flight, or the next
+// batch; else they wait for a reply.
+func (e *engine) ask(nd *node, now int64) error {
+	unasked := false
+	for i := range nd.waiting {
+		if !nd.asked(&nd.waiting[i]) {
+			unasked = true
+			break
+		}
+	}
+	if !unasked {
+		return nil
+	}
+	switch syncloop.NextAsk(nd.sched.InFlight(), nd.lastAmends()) {
+	case syncloop.AskAmend:
+		return e.amend(nd, now)
+	case syncloop.AskBatch:
 		return e.want(nd, now)
 	}
 	return nil
@@ -541,24 +593,18 @@ func (e *engine) startSync(nd *node, now int64) error {
 	nd.batchN++
 	e.send(nd, now, nil)
 	nd.batchTok = nd.attempt
+	for i := range nd.waiting { // the batch asks for every request held
+		nd.waiting[i].batch = nd.batchN
+	}
 	return nil
 }
 
 // amend sends, at now, an amendment of nd's batch in flight asking for
 // the requests it held since the batch was cut (wire/amend.go), as the
-// edge host does; its reply is taken as well as the batch's. With nothing
-// new to ask (or syncloop.MaxAmends on their way) the held requests wait for a
-// reply.
+// edge host does; its reply is taken as well as the batch's. The requests
+// no attempt asked for are asked for by it. With nothing new to ask the
+// held requests wait for a reply.
 func (e *engine) amend(nd *node, now int64) error {
-	n := 0 // amendments of this batch on their way (those of the one before may be too)
-	for _, a := range nd.amends {
-		if a.batch == nd.batchN {
-			n++
-		}
-	}
-	if n >= syncloop.MaxAmends {
-		return nil
-	}
 	out, err := nd.iso.Amend(e.ctx, now, e.outBuf[:0])
 	if err != nil {
 		return fmt.Errorf("sim: amend: %w", err)
@@ -568,6 +614,11 @@ func (e *engine) amend(nd *node, now int64) error {
 		return nil
 	}
 	e.res.Amendments++
+	for i := range nd.waiting {
+		if w := &nd.waiting[i]; !nd.asked(w) {
+			w.amend = nd.attempt + 1 // the token send gives it
+		}
+	}
 	nd.amends = append(nd.amends, amendment{at: now, batch: nd.batchN, out: append([]byte(nil), out...)})
 	e.send(nd, now, &nd.amends[len(nd.amends)-1])
 	return nil
@@ -703,10 +754,11 @@ func (e *engine) handle(ev event) error {
 			if serr := e.settle(nd, now, !first); serr != nil {
 				return serr
 			}
-		case !first && len(nd.amends) == 0 && len(nd.waiting) > 0:
+		case !first:
 			// A second reply the module refused (a batch was cut
-			// since): the requests waiting for it ask in the next batch.
-			if werr := e.want(nd, now); werr != nil {
+			// since, or its reply came): the requests waiting for it
+			// ask again.
+			if werr := e.ask(nd, now); werr != nil {
 				return werr
 			}
 		}
@@ -730,13 +782,9 @@ func (e *engine) handle(ev event) error {
 			return nil
 		}
 		if ai >= 0 {
-			// The amendment is lost: its requests wait for another
-			// reply, or ask in the next batch.
+			// The amendment is lost: its requests ask again.
 			nd.amends = append(nd.amends[:ai], nd.amends[ai+1:]...)
-			if !nd.sched.InFlight() && len(nd.amends) == 0 && len(nd.waiting) > 0 {
-				return e.want(nd, now)
-			}
-			return nil
+			return e.ask(nd, now)
 		}
 		if ev.gen != nd.gen || !batch || !nd.sched.InFlight() {
 			return nil

@@ -145,12 +145,9 @@ func (s edge) decide(e *engine, now int64, iso int, gid int32, lim int, cost int
 		if r, ok := e.retry.Begin(now); ok {
 			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, gid: gid, lim: lim, r: r})
 			e.heap.push(event{t: r.Deadline(), node: int32(nd.index), gen: nd.gen, kind: evDeadline})
-			if nd.sched.InFlight() {
-				// A batch is on its way: amend it (the reply to the batch
-				// would not answer this request).
-				return false, 0, true, e.amend(nd, now)
-			}
-			return false, 0, true, e.want(nd, now)
+			// The batch on its way, if any, was cut before this request
+			// asked: amend it, or cut the next (syncloop.NextAsk).
+			return false, 0, true, e.ask(nd, now)
 		}
 	}
 	if d.SyncWanted && s.holds {

@@ -2,54 +2,144 @@ package host
 
 import (
 	"context"
+	"slices"
+
+	"github.com/edgelimit/edgelimit/edge/syncloop"
 )
 
 // Amendments (wasm/wire/amend.go). A request the isolate answers SyncRetry
 // while a batch is in flight would wait for that batch's reply and then
 // for the next batch's: two round trips. The slot sends an amendment of
-// the batch instead, at once, next to the batch (one per batch), and
-// applies both replies, whichever comes first (applyReply). The loop cuts
-// the next batch as usual: the module takes the amendment's reply while
-// that batch is in flight too.
+// the batch instead, at once, next to the batch, and applies both replies,
+// whichever comes first (applyReply). The loop cuts the next batch as
+// usual: the module takes an amendment's reply while that batch is in
+// flight too. A held request that no attempt in flight asks for asks at
+// once, as in the simulator (syncloop.NextAsk): in an amendment of the
+// batch in flight, up to syncloop.MaxAmends of it, else in the next batch
+// (ask).
+
+// amendment is one on its way: of the batch answered as the batch-th,
+// with the slot's id for it.
+type amendment struct {
+	batch int64
+	id    uint64
+}
+
+// ask makes an attempt in flight ask, at now, for a request held (SyncRetry)
+// when the slot had cut held batches (cuts then, read after its decision)
+// whose amendment is mine (0: none), and returns the amendment it sent, or
+// mine. The batch in flight asks for it when it was cut after the request
+// was held, and its amendment while on its way; else it asks at once
+// (syncloop.NextAsk): in an amendment of the batch in flight, or in the
+// next batch (a kick of the loop). It waits for a reply otherwise.
+func (s *slot) ask(now, held int64, mine uint64) uint64 {
+	if s.loop == nil {
+		return mine
+	}
+	at := s.attemptAt.Load()
+	if at != 0 && s.cuts.Load() > held {
+		return mine
+	}
+	s.amendMu.Lock()
+	for _, a := range s.amends {
+		if mine != 0 && a.id == mine {
+			s.amendMu.Unlock()
+			return mine
+		}
+	}
+	n := s.lastAmends(at != 0)
+	s.amendMu.Unlock()
+	switch syncloop.NextAsk(at != 0, n) {
+	case syncloop.AskAmend:
+		if id := s.amend(now); id != 0 {
+			return id
+		}
+	case syncloop.AskBatch:
+		s.loop.Kick()
+	}
+	return mine
+}
+
+// want kicks the loop for a sync the module asked for (not for a held
+// request: see ask), unless the next batch must wait for a reply of the
+// last one's amendments (syncloop.NextAsk).
+func (s *slot) want() {
+	at := s.attemptAt.Load()
+	s.amendMu.Lock()
+	n := s.lastAmends(at != 0)
+	s.amendMu.Unlock()
+	if syncloop.NextAsk(false, n) == syncloop.AskBatch {
+		s.loop.Kick()
+	}
+}
+
+// lastAmends returns how many amendments of the slot's last batch (the
+// one in flight when inFlight, else the one answered last) are on their
+// way. amendMu is held.
+func (s *slot) lastAmends(inFlight bool) int {
+	b := s.batches.Load()
+	if inFlight {
+		b++
+	}
+	n := 0
+	for _, a := range s.amends {
+		if a.batch == b {
+			n++
+		}
+	}
+	return n
+}
 
 // amend sends, for a request decided SyncRetry at now, an amendment of the
-// slot's batch in flight, and reports whether it did: not when no batch is
-// in flight, the batch was amended already, or the isolate has nothing new
-// to ask.
-func (s *slot) amend(now int64) bool {
+// slot's batch in flight, and returns its id: 0 when none was sent (no
+// batch in flight, syncloop.MaxAmends of it on their way, or nothing new
+// to ask).
+func (s *slot) amend(now int64) uint64 {
 	if s.tr == nil || s.ctx == nil || s.ctx.Err() != nil || s.attemptAt.Load() == 0 {
-		return false
+		return 0
 	}
 	// The batch in flight is the one answered next: batches+1.
-	b := s.batches.Load() + 1
-	if old := s.amendOf.Load(); old == b || !s.amendOf.CompareAndSwap(old, b) {
-		return false
+	s.amendMu.Lock()
+	if s.lastAmends(true) >= syncloop.MaxAmends {
+		s.amendMu.Unlock()
+		return 0
 	}
+	s.amendID++
+	a := amendment{batch: s.batches.Load() + 1, id: s.amendID}
+	s.amends = append(s.amends, a)
+	s.amendMu.Unlock()
 	s.mu.Lock()
 	out, err := s.iso.Amend(s.ctx, now, nil)
 	s.mu.Unlock()
 	if err != nil || len(out) == 0 {
-		s.amendOf.CompareAndSwap(b, 0)
-		return false
+		s.amendDone(a.id)
+		return 0
 	}
 	s.amendWG.Add(1)
-	go s.sendAmend(out, b)
-	return true
+	go s.sendAmend(out, a)
+	return a.id
 }
 
-// sendAmend posts the amendment out of batch b (the batches answered
-// count once it is) and applies its reply. A failed amendment is not a
-// failed sync: its requests wait for a reply of a batch, which the loop is
-// asked for.
-func (s *slot) sendAmend(out []byte, b int64) {
+// amendDone records that amendment id is no longer on its way.
+func (s *slot) amendDone(id uint64) {
+	s.amendMu.Lock()
+	s.amends = slices.DeleteFunc(s.amends, func(a amendment) bool { return a.id == id })
+	s.amendMu.Unlock()
+}
+
+// sendAmend posts the amendment out, a, (the batches answered count once
+// its batch is) and applies its reply. A failed amendment is not a failed
+// sync: its requests wait for a reply of a batch, which the loop is asked
+// for.
+func (s *slot) sendAmend(out []byte, a amendment) {
 	defer s.amendWG.Done()
 	r, err := s.tr.Sync(s.ctx, out, nil)
-	s.amendOf.CompareAndSwap(b, 0) // before the reply wakes the held requests: those still held ask in the next batch
+	s.amendDone(a.id) // before the reply wakes the held requests: those it does not admit ask again
 	if err == nil {
-		_, err = s.applyReply(s.ctx, r, s.clk.Now(), b)
+		_, err = s.applyReply(s.ctx, r, s.clk.Now(), a.batch)
 	}
 	if err != nil && s.loop != nil {
-		s.loop.Kick()
+		s.want()
 	}
 }
 

@@ -58,11 +58,12 @@ func (l *slowLink) batches() []wire.Batch {
 
 // heldDuringBatch starts a coordinator of one strict limiter (100 per
 // hour) behind link (its to is set here) and an edge host of one isolate
-// syncing every interval through it. A request of key a is held and sends
-// batch 1; 20 ms after it left, a request of key b (no lease either) is
-// held too. Both must be admitted. It returns the coordinator and when b
-// was decided.
-func heldDuringBatch(t *testing.T, link *slowLink, interval time.Duration) (k *coord, bAt time.Time) {
+// syncing every interval through it. A request of the first key is held
+// and sends batch 1; 20 ms after the link forwarded it, a request of the
+// next key (no lease either) is held too, and so on: each next key 20 ms
+// after the link forwarded what the one before sent. All must be
+// admitted. It returns the coordinator and when each was decided.
+func heldDuringBatch(t *testing.T, link *slowLink, interval time.Duration, keys ...string) (k *coord, at []time.Time) {
 	t.Helper()
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
@@ -77,29 +78,33 @@ func heldDuringBatch(t *testing.T, link *slowLink, interval time.Duration) (k *c
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	decide := func(key string, out *Decision, at *time.Time) {
-		d, err := h.Decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, clock.Real.Now)
-		if err != nil {
-			t.Error(err)
-		}
-		*out, *at = d, time.Now()
-	}
-	var a, b Decision
-	var aAt time.Time
+	ds, at := make([]Decision, len(keys)), make([]time.Time, len(keys))
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); decide("a", &a, &aAt) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(link.batches()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for i, key := range keys {
+		if i > 0 {
+			deadline := time.Now().Add(5 * time.Second)
+			for len(link.batches()) < i && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := h.Decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, clock.Real.Now)
+			if err != nil {
+				t.Error(err)
+			}
+			ds[i], at[i] = d, time.Now()
+		}()
 	}
-	time.Sleep(20 * time.Millisecond)
-	go func() { defer wg.Done(); decide("b", &b, &bAt) }()
 	wg.Wait()
-	if !a.Allowed || !b.Allowed {
-		t.Fatalf("a %+v, b %+v: want both admitted", a, b)
+	for i, d := range ds {
+		if !d.Allowed {
+			t.Fatalf("%s: %+v, want admitted", keys[i], d)
+		}
 	}
-	return k, bAt
+	return k, at
 }
 
 // TestHeldRequestAmendsTheBatchInFlight: a strict request held while a
@@ -108,7 +113,7 @@ func heldDuringBatch(t *testing.T, link *slowLink, interval time.Duration) (k *c
 // real coordinator on loopback, behind a slow link).
 func TestHeldRequestAmendsTheBatchInFlight(t *testing.T) {
 	link := &slowLink{delay: 300 * time.Millisecond} // b comes while a's batch is on its way
-	k, _ := heldDuringBatch(t, link, 10*time.Second)
+	k, _ := heldDuringBatch(t, link, 10*time.Second, "a", "b")
 	seen := link.batches()
 	if len(seen) != 2 || seen[0].Seq != 1 || seen[1].Seq != 1 || len(seen[1].Asks) != 1 || seen[1].Asks[0].Key != "b" {
 		t.Fatalf("the link forwarded %+v; want batch 1 and its amendment asking for b", seen)
@@ -134,7 +139,8 @@ func TestAmendmentReplyAfterTheNextBatch(t *testing.T) {
 		}
 		return 0
 	}}
-	k, bAt := heldDuringBatch(t, link, 200*time.Millisecond)
+	k, at2 := heldDuringBatch(t, link, 200*time.Millisecond, "a", "b")
+	bAt := at2[1]
 	link.mu.Lock()
 	seen, at := append([]wire.Batch(nil), link.seen...), append([]time.Time(nil), link.at...)
 	link.mu.Unlock()
@@ -150,5 +156,23 @@ func TestAmendmentReplyAfterTheNextBatch(t *testing.T) {
 	}
 	if got := k.count(t, "s", "a") + k.count(t, "s", "b"); got > 2 {
 		t.Fatalf("counted %d, want at most the 2 admitted", got)
+	}
+}
+
+// TestSecondHeldRequestAmendsAgain: a request held while the batch's
+// amendment is on its way asks in a second amendment of the batch, sent at
+// once (syncloop.NextAsk), not in the next batch after both replies: no
+// second batch is cut for it (over a real coordinator on loopback, behind
+// a slow link).
+func TestSecondHeldRequestAmendsAgain(t *testing.T) {
+	link := &slowLink{delay: 300 * time.Millisecond} // b and c come while a's batch is on its way
+	k, _ := heldDuringBatch(t, link, 10*time.Second, "a", "b", "c")
+	seen := link.batches()
+	if len(seen) != 3 || seen[0].Seq != 1 || seen[1].Seq != 1 || len(seen[1].Asks) != 1 || seen[1].Asks[0].Key != "b" ||
+		seen[2].Seq != 1 || len(seen[2].Asks) != 1 || seen[2].Asks[0].Key != "c" {
+		t.Fatalf("the link forwarded %+v; want batch 1 and two amendments of it, asking for b and for c", seen)
+	}
+	if got := k.count(t, "s", "a") + k.count(t, "s", "b") + k.count(t, "s", "c"); got > 3 {
+		t.Fatalf("counted %d, want at most the 3 admitted", got)
 	}
 }

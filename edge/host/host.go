@@ -131,13 +131,16 @@ type slot struct {
 	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
 	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
+	cuts      atomic.Int64 // batches sent (cut or sent again)
 	replies   atomic.Int64 // applied replies
 	failures  atomic.Int64 // consecutive failed sync attempts
 	unacked   atomic.Int64 // cost in the batch sent and not yet acknowledged
 
 	// Amendments (amend.go).
 	ctx     context.Context // the host's: amendments end with it
-	amendOf atomic.Int64    // the batch (batches then, plus one) whose amendment is on its way; 0: none
+	amendMu sync.Mutex
+	amends  []amendment // on their way; under amendMu
+	amendID uint64      // the last amendment's id; under amendMu
 	amendWG sync.WaitGroup
 	batches atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
 }
@@ -325,14 +328,18 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 // retry holds a SyncRetry decision d (made at t) for the slot's syncs
 // within policy p (see syncloop.RetryPolicy, which the simulator runs too):
 // it is decided again after each applied reply while it still answers
-// SyncRetry and may wait; at the deadline it stands denied. wait is closed
-// when the next attempt ends; a failed attempt ends the wait too (the
-// caller applies the fail policy).
+// SyncRetry and may wait; at the deadline it stands denied. While held, an
+// attempt in flight asks for it (ask). wait is closed when the next
+// attempt ends; a failed attempt ends the wait too (the caller applies the
+// fail policy).
 func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, p syncloop.RetryPolicy, t int64, now func() int64) (isolate.Decision, error) {
 	r, ok := p.Begin(t)
 	if !ok {
+		s.want()
 		return d, nil
 	}
+	held := s.cuts.Load()     // after its decision: a batch cut since asks for it
+	mine := s.ask(t, held, 0) // the amendment that asks for it, if any
 	expired := s.clk.After(r.Deadline() - t)
 	replies, batches := s.replies.Load(), s.batches.Load()
 	for {
@@ -353,15 +360,17 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		}
 		var err error
 		replies, batches = s.replies.Load(), s.batches.Load()
-		if d, wait, err = s.decide(ctx, checks, now()); err != nil || !d.SyncRetry || !r.Again() {
+		at := now()
+		if d, wait, err = s.decide(ctx, checks, at); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
+		mine = s.ask(at, held, mine)
 	}
 }
 
 // decide runs one decision on the slot's isolate and kicks its loop when
-// the module asks for a sync. It returns the channel closed by the next
-// applied reply.
+// the module asks for a sync (for a request it answers SyncRetry, retry
+// asks). It returns the channel closed by the next applied reply.
 func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (isolate.Decision, <-chan struct{}, error) {
 	s.syncMu.Lock()
 	wait := s.synced
@@ -381,12 +390,8 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 		}
 		return d, nil, fmt.Errorf("host: %w", err)
 	}
-	switch {
-	case s.loop == nil:
-	case d.SyncRetry && s.amend(now):
-		// A batch is in flight: its amendment asks for this request.
-	case d.SyncWanted && s.amendOf.Load() == 0:
-		s.loop.Kick() // (while an amendment is on its way, its end kicks the loop)
+	if s.loop != nil && d.SyncWanted && !d.SyncRetry {
+		s.want() // a held request asks in retry (ask)
 	}
 	return d, wait, nil
 }
@@ -408,6 +413,7 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 			m.s.lastOK.Store(now)
 		}
 	default:
+		m.s.cuts.Add(1)
 		m.s.attemptAt.Store(max(now, 1))
 		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}

@@ -10,6 +10,7 @@ import { normalizeConfig, toWire, parseDuration } from './config.js';
 import { checkOptions } from './options.js';
 import { refusal, unreachable } from './syncerror.js';
 import { Scheduler } from './scheduler.js';
+import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
 import { Share, OPEN, LOCAL_SHARE, CLOSED } from './failpolicy.js';
 import { VERSION, PROTOCOL_VERSION } from './version.js';
 
@@ -126,7 +127,8 @@ export class EdgeLimit {
     this._inflight = null; // the promise of the sync in flight
     this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
     this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
-    this._amend = null; // the amendment in flight (see _amendNow), at most one
+    this._amends = []; // the amendments in flight (see _amendNow), of the last batch and the one before
+    this._cuts = 0; // batches sent (see _asked)
     this._held = 0; // requests limit() holds for a reply
     this._syncGen = 0; // syncs ended (requests mode polls it)
     this._replyGen = 0; // second replies applied (requests mode polls it)
@@ -378,7 +380,7 @@ export class EdgeLimit {
   /**
    * Decides (see decide); a request denied with syncRetry (a strict lease
    * miss, a read-through cold key) on a fresh view is held: it triggers a
-   * sync (or, while a batch is in flight, amends it: see _amendNow), waits
+   * sync (or, while a batch is in flight, amends it: see _ask), waits
    * for a reply and is decided again after each, up to three replies
    * within retryWait (a sync already in flight may not carry its demand).
    *
@@ -403,11 +405,12 @@ export class EdgeLimit {
     // that reply and is decided again.
     const end = this._clock() + this._retryWait;
     let mine = null;
+    const held = this._cuts; // after its decision: a batch cut since asks for it
     this._held++;
     try {
-      for (let replies = 0; replies < 3 && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amend === mine));) {
-        if (d.syncRetry) mine = this._amendNow(ctx) ?? mine;
-        const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx);
+      for (let replies = 0; replies < 3 && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amends.includes(mine)));) {
+        if (d.syncRetry) mine = this._ask(held, mine, ctx);
+        const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx, () => this._needsBatch(held, mine));
         if (!r.second) replies++;
         d = this._decide(opts, ctx, !r.ok);
       }
@@ -536,7 +539,7 @@ export class EdgeLimit {
     if (this._holdOff(now)) return;
     if (wanted) this._kicked = true;
     let go = this._sched.due(now);
-    if (!go && this._kicked && !this._awaitsAmend(now)) go = this._sched.want(now) || this._sched.probe(now);
+    if (!go && this._kicked && !this._cutWaits(now)) go = this._sched.want(now) || this._sched.probe(now);
     if (go) {
       this._kicked = false;
       const p = this._sync();
@@ -547,7 +550,7 @@ export class EdgeLimit {
   // timers mode (Node): the module asked for an early sync.
   _kick(now) {
     if (this._holdOff(now) || this._closed) return;
-    if (!this._awaitsAmend(now) && (this._sched.want(now) || this._sched.probe(now))) this._syncAndArm();
+    if (!this._cutWaits(now) && (this._sched.want(now) || this._sched.probe(now))) this._syncAndArm();
     else this._arm();
   }
 
@@ -600,11 +603,36 @@ export class EdgeLimit {
     return this._busy(now);
   }
 
-  // Whether requests are held while an amendment is in flight at now: they
-  // wait for its reply, which may admit them, before they start a sync
-  // (the regular syncs go on).
-  _awaitsAmend(now) {
-    return this._held > 0 && this._amending(now);
+  // Whether the next batch waits at now for a reply of the last batch's
+  // amendments (amend.js): more than one is on its way, and the module
+  // would refuse the second's reply after the cut (the regular syncs go
+  // on).
+  _cutWaits(now) {
+    return nextAsk(false, this._lastAmends(now)) !== ASK_BATCH;
+  }
+
+  // Whether an attempt in flight at now asks for a request held when held
+  // batches had been sent (read after its decision), whose amendment is
+  // mine (or null): a batch cut since, or mine while on its way.
+  _asked(held, mine, now) {
+    if (this._busy(now) && this._cur.cut > held) return true;
+    return mine !== null && this._amending(now).includes(mine);
+  }
+
+  // Makes an attempt in flight ask for a held request (see _asked) that
+  // none asks for (amend.js): an amendment of the batch in flight, which it
+  // returns, or the next batch (_needsBatch: _waitSync starts it). Returns
+  // mine otherwise.
+  _ask(held, mine, ctx) {
+    const now = this._clock();
+    if (this._asked(held, mine, now) || nextAsk(this._busy(now), this._lastAmends(now)) !== ASK_AMEND) return mine;
+    return this._amendNow(ctx) ?? mine;
+  }
+
+  // Whether a held request (see _asked) needs the next batch cut now.
+  _needsBatch(held, mine) {
+    const now = this._clock();
+    return !this._asked(held, mine, now) && nextAsk(this._busy(now), this._lastAmends(now)) === ASK_BATCH;
   }
 
   // Starts a sync (or returns the one in flight): its promise resolves to
@@ -671,20 +699,20 @@ export class EdgeLimit {
   }
 
   // Waits for the next reply applied, or the end of the next sync (starting
-  // one if none is in flight or held off), for at most ms. Resolves to
+  // one when cut() says so), for at most ms. Resolves to
   // {ok, second}: ok, a reply was applied; second, it was a second reply
   // to the last batch (its amendment's, or its own after its amendment's),
   // not the end of a sync.
   //
-  // While an amendment is in flight the held requests start no sync: its
-  // reply may admit them (as the edge host's).
-  _waitSync(ms, ctx) {
-    if (this._background === 'requests') return this._pollSync(ms, ctx);
+  // The held request starts a sync when cut() says it needs one
+  // (_needsBatch, as the edge host's); else it waits for the attempt in
+  // flight that asks for it, or for a reply.
+  _waitSync(ms, ctx, cut) {
+    if (this._background === 'requests') return this._pollSync(ms, ctx, cut);
     return new Promise((resolve) => {
       const t = setTimeout(() => resolve(NO_REPLY), ms);
       this._waiters.push((ev) => { clearTimeout(t); resolve(ev); });
-      const now = this._clock();
-      if (!this._holdOff(now) && !this._awaitsAmend(now)) {
+      if (cut()) {
         const p = this._background === 'timers' ? (this._syncAndArm(), this._inflight) : this._sync();
         ctx?.waitUntil?.(p);
       }
@@ -694,11 +722,12 @@ export class EdgeLimit {
   // Workers: the sync in flight may have been started by another request,
   // whose I/O this request may not wait on (workerd fails it with "Promise
   // will never complete"); so wait for the end of the next sync, or a
-  // second reply, by polling with this request's own timers. Whenever no
-  // sync is in flight or held off (at the start, or after an amendment
-  // was lost) it starts one: without ctx the sync is this request's own
-  // I/O, and it polls for its end, so the runtime keeps it alive meanwhile.
-  async _pollSync(ms, ctx) {
+  // second reply, by polling with this request's own timers. Whenever
+  // cut() says the request needs the next batch (at the start, or after
+  // the reply to its ask, or after its amendment was lost) it starts it:
+  // without ctx the sync is this request's own I/O, and it polls for its
+  // end, so the runtime keeps it alive meanwhile.
+  async _pollSync(ms, ctx, cut) {
     const end = this._clock() + ms;
     const gen = this._syncGen, rgen = this._replyGen;
     for (;;) {
@@ -706,7 +735,7 @@ export class EdgeLimit {
       if (this._replyGen !== rgen) return SECOND_REPLY;
       const now = this._clock();
       if (now >= end) return NO_REPLY;
-      if (!this._holdOff(now) && !this._awaitsAmend(now)) {
+      if (cut()) {
         const p = this._sync();
         ctx?.waitUntil?.(p);
         continue; // nothing to send ends it at once
@@ -736,6 +765,7 @@ export class EdgeLimit {
       return true;
     }
     s.begin(now);
+    sy.cut = ++this._cuts;
     try {
       let r = await this._post(batch, sy);
       if (sy.done) return this._late(sy, mod, r);
@@ -747,7 +777,8 @@ export class EdgeLimit {
         // An amendment in flight is of the old incarnation: void.
         const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        if (this._amend?.sy === sy) { this._amend.void = true; this._amend = null; }
+        for (const a of this._amends) if (a.sy === sy) a.void = true;
+        this._amends = this._amends.filter((a) => a.sy !== sy);
         mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
@@ -809,14 +840,20 @@ export class EdgeLimit {
     return true;
   }
 
-  // Whether an amendment is in flight at now. One past its deadline
-  // (syncTimeout after it was sent, plus 100 ms) was cancelled by the
-  // runtime or hangs: the batch may be amended again.
+  // The amendments in flight at now. One past its deadline (syncTimeout
+  // after it was sent, plus 100 ms) was cancelled by the runtime or hangs:
+  // it is dropped (the batch may be amended again).
   _amending(now) {
-    if (!this._amend) return false;
-    if (now < this._amend.deadline) return true;
-    this._amend = null;
-    return false;
+    if (this._amends.some((a) => now >= a.deadline)) this._amends = this._amends.filter((a) => now < a.deadline);
+    return this._amends;
+  }
+
+  // How many amendments of the last batch (the one in flight, or the one
+  // answered last) are in flight at now.
+  _lastAmends(now) {
+    let n = 0;
+    for (const a of this._amending(now)) if (a.sy === this._cur) n++;
+    return n;
   }
 
   // A request is held (limit()): while a batch is in flight, its reply
@@ -825,15 +862,15 @@ export class EdgeLimit {
   // entries, with the asks of the requests held since the cut) and sent
   // as a second attempt to the coordinator the batch went to; its reply
   // is taken as well as the batch's, and the request waits one round trip
-  // instead of two. At most one amendment of a batch is in flight (the
-  // last batch's may be too: the module takes its reply while this one
-  // flies); with nothing new to ask (or a module without el_amend) the
+  // instead of two. At most MAX_AMENDS amendments of a batch are in flight
+  // (the last batch's may be too: the module takes one's reply while this
+  // one flies); with nothing new to ask (or a module without el_amend) the
   // request waits for a reply. Returns the amendment sent, or null.
   _amendNow(ctx) {
     const now = this._clock();
     const sy = this._cur;
     const mod = this._mod;
-    if (!mod || !this._busy(now) || sy.done || sy.target === null || (this._amending(now) && this._amend.sy === sy)) return null;
+    if (!mod || !this._busy(now) || sy.done || sy.target === null || this._lastAmends(now) >= MAX_AMENDS) return null;
     let out;
     try {
       out = mod.amend(this._ns(now));
@@ -843,7 +880,7 @@ export class EdgeLimit {
     }
     if (out === null) return null;
     const a = { sy, void: false, deadline: now + this._syncTimeout + 100 };
-    this._amend = a;
+    this._amends.push(a);
     this.counters.amendments++;
     const p = this._sendAmendment(a, mod, sy.target, out);
     ctx?.waitUntil?.(p);
@@ -860,7 +897,7 @@ export class EdgeLimit {
     try {
       r = await this._postTo(url, out);
     } catch { /* lost: see above */ }
-    if (this._amend === a) this._amend = null;
+    this._amends = this._amends.filter((x) => x !== a);
     let taken = false;
     if (r !== null && !r.seqProblem && !a.void && this._mod === mod) {
       if (a.sy.done) {
@@ -884,7 +921,7 @@ export class EdgeLimit {
   _resume() {
     if (this._closed || this._background !== 'timers') return;
     const now = this._clock();
-    if (this._held > 0 && !this._holdOff(now) && !this._awaitsAmend(now)) this._syncAndArm();
+    if (this._held > 0 && !this._holdOff(now) && !this._cutWaits(now)) this._syncAndArm();
     else this._arm();
   }
 

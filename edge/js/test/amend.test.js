@@ -186,6 +186,35 @@ for (const background of ['timers', 'requests']) {
   });
 }
 
+for (const background of ['timers', 'requests']) {
+  test(`${background}: a request held while the batch's amendment is on its way amends the batch again`, async (t) => {
+    const c = await coordinator();
+    const sent = [];
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000, background, fetch: far(sent) });
+    try {
+      const k = (x) => `${background}-${x}4`;
+      const pa = rl.limit({ limiter: 's', key: k('a') });
+      await until(() => sent.length === 1, 'batch 1 in flight');
+      const pb = rl.limit({ limiter: 's', key: k('b') });
+      await until(() => sent.length === 2, 'its amendment in flight');
+      const at = Date.now();
+      const dc = await rl.limit({ limiter: 's', key: k('c') });
+      const waited = Date.now() - at;
+      const until3 = sent.slice();
+      for (const [key, d] of [[k('a'), await pa], [k('b'), await pb], [k('c'), dc]]) {
+        assert.equal(d.success, true, `${key}: ${JSON.stringify(d)}, ${rl.lastError}`);
+      }
+      // Batch 1 and two amendments of it (amend.js): no batch 2 was cut
+      // for c (with one amendment per batch, c waited for batch 1's reply,
+      // the amendment's, then batch 2's).
+      assert.deepEqual(until3.map((s) => [s.seq, s.ak?.map((x) => x[1]) ?? null]), [[1, null], [1, [k('b')]], [1, [k('c')]]]);
+      assert.equal(rl.counters.amendments, 2);
+      assert.deepEqual([rl.counters.syncErrors, rl.counters.reincarnations, rl.lastError], [0, 0, null]);
+      t.diagnostic(`round trip ${2 * ONE_WAY} ms: c, held while batch 1 and its amendment flew, admitted after ${waited} ms`);
+    } finally { await rl.close(); }
+  });
+}
+
 test('the batch\'s reply granting none of the amended ask does not deny the request: the amendment\'s reply admits it', async () => {
   const cfg = { limiters: [...config.limiters, { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' }] };
   const c = await startCoordinator(cfg);
