@@ -111,6 +111,7 @@ type engine struct {
 	progress            func(float64)
 	scratch             []byte
 	outBuf              []byte // scratch of startSync and amend
+	liveBuf             []int  // scratch of live
 	utilNum, utilDen    int64
 	overs               []float64 // overrun % of each key-window over its capacity
 	up                  *upstream // the upstream model, when the scenario has one

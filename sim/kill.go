@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 )
 
 // Kill kills isolates mid-run as kill -9 does: at At each stops deciding
@@ -11,8 +13,9 @@ import (
 // coordinator (leases) stays reserved until it lapses there. After Restart
 // a new incarnation (a cold isolate with a new id) takes each killed
 // isolate's place; until then the requests it would have received go to
-// the next live isolate (in index order, wrapping), as a load balancer
-// sends them elsewhere. A request that finds no live isolate is denied.
+// the live isolates of its location (any location's when its has none),
+// spread evenly, as a load balancer sends them elsewhere. A request that
+// finds no live isolate is denied.
 //
 // Kills apply to the strategies whose nodes are isolates (local-only,
 // approximate, strict, auto and their feedback variants); the central and
@@ -94,15 +97,33 @@ func (e *engine) kill(nd *node, now int64, k Kill) error {
 }
 
 // live returns the isolate that takes a request sent to isolate i: i, or
-// when it is dead the next live one; ok is false when all are dead.
+// when it is dead one of the live isolates of its location, or of any
+// location when its location has none, drawn uniformly for each request
+// (a load balancer spreads a dead isolate's requests over the live ones;
+// sending them all to one, as the next live one in index order did, made
+// that isolate take the requests of 17 on dying-isolates); ok is false
+// when all are dead.
 func (e *engine) live(i int) (int, bool) {
-	if len(e.sc.Kills) == 0 || !e.killable() {
+	if len(e.sc.Kills) == 0 || !e.killable() || !e.nodes[i].dead {
 		return i, true
 	}
-	for j := 0; j < len(e.nodes); j++ {
-		if k := (i + j) % len(e.nodes); !e.nodes[k].dead {
-			return k, true
+	h := limitmath.Mix64(e.seed ^ uint64(e.res.Requests)*0x9e3779b97f4a7c15)
+	cand := e.liveBuf[:0]
+	for k := e.nodes[i].loc; k < len(e.nodes); k += e.locations {
+		if !e.nodes[k].dead && e.nodes[k].loc == e.nodes[i].loc {
+			cand = append(cand, k)
 		}
 	}
-	return i, false
+	if len(cand) == 0 {
+		for k := range e.nodes {
+			if !e.nodes[k].dead {
+				cand = append(cand, k)
+			}
+		}
+	}
+	e.liveBuf = cand
+	if len(cand) == 0 {
+		return i, false
+	}
+	return cand[h%uint64(len(cand))], true
 }

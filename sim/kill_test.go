@@ -111,3 +111,29 @@ func TestKillValidation(t *testing.T) {
 		}
 	}
 }
+
+// A dead isolate's requests are spread over the live isolates of its
+// location, as a load balancer does, not all sent to one: local-only
+// isolates (each admits its own 10 per window) under 6 requests per
+// isolate per window, 4 of 8 killed at 5 s for good. Spread, each live
+// isolate gets about 12 a window and admits nearly its 10; sent to the
+// next live one in index order, isolate 0 got 30 and admitted 10 of them
+// (376 admitted in all, 437 spread).
+func TestDeadIsolatesTrafficIsSpread(t *testing.T) {
+	s := testSim(t)
+	sc := small(t, 8, 10, 48, "constant", 10*time.Second)
+	sc.Kills = []Kill{{At: Duration(5 * time.Second), First: 4, Restart: -1}}
+	if err := sc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(context.Background(), sc, LocalOnly, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("admitted %d of %d", r.Admitted, r.Requests)
+	// 5 windows at 48 before the kill; after it, 4 live isolates at
+	// about 12 requests a window each.
+	if r.Admitted < 5*48+5*35 {
+		t.Fatalf("admitted %d of %d, want at least %d: the dead isolates' requests went to too few live ones", r.Admitted, r.Requests, 5*48+5*35)
+	}
+}
