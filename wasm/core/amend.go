@@ -6,8 +6,9 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // asks of the keys whose requests it held (SyncRetry) since the batch was
 // cut (wire/amend.go): the same Seq, time and entries, with
 // wire.Batch.Asks. The host sends it at once, while the batch is in
-// flight (one amendment per batch), and applies the replies of both, the
-// amendment's also while the next batch is in flight (see SyncIn). It returns dst unchanged when no batch is in flight, the batch
+// flight (up to two per batch: edge/syncloop.NextAsk), and applies the
+// replies of all, an amendment's also while the next batch is in flight
+// (see SyncIn). It returns dst unchanged when no batch is in flight, the batch
 // is a graceful stop's last, or no request was held since the last
 // amendment: the host then waits for a reply. Until a reply is applied,
 // SyncOut returns the last amendment.
