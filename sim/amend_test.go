@@ -23,14 +23,7 @@ func TestHeldRequestsEachAskAtOnce(t *testing.T) {
 	js := `{"name": "held", "isolates": 4, "locations": 1, "duration": "5s", "trace": "t.csv",
 	 "config": {"limiters": [{"name": "api", "algorithm": "fixed_window", "limit": 100, "period": "10s"}]},
 	 "network": {"latency": {"dist": "fixed", "mean": "20ms"}}}`
-	p := filepath.Join(dir, "s.json")
-	if err := os.WriteFile(p, []byte(js), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := LoadScenario(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := scenarioIn(t, dir, js)
 	r, err := testSim(t).Run(context.Background(), sc, Auto, 100*time.Millisecond, 1, nil)
 	if err != nil {
 		t.Fatal(err)

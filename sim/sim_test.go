@@ -216,11 +216,10 @@ func TestScenarioRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTraceReplay(t *testing.T) {
-	dir := t.TempDir()
-	abs, _ := filepath.Abs("testdata/small-trace.jsonl")
-	js := `{"name": "trace", "isolates": 2, "locations": 2, "duration": "3s", "trace": "` + abs + `",
-	 "config": {"limiters": [{"name": "api", "algorithm": "fixed_window", "limit": 2, "period": "1s"}]}}`
+// scenarioIn writes the scenario js to dir/s.json (its trace paths are
+// relative to dir) and loads it.
+func scenarioIn(t *testing.T, dir, js string) *Scenario {
+	t.Helper()
 	p := filepath.Join(dir, "s.json")
 	if err := os.WriteFile(p, []byte(js), 0o644); err != nil {
 		t.Fatal(err)
@@ -229,6 +228,15 @@ func TestTraceReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sc
+}
+
+func TestTraceReplay(t *testing.T) {
+	dir := t.TempDir()
+	abs, _ := filepath.Abs("testdata/small-trace.jsonl")
+	js := `{"name": "trace", "isolates": 2, "locations": 2, "duration": "3s", "trace": "` + abs + `",
+	 "config": {"limiters": [{"name": "api", "algorithm": "fixed_window", "limit": 2, "period": "1s"}]}}`
+	sc := scenarioIn(t, dir, js)
 	// Central is exact: window 0, key a: 1, 1 admitted, then cost 2 and 1
 	// denied; key b: 1 admitted; window 1, key a: 1 admitted.
 	r, err := testSim(t).Run(context.Background(), sc, Central, time.Second, 1, nil)
@@ -441,13 +449,7 @@ func TestCountsTrace(t *testing.T) {
 	}
 	js := `{"name": "c", "isolates": 2, "locations": 1, "trace": "c.txt", "trace_scale": 0.5, "trace_offset": "1s",
 	 "config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 1000, "period": "1s"}]}}`
-	if err := os.WriteFile(filepath.Join(dir, "s.json"), []byte(js), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sc, err := LoadScenario(filepath.Join(dir, "s.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := scenarioIn(t, dir, js)
 	if sc.Duration != Duration(4*time.Second) {
 		t.Fatalf("duration %v, want the span after the offset, 4s", time.Duration(sc.Duration))
 	}
