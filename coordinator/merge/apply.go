@@ -230,7 +230,11 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 				// life, and forgotten since, that then reports): the
 				// second charge would hold the bucket below empty
 				// (TestLeaseInvariantConcurrent, about 1 run in 300:
-				// 101-103 tokens owed of a burst of 100).
+				// 101-103 tokens owed of a burst of 100). The other
+				// cost past it, what isolates admitted alone (failing
+				// open through an outage) or under a limit since
+				// lowered, leaves the bucket empty, as a bucket that
+				// admitted it would be, not owing more.
 				st.tat = min(st.tat, addSat(now, limitmath.MulDiv(lim.EffectiveBurst(limit), lim.Period, limit)))
 			}
 		}
