@@ -43,7 +43,11 @@ type slot struct {
 	unmet  int64 // sum of Demand - Delta where positive: cost the isolate was refused (e.g. waiting for a lease)
 	delta  int64 // sum of Delta of the key's entries
 	ask    int64 // cost the batch's amendment asks for (wire.Batch.Asks, amend.go)
-	asked  bool  // the key is among the asks only, not the entries: its view is made as for a retry
+	// req: the batch reported cost admitted in the key (leased windowed),
+	// in windows reqLo to reqHi (carry.go).
+	req          bool
+	reqLo, reqHi int64
+	asked        bool // the key is among the asks only, not the entries: its view is made as for a retry
 }
 
 // Apply applies b at time now (ns) and returns the reply: one View per
@@ -149,7 +153,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		t := min(b.At, now)
 		for i := range b.Entries {
 			s := &slots[at[i]]
-			m.applyDelta(s.st, isolate, &b.Entries[i], t, now)
+			m.applyDelta(s, isolate, &b.Entries[i], t, now)
 		}
 		tok := m.reportToken(scope)
 		for i, st := range sigs {
@@ -202,8 +206,10 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 // isolate's clock behind the coordinator's makes its batches look older.
 const maxOneWay = 250e6
 
-// applyDelta adds one entry to st. t is the batch time for buckets.
-func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now int64) {
+// applyDelta adds one entry to its slot's key. t is the batch time for
+// buckets.
+func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64) {
+	st := s.st
 	m.markKey(st)
 	m.stats.DeltasApplied++
 	lim := st.lim
@@ -259,7 +265,13 @@ func (m *Merger) applyDelta(st *keyState, isolate string, e *wire.Delta, t, now 
 		me.leaseWin, me.lease, me.granted = w, me.standRes, me.standRes
 	}
 	if me != nil && d > 0 {
-		st.noteRequest(me, w, now)
+		// The windows it had requests in, noted in window order once the
+		// batch's entries are in (view): the module sends the current
+		// window's entry before the previous one's.
+		if !s.req {
+			s.reqLo, s.reqHi, s.req = w, w, true
+		}
+		s.reqLo, s.reqHi = min(s.reqLo, w), max(s.reqHi, w)
 	}
 	if me != nil && me.leaseWin == w {
 		me.lease = max(0, me.lease-d)
@@ -303,6 +315,12 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			me.demand = (me.demand + min(asked, wire.MaxLimit)*demandScale) / 2
 			if asked > 0 && me.asks < measuredAsks {
 				me.asks++
+			}
+			if s.req && !lim.IsBucket() {
+				// After prune: an entry dropped there and made again by
+				// this batch observes nothing more (noteDropped did).
+				st.noteRequest(me, s.reqLo, now)
+				st.noteRequest(me, s.reqHi, now)
 			}
 			if asked > 0 && !lim.IsBucket() {
 				st.noteRequest(me, s.maxWin, now) // the window it asked in

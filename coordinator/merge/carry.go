@@ -87,16 +87,29 @@ func (st *keyState) stopShare(now int64) float64 {
 	return (float64(st.carryStop) + 0.5) / (float64(st.carryN) + 1)
 }
 
+// stopFloor returns, at now, the least share of a sparse standing unit
+// expected unused: stopShare once the key has an observation's weight, 0
+// before, when the isolate's own pace alone judges the unit. The counts
+// are not stored: a key read again from the store (evicted, a restart, or
+// every group on coordinators that share a Redis Cluster) starts without
+// them, and the prior's 1/2 alone would count every such unit half unused.
+func (st *keyState) stopFloor(now int64) float64 {
+	if st.decayCarry(limitmath.Window(now, st.lim.Period)); st.carryN < 1 {
+		return 0
+	}
+	return st.stopShare(now)
+}
+
 // standUnused returns, at now, the units of is's standing lease rn for
 // window win (the key's next) expected unused, for an isolate asking lam
 // per window: its own pace's estimate (strand.go), and for a sparse
 // standing unit at least the share of the key's isolates that stop
-// (stopShare).
+// (stopFloor).
 func (st *keyState) standUnused(is *isoState, rn int64, lam float64, win, now int64) float64 {
 	P := st.lim.Period
 	u := unusedUnits(rn, lam*standShare(is, win, P), is.evidence(P))
 	if rn == 1 && lam < busyPerWindow {
-		u = max(u, st.stopShare(now))
+		u = max(u, st.stopFloor(now))
 	}
 	return u
 }

@@ -132,3 +132,60 @@ func TestStopShare(t *testing.T) {
 		t.Fatalf("at 200: %v, want 1/2 (forgotten)", q)
 	}
 }
+
+// A batch's observations are made in window order and after prune: the
+// module sends a key's current window before the previous one (taken in
+// that order, a request in W-2, then W and W-1, read as a stop), and an
+// isolate back after two quiet periods is dropped by prune, which counts
+// its stop, and its new entry observes nothing more (it counted it twice).
+func TestCarryObservedOnceInWindowOrder(t *testing.T) {
+	carry := func(c *testCoordinator) (n, stop float32) {
+		c.withMerger(func(m *Merger) {
+			st := m.keys[keyStorageKey("sfw", "k")]
+			n, stop = st.carryN, st.carryStop
+		})
+		return n, stop
+	}
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0/sec + 2
+	clk.set((W-2)*sec + 9*sec/10)
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: W - 2, Delta: 1, Demand: 1}))
+	clk.set(W*sec + sec/2)
+	mustSync(t, c, batch("a", 2, clk.now(),
+		wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 1, Demand: 2},
+		wire.Delta{Limiter: "sfw", Key: "k", Window: W - 1, Delta: 1}))
+	if n, stop := carry(c); n != 2 || stop != 0 {
+		t.Fatalf("requests in W-2, W-1 and W: %v observations, %v stops; want 2, 0", n, stop)
+	}
+
+	c, clk = newTestCoordinator(t, t0, nil)
+	W = t0/sec + 3
+	clk.set((W - 3) * sec)
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: W - 3, Delta: 1, Demand: 1}))
+	clk.set(W*sec + sec/2)
+	mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 1, Demand: 1}))
+	if n, stop := carry(c); n != 1 || stop != 1 {
+		t.Fatalf("a request in W-3, then in W: %v observations, %v stops; want 1, 1", n, stop)
+	}
+}
+
+// The stop share floors a standing unit only once the key has observed
+// something: its counts are not stored, and a key read again from the
+// store (every group on coordinators sharing a Redis Cluster) would
+// otherwise count every sparse standing unit half unused by the prior.
+func TestStopFloorNeedsAnObservation(t *testing.T) {
+	st := &keyState{lim: &wire.LimiterConfig{Name: "sfw", Algorithm: wire.FixedWindow, Limit: 100, Period: sec}}
+	at := func(w int64) int64 { return w*sec + sec/2 }
+	if f := st.stopFloor(at(100)); f != 0 {
+		t.Fatalf("no observation: floor %v, want 0", f)
+	}
+	a := &isoState{}
+	st.noteRequest(a, 100, at(100))
+	st.noteRequest(a, 102, at(102)) // skipped 101: stopped
+	if f, want := st.stopFloor(at(102)), 1.5/2; f != want {
+		t.Fatalf("one stop observed: floor %v, want %v", f, want)
+	}
+	if f := st.stopFloor(at(103)); f != 0 {
+		t.Fatalf("the observation halved to 1/2: floor %v, want 0", f)
+	}
+}

@@ -186,7 +186,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// standing units, the corpus's outage test saw the circuit let
 		// 27 through after the outage instead of 60).
 		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1)     // renewFrom below
-		u := max(unusedUnits(1, mu, me.evidence(P)), st.stopShare(now)) // carry.go
+		u := max(unusedUnits(1, mu, me.evidence(P)), st.stopFloor(now)) // carry.go
 		if strandCost(pace, uNext+u, float64(limit)) <= budget {
 			stand, sparseStand = 1, true
 		}
