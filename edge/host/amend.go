@@ -98,23 +98,26 @@ func (s *slot) amend(now int64) uint64 {
 	if s.tr == nil || s.ctx == nil || s.ctx.Err() != nil || s.attemptAt.Load() == 0 {
 		return 0
 	}
-	// The batch in flight is the one answered next: batches+1.
+	// The batch in flight is the one answered next: batches+1, read under
+	// the module's lock with the amendment made (a reply applied and the
+	// next batch cut in between would make it amend that one).
 	s.amendMu.Lock()
 	if s.lastAmends(true) >= syncloop.MaxAmends {
 		s.amendMu.Unlock()
 		return 0
 	}
-	s.amendID++
-	a := amendment{batch: s.batches.Load() + 1, id: s.amendID}
-	s.amends = append(s.amends, a)
-	s.amendMu.Unlock()
 	s.mu.Lock()
+	a := amendment{batch: s.batches.Load() + 1}
 	out, err := s.iso.Amend(s.ctx, now, nil)
 	s.mu.Unlock()
 	if err != nil || len(out) == 0 {
-		s.amendDone(a.id)
+		s.amendMu.Unlock()
 		return 0
 	}
+	s.amendID++
+	a.id = s.amendID
+	s.amends = append(s.amends, a)
+	s.amendMu.Unlock()
 	s.amendWG.Add(1)
 	go s.sendAmend(out, a)
 	return a.id

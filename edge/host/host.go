@@ -301,9 +301,9 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 	t := now()
 	after := int64(h.opts.Sync.StaleAfter)
 	if !s.stale(t, after) {
-		d, wait, err := s.decide(ctx, checks, t)
+		d, wait, held, err := s.decide(ctx, checks, t)
 		if err == nil && d.SyncRetry && s.loop != nil {
-			d, err = s.retry(ctx, checks, d, wait, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
+			d, err = s.retry(ctx, checks, d, wait, held, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
 		}
 		if err != nil {
 			return Decision{}, err
@@ -332,13 +332,12 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 // attempt in flight asks for it (ask). wait is closed when the next
 // attempt ends; a failed attempt ends the wait too (the caller applies the
 // fail policy).
-func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, p syncloop.RetryPolicy, t int64, now func() int64) (isolate.Decision, error) {
+func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Decision, wait <-chan struct{}, held int64, p syncloop.RetryPolicy, t int64, now func() int64) (isolate.Decision, error) {
 	r, ok := p.Begin(t)
 	if !ok {
 		s.want()
 		return d, nil
 	}
-	held := s.cuts.Load()     // after its decision: a batch cut since asks for it
 	mine := s.ask(t, held, 0) // the amendment that asks for it, if any
 	expired := s.clk.After(r.Deadline() - t)
 	replies, batches := s.replies.Load(), s.batches.Load()
@@ -361,7 +360,7 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		var err error
 		replies, batches = s.replies.Load(), s.batches.Load()
 		at := now()
-		if d, wait, err = s.decide(ctx, checks, at); err != nil || !d.SyncRetry || !r.Again() {
+		if d, wait, _, err = s.decide(ctx, checks, at); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
 		mine = s.ask(at, held, mine)
@@ -370,8 +369,10 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 
 // decide runs one decision on the slot's isolate and kicks its loop when
 // the module asks for a sync (for a request it answers SyncRetry, retry
-// asks). It returns the channel closed by the next applied reply.
-func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (isolate.Decision, <-chan struct{}, error) {
+// asks). It returns the channel closed by the next applied reply, and
+// the count of batches cut before the decision (slot.cuts, read under the
+// module's lock): a batch cut after it asks for a request it held.
+func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (isolate.Decision, <-chan struct{}, int64, error) {
 	s.syncMu.Lock()
 	wait := s.synced
 	s.syncMu.Unlock()
@@ -383,17 +384,18 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 	} else {
 		d, err = s.iso.DecideMulti(ctx, checks, now)
 	}
+	held := s.cuts.Load()
 	s.mu.Unlock()
 	if err != nil {
 		if errors.Is(err, isolate.ErrTrap) {
 			s.log.Error("host: the isolate trapped and restarted; what it had not synced is lost", "err", err)
 		}
-		return d, nil, fmt.Errorf("host: %w", err)
+		return d, nil, 0, fmt.Errorf("host: %w", err)
 	}
 	if s.loop != nil && d.SyncWanted && !d.SyncRetry {
 		s.want() // a held request asks in retry (ask)
 	}
-	return d, wait, nil
+	return d, wait, held, nil
 }
 
 // lockedModule gives the sync loop serialized access to the isolate and
@@ -405,6 +407,9 @@ type lockedModule struct{ s *slot }
 func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
 	m.s.mu.Lock()
 	b, err := m.s.iso.SyncOut(ctx, now, dst)
+	if err == nil && len(b) > len(dst) {
+		m.s.cuts.Add(1) // under the lock: a decision after it sees it (slot.decide)
+	}
 	m.s.mu.Unlock()
 	switch {
 	case err != nil:
@@ -413,7 +418,6 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 			m.s.lastOK.Store(now)
 		}
 	default:
-		m.s.cuts.Add(1)
 		m.s.attemptAt.Store(max(now, 1))
 		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}

@@ -129,6 +129,7 @@ export class EdgeLimit {
     this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
     this._amends = []; // the amendments in flight (see _amendNow), of the last batch and the one before
     this._cuts = 0; // batches sent (see _asked)
+    this._lastCut = null; // the state of the last sync that sent a batch (see _lastAmends)
     this._held = 0; // requests limit() holds for a reply
     this._syncGen = 0; // syncs ended (requests mode polls it)
     this._replyGen = 0; // second replies applied (requests mode polls it)
@@ -766,6 +767,7 @@ export class EdgeLimit {
     }
     s.begin(now);
     sy.cut = ++this._cuts;
+    this._lastCut = sy;
     try {
       let r = await this._post(batch, sy);
       if (sy.done) return this._late(sy, mod, r);
@@ -849,10 +851,11 @@ export class EdgeLimit {
   }
 
   // How many amendments of the last batch (the one in flight, or the one
-  // answered last) are in flight at now.
+  // answered last) are in flight at now. A sync that sent nothing is not
+  // the last batch's (_cur is, _lastCut is not).
   _lastAmends(now) {
     let n = 0;
-    for (const a of this._amending(now)) if (a.sy === this._cur) n++;
+    for (const a of this._amending(now)) if (a.sy === this._lastCut) n++;
     return n;
   }
 
