@@ -128,8 +128,9 @@ export class EdgeLimit {
     this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
     this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
     this._amends = []; // the amendments in flight (see _amendNow), of the last batch and the one before
-    this._cuts = 0; // batches sent (see _asked)
+    this._cuts = 0; // batches cut, a resend not counted (see _asked)
     this._lastCut = null; // the state of the last sync that sent a batch (see _lastAmends)
+    this._unanswered = false; // the module's batch was sent and no reply to it applied (a resend is no new cut)
     this._held = 0; // requests limit() holds for a reply
     this._syncGen = 0; // syncs ended (requests mode polls it)
     this._replyGen = 0; // second replies applied (requests mode polls it)
@@ -152,6 +153,7 @@ export class EdgeLimit {
     // a batch for the id without it, so no other client can take the id.
     mod.configure(toWire(this._norm, id, this._interval, randomHex(32)));
     this._mod = mod;
+    this._unanswered = false;
     if (this._firstId === undefined) {
       this._firstId = id; // restarts and incarnations derive their ids from it
       this._prefIdx = preferredIndex(id, this._coordinators.length);
@@ -766,7 +768,10 @@ export class EdgeLimit {
       return true;
     }
     s.begin(now);
-    sy.cut = ++this._cuts;
+    // A batch sent again after a failed attempt asks for nothing new: the
+    // requests held since it was cut still need an ask (_asked).
+    sy.cut = this._unanswered ? this._cuts : ++this._cuts;
+    this._unanswered = true;
     this._lastCut = sy;
     try {
       let r = await this._post(batch, sy);
@@ -806,6 +811,7 @@ export class EdgeLimit {
   // The first reply of sync sy (its batch's or its amendment's) was
   // applied to mod: the sync succeeded.
   _applied(sy, mod) {
+    this._unanswered = false;
     this._sched.success(this._clock());
     this.counters.syncs++;
     if (!this._saidForeign) this._sayForeign(mod);
