@@ -159,6 +159,7 @@ func (s *slot) applyReply(ctx context.Context, reply []byte, now, b int64) (firs
 	if err == nil && first {
 		s.attemptAt.Store(0)
 		s.batches.Add(1)
+		s.unanswered = false
 	}
 	s.mu.Unlock()
 	if err != nil {

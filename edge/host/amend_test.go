@@ -176,3 +176,34 @@ func TestSecondHeldRequestAmendsAgain(t *testing.T) {
 		t.Fatalf("counted %d, want at most the 3 admitted", got)
 	}
 }
+
+// A batch sent again after an attempt without a reply (the loop resends
+// the module's outstanding batch) is no new cut: it asks for nothing a
+// request held since it was cut needs, so such a request must still ask
+// (slot.cuts, which ask compares with the count at its decision).
+func TestResendIsNoNewCut(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1}) // no coordinator: the test drives the module
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	s, m := h.slots[0], lockedModule{h.slots[0]}
+	now := clock.Real.Now()
+	d, _, held, err := s.decide(context.Background(), []isolate.Check{{Limiter: 0, Key: "a", Cost: 1}}, now)
+	if err != nil || !d.SyncRetry {
+		t.Fatalf("a strict key without a lease: %+v, %v; want SyncRetry", d, err)
+	}
+	first, err := m.SyncOut(context.Background(), now, nil)
+	if err != nil || len(first) == 0 {
+		t.Fatalf("the first SyncOut: %d bytes, %v; want the batch asking for a", len(first), err)
+	}
+	again, err := m.SyncOut(context.Background(), now+int64(100*time.Millisecond), nil)
+	if err != nil || !bytes.Equal(again, first) {
+		t.Fatalf("the SyncOut after an attempt without a reply: %d bytes, %v; want the same batch again", len(again), err)
+	}
+	if got := s.cuts.Load(); got != held+1 {
+		t.Fatalf("%d batches cut since the decision after a cut and its resend, want 1", got-held)
+	}
+}

@@ -132,9 +132,12 @@ type slot struct {
 	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
 	cuts      atomic.Int64 // batches cut (a resend after an attempt without a reply is not one)
-	replies   atomic.Int64 // applied replies
-	failures  atomic.Int64 // consecutive failed sync attempts
-	unacked   atomic.Int64 // cost in the batch sent and not yet acknowledged
+	// unanswered: the module's last batch was sent and no reply to it
+	// applied (lockedModule.SyncOut, applyReply); under mu.
+	unanswered bool
+	replies    atomic.Int64 // applied replies
+	failures   atomic.Int64 // consecutive failed sync attempts
+	unacked    atomic.Int64 // cost in the batch sent and not yet acknowledged
 
 	// Amendments (amend.go).
 	ctx     context.Context // the host's: amendments end with it
@@ -406,13 +409,16 @@ type lockedModule struct{ s *slot }
 // as a good sync unless attempts are failing (as syncloop.Scheduler.Idle).
 func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
 	m.s.mu.Lock()
-	// An attempt that got no reply leaves the module's batch outstanding,
-	// and this sends it again: it asks for nothing new (a request held
-	// since it was cut still needs an ask), so it is no new cut.
-	resend := m.s.attemptAt.Load() != 0
 	b, err := m.s.iso.SyncOut(ctx, now, dst)
-	if err == nil && len(b) > len(dst) && !resend {
-		m.s.cuts.Add(1) // under the lock: a decision after it sees it (slot.decide)
+	if err == nil && len(b) > len(dst) {
+		// A batch no reply was applied to (its attempt failed) stays the
+		// module's outstanding one, and this sends it again: it asks for
+		// nothing new (a request held since it was cut still needs an
+		// ask), so it is no new cut.
+		if !m.s.unanswered {
+			m.s.cuts.Add(1) // under the lock: a decision after it sees it (slot.decide)
+		}
+		m.s.unanswered = true
 	}
 	m.s.mu.Unlock()
 	switch {
