@@ -262,3 +262,21 @@ test('a lost or refused amendment is no sync failure: its request is admitted by
     } finally { await rl.close(); }
   }
 });
+
+test('a batch sent again after a failed attempt is no new cut: it asks for nothing a request held since needs', async () => {
+  const c = await coordinator();
+  const sent = [];
+  let down = true;
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000,
+    fetch: far(sent, { hook: () => (down ? new Response('down', { status: 503 }) : null) }) });
+  try {
+    const a = rl.limit({ limiter: 's', key: 'resend-a' }); // held: batch 1 asks for it, and fails
+    await until(() => sent.length >= 1 && !rl._inflight, 'the first attempt failed');
+    await a;
+    const cuts = rl._cuts;
+    down = false;
+    assert.equal(await rl._sync(), true, `the resend: ${rl.lastError}`);
+    assert.deepEqual(sent.map((s) => [s.seq, s.ak !== undefined]), [[1, false], [1, false]]);
+    assert.equal(rl._cuts, cuts, 'the resend counted as a cut');
+  } finally { await rl.close(); }
+});
