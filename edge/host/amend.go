@@ -41,14 +41,12 @@ func (s *slot) ask(now, held int64, mine uint64) uint64 {
 		return mine
 	}
 	s.amendMu.Lock()
-	for _, a := range s.amends {
-		if mine != 0 && a.id == mine {
-			s.amendMu.Unlock()
-			return mine
-		}
-	}
+	flying := mine != 0 && slices.ContainsFunc(s.amends, func(a amendment) bool { return a.id == mine })
 	n := s.lastAmends(at != 0)
 	s.amendMu.Unlock()
+	if flying {
+		return mine
+	}
 	switch syncloop.NextAsk(at != 0, n) {
 	case syncloop.AskAmend:
 		if id := s.amend(now); id != 0 {
