@@ -28,7 +28,7 @@ func Code(err error) int32 {
 		return 0
 	}
 	for i, e := range codes {
-		if e != nil && errors.Is(err, e) {
+		if e != nil && is(err, e) {
 			return -int32(i)
 		}
 	}
@@ -45,4 +45,29 @@ func ErrorForCode(c int32) error {
 		return ErrBadInput
 	}
 	return codes[i]
+}
+
+// is is errors.Is for the module's own errors (comparable sentinels, wrapped
+// by fmt-free wrappers and errors.Join): errors.Is checks that the target's
+// type is comparable through internal/reflectlite, 2.4 KB of the module.
+func is(err, target error) bool {
+	for err != nil {
+		if err == target {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if is(e, target) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }

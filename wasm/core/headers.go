@@ -116,11 +116,11 @@ func isRange(err error) bool {
 
 // parseSeconds reads a non-negative number of seconds (decimals allowed) as ns.
 func parseSeconds(v string) value {
-	f, err := strconv.ParseFloat(v, 64)
+	f, r := parseDecimal(v)
 	switch {
-	case err != nil && isRange(err):
+	case r == decRange:
 		return value{why: whyRange}
-	case err != nil || f != f:
+	case r != decOK:
 		return value{why: whyNumber}
 	case f < 0 || f > maxHeaderSeconds:
 		return value{why: whyRange}
@@ -158,11 +158,11 @@ func untilEpoch(t, now int64) value {
 // parseReset reads a reset time: seconds from now, or an epoch in seconds
 // (>= 10^9) or milliseconds (>= 10^12), as GitHub and others send it.
 func parseReset(v string, now int64) value {
-	f, err := strconv.ParseFloat(v, 64)
+	f, r := parseDecimal(v)
 	switch {
-	case err != nil && isRange(err):
+	case r == decRange:
 		return value{why: whyRange}
-	case err != nil || f != f:
+	case r != decOK:
 		return value{why: whyNumber}
 	case f >= 1e12 && f < 1e14:
 		return untilEpoch(int64(f*1e6), now)
@@ -191,8 +191,8 @@ func parseDuration(v string) value {
 		if i == 0 {
 			return value{why: whyNumber}
 		}
-		f, err := strconv.ParseFloat(v[:i], 64)
-		if err != nil {
+		f, r := parseDecimal(v[:i])
+		if r != decOK {
 			return value{why: whyNumber}
 		}
 		v = v[i:]

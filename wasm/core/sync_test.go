@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -709,6 +710,22 @@ func TestDecideBadInput(t *testing.T) {
 	if core.Code(nil) != 0 || core.ErrorForCode(0) != nil || core.ErrorForCode(-99) != core.ErrBadInput ||
 		core.Code(errors.New("other")) != core.Code(core.ErrBadInput) {
 		t.Error("Code/ErrorForCode edge cases")
+	}
+	// Wrapped errors keep their codes: by %w, by errors.Join (first or
+	// later member), nested.
+	for _, tc := range []struct {
+		err  error
+		code int32
+	}{
+		{fmt.Errorf("x: %w", core.ErrKeyTooLong), -3},
+		{errors.Join(errors.New("other"), core.ErrStaleReply), -8},
+		{fmt.Errorf("y: %w", errors.Join(core.ErrUnknownLimiter, errors.New("z"))), -2},
+		{errors.Join(errors.New("a"), errors.New("b")), -10},
+		{fmt.Errorf("w: %w", errors.New("other")), -10},
+	} {
+		if got := core.Code(tc.err); got != tc.code {
+			t.Errorf("Code(%v) = %d, want %d", tc.err, got, tc.code)
+		}
 	}
 	if _, err := core.New(wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "x", Algorithm: wire.FixedWindow, Limit: 0, Period: sec}}}); err == nil {
