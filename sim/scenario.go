@@ -733,7 +733,7 @@ func Builtin(name string) (*Scenario, error) {
 	return parseScenario(data, "", path.Dir("scenarios/"+name))
 }
 
-// MarshalJSON-friendly copy: Encode writes s as indented JSON.
+// Encode returns s as indented JSON, in the format LoadScenario reads.
 func (s *Scenario) Encode() ([]byte, error) {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

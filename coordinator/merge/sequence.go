@@ -66,6 +66,7 @@ type SeqError struct {
 	HighWater int64 // the isolate's high-water mark (0: unknown isolate, or SeqIdentity: not told)
 }
 
+// Error says why the batch was refused and what the client does next.
 func (e *SeqError) Error() string {
 	if e.Anomaly == SeqIdentity {
 		return "merge: the batch does not carry the secret of the incarnation that holds its isolate id" +

@@ -147,6 +147,11 @@ const sharedMaxGroup = 256
 // already using the cores), and conflicts only cost.
 const sharedWorkers = 1
 
+// SharedMerger merges batches into a store that several coordinators share
+// (Redis Cluster, SharedStore): it groups the batches that arrive together
+// (at most sharedMaxGroup), reads their keys' records, merges them as
+// Merger does and writes them back under the store's version checks,
+// merging again on a conflict with another coordinator.
 type SharedMerger struct {
 	store SharedStore
 	cfg   wire.Config
@@ -174,6 +179,9 @@ type sharedReq struct {
 	subs []*sharedSub
 }
 
+// NewSharedMerger returns a SharedMerger over store for the limiters of cfg
+// (zero fields of opts take their defaults; obs, if not nil, is told of
+// each applied batch), or an error when cfg or opts are not valid.
 func NewSharedMerger(cfg wire.Config, store SharedStore, opts MergerOptions, obs Observer) (*SharedMerger, error) {
 	opts.EnsureDefaults()
 	s := &SharedMerger{store: store, cfg: cfg, opts: opts, obs: obs, reqs: make(chan *sharedReq, sharedMaxGroup)}

@@ -103,10 +103,12 @@ type JSONPosError struct {
 	Err          error
 }
 
+// Error prefixes the decoding error with its line and column.
 func (e *JSONPosError) Error() string {
 	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Column, e.Err)
 }
 
+// Unwrap returns the decoding error.
 func (e *JSONPosError) Unwrap() error { return e.Err }
 
 // LocateJSONError returns err, an error from decoding the JSON document
