@@ -215,7 +215,7 @@ func combineCounts(calls []scriptCall, idx []int) (scriptCall, func(any) ([]any,
 	return c, func(res any) ([]any, error) {
 		flat, ok := res.([]any)
 		if !ok {
-			return nil, fmt.Errorf("count script answered %T, want an array", res)
+			return nil, fmt.Errorf("redisstore: count script answered %T, want an array", res)
 		}
 		segs := make([]any, len(idx))
 		at := 0
@@ -223,13 +223,13 @@ func combineCounts(calls []scriptCall, idx []int) (scriptCall, func(any) ([]any,
 			np, _ := calls[i].args[0].(int)
 			nk, _ := calls[i].args[1].(int)
 			if at+2*np+nk > len(flat) {
-				return nil, fmt.Errorf("count script answered %d values, want more", len(flat))
+				return nil, fmt.Errorf("redisstore: count script answered %d values, want more", len(flat))
 			}
 			segs[k] = flat[at : at+2*np+nk]
 			at += 2*np + nk
 		}
 		if at != len(flat) {
-			return nil, fmt.Errorf("count script answered %d values, want %d", len(flat), at)
+			return nil, fmt.Errorf("redisstore: count script answered %d values, want %d", len(flat), at)
 		}
 		return segs, nil
 	}
