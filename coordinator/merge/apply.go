@@ -337,6 +337,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 		v.Window = W
 		v.Count, v.Prev = st.windowCounts(W)
 	}
+	boundView(v, lim, st.limitFor(s.key, now), now) // viewbound.go
 	v.Isolates = max(st.recentIsolates(now), 1)
 	v.Lease, v.Exhausted, v.Stand = -1, false, 0
 	if !lim.Leased() {
