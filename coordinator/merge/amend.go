@@ -17,13 +17,18 @@ import (
 // the batch in its key's bucket, and a grant to an applied batch is
 // written before it is told (shared_amend.go).
 
-// checkAsks reports the first ask naming an unknown limiter, as a
-// *wire.FieldError ("ak[2].limiter").
+// checkAsks reports the first ask or final denial naming an unknown
+// limiter, as a *wire.FieldError ("ak[2].limiter", "dn[0].limiter").
 func (m *Merger) checkAsks(b *wire.Batch) error {
-	for i := range b.Asks {
-		if m.lims[b.Asks[i].Limiter] == nil {
-			return &wire.FieldError{Field: "ak[" + strconv.Itoa(i) + "].limiter",
-				Err: errors.New("unknown limiter " + strconv.Quote(b.Asks[i].Limiter))}
+	for _, kc := range [...]struct {
+		f  string
+		cs []wire.KeyCost
+	}{{"ak", b.Asks}, {"dn", b.Denials}} {
+		for i := range kc.cs {
+			if m.lims[kc.cs[i].Limiter] == nil {
+				return &wire.FieldError{Field: kc.f + "[" + strconv.Itoa(i) + "].limiter",
+					Err: errors.New("unknown limiter " + strconv.Quote(kc.cs[i].Limiter))}
+			}
 		}
 	}
 	return nil
