@@ -332,6 +332,9 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 				r.SetErr("e", errors.New(strconv.Itoa(m)+" entries, more than "+strconv.Itoa(MaxBatchEntries)))
 				break
 			}
+			if !r.fits(m, 6) { // [limiter, key, window, delta, demand]: 6 bytes at least
+				break
+			}
 			b.Entries = make([]Delta, m)
 			for i := 0; i < m && r.err == nil; i++ {
 				if r.ReadArrayHeader() != 5 && r.err == nil {
@@ -657,6 +660,9 @@ func readKeyCosts(r *Reader, f, what string) []KeyCost {
 	m := r.ReadArrayHeader()
 	if m > MaxBatchEntries {
 		r.SetErr(f, errors.New(strconv.Itoa(m)+" "+what+", more than "+strconv.Itoa(MaxBatchEntries)))
+		return nil
+	}
+	if !r.fits(m, 5) { // [limiter, key, window, cost]: 5 bytes at least
 		return nil
 	}
 	ds := make([]KeyCost, m)

@@ -266,6 +266,9 @@ func readSignals(r *Reader) []Signal {
 		r.SetErr("up", errors.New(strconv.Itoa(m)+" signals, more than "+strconv.Itoa(MaxBatchEntries)))
 		return nil
 	}
+	if !r.fits(m, 8) { // [limiter, key, pause, failures, successes, limit, probe]: 8 bytes at least
+		return nil
+	}
 	out := make([]Signal, m)
 	for i := 0; i < m && r.err == nil; i++ {
 		if r.ReadArrayHeader() != 7 && r.err == nil {
