@@ -74,7 +74,7 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup bool) {
 	st := s.st
 	W := max(limitmath.Window(now, st.lim.Period), s.maxWin)
-	me := m.iso(st, isolate, now)
+	me := m.iso(st, s.key, isolate, now)
 	if me == nil || me.leaseWin > W {
 		return
 	}
