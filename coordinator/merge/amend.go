@@ -54,6 +54,12 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 			return slots, err
 		}
 		if st.mark != mark {
+			if len(slots) >= wire.MaxBatchEntries {
+				// The reply holds at most MaxBatchEntries views (what
+				// the module reads): an ask past them waits for the
+				// isolate's next batch.
+				continue
+			}
 			st.mark, st.slotIdx = mark, int32(len(slots))
 			slots = append(slots, slot{st: st, key: a.Key, maxWin: a.Window, asked: true})
 		}

@@ -190,7 +190,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		}
 	}
 	for i, st := range sigs {
-		if st != nil && st.mark != mark { // not among the entries: its view is not there yet
+		if st != nil && st.mark != mark && len(rp.Upstream) < wire.MaxBatchEntries { // not among the entries: its view is not there yet
+			// (at most MaxBatchEntries upstream views, what the module
+			// reads: the rest are told with a later reply)
 			st.mark, st.slotIdx = mark, -1
 			m.addUpView(rp, st, b.Signals[i].Key, isolate, now, true)
 		}

@@ -34,7 +34,7 @@ func TestReclaimAdmitsNoMore(t *testing.T) {
 		}
 		isos := make([]iso, 12)
 		admitted := map[int64]int64{} // window: cost admitted
-		var bucketAdmits []int64       // times of bucket admissions, one per unit
+		var bucketAdmits []int64      // times of bucket admissions, one per unit
 		now := int64(1000e9)
 		for range 4000 {
 			now += rng.Int64N(20e6)
