@@ -96,7 +96,7 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
 	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict", "seq_identity",
-	"unavailable", "internal", "not_found", "forbidden", "not_supported"}
+	"unavailable", "internal", "not_found", "forbidden", "not_supported", "busy"}
 
 // problem is an RFC 9457 problem details body with the offending field.
 type problem struct {
@@ -253,11 +253,17 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 			bufPool.Put(buf)
 		}
 	}()
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, c.opts.MaxBodyBytes)); err != nil {
+	body := c.bodies.reader(http.MaxBytesReader(w, r.Body, c.opts.MaxBodyBytes))
+	defer body.release() // after the reply is written from buf (bodybudget.go)
+	if _, err := buf.ReadFrom(body); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			c.failErr(w, err)
-		} else {
+		case errors.Is(err, errBodyBudget):
+			c.fail(w, http.StatusServiceUnavailable, "busy", "body", "Coordinator busy",
+				"the request bodies being read hold the memory allowed for them; resend the batch")
+		default:
 			c.fail(w, http.StatusBadRequest, "malformed", "body", "Unreadable body", err.Error())
 		}
 		return

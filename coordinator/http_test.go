@@ -163,7 +163,7 @@ func nested(depth int) []byte {
 func withField(b *wire.Batch, f string, v []byte) []byte {
 	enc := b.AppendMsg(nil)
 	n := int(enc[0] & 0x0f) // AppendMsg writes a fixmap
-	out := append(wire.AppendMapHeader(nil, n+1), enc[1:len(enc)]...)
+	out := append(wire.AppendMapHeader(nil, n+1), enc[1:]...)
 	// The entries array is the last field: put the new one before "v".
 	i := bytes.Index(out, wire.AppendString(nil, "v"))
 	return append(append(append(out[:i:i], wire.AppendString(nil, f)...), v...), out[i:]...)
