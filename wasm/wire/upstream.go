@@ -243,7 +243,7 @@ func (s *Signal) AppendMsg(dst []byte) []byte {
 // AppendMsg appends v as its array.
 func (v *UpView) AppendMsg(dst []byte) []byte {
 	n := 7
-	if v.Life > 0 {
+	if v.Life != 0 { // a negative life too (which a module refuses): what is given is written
 		n = 8
 	}
 	dst = AppendArrayHeader(dst, n)
