@@ -134,7 +134,7 @@ type Reply struct {
 	Upstream []UpView `msgpack:"up,omitempty"`
 	// ResetGen is the coordinator's reset generation after this reply
 	// (resets.go): the isolate sends it back in its next batch. 0: a
-	// coordinator without reset notices. Encoded only when > 0.
+	// coordinator without reset notices. Encoded only when not 0.
 	ResetGen int64 `msgpack:"rg,omitempty"`
 	// Resets names the keys reset at the coordinator since the batch's
 	// ResetGen (at most MaxBatchEntries); the isolate drops what it
@@ -417,7 +417,7 @@ func (b *Batch) Validate() error {
 // AppendMsg appends r encoded as msgpack.
 func (rp *Reply) AppendMsg(dst []byte) []byte {
 	n := 4
-	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen > 0, len(rp.Resets) > 0, rp.ResetAll} {
+	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen != 0, len(rp.Resets) > 0, rp.ResetAll} {
 		if on {
 			n++
 		}
