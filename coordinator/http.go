@@ -66,7 +66,25 @@ func (c *Coordinator) Handler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.met.reg, promhttp.HandlerOpts{}))
-	return mux
+	return c.sameOrigin(mux)
+}
+
+// sameOrigin refuses the changes (POST, PUT, DELETE) a browser sends from
+// another site (http.CrossOriginProtection: Sec-Fetch-Site, or Origin
+// against Host) with a 403 problem. A coordinator without tokens (on
+// loopback) has no other defence against a web page its operator opens:
+// a cross-site POST with a text/plain body needs no preflight, and would
+// pause a limiter for 30 days. Clients that are not browsers send neither
+// header and pass, as does the dashboard (same origin); POST /v1/sync,
+// whose msgpack body a page cannot send without a preflight, is left out.
+func (c *Coordinator) sameOrigin(h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.AddInsecureBypassPattern("POST /v1/sync")
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, http.StatusForbidden, "forbidden", "Origin", "Cross-origin request refused",
+			r.Method+" "+r.URL.Path+" from a page of another site is refused (a browser's cross-origin request)")
+	}))
+	return cop.Handler(h)
 }
 
 // Serve serves Handler on ln until ctx ends, then shuts down gracefully:
