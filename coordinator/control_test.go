@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/edgelimit/edgelimit/clock"
@@ -453,5 +455,31 @@ func TestControlCorruptRecord(t *testing.T) {
 	}
 	if rec, err := decodeControl(b, 0); err != nil || rec.Limits[0].Limit != 5 {
 		t.Fatalf("the record after a change: %s, %v", b, err)
+	}
+}
+
+// BenchmarkDecoratePaused: a batch of 8,192 keys of a limiter under a fleet
+// pause (every key's reply view gets the pause): its decoration costs one
+// map lookup per key, not a search of the reply's upstream views.
+//
+//	go test -run '^$' -bench DecoratePaused ./coordinator/
+func BenchmarkDecoratePaused(b *testing.B) {
+	c, clk := newTestCoordinator(b, t0, nil)
+	if err := c.PauseFleet(context.Background(), "bench", "fw", "", time.Hour, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	es := make([]wire.Delta, wire.MaxBatchEntries)
+	for i := range es {
+		es[i] = wire.Delta{Limiter: "fw", Key: fmt.Sprintf("key-%d", i), Window: clk.now() / sec, Delta: 1}
+	}
+	rp := mustSync(b, c, batch("x", 1, clk.now(), es...))
+	b.ResetTimer()
+	for range b.N {
+		r := *rp
+		r.Upstream = nil
+		c.ctl.decorate(&wire.Batch{Entries: es}, &r, clk.now())
+		if len(r.Upstream) != len(es) {
+			b.Fatalf("%d upstream views, want %d", len(r.Upstream), len(es))
+		}
 	}
 }

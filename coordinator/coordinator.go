@@ -182,6 +182,7 @@ type Coordinator struct {
 	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
 	hist        *histRun     // the usage history, or nil (historyrun.go)
 
+	bodies  *bodyBudget   // request bodies in memory (bodybudget.go)
 	ctl     *control      // live control: run-time limits and pauses (control.go)
 	log     *slog.Logger  // Options.Logger
 	ctlStop chan struct{} // closed by Close: ends the control poll (shared mode)
@@ -310,7 +311,8 @@ func Open(opts Options) (*Coordinator, error) {
 	c := &Coordinator{opts: opts, store: store, m: m,
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{}),
-		ctl: ctl, log: opts.Logger, ctlStop: make(chan struct{}), ctlDone: make(chan struct{})}
+		ctl: ctl, log: opts.Logger, ctlStop: make(chan struct{}), ctlDone: make(chan struct{}),
+		bodies: newBodyBudget(&opts)}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
 	obs := observers{c.dash, c.met.lim}

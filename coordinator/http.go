@@ -66,7 +66,25 @@ func (c *Coordinator) Handler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.met.reg, promhttp.HandlerOpts{}))
-	return mux
+	return c.sameOrigin(mux)
+}
+
+// sameOrigin refuses the changes (POST, PUT, DELETE) a browser sends from
+// another site (http.CrossOriginProtection: Sec-Fetch-Site, or Origin
+// against Host) with a 403 problem. A coordinator without tokens (on
+// loopback) has no other defence against a web page its operator opens:
+// a cross-site POST with a text/plain body needs no preflight, and would
+// pause a limiter for 30 days. Clients that are not browsers send neither
+// header and pass, as does the dashboard (same origin); POST /v1/sync,
+// whose msgpack body a page cannot send without a preflight, is left out.
+func (c *Coordinator) sameOrigin(h http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.AddInsecureBypassPattern("POST /v1/sync")
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, http.StatusForbidden, "forbidden", "Origin", "Cross-origin request refused",
+			r.Method+" "+r.URL.Path+" from a page of another site is refused (a browser's cross-origin request)")
+	}))
+	return cop.Handler(h)
 }
 
 // Serve serves Handler on ln until ctx ends, then shuts down gracefully:
@@ -96,7 +114,7 @@ func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 // errorKinds label request_errors_total.
 var errorKinds = []string{"auth", "content_type", "too_large", "malformed", "version",
 	"too_many_entries", "unknown_limiter", "invalid", "clock_skew", "seq_stale", "seq_gap", "seq_conflict", "seq_identity",
-	"unavailable", "internal", "not_found", "forbidden", "not_supported"}
+	"unavailable", "internal", "not_found", "forbidden", "not_supported", "busy"}
 
 // problem is an RFC 9457 problem details body with the offending field.
 type problem struct {
@@ -253,11 +271,17 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 			bufPool.Put(buf)
 		}
 	}()
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, c.opts.MaxBodyBytes)); err != nil {
+	body := c.bodies.reader(http.MaxBytesReader(w, r.Body, c.opts.MaxBodyBytes))
+	defer body.release() // after the reply is written from buf (bodybudget.go)
+	if _, err := buf.ReadFrom(body); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		switch {
+		case errors.As(err, &mbe):
 			c.failErr(w, err)
-		} else {
+		case errors.Is(err, errBodyBudget):
+			c.fail(w, http.StatusServiceUnavailable, "busy", "body", "Coordinator busy",
+				"the request bodies being read hold the memory allowed for them; resend the batch")
+		default:
 			c.fail(w, http.StatusBadRequest, "malformed", "body", "Unreadable body", err.Error())
 		}
 		return

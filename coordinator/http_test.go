@@ -92,6 +92,28 @@ func TestHTTPBadInput(t *testing.T) {
 		{"no isolate", MsgpackContentType, enc(batch("", 1, 0, good)), 400, "iso", "invalid"},
 		{"seq zero", MsgpackContentType, enc(batch("a", 0, 0, good)), 400, "seq", "invalid"},
 		{"wrong content type", "application/json", enc(batch("a", 1, 0, good)), 415, "Content-Type", "content_type"},
+		{"entries declared, not sent", MsgpackContentType, declared("e"), 400, "body", "malformed"},
+		{"signals declared, not sent", MsgpackContentType, declared("up"), 400, "body", "malformed"},
+		{"denials declared, not sent", MsgpackContentType, declared("dn"), 400, "body", "malformed"},
+		{"asks declared, not sent", MsgpackContentType, declared("ak"), 400, "body", "malformed"},
+		{"map declared, not sent", MsgpackContentType, []byte{0xdf, 0xff, 0xff, 0xff, 0xff}, 400, "body", "malformed"},
+		{"deep nesting", MsgpackContentType, nested(64), 400, "body", "malformed"},
+		{"float seq", MsgpackContentType, withField(batch("a", 1, 0, good), "seq", []byte{0xcb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0}), 400, "body", "malformed"},
+		{"seq 2^64-1", MsgpackContentType, withField(batch("a", 1, 0, good), "seq", []byte{0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}), 400, "body", "malformed"},
+		{"negative seq", MsgpackContentType, enc(batch("a", -1, 0, good)), 400, "seq", "invalid"},
+		{"negative window", MsgpackContentType, enc(batch("a", 1, 0, wire.Delta{Limiter: "fw", Key: "k", Window: -1, Delta: 1})), 400, "e[0].window", "invalid"},
+		{"demand past 2^50", MsgpackContentType, enc(batch("a", 1, 0, wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1, Demand: wire.MaxLimit + 1})), 400, "e[0].demand", "invalid"},
+		{"time far ahead", MsgpackContentType, enc(batch("a", 1, 1<<62, good)), 400, "at", "clock_skew"},
+		{"window far ahead", MsgpackContentType, enc(batch("a", 1, 0, wire.Delta{Limiter: "fw", Key: "k", Window: 1 << 62, Delta: 1})), 400, "e[0].window", "clock_skew"},
+		{"isolate id too long", MsgpackContentType, enc(batch(strings.Repeat("i", wire.MaxIsolateIDLen+1), 1, 0, good)), 400, "iso", "invalid"},
+		{"secret too short", MsgpackContentType, enc(&wire.Batch{Version: wire.Version, Isolate: "a", Secret: "short", Seq: 1, Entries: []wire.Delta{good}}), 400, "sec", "invalid"},
+		{"negative reset generation", MsgpackContentType, withField(batch("a", 1, 0, good), "rg", []byte{0xff}), 400, "rg", "invalid"},
+		{"signal pause past 372 days", MsgpackContentType, enc(&wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1, Entries: []wire.Delta{good},
+			Signals: []wire.Signal{{Limiter: "fw", Key: "k", Pause: wire.MaxPeriod*12 + 1}}}), 400, "up[0].pause", "invalid"},
+		{"ask of cost 0", MsgpackContentType, enc(&wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1, Entries: []wire.Delta{good},
+			Asks: []wire.Ask{{Limiter: "sfw", Key: "k", Window: 1000}}}), 400, "ak[0].cost", "invalid"},
+		{"denial of an unknown limiter", MsgpackContentType, enc(&wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1, Entries: []wire.Delta{good},
+			Denials: []wire.Denial{{Limiter: "nope", Key: "k", Window: 1000, Cost: 1}}}), 400, "dn[0].limiter", "unknown_limiter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,6 +139,34 @@ func TestHTTPBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// declared returns a batch map whose field f is an array header declaring
+// wire.MaxBatchEntries elements that the body does not hold.
+func declared(f string) []byte {
+	b := wire.AppendString(wire.AppendMapHeader(nil, 1), f)
+	return wire.AppendArrayHeader(b, wire.MaxBatchEntries)
+}
+
+// nested returns a batch map with an unknown field holding arrays nested
+// depth deep.
+func nested(depth int) []byte {
+	b := wire.AppendString(wire.AppendMapHeader(nil, 1), "zz")
+	for range depth {
+		b = wire.AppendArrayHeader(b, 1)
+	}
+	return append(b, 0xc0)
+}
+
+// withField returns b encoded with one more map field f holding the raw
+// msgpack value v (decoded after b's own fields: a later field wins).
+func withField(b *wire.Batch, f string, v []byte) []byte {
+	enc := b.AppendMsg(nil)
+	n := int(enc[0] & 0x0f) // AppendMsg writes a fixmap
+	out := append(wire.AppendMapHeader(nil, n+1), enc[1:]...)
+	// The entries array is the last field: put the new one before "v".
+	i := bytes.Index(out, wire.AppendString(nil, "v"))
+	return append(append(append(out[:i:i], wire.AppendString(nil, f)...), v...), out[i:]...)
 }
 
 func TestHTTPOversizedChunked(t *testing.T) {

@@ -91,6 +91,9 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"HTTPSyncRoundTrip", TestHTTPSyncRoundTrip},
 		{"LeasesWithinLimitPublic", TestLeasesWithinLimitPublic},
 		{"LimiterMetrics", TestLimiterMetrics},
+		{"EdgeGrantCoversAsksAndDenials", TestEdgeGrantCoversAsksAndDenials},
+		{"FutureAskAndDenialRefused", TestFutureAskAndDenialRefused},
+		{"LeasesCannotFillAKey", TestLeasesCannotFillAKey},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

@@ -15,8 +15,9 @@ import (
 // gives one token some roles only:
 //
 //	edge   POST /v1/sync, for the granted limiters only (Grant.Limiters;
-//	       none named: every limiter): every entry and upstream signal of
-//	       the batch must name one of them
+//	       none named: every limiter): every entry, upstream signal,
+//	       final denial and amendment's ask of the batch must name one of
+//	       them
 //	read   GET /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates (the
 //	       dashboard's read API) and GET /v1/limiters/{name}/keys/{key}
 //	admin  DELETE /v1/limiters/{name}/keys/{key} (reset) and POST to it
@@ -164,8 +165,9 @@ type principal struct {
 // coordinator without tokens, may do everything).
 func (p *principal) may(role Role) bool { return p == nil || p.roles&role == role }
 
-// forbidBatch returns the field and detail of the first entry or signal of
-// b for a limiter p's edge role is not granted, or "" when there is none.
+// forbidBatch returns the field and detail of the first entry, signal,
+// denial or ask of b for a limiter p's edge role is not granted, or ""
+// when there is none.
 func (p *principal) forbidBatch(b *wire.Batch) (field, detail string) {
 	if p == nil || p.limiters == nil {
 		return "", ""
@@ -178,6 +180,19 @@ func (p *principal) forbidBatch(b *wire.Batch) (field, detail string) {
 	for i := range b.Signals {
 		if l := b.Signals[i].Limiter; !p.limiters[l] {
 			return fmt.Sprintf("up[%d].limiter", i), "this token's edge role is not granted limiter " + fmt.Sprintf("%q", l) + " (upstream signal)"
+		}
+	}
+	// An ask reserves a strict key's budget for the isolate and a denial
+	// adds to a limiter's denied totals: both act on their limiter as an
+	// entry does.
+	for _, kc := range []struct {
+		f, what string
+		cs      []wire.KeyCost
+	}{{"dn", "final denial", b.Denials}, {"ak", "amendment's ask", b.Asks}} {
+		for i := range kc.cs {
+			if l := kc.cs[i].Limiter; !p.limiters[l] {
+				return fmt.Sprintf("%s[%d].limiter", kc.f, i), "this token's edge role is not granted limiter " + fmt.Sprintf("%q", l) + " (" + kc.what + ")"
+			}
 		}
 	}
 	return "", ""

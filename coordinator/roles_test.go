@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -276,5 +277,43 @@ func TestAdminPausesKey(t *testing.T) {
 	}
 	if st, body := call(t, srv, "GET", "/v1/limiters/fw/keys/k", "reader"); st != 200 || strings.Contains(string(body), "paused_ns") {
 		t.Fatalf("after the reset: %d %s, want no pause", st, body)
+	}
+}
+
+// TestEdgeGrantCoversAsksAndDenials: an edge token granted fw and sfw only
+// cannot act on another limiter through the parts of a batch that are not
+// entries: an amendment's ask for a strict ssw key (which would reserve
+// that key's budget for the token's isolate, starving every other edge)
+// and a final denial of an sw key (which would add to that limiter's
+// denied totals on the dashboard, metrics and history) are refused 403
+// naming the field, and nothing of the batch is applied.
+func TestEdgeGrantCoversAsksAndDenials(t *testing.T) {
+	c, clk, srv := rolesServer(t)
+	now := clk.now()
+	if st, _, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 5))); st != 200 {
+		t.Fatalf("edge-a syncs fw: %d %+v", st, p)
+	}
+	ask := coordtest.Amend(batch("a1", 1, now, fwDelta("k", 5)),
+		wire.Ask{Limiter: "ssw", Key: "k", Window: now / sec, Cost: 100})
+	if st, _, p := syncAs(t, srv, "edge-a", ask); st != 403 || p.Type != "urn:edgelimit:problem:forbidden" ||
+		p.Field != "ak[0].limiter" || !strings.Contains(p.Detail, `"ssw"`) {
+		t.Fatalf("edge-a asks for ssw: %d %+v, want 403 naming ak[0].limiter ssw", st, p)
+	}
+	if ks := getKey(t, c, "ssw", "k"); ks.LeaseSum != 0 {
+		t.Fatalf("ssw/k lease sum %d after edge-a's refused ask, want 0", ks.LeaseSum)
+	}
+	dn := batch("a1", 2, now, fwDelta("k", 1))
+	dn.Denials = []wire.Denial{{Limiter: "sw", Key: "k", Window: now / sec, Cost: 7}}
+	if st, _, p := syncAs(t, srv, "edge-a", dn); st != 403 || p.Field != "dn[0].limiter" || !strings.Contains(p.Detail, `"sw"`) {
+		t.Fatalf("edge-a reports sw denials: %d %+v, want 403 naming dn[0].limiter sw", st, p)
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 5 {
+		t.Fatalf("fw/k count %d after the refused batches, want 5 (nothing of them applied)", ks.Count)
+	}
+	// Its own limiters' asks and denials pass.
+	ok := batch("a1", 2, now, fwDelta("k", 1))
+	ok.Denials = []wire.Denial{{Limiter: "fw", Key: "k", Window: now / sec, Cost: 1}}
+	if st, _, p := syncAs(t, srv, "edge-a", ok); st != 200 {
+		t.Fatalf("edge-a reports fw denials: %d %+v", st, p)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/edgelimit/edgelimit/coordinator/internal/coordtest"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -199,4 +200,52 @@ func postRaw(t *testing.T, srv *httptest.Server, body []byte) *http.Response {
 	}
 	resp.Body.Close()
 	return resp
+}
+
+// TestFutureAskAndDenialRefused: an amendment's ask or a final denial for
+// a window past the coordinator's clock, or a denial naming no limiter of
+// the configuration, is refused as an entry would be (400 naming the
+// field) and nothing of the batch is applied; an ask for a window 2^40
+// ahead used to be granted there, its view telling that window.
+func TestFutureAskAndDenialRefused(t *testing.T) {
+	c, clk, srv := newTestServer(t, nil)
+	now := clk.now()
+	cur := now / sec
+	b1 := batch("x", 1, now, wire.Delta{Limiter: "sfw", Key: "k", Window: cur, Delta: 1, Demand: 1})
+	if st, _, p := syncAs(t, srv, "", b1); st != 200 {
+		t.Fatalf("batch 1: %d %+v", st, p)
+	}
+	ask := coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: 1 << 40, Cost: 100})
+	if st, rp, p := syncAs(t, srv, "", ask); st != 400 || p.Field != "ak[0].window" || p.Type != "urn:edgelimit:problem:clock_skew" {
+		t.Fatalf("ask for window 2^40: %d %+v %+v, want 400 clock_skew naming ak[0].window", st, rp, p)
+	}
+	for _, tc := range []struct {
+		d           wire.Denial
+		field, kind string
+	}{
+		{wire.Denial{Limiter: "fw", Key: "k", Window: cur + 1e9, Cost: 1}, "dn[0].window", "clock_skew"},
+		{wire.Denial{Limiter: "nope", Key: "k", Window: cur, Cost: 1}, "dn[0].limiter", "unknown_limiter"},
+	} {
+		b := batch("x", 2, now, fwDelta("k", 1))
+		b.Denials = []wire.Denial{tc.d}
+		if st, _, p := syncAs(t, srv, "", b); st != 400 || p.Field != tc.field || p.Type != "urn:edgelimit:problem:"+tc.kind {
+			t.Fatalf("denial %+v: %d %+v, want 400 %s naming %s", tc.d, st, p, tc.kind, tc.field)
+		}
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 0 {
+		t.Fatalf("fw/k count %d after the refused batches, want 0", ks.Count)
+	}
+	// The isolate's seq 2 still applies, its ask for the current window granted.
+	b2 := batch("x", 2, now, fwDelta("k", 1))
+	if st, _, p := syncAs(t, srv, "", b2); st != 200 {
+		t.Fatalf("batch 2: %d %+v", st, p)
+	}
+	b3 := batch("x", 3, now, wire.Delta{Limiter: "sfw", Key: "k", Window: cur, Delta: 0, Demand: 0})
+	if st, _, p := syncAs(t, srv, "", b3); st != 200 {
+		t.Fatalf("batch 3: %d %+v", st, p)
+	}
+	st, rp, p := syncAs(t, srv, "", coordtest.Amend(b3, wire.Ask{Limiter: "sfw", Key: "k", Window: cur, Cost: 10}))
+	if v := viewOf(t, rp, "sfw", "k"); st != 200 || v.Window != cur || v.Lease < 10 {
+		t.Fatalf("ask for the current window: %d %+v %+v, want a lease of 10 there", st, v, p)
+	}
 }

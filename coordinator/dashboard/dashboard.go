@@ -7,6 +7,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"sync"
@@ -23,8 +24,11 @@ const (
 	// DashboardTopKeys is the most keys kept per limiter for GET
 	// /v1/limiters/{name}/keys?top=N (a larger N is refused with 400): 100.
 	DashboardTopKeys = 100
-	// dashIsolates is the most isolates remembered; the one that synced
-	// least recently is forgotten first.
+	// dashIsolates is the most isolates remembered. Past it the eighth of
+	// the isolates of the scope (token) that has the most that synced
+	// least recently is forgotten: a client that makes up isolate ids
+	// forgets its own, not another token's, and the scan is paid once per
+	// eighth.
 	dashIsolates = 10000
 	// dashRateSeconds is the length of the per-second rate ring.
 	dashRateSeconds = 64
@@ -45,10 +49,12 @@ type Dashboard struct {
 	start int64
 	lims  map[string]*dashLimiter
 	isos  map[string]*dashIsolate // scope + isolate id
-	lat   [dashLatencies]time.Duration
-	nlat  int64
-	hist  *history.Recorder // the usage history (api_history.go), or nil
-	h24   map[string]cached24h
+	// scopes counts the isolates of isos by scope.
+	scopes map[string]int
+	lat    [dashLatencies]time.Duration
+	nlat   int64
+	hist   *history.Recorder // the usage history (api_history.go), or nil
+	h24    map[string]cached24h
 }
 
 // dashLimiter is the dashboard's view of one limiter.
@@ -83,7 +89,8 @@ type dashIsolate struct {
 
 // New returns a Dashboard of the limiters of cfg, started at now (ns).
 func New(cfg wire.Config, now int64) *Dashboard {
-	d := &Dashboard{cfg: cfg, start: now, lims: map[string]*dashLimiter{}, isos: map[string]*dashIsolate{}}
+	d := &Dashboard{cfg: cfg, start: now, lims: map[string]*dashLimiter{}, isos: map[string]*dashIsolate{},
+		scopes: map[string]int{}}
 	for i := range cfg.Limiters {
 		l := &cfg.Limiters[i]
 		d.lims[l.Name] = &dashLimiter{cfg: l, top: newTopKeys(DashboardTopKeys)}
@@ -150,10 +157,11 @@ func (d *Dashboard) Synced(scope, id string, work bool, err error, now int64) {
 	is := d.isos[k]
 	if is == nil {
 		if len(d.isos) >= dashIsolates {
-			d.forgetOldestIsolate()
+			d.forgetIsolates()
 		}
 		is = &dashIsolate{scope: scope, id: id, firstSeen: now}
 		d.isos[k] = is
+		d.scopes[scope]++
 	}
 	if err != nil {
 		is.errors++
@@ -171,15 +179,34 @@ func (d *Dashboard) Synced(scope, id string, work bool, err error, now int64) {
 	is.ended = false
 }
 
-func (d *Dashboard) forgetOldestIsolate() {
-	var oldest string
-	t := int64(1<<63 - 1)
-	for k, is := range d.isos {
-		if at := max(is.lastSync, is.lastErrorAt); at < t {
-			oldest, t = k, at
+// forgetIsolates forgets the eighth (at least one) of the isolates of the
+// scope with the most that synced least recently (see dashIsolates; d.mu
+// held).
+func (d *Dashboard) forgetIsolates() {
+	var big string
+	for sc, n := range d.scopes {
+		if n > d.scopes[big] {
+			big = sc
 		}
 	}
-	delete(d.isos, oldest)
+	type aged struct {
+		k  string
+		at int64
+	}
+	var old []aged
+	for k, is := range d.isos {
+		if is.scope == big {
+			old = append(old, aged{k, max(is.lastSync, is.lastErrorAt)})
+		}
+	}
+	slices.SortFunc(old, func(a, b aged) int { return cmp.Compare(a.at, b.at) })
+	n := min(max(len(old)/8, 1), len(old))
+	for _, o := range old[:n] {
+		delete(d.isos, o.k)
+	}
+	if d.scopes[big] -= n; d.scopes[big] <= 0 {
+		delete(d.scopes, big)
+	}
 }
 
 // Forget drops (limiter, key) from the busiest keys after a reset.

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -138,5 +139,53 @@ func TestHeartbeatTellsIdleFromDead(t *testing.T) {
 		if got := is.state(now, hosts["\x00"+HostOf(id)] && !is.syncing(now)); got != want {
 			t.Errorf("%s: %s (cadence %d ms), want %s", id, got, is.cadence()/1e6, want)
 		}
+	}
+}
+
+// TestIsolateFloodKeepsOtherTokens: a client of one token makes up 30,000
+// isolate ids, each syncing once (or refused); the 100 isolates of another
+// token, which synced before all of them, stay listed (it evicted them all
+// before), the dashboard keeps at most dashIsolates, and the flooder's
+// newest ids are the ones kept.
+func TestIsolateFloodKeepsOtherTokens(t *testing.T) {
+	d := New(testConfig(), t0)
+	now := int64(t0)
+	for i := range 100 {
+		now++
+		d.Synced("a/", fmt.Sprintf("edge-%d", i), true, nil, now)
+	}
+	for i := range 30000 {
+		now++
+		var err error
+		if i%2 == 0 {
+			err = errors.New("seq gap")
+		}
+		d.Synced("b/", fmt.Sprintf("made-up-%d", i), false, err, now)
+		if len(d.isos) > dashIsolates {
+			t.Fatalf("%d isolates kept after %d made up, want at most %d", len(d.isos), i+1, dashIsolates)
+		}
+	}
+	kept := map[string]int{}
+	for _, is := range d.isos {
+		kept[is.scope]++
+	}
+	if kept["a/"] != 100 || kept["b/"] != d.scopes["b/"] || d.scopes["a/"] != 100 {
+		t.Fatalf("kept %v (counted %v), want token a's 100 isolates and the counts to match", kept, d.scopes)
+	}
+	if d.isos["b/made-up-29999"] == nil {
+		t.Fatal("the newest made-up isolate was forgotten")
+	}
+}
+
+// BenchmarkIsolateFlood: the cost of one new isolate id at the bound
+// (dashIsolates remembered).
+func BenchmarkIsolateFlood(b *testing.B) {
+	d := New(testConfig(), t0)
+	for i := range dashIsolates {
+		d.Synced("a/", fmt.Sprintf("edge-%d", i), true, nil, int64(i))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		d.Synced("b/", fmt.Sprintf("made-up-%d", i), false, nil, int64(dashIsolates+i))
 	}
 }

@@ -17,13 +17,18 @@ import (
 // the batch in its key's bucket, and a grant to an applied batch is
 // written before it is told (shared_amend.go).
 
-// checkAsks reports the first ask naming an unknown limiter, as a
-// *wire.FieldError ("ak[2].limiter").
+// checkAsks reports the first ask or final denial naming an unknown
+// limiter, as a *wire.FieldError ("ak[2].limiter", "dn[0].limiter").
 func (m *Merger) checkAsks(b *wire.Batch) error {
-	for i := range b.Asks {
-		if m.lims[b.Asks[i].Limiter] == nil {
-			return &wire.FieldError{Field: "ak[" + strconv.Itoa(i) + "].limiter",
-				Err: errors.New("unknown limiter " + strconv.Quote(b.Asks[i].Limiter))}
+	for _, kc := range [...]struct {
+		f  string
+		cs []wire.KeyCost
+	}{{"ak", b.Asks}, {"dn", b.Denials}} {
+		for i := range kc.cs {
+			if m.lims[kc.cs[i].Limiter] == nil {
+				return &wire.FieldError{Field: kc.f + "[" + strconv.Itoa(i) + "].limiter",
+					Err: errors.New("unknown limiter " + strconv.Quote(kc.cs[i].Limiter))}
+			}
 		}
 	}
 	return nil
@@ -49,6 +54,12 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 			return slots, err
 		}
 		if st.mark != mark {
+			if len(slots) >= wire.MaxBatchEntries {
+				// The reply holds at most MaxBatchEntries views (what
+				// the module reads): an ask past them waits for the
+				// isolate's next batch.
+				continue
+			}
 			st.mark, st.slotIdx = mark, int32(len(slots))
 			slots = append(slots, slot{st: st, key: a.Key, maxWin: a.Window, asked: true})
 		}
@@ -69,7 +80,7 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup bool) {
 	st := s.st
 	W := max(limitmath.Window(now, st.lim.Period), s.maxWin)
-	me := m.iso(st, isolate, now)
+	me := m.iso(st, s.key, isolate, now)
 	if me == nil || me.leaseWin > W {
 		return
 	}

@@ -190,7 +190,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		}
 	}
 	for i, st := range sigs {
-		if st != nil && st.mark != mark { // not among the entries: its view is not there yet
+		if st != nil && st.mark != mark && len(rp.Upstream) < wire.MaxBatchEntries { // not among the entries: its view is not there yet
+			// (at most MaxBatchEntries upstream views, what the module
+			// reads: the rest are told with a later reply)
 			st.mark, st.slotIdx = mark, -1
 			m.addUpView(rp, st, b.Signals[i].Key, isolate, now, true)
 		}
@@ -216,7 +218,7 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 	strict := lim.Leased()
 	var me *isoState
 	if strict {
-		me = m.iso(st, isolate, now)
+		me = m.iso(st, e.Key, isolate, now)
 	}
 	d := e.Delta
 	if lim.IsBucket() {
@@ -299,7 +301,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 	case applied:
 		m.markKey(st)
 		m.isoEntries -= st.prune(now)
-		me = m.iso(st, isolate, now)
+		me = m.iso(st, s.key, isolate, now)
 		if me != nil {
 			if gap := now - me.seen; me.seen > 0 && gap > 0 {
 				me.gap = (me.gap + gap) / 2
@@ -337,6 +339,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 		v.Window = W
 		v.Count, v.Prev = st.windowCounts(W)
 	}
+	boundView(v, lim, st.limitFor(s.key, now), now) // viewbound.go
 	v.Isolates = max(st.recentIsolates(now), 1)
 	v.Lease, v.Exhausted, v.Stand = -1, false, 0
 	if !lim.Leased() {
@@ -394,14 +397,20 @@ func (m *Merger) markHWM(h *hwmState) {
 	}
 }
 
-// iso returns the isolate's entry in st (adding it within the bounds), or nil.
-func (m *Merger) iso(st *keyState, id string, now int64) *isoState {
+// iso returns the isolate's entry in st, the state of key, adding it within
+// the bounds (when every entry a key may keep holds an active lease, one
+// is charged and given up to make room: reclaim.go), or nil.
+func (m *Merger) iso(st *keyState, key, id string, now int64) *isoState {
 	active := limitmath.Window(now, st.lim.Period)
 	if !st.lim.IsBucket() {
 		active = max(active, st.win)
 	}
 	n := len(st.isos)
-	is := st.iso(id, now, active, m.opts.MaxIsolatesPerKey, func() bool { return m.isoEntries < m.opts.MaxIsolateEntries })
+	room := func() bool { return m.isoEntries < m.opts.MaxIsolateEntries }
+	is := st.iso(id, now, active, m.opts.MaxIsolatesPerKey, room)
+	if is == nil && m.reclaim(st, key, active, now) {
+		is = st.iso(id, now, active, m.opts.MaxIsolatesPerKey, room)
+	}
 	m.isoEntries += len(st.isos) - n
 	return is
 }

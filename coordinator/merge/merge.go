@@ -33,6 +33,9 @@ type MergeStats struct {
 	// the cost units granted to asks of amendments that retried an
 	// applied batch.
 	Amendments, AsksGranted int64
+	// LeasesReclaimed counts leases charged and given up to make room
+	// for a new isolate on a key whose every entry held one (reclaim.go).
+	LeasesReclaimed int64
 }
 
 // Merger is the merge state machine: it applies batches to the state of

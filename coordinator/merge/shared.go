@@ -796,6 +796,9 @@ func (s *SharedMerger) reply(r *sharedReq, now int64) *wire.Reply {
 			return cmp.Compare(order[[2]string{a.Limiter, a.Key}], order[[2]string{b.Limiter, b.Key}])
 		})
 	}
+	// At most MaxBatchEntries views, what the module reads (each part
+	// keeps to it, not their sum): the entries' keys first, then asks'.
+	rp.Entries = rp.Entries[:min(len(rp.Entries), wire.MaxBatchEntries)]
 	return rp
 }
 

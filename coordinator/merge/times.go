@@ -17,7 +17,8 @@ import (
 // may run at most MergerOptions.MaxClockSkew ahead:
 //
 //   - the batch time At must be <= now + skew (field "at");
-//   - a windowed entry's window must be the coordinator's current window
+//   - a windowed entry's (or ask's, or final denial's) window must be the
+//     coordinator's current window
 //     (now/period) or an earlier one, or the next one when it starts
 //     within the skew, that is <= min(now/period + 1, (now + skew)/period)
 //     (field "e[i].window"). A key's newest window is then at most one
@@ -51,14 +52,34 @@ func (m *Merger) checkTimes(b *wire.Batch, now int64) error {
 	}
 	for i := range b.Entries {
 		e := &b.Entries[i]
-		lim := m.lims[e.Limiter]
-		if lim.IsBucket() {
-			continue
+		if err := m.checkWindow("e", i, e.Limiter, e.Window, now, horizon); err != nil {
+			return err
 		}
-		if maxWin := maxWindow(now, horizon, lim.Period); e.Window > maxWin {
-			return fmt.Errorf("merge: %w", &wire.FieldError{Field: "e[" + strconv.Itoa(i) + "].window",
-				Err: skewError("window "+strconv.FormatInt(e.Window, 10), "window "+strconv.FormatInt(maxWin, 10))})
+	}
+	for _, kc := range [...]struct {
+		f  string
+		cs []wire.KeyCost
+	}{{"ak", b.Asks}, {"dn", b.Denials}} {
+		for i := range kc.cs {
+			if err := m.checkWindow(kc.f, i, kc.cs[i].Limiter, kc.cs[i].Window, now, horizon); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// checkWindow refuses window of item i of the batch's field f (an entry,
+// ask or denial of limiter) past the newest window a batch may name at now
+// (ns; horizon is now plus the allowed skew). Buckets have no windows.
+func (m *Merger) checkWindow(f string, i int, limiter string, window, now, horizon int64) error {
+	lim := m.lims[limiter]
+	if lim.IsBucket() {
+		return nil
+	}
+	if maxWin := maxWindow(now, horizon, lim.Period); window > maxWin {
+		return fmt.Errorf("merge: %w", &wire.FieldError{Field: f + "[" + strconv.Itoa(i) + "].window",
+			Err: skewError("window "+strconv.FormatInt(window, 10), "window "+strconv.FormatInt(maxWin, 10))})
 	}
 	return nil
 }

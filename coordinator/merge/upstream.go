@@ -192,8 +192,12 @@ func (s *keyState) upUntil() int64 {
 // openFor is how long the circuit stays open after its n-th consecutive
 // opening: the limiter's base doubled n times, between half and all of it
 // (jitter drawn from seed).
+//
+// It is at most 372 days (12 times wire.MaxPeriod), the longest open time
+// the module takes in a reply (it refuses the whole reply otherwise): a
+// circuit_open of 31 days doubled 6 times would be 1,984.
 func openFor(lim *wire.LimiterConfig, n uint8, seed uint64) int64 {
-	return limitmath.Backoff(lim.CircuitBase(), n, wire.MaxCircuitDoublings, seed)
+	return min(limitmath.Backoff(lim.CircuitBase(), n, wire.MaxCircuitDoublings, seed), wire.MaxPeriod*12)
 }
 
 func (u *keyUpstream) open(lim *wire.LimiterConfig, seed uint64, now int64) {

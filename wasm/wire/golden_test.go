@@ -202,14 +202,14 @@ func replyGeneric(rp *wire.Reply) map[string]any {
 		up := []any{}
 		for _, u := range rp.Upstream {
 			a := []any{u.Limiter, u.Key, u.Pause, u.Circuit, u.Open, u.Probe, u.Limit}
-			if u.Life > 0 {
+			if u.Life != 0 {
 				a = append(a, u.Life)
 			}
 			up = append(up, a)
 		}
 		m["up"] = up
 	}
-	if rp.ResetGen > 0 {
+	if rp.ResetGen != 0 {
 		m["rg"] = rp.ResetGen
 	}
 	if len(rp.Resets) > 0 {

@@ -204,7 +204,7 @@ func (r *Reader) ReadMapHeader() int {
 	case c&0xf0 == 0x80:
 		return int(c & 0x0f)
 	case c == 0xde:
-		return int(r.uint(2))
+		return r.checkLen(r.uint(2))
 	case c == 0xdf:
 		return r.checkLen(r.uint(4))
 	}
@@ -221,7 +221,7 @@ func (r *Reader) ReadArrayHeader() int {
 	case c&0xf0 == 0x90:
 		return int(c & 0x0f)
 	case c == 0xdc:
-		return int(r.uint(2))
+		return r.checkLen(r.uint(2))
 	case c == 0xdd:
 		return r.checkLen(r.uint(4))
 	}
@@ -231,13 +231,26 @@ func (r *Reader) ReadArrayHeader() int {
 
 // checkLen rejects container lengths that cannot fit in the remaining input
 // (every element takes at least one byte), so a hostile header cannot make a
-// caller allocate a huge slice.
+// caller allocate a huge slice. Every header form is checked: a 16-bit
+// one declaring 8,192 entries in a 6-byte body made Batch.UnmarshalMsg
+// allocate 448 KiB.
 func (r *Reader) checkLen(n uint64) int {
 	if n > uint64(len(r.b)-r.off) {
 		r.err = ErrShort
 		return 0
 	}
 	return int(n)
+}
+
+// fits reports whether n array elements of at least size bytes each fit in
+// the remaining input, recording ErrShort when they do not: a decoder
+// checks it before allocating n elements (a batch entry, at least 6 bytes,
+// is 56 in memory).
+func (r *Reader) fits(n, size int) bool {
+	if r.err == nil && n > (len(r.b)-r.off)/size {
+		r.err = ErrShort
+	}
+	return r.err == nil
 }
 
 // ReadStringBytes reads a str or bin value and returns it without copying.

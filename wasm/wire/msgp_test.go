@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -256,5 +257,35 @@ func TestSkip(t *testing.T) {
 	r.Skip()
 	if r.Err() == nil {
 		t.Error("0xc1 skipped")
+	}
+}
+
+// TestDeclaredLengthsAllocateLittle: a batch whose 16-bit array header
+// declares 8,192 entries, signals, denials or asks that the body does not
+// hold is refused (ErrShort) without allocating them (it allocated 384-576
+// KiB per body of 6 or 7 bytes); a body that holds them still decodes.
+func TestDeclaredLengthsAllocateLittle(t *testing.T) {
+	for _, f := range []string{"e", "up", "dn", "ak"} {
+		body := append(wire.AppendMapHeader(nil, 1), wire.AppendString(nil, f)...)
+		body = wire.AppendArrayHeader(body, wire.MaxBatchEntries)
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		var b wire.Batch
+		err := b.UnmarshalMsg(body)
+		runtime.ReadMemStats(&ms1)
+		if !errors.Is(err, wire.ErrShort) {
+			t.Errorf("%s: %v, want wire.ErrShort", f, err)
+		}
+		if n := ms1.TotalAlloc - ms0.TotalAlloc; n > 16<<10 {
+			t.Errorf("%s: a %d-byte body allocated %d bytes", f, len(body), n)
+		}
+	}
+	full := wire.Batch{Version: wire.Version, Isolate: "i", Seq: 1, Entries: make([]wire.Delta, wire.MaxBatchEntries)}
+	for i := range full.Entries {
+		full.Entries[i] = wire.Delta{Limiter: "l", Key: "k"}
+	}
+	var b wire.Batch
+	if err := b.UnmarshalMsg(full.AppendMsg(nil)); err != nil || len(b.Entries) != wire.MaxBatchEntries {
+		t.Fatalf("a batch of %d entries: %v, %d entries", wire.MaxBatchEntries, err, len(b.Entries))
 	}
 }

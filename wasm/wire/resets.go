@@ -25,7 +25,7 @@ type ResetKey struct {
 
 // appendResets appends the reply's reset fields (rg, rs, ra) that are set.
 func (rp *Reply) appendResets(dst []byte) []byte {
-	if rp.ResetGen > 0 {
+	if rp.ResetGen != 0 { // a negative one too (which a module refuses): what is given is written
 		dst = AppendString(dst, "rg")
 		dst = AppendInt(dst, rp.ResetGen)
 	}

@@ -134,7 +134,7 @@ type Reply struct {
 	Upstream []UpView `msgpack:"up,omitempty"`
 	// ResetGen is the coordinator's reset generation after this reply
 	// (resets.go): the isolate sends it back in its next batch. 0: a
-	// coordinator without reset notices. Encoded only when > 0.
+	// coordinator without reset notices. Encoded only when not 0.
 	ResetGen int64 `msgpack:"rg,omitempty"`
 	// Resets names the keys reset at the coordinator since the batch's
 	// ResetGen (at most MaxBatchEntries); the isolate drops what it
@@ -332,6 +332,9 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 				r.SetErr("e", errors.New(strconv.Itoa(m)+" entries, more than "+strconv.Itoa(MaxBatchEntries)))
 				break
 			}
+			if !r.fits(m, 6) { // [limiter, key, window, delta, demand]: 6 bytes at least
+				break
+			}
 			b.Entries = make([]Delta, m)
 			for i := 0; i < m && r.err == nil; i++ {
 				if r.ReadArrayHeader() != 5 && r.err == nil {
@@ -414,7 +417,7 @@ func (b *Batch) Validate() error {
 // AppendMsg appends r encoded as msgpack.
 func (rp *Reply) AppendMsg(dst []byte) []byte {
 	n := 4
-	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen > 0, len(rp.Resets) > 0, rp.ResetAll} {
+	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen != 0, len(rp.Resets) > 0, rp.ResetAll} {
 		if on {
 			n++
 		}
@@ -657,6 +660,9 @@ func readKeyCosts(r *Reader, f, what string) []KeyCost {
 	m := r.ReadArrayHeader()
 	if m > MaxBatchEntries {
 		r.SetErr(f, errors.New(strconv.Itoa(m)+" "+what+", more than "+strconv.Itoa(MaxBatchEntries)))
+		return nil
+	}
+	if !r.fits(m, 5) { // [limiter, key, window, cost]: 5 bytes at least
 		return nil
 	}
 	ds := make([]KeyCost, m)

@@ -243,7 +243,7 @@ func (s *Signal) AppendMsg(dst []byte) []byte {
 // AppendMsg appends v as its array.
 func (v *UpView) AppendMsg(dst []byte) []byte {
 	n := 7
-	if v.Life > 0 {
+	if v.Life != 0 { // a negative life too (which a module refuses): what is given is written
 		n = 8
 	}
 	dst = AppendArrayHeader(dst, n)
@@ -264,6 +264,9 @@ func readSignals(r *Reader) []Signal {
 	m := r.ReadArrayHeader()
 	if m > MaxBatchEntries {
 		r.SetErr("up", errors.New(strconv.Itoa(m)+" signals, more than "+strconv.Itoa(MaxBatchEntries)))
+		return nil
+	}
+	if !r.fits(m, 8) { // [limiter, key, pause, failures, successes, limit, probe]: 8 bytes at least
 		return nil
 	}
 	out := make([]Signal, m)

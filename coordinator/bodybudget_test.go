@@ -1,0 +1,110 @@
+package coordinator
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// heldBody is a request body of n bytes whose last byte is sent only once
+// release is closed.
+type heldBody struct {
+	n       int
+	sent    chan struct{} // closed when all but the last byte were read
+	release chan struct{}
+}
+
+func (h *heldBody) Read(p []byte) (int, error) {
+	switch {
+	case h.n > 1:
+		k := min(len(p), h.n-1)
+		for i := range p[:k] {
+			p[i] = 0xc0
+		}
+		h.n -= k
+		return k, nil
+	case h.n == 1:
+		close(h.sent)
+		<-h.release
+		h.n = 0
+		p[0] = 0xc0
+		return 1, nil
+	}
+	return 0, io.EOF
+}
+
+// TestBodiesInMemoryBounded: 12 clients each send a body of 4 MiB (the
+// largest a sync takes) and hold back its last byte, on a coordinator sized
+// for 128 MiB (bodies beyond 64 KiB each bounded by 8 MiB). The bodies the
+// coordinator holds stay within the bound (it held every byte of all 12,
+// 48 MiB, before), the others are answered 503 busy with Retry-After at
+// once, and a batch of ordinary size from another isolate is applied while
+// they hold theirs.
+func TestBodiesInMemoryBounded(t *testing.T) {
+	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
+	const n, size = 12, 4 << 20
+	release := make(chan struct{})
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	sent := make([]chan struct{}, n)
+	for i := range n {
+		sent[i] = make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: sent[i], release: release})
+			req.ContentLength = size
+			req.Header.Set("Content-Type", MsgpackContentType)
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			if resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
+				t.Errorf("503 without Retry-After")
+			}
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	busy := 0
+	for i := range n {
+		select {
+		case <-sent[i]:
+		case st := <-statuses: // refused before it sent everything
+			if st != 503 {
+				t.Fatalf("a held body answered %d before its last byte, want 503", st)
+			}
+			busy++
+		case <-time.After(10 * time.Second):
+			t.Fatal("the bodies were not read")
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the server reads what was sent
+	limit := c.bodies.max
+	if used := c.bodies.used.Load(); used > limit+size {
+		t.Errorf("bodies in flight hold %d bytes past their allowance, bound %d", used, limit)
+	}
+	if busy == 0 {
+		t.Errorf("every body of 4 MiB was taken in: none answered busy")
+	}
+	st, body := httpPost(t, srv, MsgpackContentType, batch("honest", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}).AppendMsg(nil), nil)
+	if st != 200 {
+		t.Fatalf("an ordinary batch while bodies are held: %d %s", st, body)
+	}
+	close(release)
+	wg.Wait()
+	close(statuses)
+	for st := range statuses {
+		if st != 503 && st != 400 {
+			t.Errorf("a held body: %d, want 503 (busy) or 400 (not msgpack)", st)
+		}
+	}
+	if used := c.bodies.used.Load(); used != 0 {
+		t.Errorf("%d body bytes still counted after every request ended", used)
+	}
+}
