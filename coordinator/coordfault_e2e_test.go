@@ -152,7 +152,7 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 		{"name": "h", "algorithm": "fixed_window", "limit": 1000000000, "period": "1h", "mode": "strict"}]}`)
 	dir, ca := t.TempDir(), freeAddr(t)
 	args := []string{"--data", dir, "--listen", ca, "--config", cfg}
-	coord, logs := startProcess(t, bin, args...)
+	coord, _ := startProcess(t, bin, args...)
 	var edges []string
 	var edgeCmds []*exec.Cmd
 	for range 2 {
@@ -173,7 +173,7 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 	}
 	coord.Wait()
 	time.Sleep(time.Second)
-	coord, logs = startProcess(t, bin, args...)
+	coord, logs := startProcess(t, bin, args...)
 	restarted := time.Now()
 	time.Sleep(3 * time.Second)
 
