@@ -146,7 +146,7 @@ export interface EdgeLimitOptions {
   isolateId?: string;
   /** fetch used for syncs (e.g. a service binding's fetch). Default the global fetch. */
   fetch?: typeof fetch;
-  /** Clock in ms since the epoch. Default Date.now. */
+  /** The isolate's own clock in ms since the epoch. Default Date.now. With a coordinator the isolate runs on the coordinator's time: this clock plus the offset its answers tell (Edgelimit-Time), moved when they differ by more than 50 ms plus half a round trip (counters.clockSteps). */
   clock?: () => number;
   /** How background syncs run: "timers" (Node; default outside Workers) or "requests" (on decisions, through ctx.waitUntil; default in Workers). */
   background?: 'timers' | 'requests';
@@ -246,7 +246,7 @@ export class EdgeLimit {
    * amendments: batches in flight resent with the asks of requests held
    * since they were cut (limit() then waits one round trip, not two).
    */
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number };
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */

@@ -18,6 +18,12 @@ export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, S
 
 const MAX_ISOLATE_ID = 128;
 
+// The coordinator's time on its answers (ns since the epoch): the isolate
+// runs on it (_observeTime; the Go host's clock.Header and clock.Offset).
+const TIME_HEADER = 'edgelimit-time';
+const OFFSET_TOLERANCE_MS = 50; // readings within this of the offset change nothing
+const MAX_OFFSET_MS = 24 * 3600 * 1000; // readings further apart are ignored
+
 // What _waitSync resolves to when no reply came (in time, or the sync
 // failed), and for a second reply to the last batch.
 const NO_REPLY = Object.freeze({ ok: false, second: false });
@@ -113,7 +119,12 @@ export class EdgeLimit {
     this._shareIsolates = Math.max(opts.shareIsolates ?? 1, 1);
     this._share = new Share(this._norm.maxKeys);
     this._idPrefix = opts.isolateId ?? null;
-    this._clock = opts.clock ?? Date.now;
+    // The isolate runs on the coordinator's time: its own clock plus the
+    // offset read from the coordinator's answers (_observeTime).
+    this._ownClock = opts.clock ?? Date.now;
+    this._offset = 0; // ms added to _ownClock
+    this._timeRead = false; // _readTime was tried
+    this._clock = this._coordinator ? () => this._ownClock() + this._offset : this._ownClock;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
     this._saidForeign = false; // _sayForeign
@@ -139,7 +150,7 @@ export class EdgeLimit {
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0, clockSteps: 0 };
     this.lastError = null;
   }
 
@@ -390,6 +401,7 @@ export class EdgeLimit {
    * @returns {Promise<import('./index.d.ts').LimitResult>}
    */
   async limit(opts, ctx) {
+    if (!this._timeRead && this._coordinator) await this._readTime();
     let d = this.decide(opts, ctx);
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
@@ -1006,6 +1018,39 @@ export class EdgeLimit {
     return true;
   }
 
+  // Takes a reading of the coordinator's clock (header: ns since the epoch,
+  // as text) made between sent and recv (ms, on the isolate's own clock):
+  // the true offset is within [remote - recv, remote - sent]; when the
+  // current one is more than OFFSET_TOLERANCE_MS outside it, it moves to
+  // the middle (as clock.Offset in the Go host).
+  _observeTime(sent, recv, header) {
+    if (typeof header !== 'string' || !/^-?[0-9]{1,19}$/.test(header) || !(recv >= sent)) return;
+    const remote = Number(header) / 1e6;
+    const lo = remote - recv; const hi = remote - sent; const mid = (lo + hi) / 2;
+    if (!(Math.abs(mid) <= MAX_OFFSET_MS)) return;
+    if (this._offset >= lo - OFFSET_TOLERANCE_MS && this._offset <= hi + OFFSET_TOLERANCE_MS) return;
+    this._offset = mid;
+    this.counters.clockSteps++;
+  }
+
+  // Reads the coordinator's time once, before the isolate's first
+  // decision through limit() (GET /healthz, at most a second), so that it
+  // neither decides nor cuts a batch on a clock that is off: a batch cut
+  // ahead of the coordinator's clock by more than its allowed skew is
+  // refused until the coordinator's clock catches up. One try; the syncs'
+  // answers take readings from then on.
+  async _readTime() {
+    this._timeRead = true;
+    const ac = new AbortController();
+    const t = setTimeout(() => ac.abort(), Math.min(this._syncTimeout, 1000));
+    try {
+      const sent = this._ownClock();
+      const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
+      this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
+      await resp.arrayBuffer?.();
+    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); }
+  }
+
   async _postTo(coordinator, batch) {
     const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
@@ -1013,7 +1058,9 @@ export class EdgeLimit {
     try {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
+      const sent = this._ownClock();
       const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal });
+      this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       const body = new Uint8Array(await resp.arrayBuffer());
       if (resp.status === 200) return { body };
       const r = refusal(url, resp.status, body);
