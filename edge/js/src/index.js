@@ -147,6 +147,7 @@ export class EdgeLimit {
     this._replyGen = 0; // second replies applied (requests mode polls it)
     this._lastSyncOk = false;
     this._kicked = false;
+    this._tail = null; // the promise of the tail sync (_tailSync), or null
     this._timer = null;
     this._closed = false;
     this._waiters = [];
@@ -551,7 +552,7 @@ export class EdgeLimit {
   // requests mode (Workers): each decision checks whether a sync is due or
   // was asked for, and hands it to ctx.waitUntil.
   _pump(now, wanted, ctx) {
-    if (this._holdOff(now)) return;
+    if (this._holdOff(now)) { this._tailSync(ctx); return; }
     if (wanted) this._kicked = true;
     let go = this._sched.due(now);
     if (!go && this._kicked && !this._cutWaits(now)) go = this._sched.want(now) || this._sched.probe(now);
@@ -559,7 +560,33 @@ export class EdgeLimit {
       this._kicked = false;
       const p = this._sync();
       ctx?.waitUntil?.(p);
+    } else {
+      this._tailSync(ctx);
     }
+  }
+
+  // requests mode: a decision made between syncs is reported by the next
+  // regular sync, run within this request's ctx.waitUntil (one such tail
+  // at a time), not by the next request's, which may come seconds later.
+  // What the decision recorded then reaches the coordinator while it is
+  // current: a denied request's cost, reported as demand after an idle
+  // spell, had the coordinator lease the first isolates to ask after it
+  // for requests answered long before, and deny the others under the
+  // limit (test/idle.test.js). A sync with nothing to send sends nothing.
+  _tailSync(ctx) {
+    if (this._tail || this._closed || typeof ctx?.waitUntil !== 'function') return;
+    this._tail = (async () => {
+      try {
+        for (;;) {
+          const now = this._clock();
+          if (this._closed) return;
+          if (this._holdOff(now)) { await (this._inflight ?? sleep(1)); continue; }
+          if (this._sched.due(now)) { await this._sync(); return; }
+          await sleep(Math.min(Math.max(this._sched.next - now, 1), this._interval * 2));
+        }
+      } catch { /* the sync reported its error */ } finally { this._tail = null; }
+    })();
+    ctx.waitUntil(this._tail);
   }
 
   // timers mode (Node): the module asked for an early sync.
