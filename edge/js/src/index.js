@@ -449,6 +449,7 @@ export class EdgeLimit {
     checkOpts('wait', opts);
     const maxWait = opts.maxWaitMs ?? 10000;
     if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new EdgeLimitError(`wait: maxWaitMs must be a number of ms >= 0, got ${String(maxWait)}`, 'bad_input');
+    if (!this._timeRead && this._coordinator) await this._readTime(); // before start: the clock may step
     const start = this._clock();
     for (;;) {
       const d = await this.limit(opts, ctx);
