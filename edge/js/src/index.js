@@ -576,14 +576,18 @@ export class EdgeLimit {
   // limit (test/idle.test.js). A sync with nothing to send sends nothing.
   _tailSync(ctx) {
     if (this._tail || this._closed || typeof ctx?.waitUntil !== 'function') return;
+    // Within a few intervals: not while the syncs back off (an outage's
+    // next attempt may be 30 s away; requests probe it then).
+    const deadline = this._clock() + 3 * this._interval;
     this._tail = (async () => {
       try {
         for (;;) {
           const now = this._clock();
-          if (this._closed) return;
+          if (this._closed || this._sched.failures > 0 || now > deadline) return;
           if (this._holdOff(now)) { await (this._inflight ?? sleep(1)); continue; }
           if (this._sched.due(now)) { await this._sync(); return; }
-          await sleep(Math.min(Math.max(this._sched.next - now, 1), this._interval * 2));
+          if (this._sched.next > deadline) return;
+          await sleep(Math.max(this._sched.next - now, 1));
         }
       } catch { /* the sync reported its error */ } finally { this._tail = null; }
     })();
