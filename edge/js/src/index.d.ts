@@ -203,7 +203,7 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
@@ -244,7 +244,8 @@ export class EdgeLimit {
   /**
    * failovers: times a sync moved on to the next coordinator of the list;
    * amendments: batches in flight resent with the asks of requests held
-   * since they were cut (limit() then waits one round trip, not two).
+   * since they were cut (limit() then waits one round trip, not two);
+   * clockSteps: times the isolate's offset to the coordinator's time moved.
    */
   readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number };
   /** The last failed sync's error. */
