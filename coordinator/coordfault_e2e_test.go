@@ -137,7 +137,8 @@ func (l *edgeLoad) between(lim string, from, to time.Time) []loadAnswer {
 // SIGKILLed, restarted on the same directory a second later, and then
 // SIGSTOPped for 5 s and SIGCONTed. The strict and auto keys of 20/s
 // (fail policy closed) never admit more than 20 in a window; while the
-// coordinator hangs, closed denies and open admits; both edges admit
+// coordinator hangs, closed denies and open (named, and the default)
+// admits; both edges admit
 // fresh again within 1.5 s of each return; and the coordinator's count of
 // an hourly key (open) is, at the end, what the edges admitted.
 func TestCoordinatorKilledThenHung(t *testing.T) {
@@ -218,8 +219,9 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 		}
 	}
 	// While it hangs (past the stale bound, 300 ms, and a sync interval):
-	// open admits everything, closed nothing.
-	for _, lim := range []string{"o", "s", "a"} {
+	// open (o, and h by the default policy) admits everything, closed
+	// nothing.
+	for _, lim := range []string{"o", "h", "s", "a"} {
 		as := load.between(lim, hung.Add(500*time.Millisecond), resumed)
 		admitted := 0
 		for _, a := range as {
@@ -231,9 +233,9 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 		switch {
 		case len(as) == 0:
 			t.Errorf("%s: no answers while the coordinator hung", lim)
-		case lim == "o" && admitted != len(as):
+		case (lim == "o" || lim == "h") && admitted != len(as):
 			t.Errorf("%s (open): %d of %d admitted while the coordinator hung, want all", lim, admitted, len(as))
-		case lim != "o" && admitted != 0:
+		case lim != "o" && lim != "h" && admitted != 0:
 			t.Errorf("%s (closed): %d of %d admitted while the coordinator hung, want none", lim, admitted, len(as))
 		}
 	}
