@@ -2,8 +2,11 @@ package host
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +91,15 @@ func TestSkewedHostRunsOnCoordinatorsTime(t *testing.T) {
 			}
 			if got := time.Duration(hl.ClockOffsetMS) * time.Millisecond; (got + off).Abs() > 100*time.Millisecond {
 				t.Errorf("clock %v: the host's clock offset is %v, want about %v", off, got, -off)
+			}
+			metric := math.NaN()
+			for _, l := range strings.Split(skewed.metrics(t), "\n") {
+				if v, ok := strings.CutPrefix(l, "edgelimit_edge_clock_offset_seconds "); ok {
+					metric, _ = strconv.ParseFloat(v, 64)
+				}
+			}
+			if !(math.Abs(metric+off.Seconds()) <= 0.1) {
+				t.Errorf("clock %v: edgelimit_edge_clock_offset_seconds %v, want about %v", off, metric, -off.Seconds())
 			}
 		})
 	}
