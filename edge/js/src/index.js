@@ -123,7 +123,9 @@ export class EdgeLimit {
     // offset read from the coordinator's answers (_observeTime).
     this._ownClock = opts.clock ?? Date.now;
     this._offset = 0; // ms added to _ownClock
-    this._timeRead = false; // _readTime was tried
+    this._timeRead = null; // the promise of the one reading of the coordinator's time (_readTime)
+    this._timeUntil = 0; // ms (own clock): how long limit() and wait() wait for it
+    this._timeWait = true; // until it came or that wait ended
     this._clock = this._coordinator ? () => this._ownClock() + this._offset : this._ownClock;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
@@ -402,7 +404,7 @@ export class EdgeLimit {
    * @returns {Promise<import('./index.d.ts').LimitResult>}
    */
   async limit(opts, ctx) {
-    if (!this._timeRead && this._coordinator) await this._readTime();
+    if (this._timeWait && this._coordinator) await this._awaitTime();
     let d = this.decide(opts, ctx);
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
@@ -449,7 +451,7 @@ export class EdgeLimit {
     checkOpts('wait', opts);
     const maxWait = opts.maxWaitMs ?? 10000;
     if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new EdgeLimitError(`wait: maxWaitMs must be a number of ms >= 0, got ${String(maxWait)}`, 'bad_input');
-    if (!this._timeRead && this._coordinator) await this._readTime(); // before start: the clock may step
+    if (this._timeWait && this._coordinator) await this._awaitTime(); // before start: the clock may step
     const start = this._clock();
     for (;;) {
       const d = await this.limit(opts, ctx);
@@ -1066,21 +1068,38 @@ export class EdgeLimit {
   }
 
   // Reads the coordinator's time once, before the isolate's first
-  // decision through limit() (GET /healthz, at most a second), so that it
+  // decisions through limit() and wait() (GET /healthz, at most a second;
+  // requests that come meanwhile wait for the same reading), so that it
   // neither decides nor cuts a batch on a clock that is off: a batch cut
   // ahead of the coordinator's clock by more than its allowed skew is
   // refused until the coordinator's clock catches up. One try; the syncs'
   // answers take readings from then on.
-  async _readTime() {
-    this._timeRead = true;
+  async _awaitTime() {
+    if (!this._timeRead) {
+      const span = Math.min(this._syncTimeout, 1000);
+      this._timeUntil = this._ownClock() + span;
+      this._timeRead = this._readTime(span);
+    }
+    // Bounded: in Workers a reading started by a request that went away
+    // may never end.
+    const left = this._timeUntil - this._ownClock();
+    if (this._timeWait && left > 0) {
+      let t;
+      await Promise.race([this._timeRead, new Promise((r) => { t = setTimeout(r, left); })]);
+      clearTimeout(t);
+    }
+    this._timeWait = false;
+  }
+
+  async _readTime(span) {
     const ac = new AbortController();
-    const t = setTimeout(() => ac.abort(), Math.min(this._syncTimeout, 1000));
+    const t = setTimeout(() => ac.abort(), span);
     try {
       const sent = this._ownClock();
       const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       await resp.arrayBuffer?.();
-    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); }
+    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); this._timeWait = false; }
   }
 
   async _postTo(coordinator, batch) {

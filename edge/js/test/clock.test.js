@@ -55,3 +55,19 @@ for (const off of [3000, 1500, -1500, -3000]) {
     } finally { skewed.close(); honest.close(); }
   });
 }
+
+// Requests that come together to an isolate that has not read the
+// coordinator's time yet all wait for its one reading: none is decided on
+// the isolate's own clock.
+test('concurrent first requests on an isolate 3 s ahead all run on the coordinator\'s time', async () => {
+  const c = await startCoordinator(config); coords.push(c);
+  const ctx = { waitUntil() {} };
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: () => Date.now() + 3000 });
+  try {
+    await offBoundary();
+    const ds = await Promise.all(Array.from({ length: 4 }, () => rl.limit({ limiter: 's', key: 'together' }, ctx)));
+    const end = Math.floor(Date.now() / 1000) * 1000 + 1000;
+    console.log(`# 4 concurrent first requests, clock +3 s: ${ds.filter((d) => d.success).length} admitted, resets ${ds.map((d) => d.reset - end).join(', ')} ms from the coordinator's window end`);
+    assert.deepEqual(ds.map((d) => [d.success, d.reset]), ds.map(() => [true, end]), JSON.stringify(ds));
+  } finally { rl.close(); }
+});
