@@ -132,15 +132,16 @@ func (l *edgeLoad) between(lim string, from, to time.Time) []loadAnswer {
 }
 
 // TestCoordinatorKilledThenHung: two edge processes of 2 isolates (100 ms
-// syncs, default stale bound and probe interval) serve four limiters at
+// syncs, default stale bound and probe interval) serve five limiters at
 // about 3x the 20/s keys' limit while the coordinator (Pebble on disk) is
 // SIGKILLed, restarted on the same directory a second later, and then
 // SIGSTOPped for 5 s and SIGCONTed. The strict and auto keys of 20/s
-// (fail policy closed) never admit more than 20 in a window; while the
+// (fail policy closed) never admit more than 20 in a window, and a strict
+// one failing open none from the window after each return on; while the
 // coordinator hangs, closed denies and open (named, and the default)
-// admits; both edges admit
-// fresh again within 1.5 s of each return; and the coordinator's count of
-// an hourly key (open) is, at the end, what the edges admitted.
+// admits; both edges admit fresh again within 1.5 s of each return; and
+// the coordinator's counts of the hourly keys are, once the edges stop,
+// what the edges admitted.
 func TestCoordinatorKilledThenHung(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end with processes; not in -short")
@@ -150,7 +151,8 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 		{"name": "s", "algorithm": "fixed_window", "limit": 20, "period": "1s", "mode": "strict", "fail_policy": "closed"},
 		{"name": "a", "algorithm": "fixed_window", "limit": 20, "period": "1s", "mode": "auto", "fail_policy": "closed"},
 		{"name": "o", "algorithm": "fixed_window", "limit": 1000000000, "period": "1h", "mode": "auto", "fail_policy": "open"},
-		{"name": "h", "algorithm": "fixed_window", "limit": 1000000000, "period": "1h", "mode": "strict"}]}`)
+		{"name": "h", "algorithm": "fixed_window", "limit": 1000000000, "period": "1h", "mode": "strict"},
+		{"name": "so", "algorithm": "fixed_window", "limit": 20, "period": "1s", "mode": "strict", "fail_policy": "open"}]}`)
 	dir, ca := t.TempDir(), freeAddr(t)
 	args := []string{"--data", dir, "--listen", ca, "--config", cfg}
 	coord, _ := startProcess(t, bin, args...)
@@ -163,7 +165,7 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 	}
 	var load edgeLoad
 	stop := make(chan struct{})
-	wg := load.run(edges, []string{"s", "a", "o", "h"}, time.Second, 30*time.Millisecond, stop)
+	wg := load.run(edges, []string{"s", "a", "o", "h", "so"}, time.Second, 30*time.Millisecond, stop)
 	var once sync.Once
 	end := func() { once.Do(func() { close(stop); wg.Wait() }) }
 	defer end()
@@ -218,6 +220,25 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 			}
 		}
 	}
+	// A strict key failing open overruns while the coordinator is away
+	// (each isolate alone: as documented); from the window after each
+	// return on, it holds its limit again.
+	back := func(w int64) bool {
+		start := time.Unix(w, 0)
+		return !start.Before(restarted.Add(time.Second)) && !start.Add(time.Second).After(hung) ||
+			!start.Before(resumed.Add(time.Second))
+	}
+	soLine, soOver := "", 0
+	for w, n := range load.perWindow("so") {
+		if back(w) {
+			soLine += fmt.Sprintf(" %d", n)
+			if n > 20 {
+				soOver++
+				t.Errorf("so (20/s, strict, open): window %d, after the coordinator was back, admitted %d, over its limit", w, n)
+			}
+		}
+	}
+	t.Logf("so (20/s, strict, open): admitted per window from the one after each return on:%s", soLine)
 	// While it hangs (past the stale bound, 300 ms, and a sync interval):
 	// open (o, and h by the default policy) admits everything, closed
 	// nothing.
