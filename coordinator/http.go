@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgelimit/edgelimit/clock"
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -49,7 +50,9 @@ const MsgpackContentType = "application/msgpack"
 // sequence number told; merge/sequence.go); a time or window
 // ahead of the clock 400 with urn:edgelimit:problem:clock_skew (times.go).
 // A successful reply carries Edgelimit-Stale-Entries: N when N entries were
-// dropped as older than their key's previous window.
+// dropped as older than their key's previous window. Every answer carries
+// Edgelimit-Time (clock.Header), the coordinator's time in ns, which edge
+// hosts run on (clock.Offset).
 func (c *Coordinator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/sync", c.auth(RoleEdge, http.HandlerFunc(c.handleSync)))
@@ -66,7 +69,11 @@ func (c *Coordinator) Handler() http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.met.reg, promhttp.HandlerOpts{}))
-	return c.sameOrigin(mux)
+	h := c.sameOrigin(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(clock.Header, strconv.FormatInt(c.opts.Clock.Now(), 10))
+		h.ServeHTTP(w, r)
+	})
 }
 
 // sameOrigin refuses the changes (POST, PUT, DELETE) a browser sends from

@@ -37,6 +37,10 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 	bin := buildBinary(t)
 	cfg := writeConfig(t, `{"limiters": [
 		{"name": "day", "algorithm": "fixed_window", "limit": 100, "period": "24h", "mode": "strict"},
+		{"name": "auto-day", "algorithm": "fixed_window", "limit": 100, "period": "24h"},
+		{"name": "auto-sliding", "algorithm": "sliding_window", "limit": 100, "period": "24h"},
+		{"name": "auto-gcra", "algorithm": "gcra", "limit": 100, "period": "24h"},
+		{"name": "auto-four", "algorithm": "fixed_window", "limit": 200, "period": "4s"},
 		{"name": "hour", "algorithm": "fixed_window", "limit": 1000, "period": "1h", "mode": "strict"},
 		{"name": "ten", "algorithm": "fixed_window", "limit": 5000, "period": "10s", "mode": "strict"}]}`)
 	ca := freeAddr(t)
@@ -59,6 +63,55 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 		t.Logf("100/day strict: %d admitted, SIGTERM, a new host admitted %d", first, second)
 		if first != 30 || first+second != 100 {
 			t.Fatalf("100/day strict: %d admitted before SIGTERM, %d by a new host after: want 30 and 70 (nothing stranded)", first, second)
+		}
+	})
+
+	// The default mode (auto) strands nothing either, whatever the
+	// algorithm, nor the standing leases a busy host holds for the next
+	// window: stopped 150 ms before a 4 s window ends, a new host admits
+	// the next window's whole limit.
+	t.Run("SIGTERM-auto", func(t *testing.T) {
+		for _, lim := range []string{"auto-day", "auto-sliding", "auto-gcra"} {
+			a, stopA := edge()
+			first := edgeBurst(t, a, lim, "term", 30, 5*time.Millisecond)
+			stopA(syscall.SIGTERM)
+			b, stopB := edge()
+			second := edgeBurst(t, b, lim, "term", 120, 5*time.Millisecond)
+			stopB(syscall.SIGTERM)
+			t.Logf("%s: %d admitted, SIGTERM, a new host admitted %d", lim, first, second)
+			if first != 30 || first+second != 100 {
+				t.Errorf("%s (100/day): %d admitted before SIGTERM, %d by a new host after: want 30 and 70", lim, first, second)
+			}
+		}
+		a, stopA := edge()
+		const period = 4 * time.Second
+		if r := time.Duration(time.Now().UnixNano()) % period; r > time.Second {
+			time.Sleep(period - r + 100*time.Millisecond)
+		}
+		next := time.Now().Truncate(period).Add(period)
+		done := make(chan int)
+		for range 4 {
+			go func() {
+				n := 0
+				for time.Now().Before(next.Add(-150 * time.Millisecond)) {
+					n += edgeBurst(t, a, "auto-four", "stand", 1, 20*time.Millisecond)
+				}
+				done <- n
+			}()
+		}
+		first := 0
+		for range 4 {
+			first += <-done
+		}
+		stopA(syscall.SIGTERM)
+		b, _ := edge()
+		for time.Now().Before(next.Add(50 * time.Millisecond)) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		second := edgeBurst(t, b, "auto-four", "stand", 260, 2*time.Millisecond)
+		t.Logf("200/4 s auto: %d admitted in the window of the SIGTERM, a new host %d in the next (%v into it at the end)", first, second, time.Since(next))
+		if time.Since(next) < period && second != 200 {
+			t.Errorf("200/4 s auto: a new host admitted %d in the window after the SIGTERM, want 200 (nothing stranded)", second)
 		}
 	})
 

@@ -35,6 +35,11 @@ type Health struct {
 	// (an applied reply of any isolate, or a probe), ms; -1 when it never
 	// did or the host runs alone.
 	CoordinatorAgeMS int64 `json:"coordinator_age_ms"`
+	// ClockOffsetMS is what the host adds to its own clock to run on the
+	// coordinator's (learned from the coordinator's replies, see
+	// clock.Offset), ms; 0 when the clocks agree within the tolerance, the
+	// host runs alone or keeps its own clock (Options.OwnClock).
+	ClockOffsetMS int64 `json:"clock_offset_ms"`
 	// ProbeError is the error of the probe made for this answer, if any.
 	ProbeError string `json:"probe_error,omitempty"`
 	// Isolates holds one entry per isolate, in order.
@@ -68,6 +73,9 @@ func (h *Host) Health(now int64) Health {
 		SyncErrors: h.errs.Load(), CoordinatorAgeMS: -1}
 	if h.opts.Coordinator != "" {
 		hl.CoordinatorInUse, hl.CoordinatorFailovers = h.coordinatorsInUse()
+	}
+	if h.offset != nil {
+		hl.ClockOffsetMS = time.Duration(h.offset.Offset()).Milliseconds()
 	}
 	heard := h.probedAt.Load()
 	for _, s := range h.slots {

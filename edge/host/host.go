@@ -76,9 +76,19 @@ type Options struct {
 	Server ServerOptions
 	// Runtime configures the wazero runtime (module, memory cap per isolate).
 	Runtime isolate.Options
-	// Clock is the host's time: decisions, headers, staleness, the sync
-	// loops. Default clock.Real.
+	// Clock is the host's own time. Default clock.Real. With a
+	// coordinator, the host runs on the coordinator's time (decisions,
+	// headers, batch times, lease lives, staleness): Clock plus the offset
+	// learned from the coordinator's replies (clock.Offset, clock.Header),
+	// moved when the two differ by more than 50 ms plus half a round trip,
+	// unless OwnClock is set.
 	Clock clock.Clock
+	// OwnClock keeps the host on Clock even with a coordinator: a host
+	// whose clock is off then has its batches refused (ahead by more than
+	// the coordinator's allowed skew) or waits for leases of windows it
+	// does not reach (behind). For tests of the coordinator's own
+	// defences. Default false.
+	OwnClock bool
 	// Logger receives the host's events: a sync loop that starts failing
 	// (warn, once per outage) and recovers (info), an isolate restarted
 	// after a trap (error), a reincarnation (warn). Default slog.Default().
@@ -110,6 +120,7 @@ type Host struct {
 	probeMu  sync.Mutex              // one probe at a time
 	probedAt atomic.Int64            // ns of the last successful probe; 0 before
 	foreign  atomic.Bool             // the log said the coordinator's limits differ (foreign.go)
+	offset   *clock.Offset           // the coordinator's time (Options.Clock wrapped); nil alone or with OwnClock
 }
 
 // slot is one isolate with its lock, its sync loop, a broadcast of
@@ -204,14 +215,27 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
+	var offset *clock.Offset
+	if opts.Coordinator != "" && !opts.OwnClock {
+		offset = &clock.Offset{Base: opts.Clock}
+		opts.Clock = offset
+	}
 	lctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opts: opts, rt: rt, cancel: cancel}
+	h := &Host{opts: opts, rt: rt, cancel: cancel, offset: offset}
 	for i := range opts.Config.Limiters {
 		h.policies = append(h.policies, failpolicy.For(&opts.Config.Limiters[i], opts.FailPolicy))
 	}
 	h.met = newMetrics(h)
 	client := &http.Client{Timeout: opts.SyncTimeout}
-	h.probe = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: opts.IDPrefix, Token: opts.Token, Client: client}
+	h.probe = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: opts.IDPrefix, Token: opts.Token, Client: client, Time: offset}
+	if offset != nil {
+		// The coordinator's time before the isolates' first decision, so
+		// that none decides or cuts a batch on a clock that is off (a
+		// coordinator not up yet is read at the first sync).
+		pctx, pcancel := context.WithTimeout(ctx, min(opts.SyncTimeout, time.Second))
+		h.probe.Probe(pctx)
+		pcancel()
+	}
 	start := opts.Clock.Now()
 	for i := 0; i < opts.Isolates; i++ {
 		cfg := opts.Config
@@ -236,7 +260,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		// Each isolate has its own transport: its id picks its preferred
 		// coordinator, so the host's isolates spread over the list.
-		s.tr = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: cfg.IsolateID, Token: opts.Token, Client: client}
+		s.tr = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: cfg.IsolateID, Token: opts.Token, Client: client, Time: offset}
 		tr := timedTransport{tr: s.tr, m: h.met}
 		if s.loop, err = syncloop.NewLoop(opts.Sync, opts.Clock, tr, lockedModule{s}, uint64(i)); err != nil {
 			h.Close()

@@ -33,6 +33,7 @@ import (
 //	edgelimit_edge_upstream_ignored_total{isolate}              upstream header values ignored as unreadable or out of range (module stats)
 //	edgelimit_edge_coordinator_failovers_total                  times the syncs moved on to the next coordinator of --coordinator's list
 //	edgelimit_edge_coordinator_info{url}                        isolates syncing to the coordinator at url (coordinator.go)
+//	edgelimit_edge_clock_offset_seconds                         what the host adds to its clock to run on the coordinator's (clock.Offset)
 type metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec
@@ -60,6 +61,11 @@ func newMetrics(h *Host) *metrics {
 		slotCollector{h})
 	if h.opts.Coordinator != "" {
 		m.reg.MustRegister(coordinatorCollector{h})
+	}
+	if h.offset != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricNS + "clock_offset_seconds",
+			Help: "What the host adds to its own clock to run on the coordinator's, seconds (learned from its answers)."},
+			func() float64 { return float64(h.offset.Offset()) / 1e9 }))
 	}
 	for i, l := range h.opts.Config.Limiters {
 		m.limiters = append(m.limiters, l.Name)

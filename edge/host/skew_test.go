@@ -19,7 +19,8 @@ func (c fastClock) After(d int64) <-chan struct{} { return clock.Real.After(d) }
 
 // TestFastClockChangesNothingForOthers: two hosts of one isolate share a
 // key of 6 a second (approximate) through a real coordinator; one host's
-// clock runs 2 s fast. The coordinator refuses its windows ahead (400
+// clock runs 2 s fast, and it keeps it (OwnClock: a host runs on the
+// coordinator's time otherwise, TestSkewedHostRunsOnCoordinatorsTime). The coordinator refuses its windows ahead (400
 // clock_skew: the host reports failing syncs) instead of letting them
 // move the key forward and drop the honest host's counts: the honest host
 // never admits more than 6 in a window of its own (fewer once the fast
@@ -34,7 +35,7 @@ func TestFastClockChangesNothingForOthers(t *testing.T) {
 	sync := syncloop.Options{Interval: 20 * time.Millisecond}
 	honest := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr, Sync: sync})
 	fast := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr, Sync: sync,
-		Clock: fastClock{int64(2 * time.Second)}})
+		Clock: fastClock{int64(2 * time.Second)}, OwnClock: true})
 	q := url.Values{"limiter": {"fw"}, "key": {"k"}}
 	perWindow := map[int64]int{}
 	end := time.Now().Add(3500 * time.Millisecond)

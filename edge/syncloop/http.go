@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgelimit/edgelimit/clock"
 )
 
 // HTTPTransport sends batches to a coordinator's POST /v1/sync.
@@ -48,6 +51,11 @@ type HTTPTransport struct {
 	// transport first tries it again (doubled after each failed try, up
 	// to 8 times ReturnAfter). Default DefaultReturnAfter (5 s).
 	ReturnAfter time.Duration
+	// Time, when set, takes a reading of the coordinator's clock from
+	// every answer to a sync or a probe that carries one (clock.Header,
+	// any status): the isolate then runs on the coordinator's time. Nil:
+	// none taken.
+	Time *clock.Offset
 
 	cur       atomic.Int64 // index in urls of the coordinator in use
 	failovers atomic.Int64
@@ -204,7 +212,8 @@ const DefaultHTTPTimeout = 5 * time.Second
 var defaultClient = &http.Client{Timeout: DefaultHTTPTimeout}
 
 // do sends one request to a coordinator with the transport's token and
-// client (msgpack when it has a body).
+// client (msgpack when it has a body), and takes the reading of the
+// coordinator's clock its answer carries (Time).
 func (t *HTTPTransport) do(ctx context.Context, method, url string, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
@@ -220,7 +229,17 @@ func (t *HTTPTransport) do(ctx context.Context, method, url string, body io.Read
 	if c == nil {
 		c = defaultClient
 	}
-	return c.Do(req)
+	if t.Time == nil {
+		return c.Do(req)
+	}
+	sent := t.Time.Base.Now()
+	resp, err := c.Do(req)
+	if err == nil {
+		if remote, perr := strconv.ParseInt(resp.Header.Get(clock.Header), 10, 64); perr == nil {
+			t.Time.Observe(sent, t.Time.Base.Now(), remote)
+		}
+	}
+	return resp, err
 }
 
 // syncOne posts batch to the coordinator at base; retry reports a failure

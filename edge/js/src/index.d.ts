@@ -146,7 +146,7 @@ export interface EdgeLimitOptions {
   isolateId?: string;
   /** fetch used for syncs (e.g. a service binding's fetch). Default the global fetch. */
   fetch?: typeof fetch;
-  /** Clock in ms since the epoch. Default Date.now. */
+  /** The isolate's own clock in ms since the epoch. Default Date.now. With a coordinator the isolate runs on the coordinator's time: this clock plus the offset its answers tell (Edgelimit-Time), moved when they differ by more than 50 ms plus half a round trip (counters.clockSteps). */
   clock?: () => number;
   /** How background syncs run: "timers" (Node; default outside Workers) or "requests" (on decisions, through ctx.waitUntil; default in Workers). */
   background?: 'timers' | 'requests';
@@ -203,7 +203,7 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
@@ -244,9 +244,10 @@ export class EdgeLimit {
   /**
    * failovers: times a sync moved on to the next coordinator of the list;
    * amendments: batches in flight resent with the asks of requests held
-   * since they were cut (limit() then waits one round trip, not two).
+   * since they were cut (limit() then waits one round trip, not two);
+   * clockSteps: times the isolate's offset to the coordinator's time moved.
    */
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number };
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */

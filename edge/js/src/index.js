@@ -18,6 +18,12 @@ export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, S
 
 const MAX_ISOLATE_ID = 128;
 
+// The coordinator's time on its answers (ns since the epoch): the isolate
+// runs on it (_observeTime; the Go host's clock.Header and clock.Offset).
+const TIME_HEADER = 'edgelimit-time';
+const OFFSET_TOLERANCE_MS = 50; // readings within this of the offset change nothing
+const MAX_OFFSET_MS = 24 * 3600 * 1000; // readings further apart are ignored
+
 // What _waitSync resolves to when no reply came (in time, or the sync
 // failed), and for a second reply to the last batch.
 const NO_REPLY = Object.freeze({ ok: false, second: false });
@@ -113,7 +119,14 @@ export class EdgeLimit {
     this._shareIsolates = Math.max(opts.shareIsolates ?? 1, 1);
     this._share = new Share(this._norm.maxKeys);
     this._idPrefix = opts.isolateId ?? null;
-    this._clock = opts.clock ?? Date.now;
+    // The isolate runs on the coordinator's time: its own clock plus the
+    // offset read from the coordinator's answers (_observeTime).
+    this._ownClock = opts.clock ?? Date.now;
+    this._offset = 0; // ms added to _ownClock
+    this._timeRead = null; // the promise of the one reading of the coordinator's time (_readTime)
+    this._timeUntil = 0; // ms (own clock): how long limit() and wait() wait for it
+    this._timeWait = true; // until it came or that wait ended
+    this._clock = this._coordinator ? () => this._ownClock() + this._offset : this._ownClock;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
     this._saidForeign = false; // _sayForeign
@@ -136,10 +149,11 @@ export class EdgeLimit {
     this._replyGen = 0; // second replies applied (requests mode polls it)
     this._lastSyncOk = false;
     this._kicked = false;
+    this._tail = null; // the promise of the tail sync (_tailSync), or null
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0, clockSteps: 0 };
     this.lastError = null;
   }
 
@@ -390,6 +404,7 @@ export class EdgeLimit {
    * @returns {Promise<import('./index.d.ts').LimitResult>}
    */
   async limit(opts, ctx) {
+    if (this._timeWait && this._coordinator) await this._awaitTime();
     let d = this.decide(opts, ctx);
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
@@ -436,6 +451,7 @@ export class EdgeLimit {
     checkOpts('wait', opts);
     const maxWait = opts.maxWaitMs ?? 10000;
     if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new EdgeLimitError(`wait: maxWaitMs must be a number of ms >= 0, got ${String(maxWait)}`, 'bad_input');
+    if (this._timeWait && this._coordinator) await this._awaitTime(); // before start: the clock may step
     const start = this._clock();
     for (;;) {
       const d = await this.limit(opts, ctx);
@@ -539,7 +555,7 @@ export class EdgeLimit {
   // requests mode (Workers): each decision checks whether a sync is due or
   // was asked for, and hands it to ctx.waitUntil.
   _pump(now, wanted, ctx) {
-    if (this._holdOff(now)) return;
+    if (this._holdOff(now)) { this._tailSync(ctx); return; }
     if (wanted) this._kicked = true;
     let go = this._sched.due(now);
     if (!go && this._kicked && !this._cutWaits(now)) go = this._sched.want(now) || this._sched.probe(now);
@@ -547,7 +563,37 @@ export class EdgeLimit {
       this._kicked = false;
       const p = this._sync();
       ctx?.waitUntil?.(p);
+    } else {
+      this._tailSync(ctx);
     }
+  }
+
+  // requests mode: a decision made between syncs is reported by the next
+  // regular sync, run within this request's ctx.waitUntil (one such tail
+  // at a time), not by the next request's, which may come seconds later.
+  // What the decision recorded then reaches the coordinator while it is
+  // current: a denied request's cost, reported as demand after an idle
+  // spell, had the coordinator lease the first isolates to ask after it
+  // for requests answered long before, and deny the others under the
+  // limit (test/idle.test.js). A sync with nothing to send sends nothing.
+  _tailSync(ctx) {
+    if (this._tail || this._closed || typeof ctx?.waitUntil !== 'function') return;
+    // Within a few intervals: not while the syncs back off (an outage's
+    // next attempt may be 30 s away; requests probe it then).
+    const deadline = this._clock() + 3 * this._interval;
+    this._tail = (async () => {
+      try {
+        for (;;) {
+          const now = this._clock();
+          if (this._closed || this._sched.failures > 0 || now > deadline) return;
+          if (this._holdOff(now)) { await (this._inflight ?? sleep(1)); continue; }
+          if (this._sched.due(now)) { await this._sync(); return; }
+          if (this._sched.next > deadline) return;
+          await sleep(Math.max(this._sched.next - now, 1));
+        }
+      } catch { /* the sync reported its error */ } finally { this._tail = null; }
+    })();
+    ctx.waitUntil(this._tail);
   }
 
   // timers mode (Node): the module asked for an early sync.
@@ -1006,6 +1052,56 @@ export class EdgeLimit {
     return true;
   }
 
+  // Takes a reading of the coordinator's clock (header: ns since the epoch,
+  // as text) made between sent and recv (ms, on the isolate's own clock):
+  // the true offset is within [remote - recv, remote - sent]; when the
+  // current one is more than OFFSET_TOLERANCE_MS outside it, it moves to
+  // the middle (as clock.Offset in the Go host).
+  _observeTime(sent, recv, header) {
+    if (typeof header !== 'string' || !/^-?[0-9]{1,19}$/.test(header) || !(recv >= sent)) return;
+    const remote = Number(header) / 1e6;
+    const lo = remote - recv; const hi = remote - sent; const mid = (lo + hi) / 2;
+    if (!(Math.abs(mid) <= MAX_OFFSET_MS)) return;
+    if (this._offset >= lo - OFFSET_TOLERANCE_MS && this._offset <= hi + OFFSET_TOLERANCE_MS) return;
+    this._offset = mid;
+    this.counters.clockSteps++;
+  }
+
+  // Reads the coordinator's time once, before the isolate's first
+  // decisions through limit() and wait() (GET /healthz, at most a second;
+  // requests that come meanwhile wait for the same reading), so that it
+  // neither decides nor cuts a batch on a clock that is off: a batch cut
+  // ahead of the coordinator's clock by more than its allowed skew is
+  // refused until the coordinator's clock catches up. One try; the syncs'
+  // answers take readings from then on.
+  async _awaitTime() {
+    if (!this._timeRead) {
+      const span = Math.min(this._syncTimeout, 1000);
+      this._timeUntil = this._ownClock() + span;
+      this._timeRead = this._readTime(span);
+    }
+    // Bounded: in Workers a reading started by a request that went away
+    // may never end.
+    const left = this._timeUntil - this._ownClock();
+    if (this._timeWait && left > 0) {
+      let t;
+      await Promise.race([this._timeRead, new Promise((r) => { t = setTimeout(r, left); })]);
+      clearTimeout(t);
+    }
+    this._timeWait = false;
+  }
+
+  async _readTime(span) {
+    const ac = new AbortController();
+    const t = setTimeout(() => ac.abort(), span);
+    try {
+      const sent = this._ownClock();
+      const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
+      this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
+      await resp.arrayBuffer?.();
+    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); this._timeWait = false; }
+  }
+
   async _postTo(coordinator, batch) {
     const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
@@ -1013,7 +1109,9 @@ export class EdgeLimit {
     try {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
+      const sent = this._ownClock();
       const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal });
+      this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       const body = new Uint8Array(await resp.arrayBuffer());
       if (resp.status === 200) return { body };
       const r = refusal(url, resp.status, body);

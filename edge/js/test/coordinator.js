@@ -42,6 +42,7 @@ export async function waitUp(url, ms = 20000) {
 /**
  * Starts a coordinator with config (the JSON file format), on port (a
  * free one by default; give the port of one stopped to restart it there),
+ * in memory, or on Pebble in the directory of a --data in extraArgs,
  * and resolves to {url, port, pid, stop(), kill(), output()}. With
  * --tls-cert and --tls-key among extraArgs the url is https.
  */
@@ -52,7 +53,9 @@ export async function startCoordinator(config, extraArgs = [], port = 0) {
   port ||= await freePort();
   const bin = edgelimitBin();
   if (!existsSync(bin)) throw new Error(`no edgelimit binary at ${bin}`);
-  const p = spawn(bin, ['coordinator', '--in-memory', '--config', cfgPath, '--listen', `127.0.0.1:${port}`, ...extraArgs],
+  // In memory unless extraArgs name a --data directory (Pebble on disk).
+  const store = extraArgs.includes('--data') ? [] : ['--in-memory'];
+  const p = spawn(bin, ['coordinator', ...store, '--config', cfgPath, '--listen', `127.0.0.1:${port}`, ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   p.stdout.on('data', (d) => { out += d; });

@@ -76,3 +76,38 @@ test('the example Node server', { timeout: 60000 }, async () => {
   await waitUp(`http://127.0.0.1:${port}/?key=probe`);
   await expectLimited(`http://127.0.0.1:${port}`);
 });
+
+// A graceful stop strands nothing: the example Node server SIGTERMed in
+// the middle of a window (its handler calls close(), whose last batch
+// reports what the isolate admitted and gives its leases back), and a new
+// one admits the rest of the limit.
+test('the example Node server SIGTERMed mid-window: a new one admits the rest of the limit', { timeout: 60000 }, async () => {
+  for (const algorithm of ['fixed_window', 'sliding_window', 'gcra']) {
+    const limits = { limiters: [{ name: 'api', algorithm, limit: 100, period: '24h' }] };
+    const coord = await startCoordinator(limits);
+    stops.push(() => coord.stop());
+    const server = async () => {
+      const port = await freePort();
+      const p = spawn(process.execPath, [path.join(here, '../examples/node/server.js')], {
+        env: { ...process.env, PORT: String(port), LIMITS: JSON.stringify(limits), EDGELIMIT_COORDINATOR: coord.url }, stdio: 'ignore',
+      });
+      const exited = new Promise((r) => p.once('exit', (code, signal) => r({ code, signal })));
+      stops.push(async () => { if (p.exitCode === null && p.signalCode === null) { p.kill('SIGTERM'); await exited; } });
+      await waitUp(`http://127.0.0.1:${port}/healthz?key=probe`);
+      const burst = async (n) => {
+        let ok = 0;
+        for (let i = 0; i < n; i++) { const r = await fetch(`http://127.0.0.1:${port}/?key=k`); await r.arrayBuffer(); if (r.status === 200) ok++; }
+        return ok;
+      };
+      return { burst, term: async () => { p.kill('SIGTERM'); return exited; } };
+    };
+    const a = await server();
+    // waitUp's probe was one admitted request of another key; 30 of key k.
+    const first = await a.burst(30);
+    assert.deepEqual(await a.term(), { code: 0, signal: null }, 'the server exits on SIGTERM');
+    const b = await server();
+    const second = await b.burst(120);
+    console.log(`# ${algorithm} 100/day: ${first} admitted, SIGTERM, a new server admitted ${second}`);
+    assert.deepEqual([first, second], [30, 70], `${algorithm}: nothing stranded`);
+  }
+});

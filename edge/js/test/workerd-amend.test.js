@@ -27,14 +27,17 @@ function farProxy(target, sent) {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = Buffer.concat(chunks);
-    const b = decode(new Uint8Array(body));
-    sent.push({ seq: b.seq, ak: b.ak });
+    if (req.method === 'POST') { // not the GET /healthz that reads the coordinator's time
+      const b = decode(new Uint8Array(body));
+      sent.push({ seq: b.seq, ak: b.ak });
+    }
     await sleep(ONE_WAY);
     const headers = { 'content-type': req.headers['content-type'] ?? 'application/msgpack' };
-    const r = await fetch(`${target}${req.url}`, { method: req.method, body, headers });
+    const r = await fetch(`${target}${req.url}`, { method: req.method, body: req.method === 'POST' ? body : undefined, headers });
     const out = Buffer.from(await r.arrayBuffer());
     await sleep(ONE_WAY);
-    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/octet-stream' });
+    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/octet-stream',
+      'edgelimit-time': r.headers.get('edgelimit-time') ?? '' });
     res.end(out);
   });
   return new Promise((resolve) => srv.listen(0, '127.0.0.1', () => resolve({

@@ -1,0 +1,75 @@
+package clock
+
+import "sync/atomic"
+
+// Header is the HTTP response header in which the coordinator tells its
+// time on every answer to POST /v1/sync (applied, refused or failed): a
+// decimal count of ns since the Unix epoch, read on its Clock while it
+// handled the request. Edge hosts run on that time (Offset).
+const Header = "Edgelimit-Time"
+
+// DefaultOffsetTolerance is the default Offset.Tolerance: 50 ms.
+const DefaultOffsetTolerance = int64(50e6)
+
+// MaxOffset bounds the offset an Offset takes: 24 h (ns). A reading that
+// would put the clocks further apart is ignored, so a garbled header
+// cannot move a host's time by years.
+const MaxOffset = int64(24 * 3600e9)
+
+// Offset is a Clock that runs on another clock's time: Base plus an offset
+// learned from readings of the other clock (Observe). An edge host runs on
+// its coordinator's time, so that its windows, batch times and lease lives
+// are the coordinator's even when its own clock is off by seconds (a host
+// ahead by more than the coordinator's allowed skew would have every batch
+// refused; one behind would wait for leases of windows it never reaches).
+// Its zero offset reads Base. It is safe for concurrent use.
+type Offset struct {
+	// Base is the host's own clock. Required.
+	Base Clock
+	// Tolerance (ns) is how far the offset may be from a reading before
+	// it moves: readings within it (round-trip noise) change nothing, so
+	// the time seen by the isolates steps only when the clocks really
+	// disagree. Default (0) DefaultOffsetTolerance.
+	Tolerance int64
+	off       atomic.Int64
+	steps     atomic.Int64
+}
+
+// Now returns Base's time plus the offset, ns.
+func (o *Offset) Now() int64 { return o.Base.Now() + o.off.Load() }
+
+// After waits on Base: durations are the same on both clocks.
+func (o *Offset) After(d int64) <-chan struct{} { return o.Base.After(d) }
+
+// Offset returns what Now adds to Base's time, ns.
+func (o *Offset) Offset() int64 { return o.off.Load() }
+
+// Steps counts the times Observe moved the offset.
+func (o *Offset) Steps() int64 { return o.steps.Load() }
+
+// Observe takes one reading: the other clock read remote (ns) at some
+// moment between sent and recv, both read on Base (ns). The true offset
+// is then within [remote-recv, remote-sent]; when the current one is
+// further than Tolerance outside that range, it moves to the range's
+// middle (within half the round trip of the truth) and Observe reports
+// true. A reading with recv < sent, or one past MaxOffset, is ignored.
+func (o *Offset) Observe(sent, recv, remote int64) bool {
+	if recv < sent {
+		return false
+	}
+	tol := o.Tolerance
+	if tol <= 0 {
+		tol = DefaultOffsetTolerance
+	}
+	lo, hi := remote-recv, remote-sent
+	mid := lo + (hi-lo)/2
+	if mid > MaxOffset || mid < -MaxOffset {
+		return false
+	}
+	if cur := o.off.Load(); cur >= lo-tol && cur <= hi+tol {
+		return false
+	}
+	o.off.Store(mid)
+	o.steps.Add(1)
+	return true
+}

@@ -1,0 +1,73 @@
+// An isolate whose clock is off by seconds runs on the coordinator's time
+// (the Edgelimit-Time header of its answers), against the real Go
+// coordinator on loopback: under-limit traffic is admitted and its
+// answers name the coordinator's window; two isolates, one skewed, never
+// admit more than a strict key's limit in a window.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { EdgeLimit } from '../src/index.js';
+import { wasmModule, offBoundary } from './helpers.js';
+import { startCoordinator } from './coordinator.js';
+
+const coords = [];
+after(async () => { for (const c of coords) await c.stop(); });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const config = { limiters: [{ name: 's', algorithm: 'fixed_window', limit: 10, period: '1s', mode: 'strict', fail_policy: 'closed' }] };
+
+// Before this, on its own clock: 3 s ahead every batch was refused
+// (clock_skew) and 0 of 12 admitted; 1.5 s and 3 s behind every request
+// waited for a lease of a window it never reached, 0 of 12.
+for (const off of [3000, 1500, -1500, -3000]) {
+  test(`background requests, clock ${off > 0 ? '+' : ''}${off} ms: runs on the coordinator's time`, async () => {
+    const c = await startCoordinator(config); coords.push(c);
+    const ctx = { waitUntil() {} };
+    const skewed = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests',
+      clock: () => Date.now() + off });
+    const honest = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests' });
+    try {
+      let alone = 0; let wrongWindow = 0;
+      for (let i = 0; i < 12; i++) {
+        await offBoundary();
+        const d = await skewed.limit({ limiter: 's', key: 'alone' }, ctx);
+        const now = Date.now();
+        if (d.success) alone++;
+        if (d.success && now % 1000 > 100 && now % 1000 < 900 && d.reset !== Math.floor(now / 1000) * 1000 + 1000) wrongWindow++;
+        await sleep(250);
+      }
+      const perSecond = new Map();
+      for (const end = Date.now() + 3000; Date.now() < end;) {
+        for (const [i, rl] of [honest, skewed].entries()) {
+          const d = await rl.limit({ limiter: 's', key: 'shared' }, ctx);
+          if (d.success) {
+            const s = Math.floor(Date.now() / 1000);
+            const n = perSecond.get(s) ?? [0, 0];
+            n[i]++;
+            perSecond.set(s, n);
+          }
+        }
+        await sleep(30);
+      }
+      console.log(`# clock ${off} ms: alone ${alone} of 12 admitted (${wrongWindow} naming another window); per second [honest, skewed]: ${JSON.stringify([...perSecond.values()])}; lastError ${skewed.lastError?.message ?? 'none'}`);
+      assert.ok(alone >= 11, `clock ${off} ms: the skewed isolate alone admitted ${alone} of 12 at a quarter of the limit`);
+      assert.equal(wrongWindow, 0, `clock ${off} ms: answers naming another window than the coordinator's`);
+      for (const [s, n] of perSecond) assert.ok(n[0] + n[1] <= 11, `clock ${off} ms: second ${s}: ${n} admitted, over the limit of 10`);
+    } finally { skewed.close(); honest.close(); }
+  });
+}
+
+// Requests that come together to an isolate that has not read the
+// coordinator's time yet all wait for its one reading: none is decided on
+// the isolate's own clock.
+test('concurrent first requests on an isolate 3 s ahead all run on the coordinator\'s time', async () => {
+  const c = await startCoordinator(config); coords.push(c);
+  const ctx = { waitUntil() {} };
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: () => Date.now() + 3000 });
+  try {
+    await offBoundary();
+    const ds = await Promise.all(Array.from({ length: 4 }, () => rl.limit({ limiter: 's', key: 'together' }, ctx)));
+    const end = Math.floor(Date.now() / 1000) * 1000 + 1000;
+    console.log(`# 4 concurrent first requests, clock +3 s: ${ds.filter((d) => d.success).length} admitted, resets ${ds.map((d) => d.reset - end).join(', ')} ms from the coordinator's window end`);
+    assert.deepEqual(ds.map((d) => [d.success, d.reset]), ds.map(() => [true, end]), JSON.stringify(ds));
+  } finally { rl.close(); }
+});
