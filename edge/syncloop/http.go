@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // HTTPTransport sends batches to a coordinator's POST /v1/sync.
@@ -42,7 +44,10 @@ type HTTPTransport struct {
 	Token string
 	// Client is the HTTP client. Default: one with a 5 s timeout.
 	Client *http.Client
-	// MaxReplyBytes caps the reply read, in bytes. Default 4 MiB.
+	// MaxReplyBytes caps the reply read, in bytes. Default
+	// wire.MaxReplyBytes (9,060,422): the largest reply a coordinator may
+	// send, so that no legitimate reply is refused (and its batch sent
+	// again at every sync).
 	MaxReplyBytes int64
 	// ReturnAfter is how long after leaving its preferred coordinator the
 	// transport first tries it again (doubled after each failed try, up
@@ -233,7 +238,7 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 	defer resp.Body.Close()
 	limit := t.MaxReplyBytes
 	if limit <= 0 {
-		limit = 4 << 20
+		limit = wire.MaxReplyBytes
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
