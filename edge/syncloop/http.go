@@ -12,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
 // HTTPTransport sends batches to a coordinator's POST /v1/sync.
@@ -44,10 +42,7 @@ type HTTPTransport struct {
 	Token string
 	// Client is the HTTP client. Default: one with a 5 s timeout.
 	Client *http.Client
-	// MaxReplyBytes caps the reply read, in bytes. Default
-	// wire.MaxReplyBytes (9,060,422): the largest reply a coordinator may
-	// send, so that no legitimate reply is refused (and its batch sent
-	// again at every sync).
+	// MaxReplyBytes caps the reply read, in bytes. Default DefaultMaxReplyBytes.
 	MaxReplyBytes int64
 	// ReturnAfter is how long after leaving its preferred coordinator the
 	// transport first tries it again (doubled after each failed try, up
@@ -238,7 +233,7 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 	defer resp.Body.Close()
 	limit := t.MaxReplyBytes
 	if limit <= 0 {
-		limit = wire.MaxReplyBytes
+		limit = DefaultMaxReplyBytes
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
