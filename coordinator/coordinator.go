@@ -55,6 +55,12 @@ type Options struct {
 	// roles.go). Empty: every token of Tokens may do everything, the
 	// single trusted fleet of a coordinator without roles.
 	Grants []Grant
+	// AllowedHosts are the host names (no port; hostcheck.Any for all)
+	// a server bound to loopback answers besides the loopback ones
+	// (localhost, *.localhost, 127.0.0.0/8, ::1): Serve refuses other
+	// Host headers 403, against DNS rebinding (hostguard.go). Default
+	// none. A server on another address answers any Host.
+	AllowedHosts []string
 	// MaxBodyBytes caps a request body, in bytes. Default 4 MiB (4194304),
 	// which holds a batch of MaxBatchEntries entries with long keys.
 	MaxBodyBytes int64

@@ -96,9 +96,11 @@ func (c *Coordinator) sameOrigin(h http.Handler) http.Handler {
 
 // Serve serves Handler on ln until ctx ends, then shuts down gracefully:
 // it stops accepting, waits (up to 30s) for in-flight requests, whose
-// commits complete, and returns. The caller closes the Coordinator.
+// commits complete, and returns. The caller closes the Coordinator. On a
+// loopback ln, Host headers other than loopback ones and
+// Options.AllowedHosts are refused 403 (hostguard.go).
 func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: c.guardHost(ln, c.Handler()), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

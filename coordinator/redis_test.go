@@ -94,6 +94,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"EdgeGrantCoversAsksAndDenials", TestEdgeGrantCoversAsksAndDenials},
 		{"FutureAskAndDenialRefused", TestFutureAskAndDenialRefused},
 		{"LeasesCannotFillAKey", TestLeasesCannotFillAKey},
+		{"HugeCostBucketRecovers", TestHugeCostBucketRecovers},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

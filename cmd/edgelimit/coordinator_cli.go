@@ -18,6 +18,7 @@ import (
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/internal/gctune"
+	"github.com/edgelimit/edgelimit/internal/hostcheck"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -54,7 +55,7 @@ answering 503; /healthz probes Redis (every master answers; with
 
 Each flag may also be set by an environment variable: EDGELIMIT_DATA,
 EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
-EDGELIMIT_INSECURE, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
+EDGELIMIT_INSECURE, EDGELIMIT_ALLOWED_HOSTS, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
 EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
 EDGELIMIT_REDIS_WAIT_DEGRADED, EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_TLS_CERT, EDGELIMIT_TLS_KEY,
 EDGELIMIT_MAX_MEMORY, EDGELIMIT_HISTORY_KEYS, EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
@@ -121,6 +122,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	token := fs.String("token", "", "bearer `TOKEN`(s) required on /v1/*, comma-separated (one per edge); TOKEN:ROLES gives a token only ROLES (edge, edge=LIMITER|..., read, admin, joined by +)")
 	inMemory := fs.Bool("in-memory", false, "keep state in memory only (nothing survives a restart)")
 	insecure := fs.Bool("insecure", false, "allow serving without a token on a non-loopback address")
+	allowedHosts := fs.String("allowed-hosts", "", "on a loopback --listen, the comma-separated host `NAMES` answered besides localhost, *.localhost, 127.0.0.0/8 and [::1] (a reverse proxy's); other Host headers are refused 403 (DNS rebinding); * answers any (default: none)")
 	ckptKeys := fs.Int("checkpoint-keys", 0, "checkpoint once `N` distinct keys were logged (default 131072)")
 	ckptEvery := durationFlag(fs, "checkpoint-interval", 0, "checkpoint at least this often when anything was logged (default 10s)")
 	storeURL := fs.String("store", "", "shared store `URL` (replaces --data): redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...] a Redis Cluster, or one standalone server; rediss://... over TLS (?ca=FILE: trust FILE's certificates); ?sentinel=NAME: the addresses are Sentinels watching master NAME")
@@ -197,7 +199,8 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	ln = sln
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
-		HistoryKeys: *historyKeys,
+		AllowedHosts: hostcheck.Parse(*allowedHosts),
+		HistoryKeys:  *historyKeys,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}, Logger: log}
 	where := *data
@@ -252,7 +255,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 // flagEnv names the environment variable of each flag.
 var flagEnv = map[string]string{
 	"data": "EDGELIMIT_DATA", "listen": "EDGELIMIT_LISTEN", "config": "EDGELIMIT_CONFIG",
-	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE",
+	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE", "allowed-hosts": "EDGELIMIT_ALLOWED_HOSTS",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",

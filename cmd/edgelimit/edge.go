@@ -12,6 +12,7 @@ import (
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/host"
 	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/internal/hostcheck"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -33,7 +34,7 @@ comma-separated list names coordinators sharing one Redis Cluster (coordinator -
 redis://...): a batch one cannot take goes to the next at once. When an
 isolate's syncs fail and its view is stale (--stale-after), each limiter's "fail_policy"
 (config file) or --fail-policy applies; an isolate merely idle is never stale.
-Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN, EDGELIMIT_LOG_FORMAT,
+Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN, EDGELIMIT_ALLOWED_HOSTS, EDGELIMIT_LOG_FORMAT,
 EDGELIMIT_LOG_LEVEL (the flag wins; a bad value is refused as the flag's would be).
 Durations take ns, us, ms, s, m, h or d (1d = 24h).
 
@@ -42,7 +43,8 @@ flags:
 
 // edgeEnv names the environment variable of each edge flag that has one.
 var edgeEnv = map[string]string{"config": "EDGELIMIT_CONFIG", "coordinator": "EDGELIMIT_COORDINATOR", "token": "EDGELIMIT_TOKEN",
-	"log-format": logEnv["log-format"], "log-level": logEnv["log-level"]}
+	"allowed-hosts": "EDGELIMIT_ALLOWED_HOSTS",
+	"log-format":    logEnv["log-format"], "log-level": logEnv["log-level"]}
 
 // runEdge is the `edgelimit edge` subcommand.
 func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -66,6 +68,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	writeTimeout := durationFlag(fs, "write-timeout", host.DefaultWriteTimeout, "bound on answering a request (must exceed --retry-wait)")
 	idleTimeout := durationFlag(fs, "idle-timeout", host.DefaultIdleTimeout, "idle keep-alive connections are closed after this")
 	maxBody := fs.Int64("max-body", host.DefaultMaxBodyBytes, "cap on a request body, bytes (larger: 413)")
+	allowedHosts := fs.String("allowed-hosts", "", "on a loopback --listen, the comma-separated host `NAMES` answered besides localhost, *.localhost, 127.0.0.0/8 and [::1]; other Host headers are refused 403 (DNS rebinding); * answers any (default: none)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -103,7 +106,8 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	h, err := host.New(ctx, host.Options{Config: cfg, Isolates: *isolates, Coordinator: *coord, Token: *token,
 		Sync: syncloop.Options{Interval: *interval, StaleAfter: *staleAfter, ProbeInterval: *probeInterval}, SyncTimeout: *syncTimeout,
 		RetryWait: *retryWait, Heartbeat: *heartbeat, FailPolicy: fp, ShareIsolates: *shareIsolates, Logger: log,
-		Server: host.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxBodyBytes: *maxBody}})
+		Server: host.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout, MaxBodyBytes: *maxBody,
+			AllowedHosts: hostcheck.Parse(*allowedHosts)}})
 	if err != nil {
 		return fmt.Errorf("edge: %w", err)
 	}

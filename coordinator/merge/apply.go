@@ -244,6 +244,8 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 				// lowered, leaves the bucket empty, as a bucket that
 				// admitted it would be, not owing more.
 				st.tat = min(st.tat, addSat(now, limitmath.MulDiv(lim.EffectiveBurst(limit), lim.Period, limit)))
+			} else {
+				st.tat = min(st.tat, addSat(now, refillsAhead(lim, limit))) // approximate debt: viewbound.go
 			}
 		}
 		return

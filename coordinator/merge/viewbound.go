@@ -27,13 +27,31 @@ const (
 	viewRefills = 16
 )
 
+// An approximate bucket's stored TAT is held within the same viewRefills
+// refill times of now (applyDelta): it owes at most viewRefills - 1 bursts
+// past empty. Isolates deciding from the same view, each admitting what
+// it sees, overrun a bucket by up to a burst each (more through an outage
+// failing open), and the bucket pays that back by staying empty; a debt of
+// up to viewRefills - 1 bursts (15) is paid back in full. Past it, no
+// decision changes until the debt is paid down to the bound, since every
+// view says at most that: holding the TAT there only ends the tail, so
+// that one batch with a cost of 2^40 (about 3,500 years of a 10/s
+// bucket's refills; the int64 TAT saturates first) leaves the key denying
+// for viewRefills refill times (32 s for a burst of 20 at 10/s), not for
+// good. Strict buckets owe nothing past empty (apply.go).
+
+// refillsAhead is how far ahead of now a bucket's TAT may be, in ns:
+// viewRefills times the refill time of the burst of lim at limit.
+func refillsAhead(lim *wire.LimiterConfig, limit int64) int64 {
+	return mulDiv(mulDivUp(lim.EffectiveBurst(max(limit, 1)), lim.Period, max(limit, 1)), viewRefills, 1)
+}
+
 // boundView caps v's counts (windowed) or TAT (buckets) for a key of lim
 // whose limit in force is limit, at now (ns): see above.
 func boundView(v *wire.View, lim *wire.LimiterConfig, limit, now int64) {
 	limit = max(limit, 1)
 	if lim.IsBucket() {
-		refill := mulDivUp(lim.EffectiveBurst(limit), lim.Period, limit)
-		v.TAT = min(v.TAT, addSat(now, mulDiv(refill, viewRefills, 1)))
+		v.TAT = min(v.TAT, addSat(now, refillsAhead(lim, limit)))
 		return
 	}
 	top := mulDiv(limit, viewOvercommit, 1)

@@ -27,7 +27,8 @@ import (
 // (seconds). A decision taken on a stale view carries EdgeLimit-Fail-Policy
 // (the binding limiter's policy: open, closed or local-share). Bad input
 // answers 400 with a problem+json body, a body over
-// ServerOptions.MaxBodyBytes 413.
+// ServerOptions.MaxBodyBytes 413, a browser's request from a page of
+// another site 403 (crossorigin.go).
 func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/decide", h.handleDecide)
@@ -35,7 +36,7 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/observe", h.handleObserve) // see observe.go
 	mux.HandleFunc("GET /healthz", h.handleHealth)
 	mux.Handle("GET /metrics", h.met.handler())
-	return mux
+	return sameOrigin(mux) // crossorigin.go
 }
 
 type decisionJSON struct {

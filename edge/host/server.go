@@ -39,6 +39,12 @@ type ServerOptions struct {
 	// MaxBodyBytes caps a request body, in bytes; a larger one is answered
 	// 413. Default 64 KiB (65536).
 	MaxBodyBytes int64
+	// AllowedHosts are the host names (no port; hostcheck.Any for all)
+	// a host served on loopback answers besides the loopback ones
+	// (localhost, *.localhost, 127.0.0.0/8, ::1): Serve refuses other
+	// Host headers 403, against DNS rebinding (hostguard.go). Default
+	// none. On another address any Host is answered.
+	AllowedHosts []string
 }
 
 func (o *ServerOptions) ensureDefaults() {
@@ -69,9 +75,12 @@ func (h *Host) Server() *http.Server {
 
 // Serve answers HTTP requests on ln until ctx is done, then shuts down
 // gracefully (waiting at most DefaultShutdownTimeout for requests in
-// flight). It returns nil after a shutdown, or the server's error.
+// flight). It returns nil after a shutdown, or the server's error. On a
+// loopback ln, Host headers other than loopback ones and
+// ServerOptions.AllowedHosts are refused 403 (hostguard.go).
 func (h *Host) Serve(ctx context.Context, ln net.Listener) error {
 	srv := h.Server()
+	srv.Handler = h.guardHost(ln, srv.Handler) // hostguard.go
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -38,7 +38,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			fmt.Fprintf(c, "POST /v1/decide HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n")
+			fmt.Fprintf(c, "POST /v1/decide HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n")
 			closed := make(chan struct{})
 			go func() { // read until the server closes the connection
 				io.Copy(io.Discard, c)
@@ -132,7 +132,7 @@ func TestDeclaredBodyOverCapAnsweredAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.SetDeadline(time.Now().Add(30 * time.Second))
-		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n", path)
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n", path)
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("%s: no answer before the body: %v", path, err)

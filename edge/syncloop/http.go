@@ -45,7 +45,7 @@ type HTTPTransport struct {
 	Token string
 	// Client is the HTTP client. Default: one with a 5 s timeout.
 	Client *http.Client
-	// MaxReplyBytes caps the reply read, in bytes. Default 4 MiB.
+	// MaxReplyBytes caps the reply read, in bytes. Default DefaultMaxReplyBytes.
 	MaxReplyBytes int64
 	// ReturnAfter is how long after leaving its preferred coordinator the
 	// transport first tries it again (doubled after each failed try, up
@@ -252,7 +252,7 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 	defer resp.Body.Close()
 	limit := t.MaxReplyBytes
 	if limit <= 0 {
-		limit = 4 << 20
+		limit = DefaultMaxReplyBytes
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {

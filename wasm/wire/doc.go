@@ -55,3 +55,39 @@ const (
 	// DefaultMaxKeys is the default cap on keys one isolate tracks.
 	DefaultMaxKeys = 100000
 )
+
+// Encoded sizes of a Reply's parts at their largest, in bytes: msgpack
+// writes an int64 in at most 9 bytes, a string of MaxNameLen bytes with a
+// 2-byte header (str8), one of MaxKeyLen bytes with a 3-byte header
+// (str16), an array of MaxBatchEntries elements with a 3-byte header
+// (array16). TestMaxReplyBytes encodes a reply with every part at its
+// largest and checks the sum.
+const (
+	maxIntBytes    = 9
+	maxNameBytes   = 2 + MaxNameLen
+	maxKeyBytes    = 3 + MaxKeyLen
+	maxArrayHeader = 3
+	// a View: [limiter, key, window, count, prev, tat, lease, isolates,
+	// stand, exhausted, life, limit]
+	maxViewBytes = 1 + maxNameBytes + maxKeyBytes + 9*maxIntBytes + 1
+	// an UpView: [limiter, key, pause, circuit, open, probe, limit, life]
+	maxUpViewBytes = 1 + maxNameBytes + maxKeyBytes + 5*maxIntBytes + 1
+	// a ResetKey: [limiter, key]
+	maxResetBytes = 1 + maxNameBytes + maxKeyBytes
+)
+
+// MaxReplyBytes is the size of the largest Reply, in bytes (9,060,422, 8.64 MiB):
+// MaxBatchEntries views, upstream views and reset keys, each with a
+// limiter name of MaxNameLen bytes, a key of MaxKeyLen bytes and every
+// number at its longest, and every field of the reply's map. A reader of
+// replies (the edge host's sync transport) must take this many bytes: a
+// coordinator may answer a batch of MaxBatchEntries keys of MaxKeyLen bytes
+// with a view and an upstream view of each (a paused limiter), well past
+// the 4 MiB of the largest batch.
+const MaxReplyBytes = 1 + // the map header (8 fields at most); each field's name is a fixstr
+	3 + maxArrayHeader + MaxBatchEntries*maxUpViewBytes + // "up"
+	3 + maxIntBytes + // "rg"
+	3 + maxArrayHeader + MaxBatchEntries*maxResetBytes + // "rs"
+	3 + 1 + // "ra"
+	2 + maxIntBytes + 4 + maxIntBytes + 3 + maxIntBytes + // "v", "seq", "at"
+	2 + maxArrayHeader + MaxBatchEntries*maxViewBytes // "e"
