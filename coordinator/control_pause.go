@@ -79,6 +79,38 @@ func (ct *control) decorate(b *wire.Batch, rp *wire.Reply, now int64) {
 		}
 		rp.Upstream[j].Pause = max(rp.Upstream[j].Pause, left)
 	}
+	capUpstream(rp)
+}
+
+// capUpstream keeps rp within the upstream views a module reads
+// (wire.MaxBatchEntries): a pause adds a view per paused entry after the
+// merge bounded them, so a batch of paused entries and signals of other
+// keys could pass the bound, and the module would refuse the whole reply
+// (and get it again for its resent batch while the pause lasts). Views of
+// the reply's entries stay (there are at most MaxBatchEntries); views of
+// other keys (signals) are dropped first: they are told again with a
+// later reply.
+func capUpstream(rp *wire.Reply) {
+	if len(rp.Upstream) <= wire.MaxBatchEntries {
+		return
+	}
+	named := make(map[[2]string]bool, len(rp.Entries))
+	for i := range rp.Entries {
+		named[[2]string{rp.Entries[i].Limiter, rp.Entries[i].Key}] = true
+	}
+	kept := rp.Upstream[:0]
+	room := wire.MaxBatchEntries - len(named)
+	for _, u := range rp.Upstream {
+		switch {
+		case named[[2]string{u.Limiter, u.Key}]:
+		case room > 0:
+			room--
+		default:
+			continue
+		}
+		kept = append(kept, u)
+	}
+	rp.Upstream = kept
 }
 
 // pauseOf returns the fleet pause in force at now for (limiter, key): the

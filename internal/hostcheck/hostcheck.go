@@ -53,8 +53,8 @@ func Allowed(host string, allowed []string) bool {
 }
 
 // Parse splits a comma-separated list of allowed hosts (the
-// --allowed-hosts flag), trimming spaces and ports and dropping empty
-// names.
+// --allowed-hosts flag), trimming spaces, ports and an IPv6 literal's
+// brackets and dropping empty names.
 func Parse(list string) []string {
 	var out []string
 	for _, h := range strings.Split(list, ",") {
@@ -62,6 +62,7 @@ func Parse(list string) []string {
 		if name, _, err := net.SplitHostPort(h); err == nil {
 			h = name
 		}
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]") // an IPv6 literal without a port, as Allowed compares it
 		if h != "" {
 			out = append(out, h)
 		}

@@ -25,6 +25,13 @@ func TestAllowed(t *testing.T) {
 			t.Errorf("Allowed(%q): %v, want %v", host, got, want)
 		}
 	}
+	// IPv6 literals, bracketed or with a port, as a proxy's address.
+	v6 := Parse("[fd00::5], [fd00::6]:443")
+	for host, want := range map[string]bool{"[fd00::5]:80": true, "[fd00::5]": true, "[FD00::6]:8443": true, "[fd00::7]:80": false} {
+		if got := Allowed(host, v6); got != want {
+			t.Errorf("Allowed(%q) with %q: %v, want %v", host, v6, got, want)
+		}
+	}
 	if !Allowed("evil.example", []string{Any}) {
 		t.Error("Any allows every host")
 	}

@@ -580,12 +580,14 @@ export class EdgeLimit {
     if (this._tail || this._closed || typeof ctx?.waitUntil !== 'function') return;
     // Within a few intervals: not while the syncs back off (an outage's
     // next attempt may be 30 s away; requests probe it then).
-    const deadline = this._clock() + 3 * this._interval;
+    // The deadline is on the isolate's own clock: a step of the
+    // coordinator's time must not stretch the waitUntil.
+    const deadline = this._ownClock() + 3 * this._interval;
     this._tail = (async () => {
       try {
         for (;;) {
           const now = this._clock();
-          if (this._closed || this._sched.failures > 0 || now > deadline) return;
+          if (this._closed || this._sched.failures > 0 || this._ownClock() > deadline) return;
           if (this._holdOff(now)) { await (this._inflight ?? sleep(1)); continue; }
           if (this._sched.due(now)) { await this._sync(); return; }
           if (this._sched.next > deadline) return;
