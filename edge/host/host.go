@@ -251,6 +251,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
 		}
+		if offset != nil {
+			iso.FollowOffset(offset.Offset) // a step back ends leases on time (core.Core.ClockOffset)
+		}
 		s := &slot{idx: i, iso: iso, synced: make(chan struct{}), share: failpolicy.NewShare[shareKey](int(opts.Config.MaxKeys)), foreign: &h.foreign}
 		s.lastOK.Store(start)
 		s.log, s.clk, s.ctx = opts.Logger.With("isolate", cfg.IsolateID), opts.Clock, lctx

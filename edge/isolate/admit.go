@@ -17,6 +17,9 @@ func (i *Isolate) Admit(ctx context.Context, limiter int, key string, cost, now 
 	if len(key) > wire.MaxKeyLen {
 		return fmt.Errorf("isolate: admit: %w", core.ErrKeyTooLong)
 	}
+	if err := i.follow(ctx); err != nil {
+		return err
+	}
 	i.mem.WriteString(i.keyBuf, key)
 	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(len(key)), uint64(cost), uint64(now)
 	return i.status(ctx, "admit", i.admit)

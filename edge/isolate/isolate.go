@@ -47,6 +47,9 @@ type Isolate struct {
 	ioPtr, reincarnate      api.Function
 	observe, release, admit api.Function
 	amend                   api.Function // nil: a module without amendments
+	clockOffset             api.Function // nil: a module without el_clock_offset
+	offsetOf                func() int64 // the host's clock offset (FollowOffset); nil: not followed
+	told                    int64        // the offset the module was last told (a new instance: 0)
 	ending                  bool         // Release was called and SyncOut has not yet come back empty
 	keyBuf, resBuf          uint32
 	stack                   [4]uint64
@@ -95,6 +98,8 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.reincarnate, i.observe, i.release = get("el_reincarnate"), get("el_observe"), get("el_release")
 	i.admit = get("el_admit")
 	i.amend = mod.ExportedFunction("el_amend") // optional: older modules have none
+	i.clockOffset = mod.ExportedFunction("el_clock_offset")
+	i.told = 0 // a new instance runs at offset 0 until told
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
 		mod.Close(ctx)
@@ -190,6 +195,9 @@ func (i *Isolate) DecideBytes(ctx context.Context, limiter int, key []byte, cost
 
 // decideKey decides for the key of n bytes already in the key buffer.
 func (i *Isolate) decideKey(ctx context.Context, limiter, n int, cost, now int64) (Decision, error) {
+	if err := i.follow(ctx); err != nil {
+		return Decision{}, err
+	}
 	i.stack[0], i.stack[1], i.stack[2], i.stack[3] = uint64(uint32(limiter)), uint64(n), uint64(cost), uint64(now)
 	return i.finish(ctx, "decide", i.decide)
 }
@@ -210,6 +218,9 @@ func (i *Isolate) DecideMulti(ctx context.Context, checks []Check, now int64) (D
 		b = append(b, c.Key...)
 	}
 	i.multi = b
+	if err := i.follow(ctx); err != nil {
+		return Decision{}, err
+	}
 	if !i.mem.Write(i.keyBuf, b) {
 		return Decision{}, fmt.Errorf("isolate: decide: key buffer out of range")
 	}
@@ -255,6 +266,9 @@ func (i *Isolate) status(ctx context.Context, op string, f api.Function) error {
 // wire.Batch), appended to dst, or dst unchanged when there is nothing to
 // sync. While a batch is unanswered it returns that batch again.
 func (i *Isolate) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
+	if err := i.follow(ctx); err != nil {
+		return dst, err
+	}
 	i.stack[0] = uint64(now)
 	if err := i.syncOut.CallWithStack(ctx, i.stack[:]); err != nil {
 		return dst, i.trapped(ctx, "sync out", err)
@@ -278,6 +292,9 @@ func (i *Isolate) Amend(ctx context.Context, now int64, dst []byte) ([]byte, err
 	if i.amend == nil {
 		return dst, nil
 	}
+	if err := i.follow(ctx); err != nil {
+		return dst, err
+	}
 	i.stack[0] = uint64(now)
 	if err := i.amend.CallWithStack(ctx, i.stack[:]); err != nil {
 		return dst, i.trapped(ctx, "amend", err)
@@ -294,6 +311,9 @@ func (i *Isolate) Amend(ctx context.Context, now int64, dst []byte) ([]byte, err
 
 // SyncIn applies the coordinator's reply (msgpack wire.Reply) at now (ns).
 func (i *Isolate) SyncIn(ctx context.Context, reply []byte, now int64) error {
+	if err := i.follow(ctx); err != nil {
+		return err
+	}
 	if err := i.writeIO(ctx, reply); err != nil {
 		return err
 	}

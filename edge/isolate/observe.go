@@ -21,6 +21,9 @@ func (i *Isolate) Observe(ctx context.Context, limiter, key string, status int64
 	var out wire.Observed
 	o := wire.Observation{Version: wire.Version, Limiter: limiter, Key: key, Now: now, Status: status, Headers: headers, Local: local}
 	in := o.AppendMsg(nil)
+	if err := i.follow(ctx); err != nil {
+		return out, err
+	}
 	if err := i.writeIO(ctx, in); err != nil {
 		return out, err
 	}

@@ -13,6 +13,7 @@ func (c *Core) Admit(lim int, key []byte, cost, now int64) error {
 		c.stats.Errors++
 		return err
 	}
+	c.see(now)
 	if cost == 0 {
 		return nil
 	}

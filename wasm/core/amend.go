@@ -17,6 +17,7 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // (the keys whose requests wait for a lease); a bucket's or an upstream
 // limiter's held request waits for the next batch.
 func (c *Core) Amend(now int64, dst []byte) ([]byte, error) {
+	c.see(now)
 	if len(c.outBuf) == 0 || c.outEnd {
 		return dst, nil
 	}

@@ -63,6 +63,8 @@ type Core struct {
 	prevCut   int64 // ns: when the batch before the outstanding one was cut
 	prior     bool  // the reply being applied is to the batch before the outstanding one (an amendment's)
 	priorN    int64 // the reply (Core.replies) that was such a reply (record)
+	latest    int64 // ns: the latest time a call brought (stepback.go)
+	offset    int64 // ns: the clock offset the host last told (ClockOffset)
 }
 
 type ref struct {
@@ -230,6 +232,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 		c.stats.Errors++
 		return err
 	}
+	c.see(now)
 	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
@@ -301,6 +304,7 @@ merge:
 		n++
 	}
 	checks = uniq[:n]
+	c.see(now)
 	var idxs [wire.MaxChecks]int32
 	var gens [wire.MaxChecks]uint32
 	var times [wire.MaxChecks]int64

@@ -15,6 +15,7 @@ const maxBatchDeltas = wire.MaxBatchEntries
 // returns that same batch again, so retries reuse its sequence number. It
 // returns dst unchanged (nothing appended) when there is nothing to sync.
 func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
+	c.see(now)
 	if len(c.outBuf) > 0 {
 		return append(dst, c.outBuf...), nil
 	}
@@ -219,6 +220,7 @@ func (c *Core) SyncIn(reply []byte, now int64) error {
 }
 
 func (c *Core) syncIn(reply []byte, now int64) error {
+	c.see(now)
 	rr := &c.rr
 	if err := rr.Reset(reply); err != nil {
 		return badInput(err)

@@ -189,6 +189,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, l
 		c.stats.Errors++
 		return badInput(errStatus)
 	}
+	c.see(now)
 	l := &c.lims[lim]
 	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)

@@ -31,6 +31,7 @@ import (
 //	el_reincarnate(n, m) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
 //	el_amend(now) -> length: the outstanding batch amended with asks, in the
 //	io buffer (0: none to send); see core.Core.Amend.
+//	el_clock_offset(off) -> status: 0, or < 0 (core.Code); see core.Core.ClockOffset.
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
 //	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
 //	code. See core.Core.Observe.
@@ -129,6 +130,20 @@ func elRelease() int32 {
 		return core.Code(core.ErrNotConfigured)
 	}
 	lim.Release()
+	return 0
+}
+
+// el_clock_offset tells the module the offset (ns) of the clock the host
+// passes times on from now on, against its own (core.Core.ClockOffset): a
+// lower one than the last is a step back, and lease times move back with
+// it. It returns 0, or an error code when not configured.
+//
+//export el_clock_offset
+func elClockOffset(off int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	lim.ClockOffset(off)
 	return 0
 }
 

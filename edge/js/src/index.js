@@ -166,6 +166,7 @@ export class EdgeLimit {
     // has its own secret, which its batches carry: the coordinator refuses
     // a batch for the id without it, so no other client can take the id.
     mod.configure(toWire(this._norm, id, this._interval, randomHex(32)));
+    mod.clockOffset(this._offset);
     this._mod = mod;
     this._unanswered = false;
     if (this._firstId === undefined) {
@@ -1066,6 +1067,7 @@ export class EdgeLimit {
     if (!(Math.abs(mid) <= MAX_OFFSET_MS)) return;
     if (this._offset >= lo - OFFSET_TOLERANCE_MS && this._offset <= hi + OFFSET_TOLERANCE_MS) return;
     this._offset = mid;
+    this._mod?.clockOffset(mid); // a step back ends leases on time
     this.counters.clockSteps++;
   }
 

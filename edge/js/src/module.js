@@ -260,6 +260,20 @@ export class Module {
   }
 
   /**
+   * Tells the module that the times passed from now on are the isolate's
+   * own clock plus ms (the coordinator's time, a Number of ms): a lower
+   * offset than the last is a step back, and the module moves its lease
+   * ends back with it, so a lease never outlives the coordinator's record
+   * of it. A module without el_clock_offset is told nothing.
+   */
+  clockOffset(ms) {
+    const f = this.exports.el_clock_offset;
+    if (typeof f !== 'function') return;
+    const c = f(BigInt(Math.round(ms * 1e6)));
+    if (c < 0) throw codeError('clock offset', c);
+  }
+
+  /**
    * Starts a graceful stop: the next batches report every key holding a
    * lease, the last one giving the leases back to the coordinator.
    */

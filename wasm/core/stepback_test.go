@@ -1,0 +1,94 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A host whose clock was ahead by 1.5 s steps back to the coordinator's
+// time after a lease was granted: the lease must end when it would have
+// ended on the clock it was granted on, 1 s after the cut in real time,
+// not 1.5 s later (past the coordinator's record of it: life plus a 1 s
+// grace from its grant). Both when the step comes after the reply and
+// while the batch is in flight (the reply's lease counts from a cut made
+// on the clock before the step); told by the host (ClockOffset) or not
+// (the module sees the time go back, and measures the step short by the
+// real time between the two calls: 50 ms here).
+func TestLeaseEndsOnTimeAfterClockStepsBack(t *testing.T) {
+	const (
+		t0    = int64(100e9) // real time of the cut, ns
+		ahead = int64(1.5e9) // the host's clock before the step
+		life  = int64(1e9)
+	)
+	w := (t0 + ahead) / 10e9 // a 10 s window: every time below is in it
+	for _, tc := range []struct {
+		inFlight, told bool
+		slack          int64 // ns the lease may outlast its real end by
+	}{{false, true, 0}, {true, true, 0}, {false, false, 50e6}, {true, false, 50e6}} {
+		inFlight := tc.inFlight
+		name := "step after the reply"
+		if inFlight {
+			name = "step while the batch is in flight"
+		}
+		if !tc.told {
+			name += ", not told"
+		}
+		t.Run(name, func(t *testing.T) {
+			c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+				{Name: "s", Algorithm: wire.FixedWindow, Limit: 1000, Period: 10e9, Mode: wire.Strict}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := func() {
+				if tc.told {
+					c.ClockOffset(-ahead)
+				}
+			}
+			c.ClockOffset(0)
+			var r Result
+			if err := c.Decide(0, []byte("k"), 1, t0+ahead, &r); err != nil || !r.SyncRetry {
+				t.Fatalf("first decision: %+v, %v; want SyncRetry", r, err)
+			}
+			must(c.SyncOut(t0+ahead, nil))
+			replyAt := t0 + ahead + 40e6
+			if inFlight {
+				// The first reading of the coordinator's time: the host's
+				// next call is on it.
+				step()
+				if err := c.Decide(0, []byte("other"), 0, t0+10e6, &r); err != nil {
+					t.Fatal(err)
+				}
+				replyAt = t0 + 40e6
+			}
+			rp := wire.Reply{Version: wire.Version, Seq: 1, At: replyAt - 20e6, Entries: []wire.View{
+				{Limiter: "s", Key: "k", Window: w, Lease: 500, Isolates: 1, Life: life}}}
+			if err := c.SyncIn(rp.AppendMsg(nil), replyAt); err != nil {
+				t.Fatal(err)
+			}
+			admitted, last := 0, int64(0)
+			for real := t0 + 50e6; real < t0+ahead+life; real += 50e6 {
+				now := real
+				if !inFlight && real < t0+200e6 {
+					now = real + ahead // still on the clock ahead
+				} else if !inFlight && real == t0+200e6 {
+					step()
+				}
+				if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Allowed {
+					admitted++
+					last = real
+				}
+			}
+			if admitted == 0 {
+				t.Fatal("nothing admitted under the lease")
+			}
+			if last >= t0+life+tc.slack {
+				t.Fatalf("admitted under the lease at %d ms after the cut (real time); it ended at %d ms",
+					(last-t0)/1e6, life/1e6)
+			}
+		})
+	}
+}
