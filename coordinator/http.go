@@ -317,6 +317,7 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, err)
 		return
 	}
+	principalOf(r.Context()).grantedViews(rq.reply)
 	buf.Reset()
 	out := rq.reply.AppendMsg(buf.AvailableBuffer())
 	if rq.stale > 0 {

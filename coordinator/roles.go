@@ -197,3 +197,30 @@ func (p *principal) forbidBatch(b *wire.Batch) (field, detail string) {
 	}
 	return "", ""
 }
+
+// grantedViews drops from rp the views of limiters p's edge role is not
+// granted. A batch names granted limiters only (forbidBatch), so what goes
+// are the views a reply tells every isolate whatever its batch names (the
+// full-window notices, merge/fullnotice.go): key names and counts of
+// limiters this token has no business with. rp's entries are copied
+// before any is dropped (the Merger may hold on to nothing of it, but a
+// copy keeps that its own affair).
+func (p *principal) grantedViews(rp *wire.Reply) {
+	if p == nil || p.limiters == nil {
+		return
+	}
+	for i := range rp.Entries {
+		if p.limiters[rp.Entries[i].Limiter] {
+			continue
+		}
+		kept := make([]wire.View, i, len(rp.Entries))
+		copy(kept, rp.Entries[:i])
+		for _, v := range rp.Entries[i+1:] {
+			if p.limiters[v.Limiter] {
+				kept = append(kept, v)
+			}
+		}
+		rp.Entries = kept
+		return
+	}
+}

@@ -492,6 +492,12 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 			keep = append(keep, w)
 			continue
 		}
+		if d.SyncRetry {
+			// Denied for good: its ask must not ask for a lease.
+			if err := nd.iso.Withdraw(e.ctx); err != nil {
+				return fmt.Errorf("sim: withdraw: %w", err)
+			}
+		}
 		e.record(w.gid, w.cost, d.Allowed, now-w.t)
 		if d.Allowed && e.up != nil {
 			if err := e.sendUpstream(nd.index, w.gid, w.cost, now); err != nil {

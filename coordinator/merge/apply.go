@@ -155,6 +155,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			s := &slots[at[i]]
 			m.applyDelta(s, isolate, &b.Entries[i], t, now)
 		}
+		for j := range slots {
+			m.noteFull(&slots[j], now)
+		}
 		tok := m.reportToken(scope)
 		for i, st := range sigs {
 			if st == nil {
@@ -201,6 +204,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	if !dup && m.obs != nil {
 		m.obs.Applied(b, rp, now)
 	}
+	m.addFullViews(rp, h, mark, b.Limits, now) // after the observers: they count what the batch's keys did
 	return rp, nil
 }
 

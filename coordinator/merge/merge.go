@@ -80,6 +80,7 @@ type Merger struct {
 	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
 	at         []int32     // scratch of Apply
 	resets     resetLog    // recent resets, told to every isolate (resetlog.go)
+	full       fullLog     // key-windows that counted their limit, told to every isolate (fullnotice.go)
 	limitsGen  int64       // the generation of opts.Limits adopted (limits.go)
 }
 

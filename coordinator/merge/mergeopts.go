@@ -57,6 +57,11 @@ type MergerOptions struct {
 	// no reset generation, so isolates send no heartbeats and hear of a
 	// reset only with a reply for the key. Default false (notices on).
 	NoResetNotices bool
+	// NoFullNotices turns full-window notices off (fullnotice.go): replies
+	// carry views of their batch's keys only, so an isolate learns that a
+	// key's window has counted its limit only by asking. Default false
+	// (notices on); the Mergers of shared mode (Redis) do not notice.
+	NoFullNotices bool
 	// Limits, when set, holds the limits in force at run time (limits.go):
 	// the Merger adopts each new generation before its next operation.
 	// Nil: the configuration's limits, fixed.

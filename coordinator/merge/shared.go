@@ -201,7 +201,9 @@ func (emptyStore) Scan(_, _ []byte, _ func(key, value []byte) bool) error { retu
 func (emptyStore) Close() error                                           { return nil }
 
 func (s *SharedMerger) newMerger() (*Merger, error) {
-	return NewMerger(s.cfg, emptyStore{}, s.opts) // no dashboard: the group reports each batch once
+	opts := s.opts
+	opts.NoFullNotices = true                   // a group's Merger lives for one group: it has no log to tell (fullnotice.go)
+	return NewMerger(s.cfg, emptyStore{}, opts) // no dashboard: the group reports each batch once
 }
 
 // resetShared empties m for the next bucket.

@@ -57,6 +57,7 @@ type keyState struct {
 	// half per window since carryWin. Not stored.
 	carryN, carryStop float32
 	carryWin          int64
+	fullWin           int64 // 1 + the window last logged as full (fullnotice.go); 0: none. Not stored.
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
@@ -119,6 +120,9 @@ type hwmState struct {
 	// wire.MaxBatchEntries), ns; 0: none since the Merger started. Not
 	// stored.
 	heard int64
+	// fullSeen: the newest full-window notice told to the isolate
+	// (fullnotice.go). Not stored.
+	fullSeen int64
 }
 
 func keyStorageKey(limiter, key string) string {

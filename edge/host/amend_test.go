@@ -191,7 +191,7 @@ func TestResendIsNoNewCut(t *testing.T) {
 	defer h.Close()
 	s, m := h.slots[0], lockedModule{h.slots[0]}
 	now := clock.Real.Now()
-	d, _, held, err := s.decide(context.Background(), []isolate.Check{{Limiter: 0, Key: "a", Cost: 1}}, now)
+	d, _, held, err := s.decide(context.Background(), []isolate.Check{{Limiter: 0, Key: "a", Cost: 1}}, now, false)
 	if err != nil || !d.SyncRetry {
 		t.Fatalf("a strict key without a lease: %+v, %v; want SyncRetry", d, err)
 	}

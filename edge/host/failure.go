@@ -31,7 +31,7 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 	d, denied := h.applyPolicies(s, checks, now)
 	if !denied {
 		var err error
-		if d, _, _, err = s.decide(ctx, checks, now); err != nil {
+		if d, _, _, err = s.decide(ctx, checks, now, false); err != nil {
 			return out, err
 		}
 		if len(checks) == 1 {

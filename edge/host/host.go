@@ -331,7 +331,7 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 	t := now()
 	after := int64(h.opts.Sync.StaleAfter)
 	if !s.stale(t, after) {
-		d, wait, held, err := s.decide(ctx, checks, t)
+		d, wait, held, err := s.decide(ctx, checks, t, false)
 		if err == nil && d.SyncRetry && s.loop != nil {
 			d, err = s.retry(ctx, checks, d, wait, held, syncloop.RetryPolicy{MaxWait: h.opts.RetryWait}, t, now)
 		}
@@ -390,7 +390,9 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		var err error
 		replies, batches = s.replies.Load(), s.batches.Load()
 		at := now()
-		if d, wait, _, err = s.decide(ctx, checks, at); err != nil || !d.SyncRetry || !r.Again() {
+		// Its last decision: answered SyncRetry again, it stands denied,
+		// and its ask is withdrawn (core.Core.Withdraw).
+		if d, wait, _, err = s.decide(ctx, checks, at, !r.Again()); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
 		mine = s.ask(at, held, mine)
@@ -401,8 +403,9 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 // the module asks for a sync (for a request it answers SyncRetry, retry
 // asks). It returns the channel closed by the next applied reply, and
 // the count of batches cut before the decision (slot.cuts, read under the
-// module's lock): a batch cut after it asks for a request it held.
-func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (isolate.Decision, <-chan struct{}, int64, error) {
+// module's lock): a batch cut after it asks for a request it held. final:
+// the request is not held again, so a SyncRetry answer withdraws its ask.
+func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64, final bool) (isolate.Decision, <-chan struct{}, int64, error) {
 	s.syncMu.Lock()
 	wait := s.synced
 	s.syncMu.Unlock()
@@ -413,6 +416,9 @@ func (s *slot) decide(ctx context.Context, checks []isolate.Check, now int64) (i
 		d, err = s.iso.Decide(ctx, checks[0].Limiter, checks[0].Key, checks[0].Cost, now)
 	} else {
 		d, err = s.iso.DecideMulti(ctx, checks, now)
+	}
+	if final && err == nil && d.SyncRetry {
+		err = s.iso.Withdraw(ctx)
 	}
 	held := s.cuts.Load()
 	s.mu.Unlock()

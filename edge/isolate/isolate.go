@@ -48,6 +48,7 @@ type Isolate struct {
 	observe, release, admit api.Function
 	amend                   api.Function // nil: a module without amendments
 	clockOffset             api.Function // nil: a module without el_clock_offset
+	withdraw                api.Function // nil: a module without el_withdraw
 	offsetOf                func() int64 // the host's clock offset (FollowOffset); nil: not followed
 	told                    int64        // the offset the module was last told (a new instance: 0)
 	ending                  bool         // Release was called and SyncOut has not yet come back empty
@@ -99,6 +100,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.admit = get("el_admit")
 	i.amend = mod.ExportedFunction("el_amend") // optional: older modules have none
 	i.clockOffset = mod.ExportedFunction("el_clock_offset")
+	i.withdraw = mod.ExportedFunction("el_withdraw")
 	i.told = 0 // a new instance runs at offset 0 until told
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
@@ -342,6 +344,19 @@ func (i *Isolate) Reincarnate(ctx context.Context) error {
 	}
 	i.cfg.IsolateID, i.cfg.IsolateSecret = id, secret
 	return nil
+}
+
+// Withdraw tells the module that the host denies for good the request its
+// last decision answered SyncRetry (its retries are used up): the asks
+// that decision recorded and no batch carried yet are taken back, so no
+// lease is granted for a request gone (core.Core.Withdraw). Call it right
+// after that decision, before any other. A module without el_withdraw
+// does nothing.
+func (i *Isolate) Withdraw(ctx context.Context) error {
+	if i.withdraw == nil {
+		return nil
+	}
+	return i.status(ctx, "withdraw", i.withdraw)
 }
 
 // Release starts a graceful stop: the next SyncOut calls cut batches that

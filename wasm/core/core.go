@@ -58,13 +58,15 @@ type Core struct {
 	outEnd bool   // the outstanding batch is a graceful stop's last
 	late   bool   // a reply to the last batch was applied and no batch was cut since: another of its replies may come (syncIn)
 	// An amendment's reply may come after the next batch is cut (syncIn).
-	amendSeq  int64 // the batch (Core.seq) last amended; 0: none
-	amendPrev bool  // the batch before the outstanding one was amended: its amendment's reply may still come
-	prevCut   int64 // ns: when the batch before the outstanding one was cut
-	prior     bool  // the reply being applied is to the batch before the outstanding one (an amendment's)
-	priorN    int64 // the reply (Core.replies) that was such a reply (record)
-	latest    int64 // ns: the latest time a call brought (stepback.go)
-	offset    int64 // ns: the clock offset the host last told (ClockOffset)
+	amendSeq  int64                   // the batch (Core.seq) last amended; 0: none
+	amendPrev bool                    // the batch before the outstanding one was amended: its amendment's reply may still come
+	prevCut   int64                   // ns: when the batch before the outstanding one was cut
+	prior     bool                    // the reply being applied is to the batch before the outstanding one (an amendment's)
+	priorN    int64                   // the reply (Core.replies) that was such a reply (record)
+	latest    int64                   // ns: the latest time a call brought (stepback.go)
+	offset    int64                   // ns: the clock offset the host last told (ClockOffset)
+	asks      [wire.MaxChecks]heldAsk // the last decision's asks for a lease (withdraw.go)
+	nAsks     int
 }
 
 type ref struct {
@@ -233,6 +235,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 		return err
 	}
 	c.see(now)
+	c.nAsks = 0
 	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
@@ -305,6 +308,7 @@ merge:
 	}
 	checks = uniq[:n]
 	c.see(now)
+	c.nAsks = 0
 	var idxs [wire.MaxChecks]int32
 	var gens [wire.MaxChecks]uint32
 	var times [wire.MaxChecks]int64
@@ -444,6 +448,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		}
 		if c.held {
 			s.unsent += ask
+			c.keepAsk(idx, e.gen, ask, cost)
 		}
 	}
 	e.demand = addSat(e.demand, ask)

@@ -322,7 +322,11 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	for i := range views {
 		rv := &views[i]
 		l := &c.lims[rv.lim]
-		idx := c.tab.find(uint8(rv.lim), rv.key, hashKey(uint16(rv.lim), rv.key))
+		h := hashKey(uint16(rv.lim), rv.key)
+		idx := c.tab.find(uint8(rv.lim), rv.key, h)
+		if idx < 0 && !late && c.fullNotice(rv.lim, rv.key, &rv.v, now) {
+			idx = c.insert(rv.lim, rv.key, h, now)
+		}
 		if idx < 0 || prior && (!l.strict || l.bucket) {
 			continue
 		}

@@ -31,6 +31,7 @@ import (
 //	el_reincarnate(n, m) -> status: 0, or < 0 (core.Code); see core.Core.Reincarnate.
 //	el_amend(now) -> length: the outstanding batch amended with asks, in the
 //	io buffer (0: none to send); see core.Core.Amend.
+//	el_withdraw() -> status: 0, or < 0 (core.Code); see core.Core.Withdraw.
 //	el_clock_offset(off) -> status: 0, or < 0 (core.Code); see core.Core.ClockOffset.
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
 //	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
@@ -144,6 +145,20 @@ func elClockOffset(off int64) int32 {
 		return core.Code(core.ErrNotConfigured)
 	}
 	lim.ClockOffset(off)
+	return 0
+}
+
+// el_withdraw takes back the asks of the last decision, which answered
+// SyncRetry, when the host denies that request for good instead of holding
+// it (core.Core.Withdraw). It returns 0, or an error code when not
+// configured.
+//
+//export el_withdraw
+func elWithdraw() int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	lim.Withdraw()
 	return 0
 }
 

@@ -1,0 +1,129 @@
+package merge
+
+import (
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Full-window notices. A key whose window has counted its whole limit
+// denies every request until the window ends, but an isolate learns that
+// only from a view of the key: one that has not synced the key since (at
+// sparse density, most of them) holds its next request for a lease, asks,
+// and is refused a round trip later, and under a long window (a quota per
+// inbox) every isolate does so once per key. So the Merger logs each
+// key-window whose count reaches its limit, and every reply carries, after
+// the views of its batch's keys, a view of each window logged since the
+// isolate's last reply that is still the current one (at most
+// maxFullViews): the module keeps such a view even for a key it does not
+// hold (wasm/core, syncIn) and denies the key locally, without waiting,
+// until the window ends. Only what cannot come back in the window is
+// noticed: its count, and the units of expired leases, which stay
+// reserved as spent for the window they were alive in; never what live
+// leases reserve (their holders may report them unused). So the notice
+// denies no request the window could still admit, but for one case: a
+// graceful stop (wire.Batch.End) gives back an expired lease's unused
+// units too. A reset reaches the isolates as before (resetlog.go). The
+// view's Count is that spent total.
+//
+// The log and each isolate's place in it are kept in memory: a restart,
+// or an isolate whose high-water mark was evicted from the cache, hears
+// again of the windows still current (at most maxFullViews). Coordinators
+// that share a Redis Cluster do not notice (their Mergers live for one
+// group; MergerOptions.NoFullNotices).
+
+// maxFullLog bounds the key-windows the log remembers (about 100 bytes
+// each); maxFullViews bounds the notices one reply carries.
+const (
+	maxFullLog   = 4096
+	maxFullViews = 256
+)
+
+// fullLog is the Merger's log of key-windows that reached their limit,
+// oldest first.
+type fullLog struct {
+	seq  int64 // of the newest entry; 0: none yet
+	ents []fullEnt
+}
+
+type fullEnt struct {
+	seq              int64
+	st               *keyState // the key's state when logged (to tell it among a batch's keys)
+	lim              *wire.LimiterConfig
+	key              string
+	win, count, prev int64
+	limit            int64
+	isolates         int64
+}
+
+// noteFull logs slot s's key when its current window has counted its
+// limit, once per window (keyState.fullWin).
+func (m *Merger) noteFull(s *slot, now int64) {
+	st := s.st
+	if m.opts.NoFullNotices || st.lim.IsBucket() {
+		return
+	}
+	W := max(limitmath.Window(now, st.lim.Period), st.win)
+	if st.fullWin == W+1 {
+		return
+	}
+	count, prev := st.windowCounts(W)
+	limit := st.limitFor(s.key, now)
+	if count < limit && st.lim.Leased() {
+		// Units in expired leases stay reserved, as spent, for the
+		// window they were alive in (reservation): they never come back
+		// in W either.
+		count = addSat(count, st.spentIn(W, now))
+	}
+	if count < limit {
+		return
+	}
+	st.fullWin = W + 1
+	l := &m.full
+	l.seq++
+	l.ents = append(l.ents, fullEnt{seq: l.seq, st: st, lim: st.lim, key: s.key, win: W, count: count, prev: prev,
+		limit: limit, isolates: max(st.recentIsolates(now), 1)})
+	if len(l.ents) > maxFullLog {
+		l.ents = append(l.ents[:0], l.ents[len(l.ents)-maxFullLog:]...)
+	}
+}
+
+// spentIn returns the units of W that expired leases keep reserved, as
+// spent (reservation).
+func (st *keyState) spentIn(W, now int64) int64 {
+	var n int64
+	for i := range st.isos {
+		is := &st.isos[i]
+		if is.expires != 0 && now >= is.expires {
+			n = addSat(n, st.reservation(is, W, now))
+		}
+	}
+	return n
+}
+
+// addFullViews appends to rp the notices h has not been told, newest
+// first, of windows still current at now, skipping the keys of the batch
+// (their views are in rp, mark: the batch's Apply), within maxFullViews
+// and what a reply may hold. limits: the batch asked for the
+// coordinator's limits (wire.Batch.Limits).
+func (m *Merger) addFullViews(rp *wire.Reply, h *hwmState, mark int64, limits bool, now int64) {
+	l := &m.full
+	if m.opts.NoFullNotices || l.seq == 0 {
+		return
+	}
+	from := h.fullSeen
+	h.fullSeen = l.seq
+	room := min(maxFullViews, wire.MaxBatchEntries-len(rp.Entries))
+	for i := len(l.ents) - 1; i >= 0 && room > 0 && l.ents[i].seq > from; i-- {
+		f := &l.ents[i]
+		if f.st.mark == mark || limitmath.Window(now, f.lim.Period) != f.win {
+			continue
+		}
+		v := wire.View{Limiter: f.lim.Name, Key: f.key, Window: f.win, Count: f.count, Prev: f.prev,
+			Isolates: f.isolates, Lease: -1, Exhausted: true}
+		if limits {
+			v.Limit = f.limit
+		}
+		rp.Entries = append(rp.Entries, v)
+		room--
+	}
+}

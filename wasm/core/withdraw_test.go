@@ -1,0 +1,95 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A held request the host denies for good (its retries used up) takes its
+// ask back: the next batch asks nothing for it, and reports it as a final
+// denial. An ask a batch already carried stays asked.
+func TestWithdrawTakesBackTheLastAsk(t *testing.T) {
+	const t0 = int64(100e9)
+	newCore := func(t *testing.T) *Core {
+		c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+			{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 60e9, Mode: wire.Strict}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	batchOf := func(t *testing.T, c *Core, now int64) wire.Batch {
+		t.Helper()
+		var b wire.Batch
+		out := must(c.SyncOut(now, nil))
+		if len(out) == 0 {
+			return b
+		}
+		if err := b.UnmarshalMsg(out); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var r Result
+	t.Run("withdrawn before the next batch", func(t *testing.T) {
+		c := newCore(t)
+		if err := c.Decide(0, []byte("k"), 3, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		c.Withdraw()
+		if b := batchOf(t, c, t0+1e6); b.Seq != 0 {
+			t.Fatalf("a batch cut for the withdrawn request: %+v", b)
+		}
+		// Its denial rides along with the next batch.
+		if err := c.Decide(0, []byte("other"), 1, t0+2e6, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		b := batchOf(t, c, t0+2e6)
+		var den int64
+		b.EachDenial(func(_, key string, _, cost int64) {
+			if key == "k" {
+				den += cost
+			}
+		})
+		for _, e := range b.Entries {
+			if e.Key == "k" && e.Demand > 0 {
+				t.Fatalf("the batch asks for the withdrawn request: %+v", e)
+			}
+		}
+		if den != 3 {
+			t.Fatalf("denials reported for k: %d, want 3", den)
+		}
+	})
+	t.Run("a decision after it is not withdrawn", func(t *testing.T) {
+		c := newCore(t)
+		if err := c.Decide(0, []byte("k"), 3, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		if err := c.Decide(0, []byte("k2"), 1, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		c.Withdraw() // k2's ask only
+		b := batchOf(t, c, t0+1e6)
+		asked := map[string]int64{}
+		for _, e := range b.Entries {
+			asked[e.Key] += e.Demand
+		}
+		if asked["k"] != 3 || asked["k2"] != 0 {
+			t.Fatalf("asks %v; want k 3 (still held), k2 0 (withdrawn)", asked)
+		}
+	})
+	t.Run("an ask a batch carried stays", func(t *testing.T) {
+		c := newCore(t)
+		if err := c.Decide(0, []byte("k"), 3, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		if b := batchOf(t, c, t0); len(b.Entries) != 1 || b.Entries[0].Demand != 3 {
+			t.Fatalf("batch %+v; want k asking 3", b.Entries)
+		}
+		c.Withdraw()
+		if b := batchOf(t, c, t0); len(b.Entries) != 1 || b.Entries[0].Demand != 3 {
+			t.Fatalf("the batch in flight changed: %+v", b.Entries)
+		}
+	})
+}
