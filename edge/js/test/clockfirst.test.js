@@ -144,7 +144,7 @@ for (const background of ['timers', 'requests']) {
 
 // A first decision that checks a leased limiter, alone or with an
 // approximate one, and a first wait(), wait for the reading: none has
-// resolved while /healthz is held.
+// resolved, nor been decided, while /healthz is held.
 for (const [name, call] of [
   ['strict limit()', (rl, ctx) => rl.limit({ limiter: 's', key: 'w' }, ctx)],
   ['mixed limit() (approximate and strict)', (rl, ctx) => rl.limit({ checks: [{ limiter: 'a', key: 'w' }, { limiter: 's', key: 'w' }] }, ctx)],
@@ -157,6 +157,7 @@ for (const [name, call] of [
       const p = call(rl, ctx).then((d) => { resolved = true; return d; });
       await sleep(200);
       assert.equal(resolved, false, `${name} resolved with /healthz held`);
+      assert.equal(rl.stats().decisions, 0, `${name} decided with /healthz held`);
       assert.equal(proxy.held(), 1);
       proxy.release();
       assert.equal(await readings[0], true);
@@ -164,3 +165,35 @@ for (const [name, call] of [
     } finally { await rl.close(); }
   });
 }
+
+// close() right after the first approximate limit(), on a clock 3 s
+// ahead: its last batch waits for the reading too, and is accepted.
+test('close() before the reading settled: its batch waits for the reading and is accepted (clock +3 s)', async () => {
+  const { c, proxy, readings, rl, ctx } = await setup('timers', () => Date.now() + 3000);
+  await offBoundary();
+  for (let i = 0; i < 3; i++) assert.equal((await rl.limit({ limiter: 'a', key: 'closing' }, ctx)).success, true);
+  const closed = rl.close();
+  while (proxy.held() === 0) await sleep(5);
+  await sleep(100);
+  assert.equal(proxy.st.syncsWhileHeld, 0, 'close() sent a batch before the reading settled');
+  proxy.release();
+  assert.equal(await readings[0], true);
+  assert.equal(await closed, true, `close: ${rl.lastError?.message}`);
+  const { body } = await globalView(c.url, 'a', 'closing');
+  assert.deepEqual(proxy.syncs.filter((s) => s !== 200), [], 'a batch was refused (400: clock_skew)');
+  assert.equal(body.count + body.prev, 3);
+});
+
+// A reading that never comes (held past its 1 s bound): the first batch
+// is cut once the bound passed, on the isolate's own clock, and accepted
+// (the clock is right).
+test('a reading that never comes holds the first batch back for its bound only', async () => {
+  const { proxy, readings, rl, ctx } = await setup('timers');
+  try {
+    assert.equal((await rl.limit({ limiter: 'a', key: 'never' }, ctx)).success, true);
+    assert.equal(await rl.sync(), true, `sync failed: ${rl.lastError?.message}`);
+    assert.equal(await readings[0], false, 'the reading was not abandoned at its bound');
+    assert.ok(proxy.syncs.length >= 1 && proxy.syncs.every((s) => s === 200), `sync answers ${proxy.syncs}`);
+    assert.equal(rl.counters.abandoned, 0);
+  } finally { await rl.close(); proxy.release(); }
+});
