@@ -384,12 +384,13 @@ export class EdgeLimit {
   // decisions before it were recorded at the isolate's own time, in its
   // windows. When the reading moved the clock, each key they touched is
   // recorded again at the coordinator's time (reset, then what was
-  // admitted admitted again), before any batch is cut: a batch naming a
-  // window past the coordinator's skew would be refused (400 clock_skew)
-  // until its clock caught up, and one in a window it left would have its
-  // counts dropped as stale. What the early denials asked for is dropped
-  // (the next decisions ask again); no view or lease is lost, as none
-  // came before the first batch.
+  // admitted admitted again, all in its current window: more than that
+  // window had when they spanned two, never less), before any batch is
+  // cut: a batch naming a window past the coordinator's skew would be
+  // refused (400 clock_skew) until its clock caught up, and one in a
+  // window it left would have its counts dropped as stale. What the early
+  // denials asked for is dropped (the next decisions ask again); no view
+  // or lease is lost, as none came before the first batch.
   _replay() {
     const e = this._early;
     this._early = null;
