@@ -112,10 +112,12 @@ for (const background of ['timers', 'requests']) {
   });
 
   // Decided on a clock 3 s ahead, the requests fall in a 1 s window 3
-  // windows past the coordinator's; their first batch is cut after the
-  // reading, at the coordinator's time, with them moved there.
-  test(`background ${background}, clock +3 s: approximate traffic is admitted and its first batch accepted`, async () => {
-    const { c, proxy, readings, rl, ctx } = await setup(background, () => Date.now() + 3000);
+  // windows past the coordinator's (3 s behind: 3 before it); their first
+  // batch is cut after the reading, at the coordinator's time, with them
+  // moved there: accepted (ahead, it named a window past the skew: 400
+  // clock_skew) and counted whole (behind, as stale: not counted).
+  for (const off of [3000, -3000]) test(`background ${background}, clock ${off > 0 ? '+' : ''}${off / 1000} s: approximate traffic is admitted and its first batch accepted and counted`, async () => {
+    const { c, proxy, readings, rl, ctx } = await setup(background, () => Date.now() + off);
     try {
       await offBoundary();
       let admitted = 0;
@@ -130,7 +132,7 @@ for (const background of ['timers', 'requests']) {
       for (let i = 0; i < 5; i++) if ((await rl.limit({ limiter: 'a', key: 'ahead' }, ctx)).success) admitted++;
       assert.equal(await rl.sync(), true, `sync failed: ${rl.lastError?.message}`);
       const { body } = await globalView(c.url, 'a', 'ahead');
-      console.log(`# ${background}, clock +3 s: ${admitted} of 15 admitted; sync answers ${JSON.stringify(proxy.syncs)}; clockSteps ${rl.counters.clockSteps}; coordinator count+prev ${body.count + body.prev}; lastError ${rl.lastError?.message ?? 'none'}`);
+      console.log(`# ${background}, clock ${off} ms: ${admitted} of 15 admitted; sync answers ${JSON.stringify(proxy.syncs)}; clockSteps ${rl.counters.clockSteps}; coordinator count+prev ${body.count + body.prev}; lastError ${rl.lastError?.message ?? 'none'}`);
       assert.equal(admitted, 15);
       // The held reading's bracket spans the hold: the first sync answer may move the offset again, by less.
       assert.ok(rl.counters.clockSteps >= 1, 'the reading did not move the clock');
