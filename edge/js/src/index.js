@@ -17,6 +17,7 @@ import { VERSION, PROTOCOL_VERSION } from './version.js';
 export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, Share, VERSION, PROTOCOL_VERSION };
 
 const MAX_ISOLATE_ID = 128;
+const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (config.js)
 
 // The coordinator's time on its answers (ns since the epoch): the isolate
 // runs on it (_observeTime; the Go host's clock.Header and clock.Offset).
@@ -99,6 +100,10 @@ export class EdgeLimit {
       .filter((u) => u).map((u) => String(u).replace(/\/+$/, ''));
     this._norm = normalizeConfig(opts.config, coords.length > 0);
     this._index = new Map(this._norm.limiters.map((l, i) => [l.name, i]));
+    // Limiters decided by the isolate alone (approximate, no read-through:
+    // no lease or view to wait for): limit() on them alone does not wait
+    // for the coordinator's time (see _localOnly).
+    this._local = this._norm.limiters.map((l) => l.mode === 'approximate' && !l.readThrough);
     // Each isolate prefers the coordinator its id hashes to (set by ready():
     // preferredIndex), fails over from it and returns to it (see _post).
     this._coordinators = coords;
@@ -126,6 +131,10 @@ export class EdgeLimit {
     this._timeRead = null; // the promise of the one reading of the coordinator's time (_readTime)
     this._timeUntil = 0; // ms (own clock): how long limit() and wait() wait for it
     this._timeWait = true; // until it came or that wait ended
+    // What the module decided before the reading settled, on the isolate's
+    // own clock, while no batch was cut (see _track, _replay): {mod,
+    // keys}, or null once settled or cut.
+    this._early = coords.length > 0 ? { mod: null, keys: new Map() } : null;
     this._clock = this._coordinator ? () => this._ownClock() + this._offset : this._ownClock;
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
@@ -169,6 +178,8 @@ export class EdgeLimit {
     mod.clockOffset(this._offset);
     this._mod = mod;
     this._unanswered = false;
+    // A restart drops the early decisions with the old instance's state.
+    if (this._early) this._early = this._early.mod === null ? { mod, keys: this._early.keys } : null;
     if (this._firstId === undefined) {
       this._firstId = id; // restarts and incarnations derive their ids from it
       this._prefIdx = preferredIndex(id, this._coordinators.length);
@@ -233,6 +244,7 @@ export class EdgeLimit {
         if (st < 0) this._throwCode('decide', st, opts.key);
         d = this._result(st, stale);
         if (stale) d = this._decideAlone(li, opts.key, cost, now, d);
+        if (this._early) this._track(li, opts.key, d.success ? cost : 0);
       }
     } else {
       if (!Array.isArray(checks) || checks.length < 1 || checks.length > 8) {
@@ -249,6 +261,7 @@ export class EdgeLimit {
         } catch (e) { this._trapped('decide', e); }
         if (st < 0) this._throwCode('decide', st, st === -3 || st === -4 ? cs.find((c) => !this._keyFits(c.key))?.key : undefined);
         d = this._result(st, stale);
+        if (this._early) for (const c of cs) this._track(c.limiter, c.key, d.success ? c.cost : 0);
       }
     }
     if (this._sched) {
@@ -335,6 +348,65 @@ export class EdgeLimit {
     return err;
   }
 
+  // Whether a decision of opts needs no reading of the coordinator's time
+  // first: every limiter it checks is approximate without read-through.
+  // Such a decision is the isolate's own (no lease, no view to wait for),
+  // so its own clock makes it as right as the coordinator's within a
+  // round trip; no batch is cut before the reading settled (_syncAttempt),
+  // and what it recorded is moved to the coordinator's time then
+  // (_replay). Bad opts: false (decide says why, after the reading).
+  _localOnly(opts) {
+    if (opts === null || typeof opts !== 'object') return false;
+    const cs = opts.checks === undefined ? [opts] : opts.checks;
+    if (!Array.isArray(cs) || cs.length < 1) return false;
+    for (const c of cs) {
+      if (c === null || typeof c !== 'object') return false;
+      const n = c.limiter ?? 0;
+      const i = typeof n === 'number' ? n : typeof n === 'string' ? this._index.get(n) : undefined;
+      if (this._local[i] !== true) return false;
+    }
+    return true;
+  }
+
+  // Records that the module decided cost (admitted; 0 if denied) of
+  // (limiter index li, key) before the reading of the coordinator's time
+  // settled, while no batch was cut (see _replay). Past the module's key
+  // count it gives up (those decisions stay where the own clock put them).
+  _track(li, key, cost) {
+    const e = this._early;
+    const k = this._shareKey(li, key);
+    const t = e.keys.get(k);
+    if (t) { t.cost += cost; return; }
+    if (e.keys.size >= (this._norm.maxKeys || DEFAULT_MAX_KEYS)) { this._early = null; return; }
+    e.keys.set(k, { li, key: typeof key === 'string' ? key : Uint8Array.from(key), cost });
+  }
+
+  // The reading of the coordinator's time settled (see _settleTime): the
+  // decisions before it were recorded at the isolate's own time, in its
+  // windows. When the reading moved the clock, each key they touched is
+  // recorded again at the coordinator's time (reset, then what was
+  // admitted admitted again, all in its current window: more than that
+  // window had when they spanned two, never less), before any batch is
+  // cut: a batch naming a window past the coordinator's skew would be
+  // refused (400 clock_skew) until its clock caught up, and one in a
+  // window it left would have its counts dropped as stale. What the early
+  // denials asked for is dropped (the next decisions ask again); no view
+  // or lease is lost, as none came before the first batch.
+  _replay() {
+    const e = this._early;
+    this._early = null;
+    if (!e || e.mod !== this._mod || this._offset === 0 || e.keys.size === 0) return;
+    const now = this._ns(this._clock());
+    try {
+      for (const t of e.keys.values()) {
+        e.mod.reset(t.li, t.key);
+        if (t.cost > 0) e.mod.admit(t.li, t.key, t.cost, now);
+      }
+    } catch (err) {
+      this._fail(err instanceof WebAssembly.RuntimeError ? this._trapped('replay', err, false) : err);
+    }
+  }
+
   // Whether key is 1 to MAX_KEY_LEN bytes (a string as UTF-8).
   _keyFits(key) {
     const n = typeof key === 'string' ? new TextEncoder().encode(key).length : key?.length;
@@ -401,11 +473,18 @@ export class EdgeLimit {
    * sync (or, while a batch is in flight, amends it: see _ask), waits
    * for a reply and is decided again after each, up to three replies
    * within retryWait (a sync already in flight may not carry its demand).
+   * The isolate's first limit() waits for its reading of the coordinator's
+   * time (see _awaitTime), unless every limiter it checks is approximate
+   * (see _localOnly): it then decides at once and the reading runs beside
+   * it.
    *
    * @returns {Promise<import('./index.d.ts').LimitResult>}
    */
   async limit(opts, ctx) {
-    if (this._timeWait && this._coordinator) await this._awaitTime();
+    if (this._timeWait && this._coordinator) {
+      if (this._localOnly(opts)) this._startTime(ctx);
+      else await this._awaitTime(ctx);
+    }
     let d = this.decide(opts, ctx);
     if (!d.syncRetry || d.stale || !this._coordinator || this._retryWait < 0) return d;
     // A sync already in flight may have left before this request's demand:
@@ -433,6 +512,9 @@ export class EdgeLimit {
         if (!r.second) replies++;
         d = this._decide(opts, ctx, !r.ok);
       }
+      // Denied for good on its last decision (no await since): its ask
+      // must not ask for a lease (Module.withdraw).
+      if (d.syncRetry && !d.stale) this._mod?.withdraw();
     } finally {
       this._held--;
     }
@@ -452,7 +534,7 @@ export class EdgeLimit {
     checkOpts('wait', opts);
     const maxWait = opts.maxWaitMs ?? 10000;
     if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new EdgeLimitError(`wait: maxWaitMs must be a number of ms >= 0, got ${String(maxWait)}`, 'bad_input');
-    if (this._timeWait && this._coordinator) await this._awaitTime(); // before start: the clock may step
+    if (this._timeWait && this._coordinator) await this._awaitTime(ctx); // before start: the clock may step
     const start = this._clock();
     for (;;) {
       const d = await this.limit(opts, ctx);
@@ -703,7 +785,10 @@ export class EdgeLimit {
       sy.resolve(ok); // an abandoned attempt's end changes nothing else
     });
     this._inflight = p;
-    this._inflightSpan = this._syncTimeout * Math.max(this._coordinators.length, 1) + 100;
+    // Plus what is left of the reading of the coordinator's time, which
+    // the attempt waits for before it cuts its batch (_syncAttempt).
+    const reading = this._timePending() ? Math.max(this._timeUntil - this._ownClock(), 0) : 0;
+    this._inflightSpan = this._syncTimeout * Math.max(this._coordinators.length, 1) + 100 + Math.ceil(reading);
     this._inflightDeadline = now + this._inflightSpan;
     return p;
   }
@@ -799,7 +884,16 @@ export class EdgeLimit {
   // One attempt of sync sy. Once sy ended, by its amendment's reply, its
   // batch's reply is a second one (_second); once abandoned (see _busy)
   // it changes nothing more (no reply applied, no scheduler update).
+  //
+  // No batch is cut before the reading of the coordinator's time settled
+  // (a limit() on approximate limiters does not wait for it): the attempt
+  // waits for it first, so a clock ahead past the coordinator's skew
+  // never puts a refused batch in flight. Every batch is cut here (the
+  // scheduler's, the tail syncs', sync(), close()); amendments and
+  // resends repeat a batch cut here.
   async _syncAttempt(sy) {
+    if (this._timePending()) await this._awaitTime();
+    if (sy.done) return false; // abandoned meanwhile
     const s = this._sched;
     const mod = this._mod;
     let now = this._clock();
@@ -816,6 +910,7 @@ export class EdgeLimit {
       s.idle(now);
       return true;
     }
+    this._early = null; // the batch carries them (see _replay)
     s.begin(now);
     // A batch sent again after a failed attempt asks for nothing new: the
     // requests held since it was cut still need an ask (_asked).
@@ -1066,8 +1161,14 @@ export class EdgeLimit {
     const lo = remote - recv; const hi = remote - sent; const mid = (lo + hi) / 2;
     if (!(Math.abs(mid) <= MAX_OFFSET_MS)) return;
     if (this._offset >= lo - OFFSET_TOLERANCE_MS && this._offset <= hi + OFFSET_TOLERANCE_MS) return;
+    // The times held on the old clock move with it: the scheduler's, and
+    // the deadline of the sync in flight (a sync that waited for this
+    // reading is not abandoned for a step forward).
+    const step = mid - this._offset;
     this._offset = mid;
     this._mod?.clockOffset(mid); // a step back ends leases on time
+    this._sched?.shift(step);
+    if (this._inflight) this._inflightDeadline += step;
     this.counters.clockSteps++;
   }
 
@@ -1077,13 +1178,11 @@ export class EdgeLimit {
   // neither decides nor cuts a batch on a clock that is off: a batch cut
   // ahead of the coordinator's clock by more than its allowed skew is
   // refused until the coordinator's clock catches up. One try; the syncs'
-  // answers take readings from then on.
-  async _awaitTime() {
-    if (!this._timeRead) {
-      const span = Math.min(this._syncTimeout, 1000);
-      this._timeUntil = this._ownClock() + span;
-      this._timeRead = this._readTime(span);
-    }
+  // answers take readings from then on. A limit() on approximate
+  // limiters alone only starts it (_startTime); the first batch waits
+  // for it (_syncAttempt).
+  async _awaitTime(ctx) {
+    this._startTime(ctx);
     // Bounded: in Workers a reading started by a request that went away
     // may never end.
     const left = this._timeUntil - this._ownClock();
@@ -1092,7 +1191,35 @@ export class EdgeLimit {
       await Promise.race([this._timeRead, new Promise((r) => { t = setTimeout(r, left); })]);
       clearTimeout(t);
     }
+    this._settleTime();
+  }
+
+  // Starts the reading of the coordinator's time unless it was (ctx, the
+  // request's ExecutionContext, keeps it alive in Workers).
+  _startTime(ctx) {
+    if (this._timeRead) return;
+    const span = Math.min(this._syncTimeout, 1000);
+    this._timeUntil = this._ownClock() + span;
+    this._timeRead = this._readTime(span);
+    ctx?.waitUntil?.(this._timeRead);
+  }
+
+  // Whether the reading was started and has not settled: neither answered
+  // nor failed, and within its bound (past it, it settles now).
+  _timePending() {
+    if (!this._timeRead || !this._timeWait) return false;
+    if (this._ownClock() < this._timeUntil) return true;
+    this._settleTime();
+    return false;
+  }
+
+  // The reading settled (answered, failed, or its bound passed): limit()
+  // and the syncs wait no more, and the decisions before it are moved to
+  // the coordinator's time (_replay). Once.
+  _settleTime() {
+    if (!this._timeWait) return;
     this._timeWait = false;
+    this._replay();
   }
 
   async _readTime(span) {
@@ -1103,7 +1230,7 @@ export class EdgeLimit {
       const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       await resp.arrayBuffer?.();
-    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); this._timeWait = false; }
+    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); this._settleTime(); }
   }
 
   async _postTo(coordinator, batch) {

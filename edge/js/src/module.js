@@ -260,6 +260,20 @@ export class Module {
   }
 
   /**
+   * Tells the module that the host denies for good the request its last
+   * decision answered syncRetry (its retries are used up): the asks that
+   * decision recorded and no batch carried yet are taken back, so no lease
+   * is granted for a request gone. Call it right after that decision. A
+   * module without el_withdraw does nothing.
+   */
+  withdraw() {
+    const f = this.exports.el_withdraw;
+    if (typeof f !== 'function') return;
+    const c = f();
+    if (c < 0) throw codeError('withdraw', c);
+  }
+
+  /**
    * Tells the module that the times passed from now on are the isolate's
    * own clock plus ms (the coordinator's time, a Number of ms): a lower
    * offset than the last is a step back, and the module moves its lease

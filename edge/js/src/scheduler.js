@@ -72,6 +72,18 @@ export class Scheduler {
     return false;
   }
 
+  /**
+   * The clock its times were read on stepped by d ms (the isolate's
+   * offset to the coordinator's time moved): the times it holds move
+   * with it, so a step changes no wait (a step back of 3 s does not put
+   * the next sync 3 s further off).
+   */
+  shift(d) {
+    this.lastOK += d;
+    this.lastStart += d;
+    this.next += d;
+  }
+
   begin(now) { this.inflight = true; this.started = true; this.lastStart = now; }
 
   success(now) {
