@@ -23,7 +23,8 @@ package core
 // time this isolate keeps for leases moves back with the clock: lease
 // ends, dry spells, and the cut times of the batches whose replies may
 // still come (the leases in them count from their cut), with each key's
-// latest time (clamp), its views' times and a bucket's arrival time. A
+// latest time (clamp), its views' times and (a step the host told) a
+// bucket's arrival time. A
 // lease then ends at the same real time as before the step, and a key
 // decides on the new clock at once. Only windows do not move back: a key
 // whose counters are in a window the new clock has not reached yet
@@ -43,7 +44,7 @@ const backStep = 100e6
 // changes nothing (leases then end earlier in real time, which is safe).
 func (c *Core) ClockOffset(off int64) {
 	if off < c.offset {
-		c.shiftBack(c.offset - off)
+		c.shiftBack(c.offset-off, true)
 		c.latest = max64(c.latest-(c.offset-off), 0)
 	}
 	c.offset = off
@@ -57,13 +58,19 @@ func (c *Core) see(now int64) {
 		return
 	}
 	if c.latest-now > backStep {
-		c.shiftBack(c.latest - now)
+		c.shiftBack(c.latest-now, false)
 		c.latest = now
 	}
 }
 
 // shiftBack moves every absolute time kept for leases back by d > 0 ns.
-func (c *Core) shiftBack(d int64) {
+// A bucket's times move only with a step the host told (told): a step
+// seen from the times alone may be calls that took their time out of order
+// (the Go host reads it before it takes the isolate), and moving the
+// arrival time back would refill the bucket (a bucket keeps its latest
+// time then, clamp); every other time moved back only ends a lease, a
+// spell or a view's trust sooner.
+func (c *Core) shiftBack(d int64, told bool) {
 	c.cutAt = stepBack(c.cutAt, d)
 	c.prevCut = stepBack(c.prevCut, d)
 	c.heard = stepBack(c.heard, d)
@@ -74,7 +81,9 @@ func (c *Core) shiftBack(d int64) {
 		}
 		l := &c.lims[e.lim]
 		if l.bucket {
-			e.last, e.tat = stepBack(e.last, d), stepBack(e.tat, d)
+			if told {
+				e.last, e.tat = stepBack(e.last, d), stepBack(e.tat, d)
+			}
 		} else {
 			// Not before the start of the window its counters are in:
 			// windows never move back.

@@ -92,3 +92,45 @@ func TestLeaseEndsOnTimeAfterClockStepsBack(t *testing.T) {
 		})
 	}
 }
+
+// A bucket moves with a step the host told: after the offset steps back
+// by 5 s, the bucket refills from where it was on the old clock, no more
+// and no sooner. A step seen from the times alone leaves it where it was
+// (time stays clamped at its latest for the key), since it may be calls
+// that read the clock out of order.
+func TestBucketMovesWithToldStep(t *testing.T) {
+	for _, told := range []bool{true, false} {
+		c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+			{Name: "b", Algorithm: wire.TokenBucket, Limit: 10, Period: 1e9, Burst: 10}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Result
+		const t0 = int64(100e9)
+		for i := 0; i < 10; i++ {
+			if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.Allowed {
+				t.Fatalf("burst %d: %+v, %v", i, r, err)
+			}
+		}
+		if told {
+			c.ClockOffset(-5e9)
+		}
+		admitted := 0
+		at := t0 - 5e9 + 250e6 // 250 ms later in real time: 2 units refilled
+		for i := 0; i < 5; i++ {
+			if err := c.Decide(0, []byte("k"), 1, at, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+		want := 2
+		if !told {
+			want = 0 // clamped at t0 until the clock gets back there
+		}
+		if admitted != want {
+			t.Fatalf("told %v: admitted %d 250 ms after emptying the bucket, want %d", told, admitted, want)
+		}
+	}
+}
