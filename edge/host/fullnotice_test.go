@@ -1,0 +1,66 @@
+package host
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// Real processes' code end to end: host A fills a strict key of 5 a
+// minute through a real coordinator; host B, which never asked for that
+// key, syncs for another and hears with that reply that the key's window
+// is full (the coordinator's full-window notice): its requests for the
+// key are denied at once, without a sync (counted at a proxy in front of
+// the coordinator) and without being held.
+func TestFullWindowNoticeDeniesWithoutSync(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "q", Algorithm: wire.FixedWindow, Limit: 5, Period: int64(time.Minute), Mode: wire.Strict}}}
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	var syncs atomic.Int64
+	target, _ := url.Parse("http://" + k.addr)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/sync" {
+			syncs.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	// Long sync intervals: only requests make these hosts sync.
+	sync := syncloop.Options{Interval: 10 * time.Second, MinSpacing: 10 * time.Millisecond}
+	a := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr, Sync: sync})
+	b := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: proxy.URL, Sync: sync})
+	full := url.Values{"limiter": {"q"}, "key": {"full"}}
+	for i := 0; i < 5; i++ {
+		if code, d, _ := a.decide(t, full); code != http.StatusOK {
+			t.Fatalf("a's request %d: %d %+v", i, code, d)
+		}
+	}
+	if code, _, _ := a.decide(t, full); code != http.StatusTooManyRequests {
+		t.Fatalf("a's sixth request: %d, want 429", code)
+	}
+	// a reports lazily: its next batch (asking for another key) reports
+	// the 5 it admitted, and the key's count reaches its limit.
+	a.decide(t, url.Values{"limiter": {"q"}, "key": {"a-other"}})
+	if code, _, _ := b.decide(t, url.Values{"limiter": {"q"}, "key": {"b-other"}}); code != http.StatusOK {
+		t.Fatalf("b's request for another key: %d", code)
+	}
+	before := syncs.Load()
+	for i := 0; i < 3; i++ {
+		code, d, _ := b.decide(t, full)
+		if code != http.StatusTooManyRequests || d.RetryAfter < int64(time.Second) {
+			t.Fatalf("b's request %d for the full key: %d %+v; want 429 until the window ends", i, code, d)
+		}
+	}
+	if n := syncs.Load() - before; n != 0 {
+		t.Fatalf("b synced %d times to deny the full key; want 0 (it was told with its last reply)", n)
+	}
+}
