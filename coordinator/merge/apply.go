@@ -155,9 +155,6 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			s := &slots[at[i]]
 			m.applyDelta(s, isolate, &b.Entries[i], t, now)
 		}
-		for j := range slots {
-			m.noteFull(&slots[j], now)
-		}
 		tok := m.reportToken(scope)
 		for i, st := range sigs {
 			if st == nil {
@@ -182,6 +179,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		v := &rp.Entries[j]
 		v.Limiter, v.Key = s.st.lim.Name, s.key
 		m.view(s, h, now, !dup && !s.asked, b.End, v)
+		m.noteFull(s, v, now)
 		if s.ask > 0 && !b.End {
 			m.grantAsk(s, isolate, now, v, dup)
 		}

@@ -56,8 +56,10 @@ type fullEnt struct {
 }
 
 // noteFull logs slot s's key when its current window has counted its
-// limit, once per window (keyState.fullWin).
-func (m *Merger) noteFull(s *slot, now int64) {
+// limit, once per window (keyState.fullWin); v is the key's view in the
+// reply (the expired leases' units are summed only when it says the
+// window has nothing free).
+func (m *Merger) noteFull(s *slot, v *wire.View, now int64) {
 	st := s.st
 	if m.opts.NoFullNotices || st.lim.IsBucket() {
 		return
@@ -68,7 +70,7 @@ func (m *Merger) noteFull(s *slot, now int64) {
 	}
 	count, prev := st.windowCounts(W)
 	limit := st.limitFor(s.key, now)
-	if count < limit && st.lim.Leased() {
+	if count < limit && st.lim.Leased() && v.Exhausted {
 		// Units in expired leases stay reserved, as spent, for the
 		// window they were alive in (reservation): they never come back
 		// in W either.
