@@ -28,11 +28,14 @@ import (
 // The log and each isolate's place in it are kept in memory: a restart,
 // or an isolate whose high-water mark was evicted from the cache, hears
 // again of the windows still current (at most maxFullViews). Coordinators
-// that share a Redis Cluster do not notice (their Mergers live for one
-// group; MergerOptions.NoFullNotices).
+// that share a Redis Cluster each keep their own log, of the key-windows
+// whose count reached the limit in the views they answered (the units of
+// expired leases are not in a view there), and tell the isolates they
+// serve (sharedfull.go).
 
-// maxFullLog bounds the key-windows the log remembers (about 100 bytes
-// each); maxFullViews bounds the notices one reply carries.
+// maxFullLog is how many key-windows the log remembers at least (at most
+// twice that, about 100 bytes each); maxFullViews bounds the notices one
+// reply carries.
 const (
 	maxFullLog   = 4096
 	maxFullViews = 256
@@ -47,7 +50,7 @@ type fullLog struct {
 
 type fullEnt struct {
 	seq              int64
-	st               *keyState // the key's state when logged (to tell it among a batch's keys)
+	st               *keyState // the key's state when logged (to tell it among a batch's keys); nil in shared mode
 	lim              *wire.LimiterConfig
 	key              string
 	win, count, prev int64
@@ -80,11 +83,16 @@ func (m *Merger) noteFull(s *slot, v *wire.View, now int64) {
 		return
 	}
 	st.fullWin = W + 1
-	l := &m.full
-	l.seq++
-	l.ents = append(l.ents, fullEnt{seq: l.seq, st: st, lim: st.lim, key: s.key, win: W, count: count, prev: prev,
+	m.full.add(fullEnt{st: st, lim: st.lim, key: s.key, win: W, count: count, prev: prev,
 		limit: limit, isolates: max(st.recentIsolates(now), 1)})
-	if len(l.ents) > maxFullLog {
+}
+
+// add logs f (its seq is set here).
+func (l *fullLog) add(f fullEnt) {
+	l.seq++
+	f.seq = l.seq
+	l.ents = append(l.ents, f)
+	if len(l.ents) >= 2*maxFullLog { // the newest maxFullLog stay (a copy per maxFullLog added)
 		l.ents = append(l.ents[:0], l.ents[len(l.ents)-maxFullLog:]...)
 	}
 }
@@ -108,16 +116,21 @@ func (st *keyState) spentIn(W, now int64) int64 {
 // and what a reply may hold. limits: the batch asked for the
 // coordinator's limits (wire.Batch.Limits).
 func (m *Merger) addFullViews(rp *wire.Reply, h *hwmState, mark int64, limits bool, now int64) {
-	l := &m.full
-	if m.opts.NoFullNotices || l.seq == 0 {
+	if m.opts.NoFullNotices {
 		return
 	}
-	from := h.fullSeen
-	h.fullSeen = l.seq
+	h.fullSeen = m.full.appendViews(rp, h.fullSeen, func(f *fullEnt) bool { return f.st.mark == mark }, limits, now)
+}
+
+// appendViews appends to rp the entries logged after from, newest first,
+// of windows still current at now and not skipped, within maxFullViews and
+// what a reply may hold; it returns the newest entry's seq (the isolate's
+// new place in the log).
+func (l *fullLog) appendViews(rp *wire.Reply, from int64, skip func(*fullEnt) bool, limits bool, now int64) int64 {
 	room := min(maxFullViews, wire.MaxBatchEntries-len(rp.Entries))
 	for i := len(l.ents) - 1; i >= 0 && room > 0 && l.ents[i].seq > from; i-- {
 		f := &l.ents[i]
-		if f.st.mark == mark || limitmath.Window(now, f.lim.Period) != f.win {
+		if limitmath.Window(now, f.lim.Period) != f.win || skip(f) {
 			continue
 		}
 		v := wire.View{Limiter: f.lim.Name, Key: f.key, Window: f.win, Count: f.count, Prev: f.prev,
@@ -128,4 +141,5 @@ func (m *Merger) addFullViews(rp *wire.Reply, h *hwmState, mark int64, limits bo
 		rp.Entries = append(rp.Entries, v)
 		room--
 	}
+	return l.seq
 }
