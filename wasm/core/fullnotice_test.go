@@ -10,7 +10,7 @@ import (
 // current window counted its limit: coordinator/merge/fullnotice.go)
 // makes the isolate deny that key at once, without holding the request
 // for a lease: for a key it holds, and for one it has not seen (a new
-// entry, while the table has room).
+// entry, while the table is under a quarter of its keys).
 func TestFullWindowNoticeDeniesLocally(t *testing.T) {
 	const t0 = int64(1200e9) // window 2 of 600 s
 	for _, known := range []bool{true, false} {
@@ -68,5 +68,40 @@ func TestFullWindowNoticeDeniesLocally(t *testing.T) {
 				t.Fatalf("b in the next window: %+v, %v; want SyncRetry", r, err)
 			}
 		})
+	}
+}
+
+// Notices of keys the isolate does not hold take at most a quarter of its
+// key table (Config.MaxKeys): past it they are not kept, and nothing is
+// evicted for them.
+func TestFullWindowNoticesBoundedInTheTable(t *testing.T) {
+	const t0 = int64(1200e9)
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", MaxKeys: 8, Limiters: []wire.LimiterConfig{
+		{Name: "q", Algorithm: wire.FixedWindow, Limit: 20, Period: 600e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := c.Decide(0, []byte("a"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("a: %+v, %v; want SyncRetry", r, err)
+	}
+	must(c.SyncOut(t0, nil))
+	w := t0 / 600e9
+	rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
+		{Limiter: "q", Key: "a", Window: w, Count: 3, Lease: 1, Isolates: 2, Life: 1e9}}}
+	for _, k := range []string{"n1", "n2", "n3", "n4"} {
+		rp.Entries = append(rp.Entries, wire.View{Limiter: "q", Key: k, Window: w, Count: 20, Lease: -1, Isolates: 5, Exhausted: true})
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
+		t.Fatal(err)
+	}
+	if keys := c.Stats().Keys; keys != 2 {
+		t.Fatalf("%d keys held after 4 notices with a table of 8 holding 1; want 2 (a quarter)", keys)
+	}
+	if err := c.Decide(0, []byte("n1"), 1, t0+100e6, &r); err != nil || r.Allowed || r.SyncRetry {
+		t.Fatalf("n1, kept: %+v, %v; want denied locally", r, err)
+	}
+	if err := c.Decide(0, []byte("n2"), 1, t0+100e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("n2, not kept: %+v, %v; want SyncRetry", r, err)
 	}
 }
