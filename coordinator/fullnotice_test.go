@@ -7,40 +7,51 @@ import (
 )
 
 // Full-window notices (merge/fullnotice.go) reach every isolate over HTTP,
-// but only for the limiters its token's edge role is granted: a token for
-// fw hears that fw/open is full, never of sw/secret (a key name and count
-// of a limiter it has no business with).
+// but only for the limiters its token's edge role is granted, and only to
+// tokens that may read (list keys): a reader granted fw hears that fw/open
+// is full, never of sw/secret (a key name and count of a limiter it has no
+// business with); an edge-only token hears of neither (they are other
+// clients' keys); a token of Options.Tokens hears of both once its
+// isolate named both limiters.
 func TestFullWindowNoticesFollowGrants(t *testing.T) {
-	_, clk, srv := rolesServer(t)
+	_, clk, srv := newTestServer(t, func(o *Options) {
+		o.Tokens = []string{"fleet"}
+		o.Grants = []Grant{
+			{Token: "read-fw", Roles: RoleEdge | RoleRead, Limiters: []string{"fw"}},
+			{Token: "edge-only", Roles: RoleEdge},
+		}
+	})
 	now := clk.now()
 	W := now / sec
-	fill := batch("b1", 1, now,
+	fill := batch("f1", 1, now,
 		wire.Delta{Limiter: "fw", Key: "open", Window: W, Delta: 100, Demand: 100},
 		wire.Delta{Limiter: "sw", Key: "secret", Window: W, Delta: 100, Demand: 100})
-	if st, _, p := syncAs(t, srv, "edge-b", fill); st != 200 {
-		t.Fatalf("edge-b fills: %d %+v", st, p)
+	if st, _, p := syncAs(t, srv, "fleet", fill); st != 200 {
+		t.Fatalf("fleet fills: %d %+v", st, p)
 	}
-	notices := func(rp *wire.Reply) map[string]bool {
+	notices := func(token string, b *wire.Batch) map[string]bool {
+		t.Helper()
+		st, rp, p := syncAs(t, srv, token, b)
+		if st != 200 {
+			t.Fatalf("%s: %d %+v", token, st, p)
+		}
 		got := map[string]bool{}
-		for _, v := range rp.Entries {
-			if v.Lease == -1 && v.Exhausted {
-				got[v.Limiter+"/"+v.Key] = true
+		for i := range rp.Entries {
+			if rp.Entries[i].Notice() {
+				got[rp.Entries[i].Limiter+"/"+rp.Entries[i].Key] = true
 			}
 		}
 		return got
 	}
-	st, rp, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, wire.Delta{Limiter: "fw", Key: "x", Window: W, Delta: 1, Demand: 1}))
-	if st != 200 {
-		t.Fatalf("edge-a: %d %+v", st, p)
+	fw := wire.Delta{Limiter: "fw", Key: "x", Window: W, Delta: 1, Demand: 1}
+	sw := wire.Delta{Limiter: "sw", Key: "x", Window: W, Delta: 1, Demand: 1}
+	if got := notices("read-fw", batch("r1", 1, now, fw)); !got["fw/open"] || len(got) != 1 {
+		t.Fatalf("read-fw's notices %v; want fw/open only", got)
 	}
-	if got := notices(rp); !got["fw/open"] || got["sw/secret"] || len(got) != 1 {
-		t.Fatalf("edge-a's notices %v; want fw/open only", got)
+	if got := notices("edge-only", batch("e1", 1, now, fw, sw)); len(got) != 0 {
+		t.Fatalf("edge-only's notices %v; want none", got)
 	}
-	st, rp, p = syncAs(t, srv, "edge-b", batch("b2", 1, now, wire.Delta{Limiter: "fw", Key: "x", Window: W, Delta: 1, Demand: 1}))
-	if st != 200 {
-		t.Fatalf("edge-b: %d %+v", st, p)
-	}
-	if got := notices(rp); !got["fw/open"] || !got["sw/secret"] {
-		t.Fatalf("edge-b's notices %v; want fw/open and sw/secret", got)
+	if got := notices("fleet", batch("f2", 1, now, fw, sw)); !got["fw/open"] || !got["sw/secret"] {
+		t.Fatalf("fleet's notices %v; want fw/open and sw/secret", got)
 	}
 }

@@ -95,7 +95,6 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"FutureAskAndDenialRefused", TestFutureAskAndDenialRefused},
 		{"LeasesCannotFillAKey", TestLeasesCannotFillAKey},
 		{"HugeCostBucketRecovers", TestHugeCostBucketRecovers},
-		{"FullWindowNoticesFollowGrants", TestFullWindowNoticesFollowGrants},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

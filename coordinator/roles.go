@@ -200,24 +200,27 @@ func (p *principal) forbidBatch(b *wire.Batch) (field, detail string) {
 
 // grantedViews drops from rp the views of limiters p's edge role is not
 // granted. A batch names granted limiters only (forbidBatch), so what goes
-// are the views a reply tells every isolate whatever its batch names (the
-// full-window notices, merge/fullnotice.go): key names and counts of
-// limiters this token has no business with. rp's entries are copied
-// before any is dropped (the Merger may hold on to nothing of it, but a
-// copy keeps that its own affair).
+// are views a reply tells every isolate whatever its batch names: the
+// full-window notices (merge/fullnotice.go), key names and counts of
+// limiters this token has no business with. A token that may not read
+// (list keys: RoleRead) is told no notice at all: the names are other
+// clients' keys. rp's entries are copied before any is dropped.
 func (p *principal) grantedViews(rp *wire.Reply) {
-	if p == nil || p.limiters == nil {
+	if p == nil || p.limiters == nil && p.may(RoleRead) {
 		return
 	}
+	keep := func(v *wire.View) bool {
+		return (p.limiters == nil || p.limiters[v.Limiter]) && (!v.Notice() || p.may(RoleRead))
+	}
 	for i := range rp.Entries {
-		if p.limiters[rp.Entries[i].Limiter] {
+		if keep(&rp.Entries[i]) {
 			continue
 		}
 		kept := make([]wire.View, i, len(rp.Entries))
 		copy(kept, rp.Entries[:i])
-		for _, v := range rp.Entries[i+1:] {
-			if p.limiters[v.Limiter] {
-				kept = append(kept, v)
+		for j := i + 1; j < len(rp.Entries); j++ {
+			if keep(&rp.Entries[j]) {
+				kept = append(kept, rp.Entries[j])
 			}
 		}
 		rp.Entries = kept

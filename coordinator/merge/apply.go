@@ -123,6 +123,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	if slots, err = m.askSlots(b, slots, mark); err != nil {
 		return nil, err
 	}
+	for j := range slots {
+		h.name(slots[j].st.lim) // the limiters it runs (fullnotice.go)
+	}
 	sigs := m.sigs[:0]
 	defer func() {
 		clear(sigs)

@@ -25,13 +25,19 @@ import (
 // units too. A reset reaches the isolates as before (resetlog.go). The
 // view's Count is that spent total.
 //
+// Each isolate hears only of the limiters its batches named (since the
+// coordinator loaded its high-water mark): a module refuses a view of a
+// limiter it does not run (one older than notices refuses the whole
+// reply). A reset or a notice of a key (resetlog.go: a pause lifted, a
+// limit changed) takes the key's entries out of the log, so no isolate is
+// told after it that the window is full; a change of the limits in force
+// empties the log.
+//
 // The log and each isolate's place in it are kept in memory: a restart,
 // or an isolate whose high-water mark was evicted from the cache, hears
 // again of the windows still current (at most maxFullViews). Coordinators
-// that share a Redis Cluster each keep their own log, of the key-windows
-// whose count reached the limit in the views they answered (the units of
-// expired leases are not in a view there), and tell the isolates they
-// serve (sharedfull.go).
+// that share a Redis Cluster send no notices: a reset made through
+// another coordinator would not take the key out of this one's log.
 
 // maxFullLog is how many key-windows the log remembers at least (at most
 // twice that, about 100 bytes each); maxFullViews bounds the notices one
@@ -46,11 +52,14 @@ const (
 type fullLog struct {
 	seq  int64 // of the newest entry; 0: none yet
 	ents []fullEnt
+	// gone: storage key -> the newest seq when the key was reset or
+	// noticed; its entries up to it are not told.
+	gone map[string]int64
 }
 
 type fullEnt struct {
 	seq              int64
-	st               *keyState // the key's state when logged (to tell it among a batch's keys); nil in shared mode
+	st               *keyState // the key's state when logged (to tell it among a batch's keys)
 	lim              *wire.LimiterConfig
 	key              string
 	win, count, prev int64
@@ -119,7 +128,60 @@ func (m *Merger) addFullViews(rp *wire.Reply, h *hwmState, mark int64, limits bo
 	if m.opts.NoFullNotices {
 		return
 	}
-	h.fullSeen = m.full.appendViews(rp, h.fullSeen, func(f *fullEnt) bool { return f.st.mark == mark }, limits, now)
+	skip := func(f *fullEnt) bool { return f.st.mark == mark || !h.named(f.lim) }
+	h.fullSeen = m.full.appendViews(rp, h.fullSeen, skip, limits, now)
+}
+
+// forgetFull takes (limiter, key) out of the log: it was reset, or its
+// isolates were told to drop what they cached of it (Notice).
+func (m *Merger) forgetFull(limiter, key string) {
+	l := &m.full
+	if l.seq == 0 {
+		return
+	}
+	m.buf = appendKeyStorageKey(m.buf[:0], limiter, key)
+	if st, ok := m.keys[string(m.buf)]; ok {
+		st.fullWin = 0
+	}
+	if l.gone == nil {
+		l.gone = map[string]int64{}
+	}
+	if len(l.gone) >= 2*maxFullLog {
+		m.forgetAllFull()
+		return
+	}
+	l.gone[string(m.buf)] = l.seq
+}
+
+// forgetAllFull empties the log (the limits in force changed, or too many
+// keys were forgotten one by one); its numbering goes on, so that the
+// isolates' places in it stay valid.
+func (m *Merger) forgetAllFull() {
+	m.full = fullLog{seq: m.full.seq}
+	for _, st := range m.keys {
+		st.fullWin = 0
+	}
+}
+
+// named reports whether the isolate of h named lim in a batch since the
+// coordinator loaded h (fullnotice.go: it hears only of those).
+func (h *hwmState) named(lim *wire.LimiterConfig) bool {
+	for _, l := range h.lims {
+		if l == lim {
+			return true
+		}
+	}
+	return false
+}
+
+// name notes that the isolate of h named lim in a batch; a limiter new to
+// it takes it back to the start of the log (what was skipped for it is
+// told now, as far as still current).
+func (h *hwmState) name(lim *wire.LimiterConfig) {
+	if !h.named(lim) {
+		h.lims = append(h.lims, lim)
+		h.fullSeen = 0
+	}
 }
 
 // appendViews appends to rp the entries logged after from, newest first,
@@ -130,7 +192,7 @@ func (l *fullLog) appendViews(rp *wire.Reply, from int64, skip func(*fullEnt) bo
 	room := min(maxFullViews, wire.MaxBatchEntries-len(rp.Entries))
 	for i := len(l.ents) - 1; i >= 0 && room > 0 && l.ents[i].seq > from; i-- {
 		f := &l.ents[i]
-		if limitmath.Window(now, f.lim.Period) != f.win || skip(f) {
+		if limitmath.Window(now, f.lim.Period) != f.win || skip(f) || l.gone[f.st.skey] >= f.seq {
 			continue
 		}
 		v := wire.View{Limiter: f.lim.Name, Key: f.key, Window: f.win, Count: f.count, Prev: f.prev,

@@ -108,3 +108,35 @@ func TestFullWindowNoticeOnlyWhatIsSpent(t *testing.T) {
 		}
 	}
 }
+
+// An isolate hears only of the limiters its batches named (a module
+// refuses a view of a limiter it does not run). A reset takes the key out
+// of the log: an isolate not yet told is not told after it, and the key
+// filled again in the same window is logged again.
+func TestFullWindowNoticeNamedLimitersAndResets(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	W := t0 / sec
+	mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "fw", Key: "k", Window: W, Delta: 100, Demand: 100}))
+	if n := fullViews(mustSync(t, c, batch("e", 1, t0, wire.Delta{Limiter: "sw", Key: "x", Window: W, Delta: 1, Demand: 1})), "fw"); len(n) != 0 {
+		t.Fatalf("an isolate that never named fw told of it: %+v", n)
+	}
+	// e names fw: now it hears.
+	if _, ok := fullViews(mustSync(t, c, batch("e", 2, t0, wire.Delta{Limiter: "fw", Key: "y", Window: W, Delta: 1, Demand: 1})), "fw")["k"]; !ok {
+		t.Fatal("e named fw and was not told")
+	}
+	// Reset: f, which names fw and was not told yet, is not told after it.
+	clk.set(t0 + 10e6)
+	c.withMerger(func(m *Merger) {
+		if err := m.ResetAt("fw", "k", clk.now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n := fullViews(mustSync(t, c, batch("f", 1, t0+10e6, wire.Delta{Limiter: "fw", Key: "z", Window: W, Delta: 1, Demand: 1})), "fw"); len(n) != 0 {
+		t.Fatalf("told after the reset: %+v", n)
+	}
+	// Filled again in the same window: logged and told again.
+	mustSync(t, c, batch("a", 2, t0+10e6, wire.Delta{Limiter: "fw", Key: "k", Window: W, Delta: 100, Demand: 100}))
+	if _, ok := fullViews(mustSync(t, c, batch("f", 2, t0+10e6, wire.Delta{Limiter: "fw", Key: "z", Window: W, Delta: 1, Demand: 1})), "fw")["k"]; !ok {
+		t.Fatal("the key filled again after its reset was not told")
+	}
+}

@@ -117,6 +117,7 @@ func (m *Merger) refreshLimits() {
 		}
 	}
 	m.limitsGen = g.Gen
+	m.forgetAllFull() // a window full under the old limits may not be under the new
 }
 
 // LimitsGen returns the generation of the run-time limits m applies (0:

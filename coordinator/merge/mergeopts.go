@@ -60,8 +60,7 @@ type MergerOptions struct {
 	// NoFullNotices turns full-window notices off (fullnotice.go): replies
 	// carry views of their batch's keys only, so an isolate learns that a
 	// key's window has counted its limit only by asking. Default false
-	// (notices on; in shared mode the SharedMerger keeps the log:
-	// sharedfull.go).
+	// (notices on); shared mode (Redis) sends none (fullnotice.go).
 	NoFullNotices bool
 	// Limits, when set, holds the limits in force at run time (limits.go):
 	// the Merger adopts each new generation before its next operation.

@@ -65,6 +65,7 @@ func (m *Merger) ResetAt(limiter, key string, now int64) error {
 		return err
 	}
 	m.resets.add(limiter, key, now)
+	m.forgetFull(limiter, key)
 	return nil
 }
 
@@ -105,4 +106,5 @@ func (m *Merger) finishReply(rp *wire.Reply, rg, now int64) {
 // uses it to lift an operator's pause the isolates hold (control.go).
 func (m *Merger) Notice(limiter, key string, now int64) {
 	m.resets.add(limiter, key, now)
+	m.forgetFull(limiter, key)
 }

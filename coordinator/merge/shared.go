@@ -160,7 +160,6 @@ type SharedMerger struct {
 	reqs  chan *sharedReq
 	mu    sync.Mutex
 	stats MergeStats
-	full  sharedFull // full-window notices (sharedfull.go)
 }
 
 // sharedReq is one batch waiting for its group.
@@ -568,7 +567,6 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 				s.obs.Applied(r.b, r.rp, now)
 			}
 		}
-		s.notices(m, r, now) // after the observers: they count what the batch's keys did
 	}
 	s.addStats(func(t *MergeStats) {
 		t.SeqRefused += st.SeqRefused

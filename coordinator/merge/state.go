@@ -120,9 +120,11 @@ type hwmState struct {
 	// wire.MaxBatchEntries), ns; 0: none since the Merger started. Not
 	// stored.
 	heard int64
-	// fullSeen: the newest full-window notice told to the isolate
-	// (fullnotice.go). Not stored.
+	// fullSeen: the newest full-window notice told to the isolate; lims:
+	// the limiters its batches named since it was loaded, the only ones
+	// it is told of (fullnotice.go). Not stored.
 	fullSeen int64
+	lims     []*wire.LimiterConfig
 }
 
 func keyStorageKey(limiter, key string) string {

@@ -76,7 +76,9 @@ type Options struct {
 	Server ServerOptions
 	// Runtime configures the wazero runtime (module, memory cap per isolate).
 	Runtime isolate.Options
-	// Clock is the host's own time. Default clock.Real. With a
+	// Clock is the host's own time. Default clock.NewSteady(): the wall
+	// time at start plus the monotonic time since, which an operating
+	// system clock set back does not move. With a
 	// coordinator, the host runs on the coordinator's time (decisions,
 	// headers, batch times, lease lives, staleness): Clock plus the offset
 	// learned from the coordinator's replies (clock.Offset, clock.Header),
@@ -169,7 +171,7 @@ type shareKey struct {
 // a coordinator is set, their sync loops (stopped by Close).
 func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Clock == nil {
-		opts.Clock = clock.Real
+		opts.Clock = clock.NewSteady() // an OS clock set back does not move the isolates' time (clock/steady.go)
 	}
 	if opts.Isolates <= 0 {
 		opts.Isolates = DefaultIsolates

@@ -25,7 +25,8 @@ type Core struct {
 	dirty []ref // entries with something to sync (may hold stale refs)
 
 	seq      int64       // sequence number of the last batch cut
-	cutAt    int64       // time the last batch was cut, ns
+	cutAt    int64       // time the last batch was cut, ns (moved back with the clock: stepback.go)
+	outAt    int64       // time the last batch was cut, ns, as its header says (never moved)
 	gap      int64       // smoothed time between two cuts, ns
 	rtt      int64       // smoothed time from a cut to its reply, ns
 	inflight []item      // deltas of the outstanding batch
@@ -441,14 +442,15 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 				s.reask = addSat(s.reask, s.asked)
 			}
 		}
+		k := int64(0) // of cost, what this request asked before, not sent yet
 		if now-c.heard <= reDecideSpan {
-			k := min64(s.reask, cost)
+			k = min64(s.reask, cost)
 			s.reask -= k
 			ask -= k
 		}
 		if c.held {
 			s.unsent += ask
-			c.keepAsk(idx, e.gen, ask, cost)
+			c.keepAsk(idx, e.gen, ask+k, cost) // Withdraw takes back what no attempt carried of both
 		}
 	}
 	e.demand = addSat(e.demand, ask)

@@ -105,3 +105,38 @@ func TestFullWindowNoticesBoundedInTheTable(t *testing.T) {
 		t.Fatalf("n2, not kept: %+v, %v; want SyncRetry", r, err)
 	}
 }
+
+// A notice of a limiter this isolate does not run (the coordinator's
+// configuration has more) is skipped; the rest of the reply applies. Any
+// other view of an unknown limiter still refuses the reply.
+func TestFullWindowNoticeOfUnknownLimiterSkipped(t *testing.T) {
+	const t0 = int64(1200e9)
+	for _, notice := range []bool{true, false} {
+		c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+			{Name: "q", Algorithm: wire.FixedWindow, Limit: 20, Period: 600e9, Mode: wire.Strict}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Result
+		if err := c.Decide(0, []byte("a"), 1, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("a: %+v, %v; want SyncRetry", r, err)
+		}
+		must(c.SyncOut(t0, nil))
+		w := t0 / 600e9
+		other := wire.View{Limiter: "other-app", Key: "k", Window: w, Count: 20, Lease: -1, Isolates: 5, Exhausted: notice}
+		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
+			other, {Limiter: "q", Key: "a", Window: w, Count: 3, Lease: 1, Isolates: 2, Life: 1e9}}}
+		err = c.SyncIn(rp.AppendMsg(nil), t0+40e6)
+		if notice && err != nil {
+			t.Fatalf("a reply with a notice of another limiter refused: %v", err)
+		}
+		if !notice && err == nil {
+			t.Fatal("a reply with a view of an unknown limiter applied")
+		}
+		if notice {
+			if err := c.Decide(0, []byte("a"), 1, t0+50e6, &r); err != nil || !r.Allowed {
+				t.Fatalf("a after the reply: %+v, %v; want admitted on its lease", r, err)
+			}
+		}
+	}
+}

@@ -134,3 +134,47 @@ func TestBucketMovesWithToldStep(t *testing.T) {
 		}
 	}
 }
+
+// A batch in flight keeps its time through a step back: its amendment and
+// its resends carry the time it was cut with (the coordinator tells a
+// retry from another batch of the same number by its content, time
+// included: another time would be refused as a conflict, and a batch
+// applied whose reply was lost would then be counted again under a new
+// incarnation).
+func TestBatchKeepsItsTimeThroughAStep(t *testing.T) {
+	for _, told := range []bool{true, false} {
+		c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+			{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 10e9, Mode: wire.Strict}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const t0, ahead = int64(100e9), int64(1.5e9)
+		var r Result
+		if err := c.Decide(0, []byte("a"), 1, t0+ahead, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v", r, err)
+		}
+		var b, am, again wire.Batch
+		if err := b.UnmarshalMsg(must(c.SyncOut(t0+ahead, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if told {
+			c.ClockOffset(-ahead)
+		}
+		if err := c.Decide(0, []byte("b"), 1, t0+10e6, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v", r, err)
+		}
+		out := must(c.Amend(t0+10e6, nil))
+		if len(out) == 0 {
+			t.Fatal("no amendment")
+		}
+		if err := am.UnmarshalMsg(out); err != nil {
+			t.Fatal(err)
+		}
+		if err := again.UnmarshalMsg(must(c.SyncOut(t0+20e6, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if am.At != b.At || again.At != b.At {
+			t.Fatalf("told %v: batch at %d, amendment at %d, resend at %d; want one time", told, b.At, am.At, again.At)
+		}
+	}
+}

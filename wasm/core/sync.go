@@ -104,6 +104,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		c.gap = (c.gap + (now - c.cutAt)) / 2
 	}
 	c.prevCut, c.cutAt, c.amendPrev = c.cutAt, now, c.seq > 1 && c.amendSeq == c.seq-1
+	c.outAt = now
 	c.stats.Batches++
 	c.outEnd = end
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, true, count)
@@ -194,10 +195,12 @@ func (c *Core) Reincarnate(newID, secret string) error {
 
 // rebuildOut encodes the outstanding batch again into c.outBuf, under the
 // isolate's id and c.seq, with the asks ak (the encoded array; nil for
-// none): the same time, signals, denials and entries (c.entBuf still holds
-// them encoded, one per inflight item). Reincarnate and Amend resend it so.
+// none): the same time (c.outAt: the cut's, as sent, even when the clock
+// stepped back since; a batch resent with another time would be another
+// batch to the coordinator), signals, denials and entries (c.entBuf still
+// holds them encoded, one per inflight item). Reincarnate and Amend resend it so.
 func (c *Core) rebuildOut(ak []byte) {
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.cutAt,
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.outAt,
 		c.upBuf, c.denBuf, ak, false, c.rgen, true, len(c.inflight))
 	c.outBuf = append(c.outBuf, c.entBuf...)
 }
@@ -262,6 +265,9 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			break
 		}
 		if rv.lim = c.limiterIndexBytes(lim); rv.lim < 0 {
+			if rv.v.Notice() {
+				continue // a full-window notice of a limiter this isolate does not run
+			}
 			c.dropViews(n)
 			return unknownLimiter(lim)
 		}

@@ -29,9 +29,10 @@ func (c *Core) keepAsk(idx int32, gen uint32, ask, cost int64) {
 // Withdraw tells the module that the host will not hold the request its
 // last decision answered SyncRetry: that decision's asks, as far as no
 // batch or amendment has carried them yet, are taken back, and the request
-// counts as a final denial (wire.Batch.Denials). A host calls it when it
-// denies a held request for good (its retries or its wait are used up).
-// It does nothing after any other decision, or once a batch was cut since.
+// counts as a final denial (wire.Batch.Denials) of its strict checks. A
+// host calls it when it denies a held request for good (its retries are
+// used up), right after that decision. It takes nothing back after any
+// other decision, nor what a batch or an amendment has carried.
 func (c *Core) Withdraw() {
 	for _, a := range c.asks[:c.nAsks] {
 		e := c.tab.at(a.idx)

@@ -92,4 +92,33 @@ func TestWithdrawTakesBackTheLastAsk(t *testing.T) {
 			t.Fatalf("the batch in flight changed: %+v", b.Entries)
 		}
 	})
+	t.Run("an earlier ask of the same request, not sent yet", func(t *testing.T) {
+		// k is held while batch 1 (for x) is in flight, so its ask waits
+		// for batch 2; batch 1's reply comes, k is decided again (asking
+		// nothing new: its ask is unsent) and denied for good.
+		c := newCore(t)
+		if err := c.Decide(0, []byte("x"), 1, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		w := t0 / 60e9
+		must(c.SyncOut(t0, nil))
+		if err := c.Decide(0, []byte("k"), 1, t0+1e6, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
+			{Limiter: "s", Key: "x", Window: w, Count: 0, Lease: 1, Isolates: 1, Life: 1e9}}}
+		if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Decide(0, []byte("k"), 1, t0+41e6, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%+v, %v; want SyncRetry", r, err)
+		}
+		c.Withdraw()
+		b := batchOf(t, c, t0+42e6)
+		for _, e := range b.Entries {
+			if e.Key == "k" && e.Demand > 0 {
+				t.Fatalf("the batch asks for the withdrawn request: %+v", e)
+			}
+		}
+	})
 }

@@ -445,6 +445,11 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 	return dst
 }
 
+// Notice reports whether v is a full-window notice (SCHEMA.md): a view of
+// a key the batch may not name, whose window counted its limit, told with
+// no lease (-1) and exhausted. No other view has both.
+func (v *View) Notice() bool { return v.Lease == -1 && v.Exhausted }
+
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
 // lease, isolates, stand, exhausted, life].
 func (v *View) AppendMsg(dst []byte) []byte {

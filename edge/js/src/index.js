@@ -17,6 +17,7 @@ import { VERSION, PROTOCOL_VERSION } from './version.js';
 export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, Share, VERSION, PROTOCOL_VERSION };
 
 const MAX_ISOLATE_ID = 128;
+const te = new TextEncoder();
 const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (config.js)
 
 // The coordinator's time on its answers (ns since the epoch): the isolate
@@ -221,11 +222,14 @@ export class EdgeLimit {
    * together, all or nothing. ctx (Workers' ExecutionContext) receives the
    * background sync through waitUntil.
    */
-  decide(opts, ctx) { return this._decide(opts, ctx, false); }
+  decide(opts, ctx) { return this._decide(opts, ctx, false, false); }
 
   // decide; failing: a sync this request waited for failed, so the view
   // counts as stale for it (the fail policy decides) whatever its age.
-  _decide(opts, ctx, failing) {
+  // final: limit()'s last decision of a held request; answered syncRetry
+  // again, it is denied for good and its ask is withdrawn before anything
+  // can cut a batch with it (Module.withdraw).
+  _decide(opts, ctx, failing, final) {
     checkOpts('decide', opts);
     if (!this._mod) this.ready();
     const now = this._clock();
@@ -263,6 +267,12 @@ export class EdgeLimit {
         d = this._result(st, stale);
         if (this._early) for (const c of cs) this._track(c.limiter, c.key, d.success ? c.cost : 0);
       }
+    }
+    if (final && d.syncRetry && !stale) {
+      try {
+        this._mod.withdraw();
+      } catch (e) { this._trapped('withdraw', e); }
+      st &= ~2; // nothing to sync for it
     }
     if (this._sched) {
       // A stale isolate probes the coordinator (past the backoff, at most
@@ -374,11 +384,15 @@ export class EdgeLimit {
   // count it gives up (those decisions stay where the own clock put them).
   _track(li, key, cost) {
     const e = this._early;
-    const k = this._shareKey(li, key);
+    // By the key's bytes, as the module holds it: a string and its UTF-8
+    // bytes (or a string with a lone surrogate and its U+FFFD form) are
+    // one key, reset and admitted again once.
+    const bytes = typeof key === 'string' ? te.encode(key) : Uint8Array.from(key);
+    const k = `${li}:${String.fromCharCode(...bytes)}`;
     const t = e.keys.get(k);
     if (t) { t.cost += cost; return; }
     if (e.keys.size >= (this._norm.maxKeys || DEFAULT_MAX_KEYS)) { this._early = null; return; }
-    e.keys.set(k, { li, key: typeof key === 'string' ? key : Uint8Array.from(key), cost });
+    e.keys.set(k, { li, key: bytes, cost });
   }
 
   // The reading of the coordinator's time settled (see _settleTime): the
@@ -510,11 +524,8 @@ export class EdgeLimit {
         if (d.syncRetry) mine = this._ask(held, mine, ctx);
         const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx, () => this._needsBatch(held, mine));
         if (!r.second) replies++;
-        d = this._decide(opts, ctx, !r.ok);
+        d = this._decide(opts, ctx, !r.ok, replies >= 3);
       }
-      // Denied for good on its last decision (no await since): its ask
-      // must not ask for a lease (Module.withdraw).
-      if (d.syncRetry && !d.stale) this._mod?.withdraw();
     } finally {
       this._held--;
     }
