@@ -1,5 +1,7 @@
 package core
 
+import "math"
+
 // A host's clock can step back: the edge hosts run on the coordinator's
 // time (clock.Offset, the JavaScript package's offset), and a host that
 // could not read it at start, with its own clock ahead, steps back by that
@@ -44,8 +46,12 @@ const backStep = 100e6
 // changes nothing (leases then end earlier in real time, which is safe).
 func (c *Core) ClockOffset(off int64) {
 	if off < c.offset {
-		c.shiftBack(c.offset-off, true)
-		c.latest = max64(c.latest-(c.offset-off), 0)
+		d := c.offset - off
+		if d < 0 {
+			d = math.MaxInt64 // the difference overflowed: a step past any time kept
+		}
+		c.shiftBack(d, true)
+		c.latest = max64(c.latest-d, 0)
 	}
 	c.offset = off
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -176,5 +177,31 @@ func TestBatchKeepsItsTimeThroughAStep(t *testing.T) {
 		if am.At != b.At || again.At != b.At {
 			t.Fatalf("told %v: batch at %d, amendment at %d, resend at %d; want one time", told, b.At, am.At, again.At)
 		}
+	}
+}
+
+// Offsets at the ends of int64 (a host's bad input through the ABI) do not
+// overflow: a step back past every time kept voids every lease.
+func TestClockOffsetExtremes(t *testing.T) {
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 10e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const t0 = int64(100e9)
+	var r Result
+	if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	must(c.SyncOut(t0, nil))
+	rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0, Entries: []wire.View{
+		{Limiter: "s", Key: "k", Window: t0 / 10e9, Lease: 50, Isolates: 1, Life: 1e9}}}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+1e6); err != nil {
+		t.Fatal(err)
+	}
+	c.ClockOffset(math.MaxInt64)
+	c.ClockOffset(math.MinInt64)
+	if err := c.Decide(0, []byte("k"), 1, t0+2e6, &r); err != nil || r.Allowed {
+		t.Fatalf("after a step back past every time: %+v, %v; want the lease void", r, err)
 	}
 }
