@@ -75,18 +75,9 @@ func TestFullWindowNoticeDeniesLocally(t *testing.T) {
 // key table (Config.MaxKeys): past it they are not kept, and nothing is
 // evicted for them.
 func TestFullWindowNoticesBoundedInTheTable(t *testing.T) {
-	const t0 = int64(1200e9)
-	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", MaxKeys: 8, Limiters: []wire.LimiterConfig{
-		{Name: "q", Algorithm: wire.FixedWindow, Limit: 20, Period: 600e9, Mode: wire.Strict}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	const t0 = noticeT0
+	c, w := heldOnA(t, 8)
 	var r Result
-	if err := c.Decide(0, []byte("a"), 1, t0, &r); err != nil || !r.SyncRetry {
-		t.Fatalf("a: %+v, %v; want SyncRetry", r, err)
-	}
-	must(c.SyncOut(t0, nil))
-	w := t0 / 600e9
 	rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
 		{Limiter: "q", Key: "a", Window: w, Count: 3, Lease: 1, Isolates: 2, Life: 1e9}}}
 	for _, k := range []string{"n1", "n2", "n3", "n4"} {
@@ -110,23 +101,14 @@ func TestFullWindowNoticesBoundedInTheTable(t *testing.T) {
 // configuration has more) is skipped; the rest of the reply applies. Any
 // other view of an unknown limiter still refuses the reply.
 func TestFullWindowNoticeOfUnknownLimiterSkipped(t *testing.T) {
-	const t0 = int64(1200e9)
+	const t0 = noticeT0
 	for _, notice := range []bool{true, false} {
-		c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
-			{Name: "q", Algorithm: wire.FixedWindow, Limit: 20, Period: 600e9, Mode: wire.Strict}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, w := heldOnA(t, 0)
 		var r Result
-		if err := c.Decide(0, []byte("a"), 1, t0, &r); err != nil || !r.SyncRetry {
-			t.Fatalf("a: %+v, %v; want SyncRetry", r, err)
-		}
-		must(c.SyncOut(t0, nil))
-		w := t0 / 600e9
 		other := wire.View{Limiter: "other-app", Key: "k", Window: w, Count: 20, Lease: -1, Isolates: 5, Exhausted: notice}
 		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
 			other, {Limiter: "q", Key: "a", Window: w, Count: 3, Lease: 1, Isolates: 2, Life: 1e9}}}
-		err = c.SyncIn(rp.AppendMsg(nil), t0+40e6)
+		err := c.SyncIn(rp.AppendMsg(nil), t0+40e6)
 		if notice && err != nil {
 			t.Fatalf("a reply with a notice of another limiter refused: %v", err)
 		}
@@ -139,4 +121,25 @@ func TestFullWindowNoticeOfUnknownLimiterSkipped(t *testing.T) {
 			}
 		}
 	}
+}
+
+// noticeT0 is the time (ns) heldOnA cuts its batch at: window 2 of 600 s.
+const noticeT0 = int64(1200e9)
+
+// heldOnA returns an isolate of a strict 20 per 600 s limiter q (maxKeys
+// keys; 0: the default) whose batch, cut at noticeT0, asks for key a, and
+// that batch's window.
+func heldOnA(t *testing.T, maxKeys int64) (*Core, int64) {
+	t.Helper()
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", MaxKeys: maxKeys, Limiters: []wire.LimiterConfig{
+		{Name: "q", Algorithm: wire.FixedWindow, Limit: 20, Period: 600e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := c.Decide(0, []byte("a"), 1, noticeT0, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("a: %+v, %v; want SyncRetry", r, err)
+	}
+	must(c.SyncOut(noticeT0, nil))
+	return c, noticeT0 / 600e9
 }
