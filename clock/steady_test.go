@@ -28,3 +28,19 @@ func TestSteadyFollowsTheMonotonicClock(t *testing.T) {
 		t.Fatalf("the start time carries no monotonic reading: %s", s.start)
 	}
 }
+
+// A Steady clock behind the wall clock by more than SteadyCatchUp (a host
+// started before its clock was set forward) catches up with it, and never
+// goes back doing so.
+func TestSteadyCatchesUpForward(t *testing.T) {
+	s := NewSteady()
+	s.ahead.Store(-10 * int64(time.Second)) // as if the wall clock had moved 10 s forward since start
+	before := s.start.UnixNano() + int64(time.Since(s.start)) - 10*int64(time.Second)
+	n := s.Now()
+	if w := time.Now().UnixNano(); n < before || n > w || w-n > SteadyCatchUp {
+		t.Fatalf("Now %d; want caught up with the wall clock %d (within %d ns)", n, w, SteadyCatchUp)
+	}
+	if m := s.Now(); m < n {
+		t.Fatalf("went back after catching up: %d then %d", n, m)
+	}
+}

@@ -52,9 +52,10 @@ const (
 type fullLog struct {
 	seq  int64 // of the newest entry; 0: none yet
 	ents []fullEnt
-	// gone: storage key -> the newest seq when the key was reset or
-	// noticed; its entries up to it are not told.
-	gone map[string]int64
+	// newest: storage key -> the seq of its newest entry in ents; gone:
+	// storage key -> the newest seq when the key was reset or noticed,
+	// its entries up to it are not told. Both hold only keys in ents.
+	newest, gone map[string]int64
 }
 
 type fullEnt struct {
@@ -101,8 +102,19 @@ func (l *fullLog) add(f fullEnt) {
 	l.seq++
 	f.seq = l.seq
 	l.ents = append(l.ents, f)
+	if l.newest == nil {
+		l.newest = map[string]int64{}
+	}
+	l.newest[f.st.skey] = f.seq
 	if len(l.ents) >= 2*maxFullLog { // the newest maxFullLog stay (a copy per maxFullLog added)
 		l.ents = append(l.ents[:0], l.ents[len(l.ents)-maxFullLog:]...)
+		first := l.ents[0].seq
+		for k, q := range l.newest {
+			if q < first {
+				delete(l.newest, k)
+				delete(l.gone, k)
+			}
+		}
 	}
 }
 
@@ -136,27 +148,31 @@ func (m *Merger) addFullViews(rp *wire.Reply, h *hwmState, mark int64, limits bo
 // isolates were told to drop what they cached of it (Notice).
 func (m *Merger) forgetFull(limiter, key string) {
 	l := &m.full
-	if l.seq == 0 {
-		return
-	}
 	m.buf = appendKeyStorageKey(m.buf[:0], limiter, key)
 	if st, ok := m.keys[string(m.buf)]; ok {
 		st.fullWin = 0
 	}
+	if _, ok := l.newest[string(m.buf)]; !ok {
+		return // not in the log
+	}
 	if l.gone == nil {
 		l.gone = map[string]int64{}
-	}
-	if len(l.gone) >= 2*maxFullLog {
-		m.forgetAllFull()
-		return
 	}
 	l.gone[string(m.buf)] = l.seq
 }
 
-// forgetAllFull empties the log (the limits in force changed, or too many
-// keys were forgotten one by one); its numbering goes on, so that the
-// isolates' places in it stay valid.
+// forgetAllFull empties the log when the limits in force change (a window
+// full under the old limits may not be under the new): the isolates get a
+// reset notice (resetlog.go) of every key in it, so those told it was full
+// drop that; its numbering goes on, so that the isolates' places in it stay
+// valid.
 func (m *Merger) forgetAllFull() {
+	for i := range m.full.ents {
+		f := &m.full.ents[i]
+		if m.full.newest[f.st.skey] == f.seq && m.full.gone[f.st.skey] < f.seq {
+			m.resets.add(f.lim.Name, f.key, 0)
+		}
+	}
 	m.full = fullLog{seq: m.full.seq}
 	for _, st := range m.keys {
 		st.fullWin = 0

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -138,5 +139,43 @@ func TestFullWindowNoticeNamedLimitersAndResets(t *testing.T) {
 	mustSync(t, c, batch("a", 2, t0+10e6, wire.Delta{Limiter: "fw", Key: "k", Window: W, Delta: 100, Demand: 100}))
 	if _, ok := fullViews(mustSync(t, c, batch("f", 2, t0+10e6, wire.Delta{Limiter: "fw", Key: "z", Window: W, Delta: 1, Demand: 1})), "fw")["k"]; !ok {
 		t.Fatal("the key filled again after its reset was not told")
+	}
+}
+
+// Resets of keys that were never full leave the log alone (a login limiter
+// reset on every success must not wipe what isolates are yet to be told),
+// and a change of the limits in force empties it with a reset notice of
+// every key in it, so the isolates told a window was full drop that.
+func TestFullWindowNoticeLogAcrossResetsAndLimitChanges(t *testing.T) {
+	var lims *Limits
+	c, clk := newTestCoordinator(t, t0, withLimits(&lims))
+	W := t0 / sec
+	mustSync(t, c, batch("a", 1, t0, wire.Delta{Limiter: "fw", Key: "k", Window: W, Delta: 100, Demand: 100}))
+	c.withMerger(func(m *Merger) {
+		for i := 0; i < 3*maxFullLog; i++ {
+			if err := m.ResetAt("fw", fmt.Sprintf("other-%d", i), clk.now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	rb := mustSync(t, c, batch("b", 1, t0, wire.Delta{Limiter: "fw", Key: "x", Window: W, Delta: 1, Demand: 1}))
+	if _, ok := fullViews(rb, "fw")["k"]; !ok {
+		t.Fatal("resets of other keys took k's notice away")
+	}
+	setLimit(t, lims, "fw", "", 200)
+	rp := mustSync(t, c, batch("c", 1, t0, wire.Delta{Limiter: "fw", Key: "x", Window: W, Delta: 1, Demand: 1}))
+	if n := fullViews(rp, "fw"); len(n) != 0 {
+		t.Fatalf("told after the limit was raised: %+v", n)
+	}
+	// b's next reply lists the resets since the generation its last reply told.
+	b2 := batch("b", 2, t0, wire.Delta{Limiter: "fw", Key: "x", Window: W, Delta: 1, Demand: 1})
+	b2.ResetGen = rb.ResetGen
+	rp = mustSync(t, c, b2)
+	found := false
+	for _, r := range rp.Resets {
+		found = found || r.Limiter == "fw" && r.Key == "k"
+	}
+	if !found || rp.ResetAll {
+		t.Fatalf("b, told k was full, gets no reset notice of k after the limit change: resets %d, all %v", len(rp.Resets), rp.ResetAll)
 	}
 }

@@ -76,9 +76,10 @@ type Options struct {
 	Server ServerOptions
 	// Runtime configures the wazero runtime (module, memory cap per isolate).
 	Runtime isolate.Options
-	// Clock is the host's own time. Default clock.NewSteady(): the wall
-	// time at start plus the monotonic time since, which an operating
-	// system clock set back does not move. With a
+	// Clock is the host's own time. Default clock.Real; with a
+	// coordinator (and not OwnClock) clock.NewSteady(): the wall time at
+	// start plus the monotonic time since, which an operating system clock
+	// set back does not move (set forward, it catches up). With a
 	// coordinator, the host runs on the coordinator's time (decisions,
 	// headers, batch times, lease lives, staleness): Clock plus the offset
 	// learned from the coordinator's replies (clock.Offset, clock.Header),
@@ -171,7 +172,12 @@ type shareKey struct {
 // a coordinator is set, their sync loops (stopped by Close).
 func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Clock == nil {
-		opts.Clock = clock.NewSteady() // an OS clock set back does not move the isolates' time (clock/steady.go)
+		opts.Clock = clock.Real
+		if opts.Coordinator != "" && !opts.OwnClock {
+			// Under the coordinator's offset, which takes up its drift:
+			// an OS clock set back does not move the isolates' time.
+			opts.Clock = clock.NewSteady()
+		}
 	}
 	if opts.Isolates <= 0 {
 		opts.Isolates = DefaultIsolates

@@ -8,8 +8,8 @@ import (
 	"github.com/edgelimit/edgelimit/clock"
 )
 
-// Clock is the time source of a Loop (clock.Real in the edge host,
-// clock.Manual in tests): the system's one clock abstraction.
+// Clock is the time source of a Loop (in the edge host its Options.Clock,
+// under the coordinator's offset; clock.Manual in tests): the system's one clock abstraction.
 type Clock = clock.Clock
 
 // Transport sends a batch (msgpack wire.Batch) to the coordinator and

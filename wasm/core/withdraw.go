@@ -32,7 +32,8 @@ func (c *Core) keepAsk(idx int32, gen uint32, ask, cost int64) {
 // counts as a final denial (wire.Batch.Denials) of its strict checks. A
 // host calls it when it denies a held request for good (its retries are
 // used up), right after that decision. It takes nothing back after any
-// other decision, nor what a batch or an amendment has carried.
+// other decision, nor what a batch has carried; what an amendment of the
+// batch in flight carried, the next batch does not ask for again.
 func (c *Core) Withdraw() {
 	for _, a := range c.asks[:c.nAsks] {
 		e := c.tab.at(a.idx)
@@ -41,10 +42,20 @@ func (c *Core) Withdraw() {
 		}
 		s := c.tab.lease(e)
 		if s.unsentSeq == c.seq {
+			// Not sent yet: it leaves no trace.
 			k := min64(min64(a.ask, s.unsent-s.amended), e.demand)
+			// Carried by an amendment of the batch in flight: the next
+			// batch would ask for it again (demand counts every ask since
+			// the last batch); it asks for what is still held only.
+			k2 := min64(min64(a.ask-max64(k, 0), s.amended), e.demand-max64(k, 0))
 			if k > 0 {
 				s.unsent -= k
 				e.demand -= k
+			}
+			if k2 > 0 {
+				s.amended -= k2
+				s.unsent -= k2
+				e.demand -= k2
 			}
 		}
 		if a.cost > 0 {

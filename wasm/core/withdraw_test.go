@@ -121,4 +121,45 @@ func TestWithdrawTakesBackTheLastAsk(t *testing.T) {
 			}
 		}
 	})
+	t.Run("two held requests on a key, one denied for good", func(t *testing.T) {
+		// The next batch asks for the one still held only, whether an
+		// amendment of the batch in flight carried both or not.
+		w := t0 / 60e9
+		for _, amended := range []bool{false, true} {
+			c := newCore(t)
+			if err := c.Decide(0, []byte("x"), 1, t0, &r); err != nil || !r.SyncRetry {
+				t.Fatalf("%+v, %v; want SyncRetry", r, err)
+			}
+			must(c.SyncOut(t0, nil))
+			for i := 0; i < 2; i++ {
+				if err := c.Decide(0, []byte("k"), 1, t0+1e6, &r); err != nil || !r.SyncRetry {
+					t.Fatalf("%+v, %v; want SyncRetry", r, err)
+				}
+			}
+			if amended && len(must(c.Amend(t0+2e6, nil))) == 0 {
+				t.Fatal("no amendment")
+			}
+			rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
+				{Limiter: "s", Key: "x", Window: w, Count: 0, Lease: 1, Isolates: 1, Life: 10e9}}}
+			if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Decide(0, []byte("k"), 1, t0+40e6, &r); err != nil || !r.SyncRetry {
+				t.Fatalf("%+v, %v; want SyncRetry", r, err)
+			}
+			c.Withdraw() // the first, for good
+			if err := c.Decide(0, []byte("k"), 1, t0+40e6, &r); err != nil || !r.SyncRetry {
+				t.Fatalf("%+v, %v; want SyncRetry", r, err)
+			}
+			var asked int64
+			for _, e := range batchOf(t, c, t0+41e6).Entries {
+				if e.Key == "k" {
+					asked += e.Demand
+				}
+			}
+			if asked != 1 {
+				t.Fatalf("amended %v: the next batch asks %d for k, want 1 (one request still held)", amended, asked)
+			}
+		}
+	})
 }
