@@ -18,6 +18,7 @@ export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, S
 
 const MAX_ISOLATE_ID = 128;
 const te = new TextEncoder();
+const tdFatal = new TextDecoder('utf-8', { fatal: true });
 const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (config.js)
 
 // The coordinator's time on its answers (ns since the epoch): the isolate
@@ -387,12 +388,11 @@ export class EdgeLimit {
     // By the key's bytes, as the module holds it: a string and its UTF-8
     // bytes (or a string with a lone surrogate and its U+FFFD form) are
     // one key, reset and admitted again once.
-    const bytes = typeof key === 'string' ? te.encode(key) : Uint8Array.from(key);
-    const k = `${li}:${String.fromCharCode(...bytes)}`;
+    const k = this._shareKey(li, key);
     const t = e.keys.get(k);
     if (t) { t.cost += cost; return; }
     if (e.keys.size >= (this._norm.maxKeys || DEFAULT_MAX_KEYS)) { this._early = null; return; }
-    e.keys.set(k, { li, key: bytes, cost });
+    e.keys.set(k, { li, key: typeof key === 'string' ? te.encode(key) : Uint8Array.from(key), cost });
   }
 
   // The reading of the coordinator's time settled (see _settleTime): the
@@ -435,12 +435,25 @@ export class EdgeLimit {
     throw codeError(op, st);
   }
 
+  // The key's limit, its override applied: a key given as bytes finds the
+  // override of the string they encode, as the module does.
   _limitFor(li, key) {
     const l = this._norm.limiters[li];
-    return typeof key === 'string' && l.overrides.has(key) ? l.overrides.get(key) : l.limit;
+    if (l.overrides.size === 0) return l.limit;
+    let k = key;
+    if (typeof k !== 'string') {
+      try { k = tdFatal.decode(k); } catch { return l.limit; } // not UTF-8: no override's key
+    }
+    return l.overrides.has(k) ? l.overrides.get(k) : l.limit;
   }
 
-  _shareKey(li, key) { return `${li}\u0000${typeof key === 'string' ? key : Array.from(key).join(',')}`; }
+  // One string per (limiter index, key) as the module holds it: by the
+  // key's UTF-8 bytes, so a string and its bytes (or a string with a lone
+  // surrogate and its U+FFFD form) are one key.
+  _shareKey(li, key) {
+    const bytes = typeof key === 'string' ? te.encode(key) : key;
+    return `${li}\u0000${String.fromCharCode(...bytes)}`;
+  }
 
   // The fail policy of a stale view for one check: a denial, or null (ask the module).
   _policyDeny(li, key, cost, now) {
