@@ -185,10 +185,18 @@ func (c *Core) Reincarnate(newID, secret string) error {
 		return badInput(errors.New("core: an isolate secret must be 16 to 64 bytes"))
 	}
 	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
+	amended := len(c.outBuf) > 0 && c.amendSeq == c.seq // the refused batch's amendment asked for held requests
 	c.seq, c.late, c.amendSeq, c.amendPrev = 0, false, 0, false
 	if len(c.outBuf) > 0 {
 		c.seq = 1
-		c.rebuildOut(nil)
+		var ak []byte
+		if amended {
+			// Its asks ride in batch 1 itself: the amendment is void
+			// with the old id, and the requests it asked for are held
+			// still (they would wait a round trip more).
+			ak = c.akArr
+		}
+		c.rebuildOut(ak)
 	}
 	return nil
 }

@@ -163,3 +163,42 @@ func TestWithdrawTakesBackTheLastAsk(t *testing.T) {
 		}
 	})
 }
+
+// A batch whose amendment asked for held requests, refused for its
+// sequence number (409: a new incarnation), is resent as batch 1 of the
+// new id with those asks: the amendment is void with the old id, and its
+// requests are still held.
+func TestReincarnateKeepsTheAmendmentsAsks(t *testing.T) {
+	const t0 = int64(100e9)
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 60e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	for _, k := range []string{"x", "k"} {
+		if err := c.Decide(0, []byte(k), 1, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("%s: %+v, %v; want SyncRetry", k, r, err)
+		}
+		if k == "x" {
+			must(c.SyncOut(t0, nil))
+		}
+	}
+	if len(must(c.Amend(t0+1e6, nil))) == 0 {
+		t.Fatal("no amendment")
+	}
+	if err := c.Reincarnate("i~2", ""); err != nil {
+		t.Fatal(err)
+	}
+	var b wire.Batch
+	if err := b.UnmarshalMsg(must(c.SyncOut(t0+2e6, nil))); err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]int64{}
+	for _, a := range b.Asks {
+		asked[a.Key] += a.Cost
+	}
+	if b.Isolate != "i~2" || b.Seq != 1 || asked["k"] != 1 {
+		t.Fatalf("resent batch %s/%d asks %v; want batch 1 of i~2 asking 1 for k", b.Isolate, b.Seq, asked)
+	}
+}
