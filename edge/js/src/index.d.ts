@@ -146,7 +146,7 @@ export interface EdgeLimitOptions {
   isolateId?: string;
   /** fetch used for syncs (e.g. a service binding's fetch). Default the global fetch. */
   fetch?: typeof fetch;
-  /** The isolate's own clock in ms since the epoch. Default Date.now. With a coordinator the isolate runs on the coordinator's time: this clock plus the offset its answers tell (Edgelimit-Time), moved when they differ by more than 50 ms plus half a round trip (counters.clockSteps). */
+  /** The isolate's own clock in ms since the epoch. Default Date.now; with a coordinator a steady clock (the wall time at creation plus performance.now() since, catching up when the wall clock is set forward by more than 1 s; a system clock set back does not move it). With a coordinator the isolate runs on the coordinator's time: this clock plus the offset its answers tell (Edgelimit-Time), moved when they differ by more than 50 ms plus half a round trip (counters.clockSteps). */
   clock?: () => number;
   /** How background syncs run: "timers" (Node; default outside Workers) or "requests" (on decisions, through ctx.waitUntil; default in Workers). */
   background?: 'timers' | 'requests';

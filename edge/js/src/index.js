@@ -13,6 +13,7 @@ import { Scheduler } from './scheduler.js';
 import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
 import { Share, OPEN, LOCAL_SHARE, CLOSED } from './failpolicy.js';
 import { VERSION, PROTOCOL_VERSION } from './version.js';
+import { steadyClock } from './steadyclock.js';
 
 export { Module, EdgeLimitError, ERROR_CODES, CODES, parseDuration, Scheduler, Share, VERSION, PROTOCOL_VERSION };
 
@@ -128,7 +129,9 @@ export class EdgeLimit {
     this._idPrefix = opts.isolateId ?? null;
     // The isolate runs on the coordinator's time: its own clock plus the
     // offset read from the coordinator's answers (_observeTime).
-    this._ownClock = opts.clock ?? Date.now;
+    // Without a clock given: with a coordinator a steady one (a system
+    // clock set back does not move it: steadyclock.js), else Date.now.
+    this._ownClock = opts.clock ?? (coords.length > 0 ? steadyClock() : Date.now);
     this._offset = 0; // ms added to _ownClock
     this._timeRead = null; // the promise of the one reading of the coordinator's time (_readTime)
     this._timeUntil = 0; // ms (own clock): how long limit() and wait() wait for it
