@@ -16,10 +16,7 @@ import (
 // (sameOrigin) lets its pauses through. On other addresses (tokens
 // required, or --insecure) any Host is answered.
 func (c *Coordinator) guardHost(ln net.Listener, h http.Handler) http.Handler {
-	if !hostcheck.Loopback(ln.Addr()) {
-		return h
-	}
-	return hostcheck.Handler(h, c.opts.AllowedHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.fail(w, http.StatusForbidden, "forbidden", "Host", "Host not allowed", hostcheck.Refusal(r.Host))
-	}))
+	return hostcheck.Guard(ln, h, c.opts.AllowedHosts, func(w http.ResponseWriter, detail string) {
+		c.fail(w, http.StatusForbidden, "forbidden", "Host", "Host not allowed", detail)
+	})
 }

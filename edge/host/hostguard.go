@@ -14,10 +14,7 @@ import (
 // with the host, so the cross-origin check (crossorigin.go) lets its
 // decisions through. On other addresses any Host is answered.
 func (h *Host) guardHost(ln net.Listener, next http.Handler) http.Handler {
-	if !hostcheck.Loopback(ln.Addr()) {
-		return next
-	}
-	return hostcheck.Handler(next, h.opts.Server.AllowedHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		problem(w, http.StatusForbidden, "Host", hostcheck.Refusal(r.Host))
-	}))
+	return hostcheck.Guard(ln, next, h.opts.Server.AllowedHosts, func(w http.ResponseWriter, detail string) {
+		problem(w, http.StatusForbidden, "Host", detail)
+	})
 }

@@ -70,13 +70,18 @@ func Parse(list string) []string {
 	return out
 }
 
-// Handler wraps next so that a request whose Host is not Allowed is
-// answered by deny (which must write a 403 or similar) and goes no
-// further.
-func Handler(next http.Handler, allowed []string, deny http.Handler) http.Handler {
+// Guard returns next as a server answers on ln: on a loopback listener
+// (Loopback), a request whose Host is not Allowed is answered by deny,
+// which must write a 403 or similar, with the detail to say (Refusal),
+// and goes no further; on other addresses every Host is answered (they
+// need tokens, or the operator chose to listen there).
+func Guard(ln net.Listener, next http.Handler, allowed []string, deny func(w http.ResponseWriter, detail string)) http.Handler {
+	if !Loopback(ln.Addr()) {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !Allowed(r.Host, allowed) {
-			deny.ServeHTTP(w, r)
+			deny(w, Refusal(r.Host))
 			return
 		}
 		next.ServeHTTP(w, r)
