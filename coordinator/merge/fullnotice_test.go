@@ -12,7 +12,7 @@ import (
 func fullViews(rp *wire.Reply, limiter string) map[string]wire.View {
 	out := map[string]wire.View{}
 	for _, v := range rp.Entries {
-		if v.Limiter == limiter && v.Lease == -1 && v.Exhausted {
+		if v.Limiter == limiter && v.Notice() {
 			out[v.Key] = v
 		}
 	}
