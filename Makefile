@@ -106,7 +106,7 @@ bench-recover: tools-js
 FUZZTIME ?= 30s
 fuzz:
 	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest FuzzObservation; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in FuzzSyncIn FuzzObserve FuzzParseHeaders FuzzParseDecimal; do go test ./wasm/core -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
+	@for t in FuzzSyncIn FuzzObserve FuzzParseHeaders FuzzParseDecimal FuzzClockStepRecall; do go test ./wasm/core -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
 	@for t in FuzzDecodeBatch FuzzTokenRoles FuzzParseBytes; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
 	@for t in FuzzWalkLog FuzzDecodeShared FuzzIsolateIdentity; do go test ./coordinator/merge -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done

@@ -33,7 +33,11 @@ type Offset struct {
 	Tolerance int64
 	off       atomic.Int64
 	steps     atomic.Int64
+	read      atomic.Bool
 }
+
+// Read reports whether Observe took a reading (moved the offset or not).
+func (o *Offset) Read() bool { return o.read.Load() }
 
 // Now returns Base's time plus the offset, ns.
 func (o *Offset) Now() int64 { return o.Base.Now() + o.off.Load() }
@@ -66,6 +70,7 @@ func (o *Offset) Observe(sent, recv, remote int64) bool {
 	if mid > MaxOffset || mid < -MaxOffset {
 		return false
 	}
+	o.read.Store(true)
 	if cur := o.off.Load(); cur >= lo-tol && cur <= hi+tol {
 		return false
 	}

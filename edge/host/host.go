@@ -475,6 +475,21 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 	return b, err
 }
 
+// Recall takes the isolate's outstanding batch back (syncloop.Recaller):
+// the coordinator refused it for its times and applied nothing, and the
+// batch cut again at the host's time is a new cut (it carries the asks of
+// the requests held since the refused one was cut).
+func (m lockedModule) Recall(ctx context.Context, now int64) (bool, error) {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	ok, err := m.s.iso.Recall(ctx, now)
+	if ok {
+		m.s.unanswered = false
+		m.s.log.Warn("host: the coordinator refused the isolate's batch for its times; cutting it again at the coordinator's time")
+	}
+	return ok, err
+}
+
 // Reincarnate gives the isolate a new incarnation (syncloop.Reincarnator):
 // the coordinator refused the batch's sequence number (it lost the
 // isolate's state, or another client used its id), so the isolate takes a

@@ -117,6 +117,14 @@ func (t timedTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, er
 	return r, err
 }
 
+// Ready implements syncloop.Reader when the transport does.
+func (t timedTransport) Ready(ctx context.Context) error {
+	if rd, ok := t.tr.(syncloop.Reader); ok {
+		return rd.Ready(ctx)
+	}
+	return nil
+}
+
 // slotCollector exports the per-isolate series at scrape time.
 type slotCollector struct{ h *Host }
 

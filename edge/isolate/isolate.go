@@ -49,6 +49,7 @@ type Isolate struct {
 	amend                   api.Function // nil: a module without amendments
 	clockOffset             api.Function // nil: a module without el_clock_offset
 	withdraw                api.Function // nil: a module without el_withdraw
+	recall                  api.Function // nil: a module without el_recall
 	offsetOf                func() int64 // the host's clock offset (FollowOffset); nil: not followed
 	told                    int64        // the offset the module was last told (a new instance: 0)
 	ending                  bool         // Release was called and SyncOut has not yet come back empty
@@ -101,6 +102,7 @@ func (i *Isolate) start(ctx context.Context) error {
 	i.amend = mod.ExportedFunction("el_amend") // optional: older modules have none
 	i.clockOffset = mod.ExportedFunction("el_clock_offset")
 	i.withdraw = mod.ExportedFunction("el_withdraw")
+	i.recall = mod.ExportedFunction("el_recall")
 	i.told = 0 // a new instance runs at offset 0 until told
 	kb, rb := get("el_key_buf"), get("el_result_buf")
 	if err != nil {
@@ -357,6 +359,30 @@ func (i *Isolate) Withdraw(ctx context.Context) error {
 		return nil
 	}
 	return i.status(ctx, "withdraw", i.withdraw)
+}
+
+// Recall takes the outstanding batch back after the coordinator refused it
+// for its times (HTTP 400 clock_skew: the isolate's clock, or the one its
+// batch was cut on, is ahead of the coordinator's by more than its allowed
+// skew) and applied nothing of it, so that the next SyncOut cuts it again
+// at the host's time (core.Core.Recall). It tells the module the host's
+// clock offset first (FollowOffset), which moves the windows of the cost
+// admitted before a step (wasm/core retime.go). now is the host's time
+// (ns). It reports whether a batch was taken back: false when none was
+// outstanding, or for a module without el_recall (the batch is then resent
+// as it was).
+func (i *Isolate) Recall(ctx context.Context, now int64) (bool, error) {
+	if i.recall == nil {
+		return false, nil
+	}
+	if err := i.follow(ctx); err != nil {
+		return false, err
+	}
+	i.stack[0] = uint64(now)
+	if err := i.status(ctx, "recall", i.recall); err != nil {
+		return false, err
+	}
+	return int32(i.stack[0]) == 1, nil
 }
 
 // Release starts a graceful stop: the next SyncOut calls cut batches that

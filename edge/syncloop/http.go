@@ -65,6 +65,7 @@ type HTTPTransport struct {
 	urls      []string      // URL split
 	pref      int           // Preferred(ID, len(urls))
 	returnAt  time.Time     // when to try the preferred coordinator again; under mu
+	answered  atomic.Bool   // a coordinator answered a request (Ready)
 	returnGap time.Duration // the wait before returnAt; under mu
 }
 
@@ -235,6 +236,7 @@ func (t *HTTPTransport) do(ctx context.Context, method, url string, body io.Read
 	sent := t.Time.Base.Now()
 	resp, err := c.Do(req)
 	if err == nil {
+		t.answered.Store(true)
 		if remote, perr := strconv.ParseInt(resp.Header.Get(clock.Header), 10, 64); perr == nil {
 			t.Time.Observe(sent, t.Time.Base.Now(), remote)
 		}
@@ -266,6 +268,9 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 		if resp.StatusCode == http.StatusConflict && isSeqProblem(body) {
 			return dst, false, fmt.Errorf("syncloop: http: %w: %w: %s: %s", ErrRefused, ErrSequence, resp.Status, msg)
 		}
+		if resp.StatusCode == http.StatusBadRequest && isProblem(body, skewProblem) {
+			return dst, false, fmt.Errorf("syncloop: http: %w: %w: %s: %s", ErrRefused, ErrClockSkew, resp.Status, msg)
+		}
 		retry := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable ||
 			resp.StatusCode == http.StatusGatewayTimeout
 		return dst, retry, fmt.Errorf("syncloop: http: %w: %s: %s", ErrRefused, resp.Status, msg)
@@ -284,11 +289,24 @@ var ErrRefused = errors.New("coordinator refused the batch")
 // (Reincarnator) and resend the same deltas as its batch 1.
 var ErrSequence = errors.New("coordinator refused the batch's sequence number")
 
+// ErrClockSkew marks a batch the coordinator refused for a time or window
+// ahead of its clock by more than its allowed skew (400 clock_skew), and
+// applied nothing of: the isolate takes it back (Recaller) and cuts it
+// again at the coordinator's time, which the refusal's answer carried.
+var ErrClockSkew = errors.New("coordinator refused the batch's times")
+
 // isSeqProblem reports whether a problem+json body names a sequence
 // anomaly (coordinator/merge/sequence.go).
-func isSeqProblem(body []byte) bool {
+func isSeqProblem(body []byte) bool { return isProblem(body, "urn:edgelimit:problem:seq_") }
+
+// skewProblem is the problem type of a batch refused for its times
+// (coordinator/merge/times.go).
+const skewProblem = "urn:edgelimit:problem:clock_skew"
+
+// isProblem reports whether a problem+json body's type starts with prefix.
+func isProblem(body []byte, prefix string) bool {
 	var p struct {
 		Type string `json:"type"`
 	}
-	return json.Unmarshal(body, &p) == nil && strings.HasPrefix(p.Type, "urn:edgelimit:problem:seq_")
+	return json.Unmarshal(body, &p) == nil && strings.HasPrefix(p.Type, prefix)
 }

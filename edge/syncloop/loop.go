@@ -44,6 +44,28 @@ type Reincarnator interface {
 	Reincarnate(ctx context.Context) error
 }
 
+// Recaller is a Module that can take its outstanding batch back
+// (isolate.Isolate implements it). When the transport's error matches
+// ErrClockSkew (the coordinator refused the batch for times ahead of its
+// clock and applied nothing), the Loop calls Recall and, when it took a
+// batch back, cuts and sends one again at once, at the Loop's clock (the
+// coordinator's time, which the refusal carried: clock.Offset). A Module
+// without it retries the same batch, refused until the coordinator's clock
+// reaches it.
+type Recaller interface {
+	Recall(ctx context.Context, now int64) (bool, error)
+}
+
+// Reader is a Transport that must read the coordinator's time before the
+// isolate's first batch is cut (HTTPTransport with Time set): the cost an
+// isolate admitted before it knew that time is in windows of its own
+// clock, and the module moves it to the coordinator's windows when told
+// the step (wasm/core retime.go), which a batch cut before would not
+// carry. Ready returns nil once the coordinator answered anything.
+type Reader interface {
+	Ready(ctx context.Context) error
+}
+
 // ErrBatchTooLarge is returned when the module's batch exceeds
 // Options.MaxBatchBytes.
 var ErrBatchTooLarge = errors.New("syncloop: batch too large")
@@ -120,6 +142,13 @@ func (l *Loop) report(err error) {
 // the batch, send it, apply the reply.
 func (l *Loop) SyncOnce(ctx context.Context) error {
 	now := l.clock.Now()
+	if rd, ok := l.tr.(Reader); ok {
+		if err := rd.Ready(ctx); err != nil {
+			l.sched.Failure(l.clock.Now())
+			return fmt.Errorf("syncloop: the coordinator's time: %w", err)
+		}
+		now = l.clock.Now()
+	}
 	b, err := l.mod.SyncOut(ctx, now, l.batch[:0])
 	if err != nil {
 		l.sched.Failure(now)
@@ -143,6 +172,13 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 			return err
 		}
 	}
+	if rc, ok := l.mod.(Recaller); ok && errors.Is(err, ErrClockSkew) {
+		var sent bool
+		if r, sent, err = l.recall(ctx, rc, err); err == nil && !sent {
+			l.sched.Idle(l.clock.Now())
+			return nil
+		}
+	}
 	if err != nil {
 		l.sched.Failure(l.clock.Now())
 		return fmt.Errorf("syncloop: transport: %w", err)
@@ -155,6 +191,33 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 	}
 	l.sched.Success(now)
 	return nil
+}
+
+// recall handles a batch refused for its times (cause): the module takes
+// it back and a batch cut again is sent at once. sent is false when the
+// module had nothing to send after taking it back; err is cause when it
+// took nothing back.
+func (l *Loop) recall(ctx context.Context, rc Recaller, cause error) (_ []byte, sent bool, _ error) {
+	ok, err := rc.Recall(ctx, l.clock.Now())
+	if err != nil {
+		return nil, false, fmt.Errorf("syncloop: recall after %w: %w", cause, err)
+	}
+	if !ok {
+		return nil, false, cause
+	}
+	b, err := l.mod.SyncOut(ctx, l.clock.Now(), l.batch[:0])
+	if err != nil {
+		return nil, false, fmt.Errorf("syncloop: sync out after a recall: %w", err)
+	}
+	l.batch = b
+	if len(b) == 0 {
+		return nil, false, nil
+	}
+	r, err := l.tr.Sync(ctx, b, l.reply[:0])
+	if err != nil {
+		return nil, false, fmt.Errorf("syncloop: transport (batch cut again): %w", err)
+	}
+	return r, true, nil
 }
 
 // reincarnate handles a refused sequence number (cause): a new incarnation

@@ -36,3 +36,18 @@ func (t *HTTPTransport) Probe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Ready implements Reader: with Time set, until Time took a reading (from
+// any transport sharing it) or a coordinator answered this one at all (one
+// whose answers carry no time is not waited for), it probes the
+// coordinator, whose answer carries its time. It returns nil at once after
+// that, and always without Time.
+func (t *HTTPTransport) Ready(ctx context.Context) error {
+	if t.Time == nil || t.Time.Read() || t.answered.Load() {
+		return nil
+	}
+	if err := t.Probe(ctx); err != nil && !t.answered.Load() {
+		return err
+	}
+	return nil
+}

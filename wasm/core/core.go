@@ -30,6 +30,8 @@ type Core struct {
 	gap      int64       // smoothed time between two cuts, ns
 	rtt      int64       // smoothed time from a cut to its reply, ns
 	inflight []item      // deltas of the outstanding batch
+	denItems []item      // final denials of the outstanding batch (cost in delta), for Recall
+	preCut   cutState    // what the last cut changed, for Recall (retime.go)
 	outBuf   []byte      // encoded outstanding batch; empty when none
 	entBuf   []byte      // scratch of SyncOut: the encoded entries of a batch
 	denBody  []byte      // scratch of SyncOut: the encoded denials of a batch
@@ -40,10 +42,13 @@ type Core struct {
 	rr       wire.ReplyReader
 	stats    wire.Stats
 
-	ups     map[int32]*upState // upstream state by entry index (upstream.go); nil until a key has some
-	upDirty []int32            // entries whose upstream state is to be reported
-	upBuf   []byte             // encoded signals of the outstanding batch
-	upEnt   []byte             // scratch of appendSignals
+	ups      map[int32]*upState // upstream state by entry index (upstream.go); nil until a key has some
+	upDirty  []int32            // entries whose upstream state is to be reported
+	upBuf    []byte             // encoded signals of the outstanding batch
+	upEnt    []byte             // scratch of appendSignals: the outstanding batch's signals, without their array header
+	upN      int                // signals in upEnt
+	upCarry  []byte             // a recalled batch's signals (retime.go), encoded, for the next cut
+	upCarryN int                // signals in upCarry
 
 	rgen    int64 // reset generation of the last reply applied (resets.go); 0: none
 	hold    int64 // ns: until then a denial is cached here, and a denial asks for a heartbeat

@@ -43,18 +43,31 @@ const backStep = 100e6
 // are its own clock plus off (ns; the coordinator's time, edge hosts'
 // clock offset). A lower offset than the last told (0 at first) moves
 // every lease time back by the difference (see above); a higher one
-// changes nothing (leases then end earlier in real time, which is safe).
+// changes no lease time (leases then end earlier in real time, which is
+// safe).
+//
+// A step either way of more than backStep also moves the windows of the
+// cost admitted before it (Core.rewindow, retime.go).
 func (c *Core) ClockOffset(off int64) {
 	if off < c.offset {
 		d := c.offset - off
 		if d < 0 {
 			d = math.MaxInt64 // the difference overflowed: a step past any time kept
 		}
+		if d > backStep && d < maxRewindow && c.latest > 0 {
+			c.rewindow(-d, max64(c.latest-d, 0))
+		}
 		c.shiftBack(d, true)
 		c.latest = max64(c.latest-d, 0)
+	} else if d := off - c.offset; d > backStep && d < maxRewindow && c.latest > 0 {
+		c.rewindow(d, addSat(c.latest, d))
 	}
 	c.offset = off
 }
+
+// maxRewindow bounds the steps that move windows (ns, about 146 years): a
+// larger one (an offset nobody's clock has) moves lease times only.
+const maxRewindow = int64(1) << 62
 
 // see records now, the time of a call, and moves lease times back on an
 // unannounced step back (see above).

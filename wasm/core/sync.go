@@ -26,14 +26,14 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		c.dirtyLeased()
 	}
 	beat := c.heartbeat(now) // a batch even with nothing to report (resets.go)
-	if !beat && len(c.upDirty) == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
+	if !beat && len(c.upDirty) == 0 && c.upCarryN == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
 		c.ending = false // nothing to report: a graceful stop needs no last batch
 		return dst, nil
 	}
 	// Entries are encoded into c.entBuf first (their count goes in the
 	// header), without building a wire.Batch: under TinyGo every
 	// allocation on this path costs a share of a heap-wide GC.
-	c.inflight = c.inflight[:0]
+	c.inflight, c.denItems = c.inflight[:0], c.denItems[:0]
 	ents := c.entBuf[:0]
 	dens := c.denBody[:0] // the batch's denials, encoded (their count goes in front)
 	count, ndens := 0, 0
@@ -63,6 +63,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		}
 		if e.den > 0 {
 			dens = wire.AppendKeyCost(dens, name, key, e.win, e.den)
+			c.denItems = append(c.denItems, item{d, e.win, e.den})
 			ndens++
 		}
 		if l.strict {
@@ -97,7 +98,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
-	c.beatAsk, c.beatNow = 0, false      // this batch brings the reset notices a heartbeat would
+	c.preCut = cutState{cutAt: c.cutAt, prevCut: c.prevCut, amendSeq: c.amendSeq, late: c.late, amendPrev: c.amendPrev, beatNow: c.beatNow}
+	c.beatAsk, c.beatNow = 0, false // this batch brings the reset notices a heartbeat would
 	c.seq++
 	c.late = false
 	if c.cutAt > 0 && now > c.cutAt {

@@ -333,11 +333,14 @@ func (c *Core) setLimit(lim int, e *entry, u *upState, base int64) {
 // batch's At). At most wire.MaxBatchEntries signals; the rest wait.
 func (c *Core) appendSignals(dst []byte, now int64) []byte {
 	dst = dst[:0]
-	if len(c.upDirty) == 0 {
+	if len(c.upDirty) == 0 && c.upCarryN == 0 {
+		c.upN = 0
 		return dst
 	}
-	ents := c.upEnt[:0]
-	k, i := 0, 0
+	// A recalled batch's signals first (retime.go).
+	ents := append(c.upEnt[:0], c.upCarry...)
+	k, i := c.upCarryN, 0
+	c.upCarry, c.upCarryN = c.upCarry[:0], 0
 	for ; i < len(c.upDirty) && k < wire.MaxBatchEntries; i++ {
 		idx := c.upDirty[i]
 		e := c.tab.at(idx)
@@ -351,7 +354,7 @@ func (c *Core) appendSignals(dst []byte, now int64) []byte {
 		k++
 	}
 	c.upDirty = append(c.upDirty[:0], c.upDirty[i:]...)
-	c.upEnt = ents
+	c.upEnt, c.upN = ents, k
 	if k == 0 {
 		return dst
 	}

@@ -32,6 +32,8 @@ import (
 //	el_amend(now) -> length: the outstanding batch amended with asks, in the
 //	io buffer (0: none to send); see core.Core.Amend.
 //	el_withdraw() -> status: 0, or < 0 (core.Code); see core.Core.Withdraw.
+//	el_recall(now) -> 1: the outstanding batch was taken back, 0: none to take
+//	back, < 0 (core.Code); see core.Core.Recall.
 //	el_clock_offset(off) -> status: 0, or < 0 (core.Code); see core.Core.ClockOffset.
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
 //	the io buffer and writes the msgpack wire.Observed there; < 0 is an error
@@ -160,6 +162,24 @@ func elWithdraw() int32 {
 	}
 	lim.Withdraw()
 	return 0
+}
+
+// el_recall takes the outstanding batch back after the coordinator refused
+// it for its times (HTTP 400 clock_skew) and applied nothing of it
+// (core.Core.Recall), at now (ns, the host's time on the clock the
+// refusal's reading put it on): the next el_sync_out cuts it again. It returns 1 when it took a batch back, 0 when there was none to
+// take back (none outstanding, or a graceful stop's last), or an error
+// code when not configured.
+//
+//export el_recall
+func elRecall(now int64) int32 {
+	if lim == nil {
+		return core.Code(core.ErrNotConfigured)
+	}
+	if lim.Recall(now) != nil {
+		return 0
+	}
+	return 1
 }
 
 // el_admit records cost admitted by the host without a decision (a fail

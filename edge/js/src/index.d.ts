@@ -203,7 +203,7 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
-  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number;
+  syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number; recalls: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
 
@@ -247,7 +247,7 @@ export class EdgeLimit {
    * since they were cut (limit() then waits one round trip, not two);
    * clockSteps: times the isolate's offset to the coordinator's time moved.
    */
-  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number };
+  readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number; recalls: number };
   /** The last failed sync's error. */
   readonly lastError: EdgeLimitError | null;
   /** Instantiates and configures the module now. */

@@ -167,7 +167,7 @@ export class EdgeLimit {
     this._timer = null;
     this._closed = false;
     this._waiters = [];
-    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0, clockSteps: 0 };
+    this.counters = { syncs: 0, syncErrors: 0, reincarnations: 0, policyDenials: 0, restarts: 0, failovers: 0, abandoned: 0, amendments: 0, clockSteps: 0, recalls: 0 };
     this.lastError = null;
   }
 
@@ -966,6 +966,27 @@ export class EdgeLimit {
         if (sy.done) return this._late(sy, mod, r);
         if (r.seqProblem) throw new EdgeLimitError(`coordinator refused the new incarnation's batch: ${r.detail}`, 'sync_refused');
       }
+      if (r.skewProblem) {
+        // The coordinator refused the batch for times ahead of its clock
+        // and applied nothing; its answer carried its time (_observeTime,
+        // which told the module the step: it moved the keys' windows).
+        // The module takes the batch back and cuts it again at that time,
+        // under the same sequence number; it carries the asks of the
+        // requests held since the refused one was cut (a new cut). An
+        // amendment in flight was of the refused batch: void.
+        if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
+        const refused = r.detail;
+        if (!mod.recall(this._ns(this._clock()))) throw new EdgeLimitError(`sync: coordinator refused the batch's times: ${refused}`, 'sync_refused');
+        for (const a of this._amends) if (a.sy === sy) a.void = true;
+        this._amends = this._amends.filter((a) => a.sy !== sy);
+        this.counters.recalls++;
+        batch = mod.syncOut(this._ns(this._clock()));
+        if (batch === null) throw new EdgeLimitError(`no batch to send after taking back one refused for its times (${refused})`, 'internal');
+        sy.cut = ++this._cuts;
+        r = await this._post(batch, sy);
+        if (sy.done) return this._late(sy, mod, r);
+        if (r.seqProblem || r.skewProblem) throw new EdgeLimitError(`coordinator refused the batch cut again at its time: ${r.detail}`, 'sync_refused');
+      }
       now = this._clock();
       // A reply for an instance that trapped since does not fit the new one.
       if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
@@ -993,7 +1014,7 @@ export class EdgeLimit {
   // The batch's answer r after sync sy ended (its amendment's reply came
   // first): a reply is taken as a second one; a failure is nothing.
   _late(sy, mod, r) {
-    if (sy.abandoned || r.seqProblem) return false;
+    if (sy.abandoned || r.seqProblem || r.skewProblem) return false;
     return this._second(mod, r.body);
   }
 
@@ -1273,7 +1294,7 @@ export class EdgeLimit {
       const body = new Uint8Array(await resp.arrayBuffer());
       if (resp.status === 200) return { body };
       const r = refusal(url, resp.status, body);
-      if (r.seqProblem) return r;
+      if (r.seqProblem || r.skewProblem) return r;
       throw r;
     } catch (e) {
       if (e instanceof EdgeLimitError && e.code !== 'sync_timeout') throw e;

@@ -297,6 +297,23 @@ export class Module {
   }
 
   /**
+   * Takes the outstanding batch back after the coordinator refused it for
+   * its times (400 clock_skew) and applied nothing of it, at now (BigInt
+   * ns, the isolate's time on the clock the refusal's reading put it on):
+   * the next syncOut cuts it again under the same sequence number. Returns
+   * whether a batch was taken back (false: none outstanding, or a module
+   * without el_recall).
+   */
+  recall(now) {
+    const f = this.exports.el_recall;
+    if (typeof f !== 'function') return false;
+    const c = f(now);
+    this._refresh();
+    if (c < 0) throw codeError('recall', c);
+    return c === 1;
+  }
+
+  /**
    * Starts a new incarnation under id with its secret (ASCII, 16 to 64
    * bytes): sequence numbers restart at 1 and the outstanding batch becomes
    * batch 1 of the new id.

@@ -9,6 +9,7 @@ import { PROTOCOL_VERSION } from './version.js';
 
 const SEQ_PROBLEM = 'urn:edgelimit:problem:seq_';
 const VERSION_PROBLEM = 'urn:edgelimit:problem:version';
+const SKEW_PROBLEM = 'urn:edgelimit:problem:clock_skew';
 
 // The message of err and of its causes, most specific last:
 // "fetch failed: connect ECONNREFUSED 127.0.0.1:1 (ECONNREFUSED)".
@@ -42,7 +43,9 @@ export function unreachable(url, err) {
 /**
  * What an answer other than 200 from url means: {seqProblem: true,
  * detail} for a 409 sequence problem (the isolate starts a new
- * incarnation), else an EdgeLimitError to throw: code "version_mismatch"
+ * incarnation), {skewProblem: true, detail} for a batch refused for times
+ * ahead of the coordinator's clock (400 clock_skew: the isolate takes it
+ * back and cuts it again at the coordinator's time), else an EdgeLimitError to throw: code "version_mismatch"
  * for the coordinator's version problem (naming both versions),
  * "sync_refused" with the status and the start of the problem otherwise.
  */
@@ -52,6 +55,9 @@ export function refusal(url, status, body) {
   try { p = JSON.parse(text); } catch { /* not problem+json: an ordinary refusal */ }
   if (status === 409 && typeof p?.type === 'string' && p.type.startsWith(SEQ_PROBLEM)) {
     return { seqProblem: true, detail: `${p.type}: ${p.detail ?? ''}` };
+  }
+  if (status === 400 && p?.type === SKEW_PROBLEM) {
+    return { skewProblem: true, detail: `${p.type}: ${p.detail ?? ''}` };
   }
   if (status === 400 && p?.type === VERSION_PROBLEM) {
     const want = p.want ?? '?';

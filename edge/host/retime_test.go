@@ -1,0 +1,132 @@
+package host
+
+import (
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// retimeCfg: an approximate key and a strict one failing open, both of
+// 1,000 per 10 s.
+func retimeCfg() wire.Config {
+	return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(10 * time.Second)},
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(10 * time.Second), Mode: wire.Strict, FailPolicy: wire.FailOpen}}}
+}
+
+// earlyInWindow waits until the real clock is 0.5-4 s into a 10 s window,
+// so that a few seconds of a test stay in one window of the coordinator.
+func earlyInWindow() {
+	const p = int64(10 * time.Second)
+	if r := time.Now().UnixNano() % p; r < int64(500*time.Millisecond) || r > int64(4*time.Second) {
+		time.Sleep(time.Duration((p + int64(600*time.Millisecond) - r) % p))
+	}
+}
+
+// A host starts while its coordinator is down, with its clock 30 s ahead
+// of the coordinator's (past the coordinator's 2 s skew) or 11 s behind it
+// (its windows of 10 s always others than the coordinator's), and admits
+// alone (approximate, and strict failing open). Once the coordinator is up,
+// every unit it admitted is counted in the coordinator's current window
+// within 2 s. Before, ahead, every batch was refused (400 clock_skew) until
+// the coordinator's clock got 28 s further (0 of 21 counted 8 s after the
+// coordinator came up), and behind, the units admitted before it came up
+// were counted in a window gone (147 of 162 counted).
+func TestLateCoordinatorCountsAHostWithItsClockOff(t *testing.T) {
+	for _, off := range []time.Duration{30 * time.Second, -11 * time.Second} {
+		t.Run(off.String(), func(t *testing.T) {
+			cfg := retimeCfg()
+			addr := deadAddr(t)
+			earlyInWindow()
+			h := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + addr,
+				Sync: syncloop.Options{Interval: 100 * time.Millisecond}, Clock: fastClock{int64(off)}})
+			admitted := map[string]int64{}
+			decide := func() {
+				for _, l := range []string{"a", "s"} {
+					if code, _, _ := h.decide(t, url.Values{"limiter": {l}, "key": {"k"}}); code == http.StatusOK {
+						admitted[l]++
+					}
+				}
+			}
+			for i := 0; i < 5; i++ {
+				decide()
+				time.Sleep(20 * time.Millisecond)
+			}
+			if admitted["a"] == 0 || admitted["s"] == 0 {
+				t.Fatalf("the host admitted nothing alone: %v", admitted)
+			}
+			k := startCoord(t, t.TempDir(), addr, cfg, nil)
+			defer k.stop(t)
+			start := time.Now()
+			for {
+				decide()
+				time.Sleep(50 * time.Millisecond)
+				a, s := k.count(t, "a", "k"), k.count(t, "s", "k")
+				if a == admitted["a"] && s == admitted["s"] {
+					t.Logf("every unit counted %v after the coordinator came up: %v", time.Since(start).Round(time.Millisecond), admitted)
+					break
+				}
+				if time.Since(start) > 2*time.Second {
+					t.Fatalf("2 s after the coordinator came up it counts a:%d s:%d of %v admitted (sync errors %d)",
+						a, s, admitted, h.h.SyncErrors())
+				}
+			}
+		})
+	}
+}
+
+// jumpClock is the real clock plus a jump that a test sets (an operating
+// system clock set forward under a host that brings its own clock).
+type jumpClock struct{ by *atomic.Int64 }
+
+func (c jumpClock) Now() int64                    { return clock.Real.Now() + c.by.Load() }
+func (c jumpClock) After(d int64) <-chan struct{} { return clock.Real.After(d) }
+
+// A host syncing with its coordinator has its clock set 30 s forward: the
+// batch it cuts next names windows 3 ahead of the coordinator's, which
+// refuses it (400 clock_skew) and applies nothing. The refusal carries the
+// coordinator's time: the host steps back to it, takes the batch back
+// (isolate.Recall) and cuts it again at once, which the coordinator
+// applies. Every unit admitted is counted within 1 s of the jump; without
+// the recall, the batch was resent as cut and refused until the
+// coordinator's clock caught up, 28 s later.
+func TestHostClockJumpRecallsTheRefusedBatch(t *testing.T) {
+	cfg := retimeCfg()
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	earlyInWindow()
+	var by atomic.Int64
+	h := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr,
+		Sync: syncloop.Options{Interval: 100 * time.Millisecond}, Clock: jumpClock{&by}})
+	var admitted int64
+	decide := func() {
+		if code, _, _ := h.decide(t, url.Values{"limiter": {"a"}, "key": {"k"}}); code == http.StatusOK {
+			admitted++
+		}
+	}
+	for i := 0; i < 5; i++ {
+		decide()
+		time.Sleep(30 * time.Millisecond)
+	}
+	by.Store(int64(30 * time.Second))
+	jumped := time.Now()
+	for {
+		decide()
+		time.Sleep(50 * time.Millisecond)
+		if n := k.count(t, "a", "k"); n == admitted {
+			t.Logf("every unit counted %v after the jump: %d (sync errors %d)", time.Since(jumped).Round(time.Millisecond), n, h.h.SyncErrors())
+			break
+		} else if time.Since(jumped) > time.Second {
+			t.Fatalf("1 s after the host's clock jumped the coordinator counts %d of %d (sync errors %d)", n, admitted, h.h.SyncErrors())
+		}
+	}
+	if h.h.SyncErrors() != 0 {
+		t.Errorf("sync errors after the jump: %d, want 0 (the refused batch is cut again at once)", h.h.SyncErrors())
+	}
+}

@@ -1,0 +1,354 @@
+//go:build !wasip1
+
+// These tests merge through the coordinator (a host package, not built for
+// wasip1).
+
+package core_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/coordinator/pebblestore"
+	"github.com/edgelimit/edgelimit/wasm/core"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// retimeCfg: an approximate key of 5 per 10 s (its denials are final), a
+// strict one of 100 per 10 s (its first request waits for a lease), and an
+// approximate one that follows its upstream (its signals ride in batches).
+func retimeCfg() wire.Config {
+	return wire.Config{Version: wire.Version, IsolateID: "iso", Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 5, Period: 10 * sec},
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 10 * sec, Mode: wire.Strict},
+		llmLimiter(wire.Approximate)}}
+}
+
+func retimeMerger(t *testing.T, cfg wire.Config) *merge.Merger {
+	t.Helper()
+	store, err := pebblestore.Open(vfs.NewMem(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func decodeBatch(t *testing.T, out []byte) *wire.Batch {
+	t.Helper()
+	var b wire.Batch
+	if err := b.UnmarshalMsg(out); err != nil {
+		t.Fatalf("the module's batch does not decode: %v", err)
+	}
+	return &b
+}
+
+// A host that could not read the coordinator's time at start runs 30 s
+// ahead of it (past the coordinator's 2 s skew): its isolate admits alone,
+// denies, holds a strict request and sees an upstream 429, then cuts a
+// batch, which the coordinator refuses for its times and applies nothing
+// of. Told the step (ClockOffset) and recalling the batch (Recall), the
+// isolate cuts it again under the same sequence number at the
+// coordinator's time: every window is the coordinator's current one, and
+// it carries the 5 units admitted, the 3 final denials, the held request's
+// ask and the upstream signal. The coordinator applies it; the strict key
+// then decides locally under its lease. Without Recall the batch is resent
+// as it was and refused until the coordinator's clock gets 28 s further.
+func TestRecallAfterClockSkewRefusal(t *testing.T) {
+	cfg := retimeCfg()
+	m := retimeMerger(t, cfg)
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ahead = 30 * sec
+	t0 := 100_000*sec + 3*sec // the coordinator's time; windows of 10 s start at 100,000 s
+	var r core.Result
+	admitted, denied := 0, 0
+	for i := int64(0); i < 8; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i*1e6, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			admitted++
+		} else {
+			denied++
+		}
+	}
+	if admitted != 5 || denied != 3 {
+		t.Fatalf("alone: %d admitted, %d denied; want 5 and 3", admitted, denied)
+	}
+	if err := c.Decide(1, []byte("k"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("strict key: %+v, %v; want SyncRetry", r, err)
+	}
+	var o wire.Observed
+	if err := c.Observe(2, []byte("k"), 429, [][2]string{{"Retry-After", "5"}}, false, t0+ahead+11e6, &o); err != nil {
+		t.Fatal(err)
+	}
+	first := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+12e6, nil)))
+	if _, err := m.Apply(first, t0); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatalf("the batch cut 30 s ahead: %v, want merge.ErrClockSkew", err)
+	}
+	if err := m.Commit(t0); err != nil {
+		t.Fatal(err)
+	}
+
+	// The refusal's answer carries the coordinator's time: the host steps.
+	c.ClockOffset(-ahead)
+	now := t0 + 20e6
+	if err := c.Recall(now); err != nil {
+		t.Fatal(err)
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	if b.Seq != first.Seq || b.At != now {
+		t.Fatalf("batch cut again: seq %d at %d; want seq %d at %d", b.Seq, b.At, first.Seq, now)
+	}
+	w := t0 / (10 * sec)
+	cost := map[string]int64{}
+	for _, d := range b.Entries {
+		if d.Window != w {
+			t.Errorf("entry %s/%s names window %d, want the coordinator's %d", d.Limiter, d.Key, d.Window, w)
+		}
+		cost[d.Limiter] += d.Delta
+		if d.Limiter == "s" && d.Demand < 1 {
+			t.Errorf("the held strict request's ask is gone: %+v", d)
+		}
+	}
+	if cost["a"] != 5 || cost["s"] != 0 {
+		t.Errorf("costs carried: %v, want a:5 s:0", cost)
+	}
+	if len(b.Denials) != 1 || b.Denials[0].Cost != 3 || b.Denials[0].Window != w {
+		t.Errorf("denials carried: %+v, want 3 in window %d", b.Denials, w)
+	}
+	if len(b.Signals) != 1 || b.Signals[0].Key != "k" {
+		t.Errorf("signals carried: %+v, want the 429 on llm/k", b.Signals)
+	}
+	rp, err := m.Apply(b, now)
+	if err != nil {
+		t.Fatalf("the batch cut again: %v", err)
+	}
+	if err := m.Commit(now); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rp.Entries {
+		if v.Limiter == "a" && v.Count != 5 {
+			t.Errorf("the coordinator counts %d on a/k, want 5", v.Count)
+		}
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), now+20e6); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(1, []byte("k"), 1, now+30e6, &r); err != nil || !r.Allowed {
+		t.Fatalf("strict key after the reply: %+v, %v; want admitted under its lease", r, err)
+	}
+	if err := c.Recall(now); !errors.Is(err, core.ErrNothingToRecall) {
+		t.Errorf("Recall with no batch outstanding: %v, want ErrNothingToRecall", err)
+	}
+}
+
+// A host whose clock was 30 s behind the coordinator's steps forward at its
+// first reading: the cost its isolate admitted before is counted in the
+// coordinator's current window (the latest it can have been admitted in),
+// not in the window 30 s back, where it would not count against the limit
+// of the window it was admitted in. A step of 150 ms inside a window moves
+// nothing.
+func TestStepForwardCountsInTheCurrentWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		behind  int64
+		wantWin func(t0 int64) int64
+	}{
+		{"30 s behind", 30 * sec, func(t0 int64) int64 { return t0 / (10 * sec) }},
+		{"150 ms behind, inside a window", 150e6, func(t0 int64) int64 { return t0 / (10 * sec) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := retimeCfg()
+			m := retimeMerger(t, cfg)
+			c, err := core.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := 100_000*sec + 5*sec
+			var r core.Result
+			for i := int64(0); i < 4; i++ {
+				if err := c.Decide(0, []byte("k"), 1, t0-tc.behind+i*1e6, &r); err != nil || !r.Allowed {
+					t.Fatalf("decision %d: %+v, %v", i, r, err)
+				}
+			}
+			c.ClockOffset(tc.behind)
+			b := decodeBatch(t, out(t)(c.SyncOut(t0+10e6, nil)))
+			if len(b.Entries) != 1 || b.Entries[0].Window != tc.wantWin(t0) || b.Entries[0].Delta != 4 {
+				t.Fatalf("batch entries %+v, want 4 in window %d", b.Entries, tc.wantWin(t0))
+			}
+			rp, err := m.Apply(b, t0+10e6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SyncIn(rp.AppendMsg(nil), t0+20e6); err != nil {
+				t.Fatal(err)
+			}
+			// All 4 counted where the isolate decides now: one more is
+			// the fifth of 5, the next is denied.
+			for i, want := range []bool{true, false} {
+				if err := c.Decide(0, []byte("k"), 1, t0+30e6+int64(i), &r); err != nil || r.Allowed != want {
+					t.Fatalf("decision after the step %d: %+v, %v; want allowed %v", i, r, err, want)
+				}
+			}
+		})
+	}
+}
+
+// A step back while a batch is in flight, across a window's start (the
+// host 1.5 s ahead, within the coordinator's skew, so the batch is
+// applied): its reply takes the deltas off the counters they moved to, and
+// nothing is reported twice.
+func TestStepBackWithBatchInFlight(t *testing.T) {
+	cfg := retimeCfg()
+	m := retimeMerger(t, cfg)
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := 100_000*sec + 10*sec - 1*sec // the coordinator 1 s before a window's start
+	const ahead = 1500e6
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i*1e6, &r); err != nil || !r.Allowed {
+			t.Fatalf("decision %d: %+v, %v", i, r, err)
+		}
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+5e6, nil)))
+	c.ClockOffset(-ahead) // learnt from another answer while the batch is out
+	rp, err := m.Apply(b, t0+10e6)
+	if err != nil {
+		t.Fatalf("a batch 1.5 s ahead is within the skew: %v", err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+20e6); err != nil {
+		t.Fatal(err)
+	}
+	if o := out(t)(c.SyncOut(t0+30e6, nil)); len(o) != 0 {
+		t.Errorf("after the reply the isolate reports again: %+v", decodeBatch(t, o).Entries)
+	}
+}
+
+// out fails t on a SyncOut error and returns the batch.
+func out(t *testing.T) func([]byte, error) []byte {
+	return func(b []byte, err error) []byte {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
+// FuzzClockStepRecall drives an isolate through decisions, syncs through
+// the real merge code and steps of its host's own clock (up to a minute
+// either way), the host telling the module the coordinator's offset at
+// readings (every answer of the coordinator is one). Whenever the
+// coordinator refuses a batch for its times, the host takes the reading
+// the refusal carries, tells the module and recalls the batch: the batch
+// cut again at the coordinator's time must be applied, under the same
+// sequence number. Nothing may panic, no other refusal may come, and the
+// module takes every reply.
+func FuzzClockStepRecall(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 4, 2, 60, 0, 1, 0, 2, 3, 0, 1, 10, 0, 1, 3, 0})
+	f.Add([]byte{0, 0, 3, 0, 2, 196, 0, 0, 0, 1, 3, 0, 4, 0, 0, 0, 3, 0, 5, 0})
+	f.Add([]byte{2, 20, 0, 1, 0, 1, 3, 0, 1, 200, 0, 2, 3, 0, 2, 0, 0, 2, 3, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 16, Limiters: []wire.LimiterConfig{
+			{Name: "a", Algorithm: wire.FixedWindow, Limit: 50, Period: sec},
+			{Name: "s", Algorithm: wire.FixedWindow, Limit: 50, Period: sec, Mode: wire.Strict},
+			{Name: "w", Algorithm: wire.SlidingWindow, Limit: 50, Period: sec}}}
+		m := retimeMerger(t, cfg)
+		c, err := core.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		real := 100_000 * sec // the coordinator's clock
+		own, told := int64(0), int64(0)
+		var r core.Result
+		apply := func(out []byte, hostNow int64) (*wire.Reply, error) {
+			b := decodeBatch(t, out)
+			rp, err := m.Apply(b, real)
+			if err == nil {
+				if err := m.Commit(real); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return rp, err
+		}
+		for i := 0; i+1 < len(ops); i += 2 {
+			op, arg := ops[i]%6, ops[i+1]
+			now := real + own + told
+			switch op {
+			case 0:
+				if err := c.Decide(int(arg%3), []byte{'k', '0' + arg/3%4}, 1, now, &r); err != nil {
+					t.Fatal(err)
+				}
+			case 1:
+				real += int64(arg) * 10e6
+			case 2:
+				own = int64(int8(arg)) * 500e6 // the host's own clock set
+			case 3:
+				out, err := c.SyncOut(now, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(out) == 0 {
+					continue
+				}
+				seq := decodeBatch(t, out).Seq
+				rp, err := apply(out, now)
+				if errors.Is(err, merge.ErrClockSkew) {
+					told = -own // the refusal's reading
+					c.ClockOffset(told)
+					now = real + own + told
+					if rerr := c.Recall(now); rerr != nil {
+						t.Fatalf("op %d: recall after %v: %v", i, err, rerr)
+					}
+					if out, err = c.SyncOut(now, nil); err != nil {
+						t.Fatal(err)
+					}
+					if len(out) == 0 {
+						continue
+					}
+					if b := decodeBatch(t, out); b.Seq != seq {
+						t.Fatalf("op %d: the batch cut again is seq %d, the refused one %d", i, b.Seq, seq)
+					}
+					if rp, err = apply(out, now); err != nil {
+						t.Fatalf("op %d: the batch cut again at the coordinator's time: %v", i, err)
+					}
+				} else if err != nil {
+					t.Fatalf("op %d: %v", i, err)
+				} else if told != -own {
+					// Every answer carries the coordinator's time: the
+					// host reads it before it applies the reply.
+					told = -own
+					c.ClockOffset(told)
+					now = real + own + told
+				}
+				if err := c.SyncIn(rp.AppendMsg(nil), now); err != nil {
+					t.Fatalf("op %d: sync in: %v", i, err)
+				}
+			case 4:
+				told = -own // a reading
+				c.ClockOffset(told)
+			case 5:
+				if c.Outstanding() {
+					continue
+				}
+				if err := c.Recall(now); !errors.Is(err, core.ErrNothingToRecall) {
+					t.Fatalf("op %d: recall with nothing outstanding: %v", i, err)
+				}
+			}
+		}
+	})
+}
