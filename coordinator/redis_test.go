@@ -87,6 +87,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"KeyViewShowsOwnIsolatesOnly", TestKeyViewShowsOwnIsolatesOnly},
 		{"RestartedIsolateStartsNewIncarnation", TestRestartedIsolateStartsNewIncarnation},
 		{"FutureWindowRefused", TestFutureWindowRefused},
+		{"RetryOfAnAppliedBatchIsNoClockSkew", TestRetryOfAnAppliedBatchIsNoClockSkew},
 		{"StaleEntriesVisible", TestStaleEntriesVisible},
 		{"HTTPSyncRoundTrip", TestHTTPSyncRoundTrip},
 		{"LeasesWithinLimitPublic", TestLeasesWithinLimitPublic},

@@ -249,3 +249,40 @@ func TestFutureAskAndDenialRefused(t *testing.T) {
 		t.Fatalf("ask for the current window: %d %+v %+v, want a lease of 10 there", st, v, p)
 	}
 }
+
+// TestRetryOfAnAppliedBatchIsNoClockSkew: a batch applied, its reply lost,
+// is retried to a coordinator whose clock is 5 s behind (another
+// coordinator of the shared store, or this one after its clock was set
+// back), past the allowed skew of the batch's time. A clock_skew refusal
+// would tell the isolate that nothing of it was applied: it takes batches
+// so refused back and cuts them again (wasm/core retime.go), which would
+// count them twice. A number applied already is answered by the sequence
+// rules instead: the retry is answered (Pebble) or refused 503 to retry
+// later (shared mode, which does not read a refused batch's keys); never
+// 400 clock_skew, and the key is counted once. A batch of a number not
+// applied yet is still refused for its times.
+func TestRetryOfAnAppliedBatchIsNoClockSkew(t *testing.T) {
+	c, clk, srv := newTestServer(t, nil)
+	b := batch("iso", 1, clk.now(), fwDelta("k", 3))
+	if st, _, p := syncAs(t, srv, "", b); st != 200 {
+		t.Fatalf("first attempt: %d %+v", st, p)
+	}
+	clk.add(-5 * sec)
+	st, rp, p := syncAs(t, srv, "", b)
+	switch {
+	case st == 200:
+		if v := viewOf(t, rp, "fw", "k"); v.Count != 3 {
+			t.Errorf("the retry's view counts %d, want 3", v.Count)
+		}
+	case st == 503 && c.shared != nil:
+	default:
+		t.Fatalf("the retry of an applied batch 5 s ahead: %d %+v, want 200 (or 503 in shared mode)", st, p)
+	}
+	if st, _, p := syncAs(t, srv, "", batch("iso", 2, clk.now()+5*sec, fwDelta("k", 1))); st != 400 || p.Type != "urn:edgelimit:problem:clock_skew" {
+		t.Fatalf("a new batch 5 s ahead: %d %+v, want 400 clock_skew", st, p)
+	}
+	clk.add(5 * sec)
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 3 {
+		t.Fatalf("k counts %d, want 3", ks.Count)
+	}
+}

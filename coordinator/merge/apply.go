@@ -73,15 +73,16 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		return nil, err
 	}
 	m.refreshLimits()
-	if err := m.checkTimes(b, now); err != nil {
-		return nil, err
-	}
+	skew := m.checkTimes(b, now)
 	if err := m.recovered(); err != nil {
 		return nil, err
 	}
 	h, err := m.loadHWM(scope + b.Isolate)
 	if err != nil {
 		return nil, err
+	}
+	if skew != nil && !h.retried(b) {
+		return nil, skew
 	}
 	sum := batchSum(b)
 	dup, err := checkSeq(h, b, sum)

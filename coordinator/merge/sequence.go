@@ -88,6 +88,16 @@ func (e *SeqError) Error() string {
 // Is makes errors.Is(err, ErrSequence) hold.
 func (e *SeqError) Is(target error) bool { return target == ErrSequence }
 
+// retried reports whether b is a plain resend (no asks) of a number the
+// isolate's batches applied already: checkSeq answers it as a retry or
+// refuses it, whatever its times, and its times are not checked (a
+// refusal for them tells the isolate nothing of the batch was applied;
+// wasm/core retime.go). An amendment's asks are granted, so its times are
+// always checked.
+func (h *hwmState) retried(b *wire.Batch) bool {
+	return h.seq > 0 && b.Seq <= h.seq && len(b.Asks) == 0
+}
+
 // checkSeq classifies b against the isolate's high-water mark h: it reports
 // whether b is a retry of the last applied batch, or a *SeqError.
 func checkSeq(h *hwmState, b *wire.Batch, sum uint64) (retry bool, err error) {

@@ -177,6 +177,7 @@ type sharedReq struct {
 	sum  uint64
 	dup  bool
 	subs []*sharedSub
+	skew error // its times are ahead (checkTimes): refused unless its number was applied
 }
 
 // NewSharedMerger returns a SharedMerger over store for the limiters of cfg
@@ -400,9 +401,7 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	live := group[:0:0]
 	for _, r := range group {
 		if r.err = m.Check(r.b); r.err == nil {
-			r.err = m.checkTimes(r.b, now)
-		}
-		if r.err == nil {
+			r.skew = m.checkTimes(r.b, now)
 			live = append(live, r)
 		}
 	}
@@ -421,6 +420,9 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	var buf []byte
 	var amendments int64
 	for _, r := range live {
+		if r.skew != nil {
+			continue // refused, or a retry: nothing of it is read (below)
+		}
 		subOf := map[part]*sharedSub{}
 		subFor := func(pk part, key []byte) *sharedSub {
 			sb := subOf[pk]
@@ -490,6 +492,18 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 				r.err = fmt.Errorf("merge: read high-water mark of isolate %q: %w", r.iso, err)
 				continue
 			}
+		}
+		if r.skew != nil {
+			// A number applied already (a retry whose first attempt
+			// another coordinator, with a clock ahead of this one,
+			// applied): not "never applied", which the refusal for its
+			// times would tell the isolate (it would take the batch back
+			// and count it again); it retries later, here or there.
+			r.err = r.skew
+			if r.h.retried(r.b) {
+				r.err = fmt.Errorf("%w: batch %d of isolate %q was applied already, and its times are ahead of this coordinator's clock: retry", ErrUnavailable, r.b.Seq, r.iso)
+			}
+			continue
 		}
 		r.sum = batchSum(r.b)
 		if r.dup, r.err = checkSeq(&r.h, r.b, r.sum); r.err != nil {

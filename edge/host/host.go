@@ -468,6 +468,9 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 		if m.s.failures.Load() == 0 {
 			m.s.lastOK.Store(now)
 		}
+		if m.s.attemptAt.Swap(0) != 0 {
+			m.s.ended() // a recall left nothing to send: no attempt is on its way
+		}
 	default:
 		m.s.attemptAt.Store(max(now, 1))
 		m.s.unacked.Store(batchCost(b[len(dst):]))

@@ -17,7 +17,11 @@ import (
 // ages. Only the coordinator in use is probed (no failover).
 func (t *HTTPTransport) Probe(ctx context.Context) error {
 	urls := t.coordinators()
-	base := urls[int(t.cur.Load())%len(urls)]
+	return t.probe(ctx, urls[int(t.cur.Load())%len(urls)])
+}
+
+// probe is Probe of the coordinator at base.
+func (t *HTTPTransport) probe(ctx context.Context, base string) error {
 	resp, err := t.do(ctx, http.MethodGet, base+"/v1/limiters", nil)
 	if err != nil {
 		return fmt.Errorf("syncloop: probe: %w", err)
@@ -40,14 +44,24 @@ func (t *HTTPTransport) Probe(ctx context.Context) error {
 // Ready implements Reader: with Time set, until Time took a reading (from
 // any transport sharing it) or a coordinator answered this one at all (one
 // whose answers carry no time is not waited for), it probes the
-// coordinator, whose answer carries its time. It returns nil at once after
-// that, and always without Time.
+// coordinators, the one in use first and then the next ones of the list,
+// once each, until one answers (its answer carries its time). It returns
+// nil at once after that, and always without Time; else the last probe's
+// error.
 func (t *HTTPTransport) Ready(ctx context.Context) error {
 	if t.Time == nil || t.Time.Read() || t.answered.Load() {
 		return nil
 	}
-	if err := t.Probe(ctx); err != nil && !t.answered.Load() {
-		return err
+	urls := t.coordinators()
+	start := int(t.cur.Load()) % len(urls)
+	var err error
+	for i := range urls {
+		if err = t.probe(ctx, urls[(start+i)%len(urls)]); t.answered.Load() || ctx.Err() != nil {
+			break
+		}
 	}
-	return nil
+	if t.answered.Load() {
+		return nil
+	}
+	return err
 }

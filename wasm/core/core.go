@@ -24,23 +24,24 @@ type Core struct {
 	tab   table
 	dirty []ref // entries with something to sync (may hold stale refs)
 
-	seq      int64       // sequence number of the last batch cut
-	cutAt    int64       // time the last batch was cut, ns (moved back with the clock: stepback.go)
-	outAt    int64       // time the last batch was cut, ns, as its header says (never moved)
-	gap      int64       // smoothed time between two cuts, ns
-	rtt      int64       // smoothed time from a cut to its reply, ns
-	inflight []item      // deltas of the outstanding batch
-	denItems []item      // final denials of the outstanding batch (cost in delta), for Recall
-	preCut   cutState    // what the last cut changed, for Recall (retime.go)
-	outBuf   []byte      // encoded outstanding batch; empty when none
-	entBuf   []byte      // scratch of SyncOut: the encoded entries of a batch
-	denBody  []byte      // scratch of SyncOut: the encoded denials of a batch
-	denBuf   []byte      // the outstanding batch's denials: array header and denBody
-	sure     bool        // the last evaluation denied on the global view alone (evalWindow)
-	ending   bool        // a graceful stop's last batch is still to be cut (release.go)
-	views    []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
-	rr       wire.ReplyReader
-	stats    wire.Stats
+	seq        int64       // sequence number of the last batch cut
+	cutAt      int64       // time the last batch was cut, ns (moved back with the clock: stepback.go)
+	outAt      int64       // time the last batch was cut, ns, as its header says (never moved)
+	gap        int64       // smoothed time between two cuts, ns
+	rtt        int64       // smoothed time from a cut to its reply, ns
+	inflight   []item      // deltas of the outstanding batch
+	denItems   []item      // final denials of the outstanding batch (cost in delta), for Recall
+	flightKeys []byte      // the keys of inflight's and denItems' items, for Recall (retime.go)
+	preCut     cutState    // what the last cut changed, for Recall (retime.go)
+	outBuf     []byte      // encoded outstanding batch; empty when none
+	entBuf     []byte      // scratch of SyncOut: the encoded entries of a batch
+	denBody    []byte      // scratch of SyncOut: the encoded denials of a batch
+	denBuf     []byte      // the outstanding batch's denials: array header and denBody
+	sure       bool        // the last evaluation denied on the global view alone (evalWindow)
+	ending     bool        // a graceful stop's last batch is still to be cut (release.go)
+	views      []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
+	rr         wire.ReplyReader
+	stats      wire.Stats
 
 	ups      map[int32]*upState // upstream state by entry index (upstream.go); nil until a key has some
 	upDirty  []int32            // entries whose upstream state is to be reported
@@ -84,8 +85,12 @@ type ref struct {
 // counters when the coordinator acknowledges it.
 type item struct {
 	ref
-	win   int64
+	win   int64 // the window the batch names (the coordinator counts it there)
 	delta int64
+	lwin  int64 // the window of the key's counters it is in (win, unless a clock step moved them: retime.go)
+	koff  int32 // the key's bytes in Core.flightKeys (Recall re-inserts an evicted key)
+	klen  uint16
+	lim   uint8
 }
 
 // Result is the outcome of a decision: the system's one decision type,
@@ -168,7 +173,7 @@ func (c *Core) Stats() wire.Stats {
 	t := &c.tab
 	s.StateBytes = int64(len(t.chunks))*chunkSize*entrySize + t.keyB + int64(cap(t.long))*12 +
 		t.leases.bytes(leaseSize) + t.rates.bytes(rateSize) + int64(len(t.slots))*4 +
-		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*24 + int64(cap(c.outBuf)) + int64(cap(c.entBuf)) + int64(cap(c.denBody)) + int64(cap(c.denBuf))
+		int64(cap(c.dirty))*8 + int64(cap(c.inflight))*40 + int64(cap(c.denItems))*40 + int64(cap(c.flightKeys)) + int64(cap(c.outBuf)) + int64(cap(c.entBuf)) + int64(cap(c.denBody)) + int64(cap(c.denBuf))
 	return s
 }
 

@@ -20,17 +20,23 @@ import "errors"
 // been admitted in: the one holding w's end on the new clock, and never
 // past the new clock's current window. That is conservative: cost spread
 // over two windows of the new clock is counted whole in the later one,
-// which may deny a little early and never admits past a limit. The
-// deltas of the batch in flight move with them, so that its reply takes
-// them off the counters they are in now. Views and leases are the
-// coordinator's and keep their windows: a lease for a window the key is
-// no longer in is not used there.
+// which may deny a little early and never admits past a limit. A delta
+// of the batch in flight whose counters moved stays in them when its reply
+// comes (item.lwin): the coordinator counted it in the window the batch
+// named, and the key counts it in the one it moved to, where no view has
+// it. Views and leases are the coordinator's and keep their windows: a
+// lease for a window the key is no longer in is not used there.
 //
 // Recall (the host's answer to a batch refused for its times: 400
 // clock_skew, with nothing of it applied): the outstanding batch's deltas,
-// asks, final denials and upstream signals go back to their keys, and the
-// next SyncOut cuts them again, at the host's time now, under the same
-// sequence number (the coordinator recorded nothing of the refused one).
+// asks, final denials and upstream signals go back to their keys (a key
+// evicted since is inserted again), and the next SyncOut cuts them again,
+// at the host's time now, under the same sequence number (the coordinator
+// recorded nothing of the refused one: it checks a batch's times only for
+// sequence numbers it has not applied, coordinator/merge/apply.go). A
+// batch that was amended is not taken back: its amendment, sent later, may
+// have been applied (the coordinator's clock moved on meanwhile), and
+// only the same batch resent is then answered as a retry.
 
 // rewindow moves every windowed key's counters, and the windows of the
 // batch in flight, after a step of the host's clock by d ns (new minus
@@ -64,7 +70,7 @@ func (c *Core) rewindow(d, now int64) {
 	for k := range c.inflight {
 		it := &c.inflight[k]
 		if e := c.tab.at(it.idx); e.gen == it.gen && !c.lims[e.lim].bucket {
-			it.win = stepWindow(it.win, d, now, c.lims[e.lim].cfg.Period)
+			it.lwin = stepWindow(it.lwin, d, now, c.lims[e.lim].cfg.Period)
 		}
 	}
 }
@@ -78,40 +84,37 @@ func stepWindow(w, d, now, period int64) int64 {
 	return min64(window(max64(end, 0), period), window(now, period))
 }
 
-// ErrNothingToRecall is Recall's answer when no batch is outstanding, or
-// the outstanding one is a graceful stop's last (its leases were dropped
-// when it was cut): the host then resends it as it is.
+// ErrNothingToRecall is Recall's answer when no batch is outstanding, the
+// outstanding one is a graceful stop's last (its leases were dropped when
+// it was cut), or it was amended: the host then resends it as it is.
 var ErrNothingToRecall = errors.New("core: no batch to recall")
 
 // Recall takes the outstanding batch back after the coordinator refused it
 // for its times (HTTP 400 clock_skew) and applied nothing of it (see
 // above): its deltas, the asks and final denials it carried, and its
 // upstream signals go back to their keys, and the next SyncOut cuts a
-// batch again under the same sequence number, at its own time. An
-// amendment of the refused batch is void with it: its asks are in the
-// keys' demand already and ride in the new batch. now (ns) is the host's
+// batch again under the same sequence number, at its own time. A batch
+// that was amended is not taken back (ErrNothingToRecall; see above). now
+// (ns) is the host's
 // time, on the clock the refusal's reading put it on: a windowed key still
 // in a window past the one of now (its clock stepped back without the host
 // telling, ClockOffset) moves back to it, its previous window with it, so
 // that the batch cut again names no window the coordinator refused.
 func (c *Core) Recall(now int64) error {
 	c.see(now)
-	if len(c.outBuf) == 0 || c.outEnd {
+	if len(c.outBuf) == 0 || c.outEnd || c.amendSeq == c.seq {
 		return ErrNothingToRecall
 	}
 	for _, it := range c.inflight {
-		e := c.tab.at(it.idx)
-		if e.gen != it.gen {
-			continue // evicted since: nothing of it is kept
-		}
-		switch it.win {
+		idx, e := c.flightEntry(it, now)
+		switch it.lwin {
 		case e.win:
 			e.pCur = addSat(e.pCur, it.delta)
 			e.demand = addSat(e.demand, it.delta)
 		case e.win - 1:
 			e.pPrev = addSat(e.pPrev, it.delta)
 		}
-		c.markDirty(it.idx, e)
+		c.markDirty(idx, e)
 	}
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))
@@ -123,10 +126,9 @@ func (c *Core) Recall(now int64) error {
 		}
 	}
 	for _, it := range c.denItems {
-		if e := c.tab.at(it.idx); e.gen == it.gen {
-			e.den = addSat(e.den, it.delta)
-			c.markDirty(it.idx, e)
-		}
+		idx, e := c.flightEntry(it, now)
+		e.den = addSat(e.den, it.delta)
+		c.markDirty(idx, e)
 	}
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))
@@ -155,12 +157,39 @@ func (c *Core) Recall(now int64) error {
 		c.amendSeq = p.amendSeq
 	}
 	c.beatNow = c.beatNow || p.beatNow
+	c.beatAsk = max(c.beatAsk, p.beatAsk)
 	c.stats.Batches--
 	return nil
+}
+
+// flightEntry returns the entry (and its index) the item of the
+// outstanding batch it was cut from, at now (ns): the same one, or, when
+// that key was evicted since, the key inserted again with the item's cost
+// in its counters (unsynced: the refused batch carried it, so the batch
+// cut again must).
+func (c *Core) flightEntry(it item, now int64) (int32, *entry) {
+	if e := c.tab.at(it.idx); e.gen == it.gen {
+		return it.idx, e
+	}
+	key := c.flightKeys[it.koff : it.koff+int32(it.klen)]
+	idx := c.lookup(int(it.lim), key, now)
+	e := c.tab.at(idx)
+	if !c.lims[it.lim].bucket && e.unsynced() == 0 && e.pending() == 0 {
+		e.win = max64(e.win, it.lwin) // a new entry starts in the item's window
+	}
+	switch {
+	case c.lims[it.lim].bucket || it.lwin == e.win:
+		e.lCur = addSat(e.lCur, it.delta)
+	case it.lwin == e.win-1:
+		e.lPrev = addSat(e.lPrev, it.delta)
+	}
+	e.setExp(&c.lims[it.lim], now)
+	return idx, e
 }
 
 // cutState is what a cut changes of the Core that Recall puts back.
 type cutState struct {
 	cutAt, prevCut, amendSeq int64
 	late, amendPrev, beatNow bool
+	beatAsk                  uint8
 }

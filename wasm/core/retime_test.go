@@ -207,8 +207,11 @@ func TestStepForwardCountsInTheCurrentWindow(t *testing.T) {
 
 // A step back while a batch is in flight, across a window's start (the
 // host 1.5 s ahead, within the coordinator's skew, so the batch is
-// applied): its reply takes the deltas off the counters they moved to, and
-// nothing is reported twice.
+// applied in the window it names, the one after the key's window on the
+// new clock): nothing is reported twice, and the key still counts the
+// batch's units in the window they moved to, where no view has them (a
+// first version took them off with the reply: 8 admitted in a window of
+// 5).
 func TestStepBackWithBatchInFlight(t *testing.T) {
 	cfg := retimeCfg()
 	m := retimeMerger(t, cfg)
@@ -235,6 +238,21 @@ func TestStepBackWithBatchInFlight(t *testing.T) {
 	}
 	if o := out(t)(c.SyncOut(t0+30e6, nil)); len(o) != 0 {
 		t.Errorf("after the reply the isolate reports again: %+v", decodeBatch(t, o).Entries)
+	}
+	// The coordinator counted the 3 in the window the batch named, the
+	// one after the key's window now; the key keeps counting them in its
+	// own: of the limit of 5, 2 more.
+	more := 0
+	for i := int64(0); i < 6; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+40e6+i*1e6, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			more++
+		}
+	}
+	if more != 2 {
+		t.Errorf("admitted %d more after 3 in the window, want 2 (limit 5)", more)
 	}
 }
 
@@ -351,4 +369,148 @@ func FuzzClockStepRecall(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A held request amended the outstanding batch, whose times were refused
+// (the host just past the coordinator's skew); the amendment, sent later,
+// was applied (the coordinator's clock had moved on). The batch is not
+// taken back (Recall: ErrNothingToRecall): resent as it was, the
+// coordinator answers it as the retry of a number it applied, and every
+// unit is counted once. Taking it back counted 3 of 5 (its reply applied
+// to the batch cut again) or 8 of 5 (the batch cut again refused as a
+// conflict and sent again under a new incarnation).
+func TestRecallRefusesAnAmendedBatch(t *testing.T) {
+	cfg := retimeCfg()
+	m := retimeMerger(t, cfg)
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := 100_000*sec + 3*sec
+	const ahead = 2500e6
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	if err := c.Decide(1, []byte("k"), 1, t0+ahead+5, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	b := out(t)(c.SyncOut(t0+ahead+1e6, nil))
+	if _, err := m.Apply(decodeBatch(t, b), t0); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatalf("batch: %v, want clock skew", err)
+	}
+	if err := c.Decide(1, []byte("k2"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	am, err := c.Amend(t0+ahead+10e6, nil)
+	if err != nil || len(am) == 0 {
+		t.Fatalf("amend: %d bytes, %v", len(am), err)
+	}
+	if _, err := m.Apply(decodeBatch(t, am), t0+600e6); err != nil {
+		t.Fatalf("the amendment 0.6 s later: %v", err)
+	}
+	if err := m.Commit(t0 + 600e6); err != nil {
+		t.Fatal(err)
+	}
+	c.ClockOffset(-ahead) // the batch's refusal reaches the host
+	now := t0 + 700e6
+	if err := c.Recall(now); !errors.Is(err, core.ErrNothingToRecall) {
+		t.Fatalf("Recall of an amended batch: %v, want ErrNothingToRecall", err)
+	}
+	resent := out(t)(c.SyncOut(now, nil))
+	rp, err := m.Apply(decodeBatch(t, resent), now)
+	if err != nil {
+		t.Fatalf("the batch resent: %v, want the answer to a retry", err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), now+1e6); err != nil {
+		t.Fatal(err)
+	}
+	admitted := int64(3)
+	for i := int64(0); i < 2; i++ {
+		if err := c.Decide(0, []byte("k"), 1, now+2e6+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+		admitted++
+	}
+	for i := int64(0); i < 3; i++ {
+		o := out(t)(c.SyncOut(now+10e6+i*1e6, nil))
+		if len(o) == 0 {
+			break
+		}
+		rp, err := m.Apply(decodeBatch(t, o), now+10e6+i*1e6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SyncIn(rp.AppendMsg(nil), now+10e6+i*1e6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Commit(now + 20e6); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := m.KeyState("a", "k", now+20e6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.Count != admitted {
+		t.Errorf("%d admitted, the coordinator counts %d", admitted, ks.Count)
+	}
+}
+
+// A key evicted between the cut and the refusal (a full table, a flood of
+// new keys): Recall inserts it again with the units the refused batch
+// carried, and the batch cut again carries all 3 (dropping them lost them:
+// the eviction counted only what no batch carried).
+func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
+	cfg := retimeCfg()
+	cfg.MaxKeys = 4
+	m := retimeMerger(t, cfg)
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := 100_000*sec + 3*sec
+	const ahead = 30 * sec
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+1e6, nil)))
+	if _, err := m.Apply(b, t0); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evicted := c.Stats().Evictions
+	if evicted == 0 {
+		t.Fatal("the flood evicted nothing")
+	}
+	c.ClockOffset(-ahead)
+	now := t0 + 10e6
+	if err := c.Recall(now); err != nil {
+		t.Fatal(err)
+	}
+	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	sum := int64(0)
+	for _, e := range b2.Entries {
+		if e.Key == "k" {
+			sum += e.Delta
+			if e.Window != now/(10*sec) {
+				t.Errorf("k's units in window %d, want %d", e.Window, now/(10*sec))
+			}
+		}
+	}
+	if sum != 3 {
+		t.Errorf("the batch cut again carries %d of k's 3 units", sum)
+	}
+	if _, err := m.Apply(b2, now); err != nil {
+		t.Fatalf("the batch cut again: %v", err)
+	}
 }

@@ -33,7 +33,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	// Entries are encoded into c.entBuf first (their count goes in the
 	// header), without building a wire.Batch: under TinyGo every
 	// allocation on this path costs a share of a heap-wide GC.
-	c.inflight, c.denItems = c.inflight[:0], c.denItems[:0]
+	c.inflight, c.denItems, c.flightKeys = c.inflight[:0], c.denItems[:0], c.flightKeys[:0]
 	ents := c.entBuf[:0]
 	dens := c.denBody[:0] // the batch's denials, encoded (their count goes in front)
 	count, ndens := 0, 0
@@ -51,20 +51,31 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 			e.roll(max64(window(now, l.cfg.Period), e.win))
 		}
 		key := c.tab.keyBytes(e)
+		it := item{ref: d, koff: int32(len(c.flightKeys)), klen: uint16(len(key)), lim: e.lim}
+		kept := false
 		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict || e.flags&fName != 0 {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
-			c.inflight = append(c.inflight, item{d, e.win, e.pCur})
+			it.win, it.lwin, it.delta = e.win, e.win, e.pCur
+			c.inflight = append(c.inflight, it)
 			count++
+			kept = true
 		}
 		if e.pPrev > 0 {
 			ents = wire.AppendDelta(ents, name, key, e.win-1, e.pPrev, 0)
-			c.inflight = append(c.inflight, item{d, e.win - 1, e.pPrev})
+			it.win, it.lwin, it.delta = e.win-1, e.win-1, e.pPrev
+			c.inflight = append(c.inflight, it)
 			count++
+			kept = true
 		}
 		if e.den > 0 {
 			dens = wire.AppendKeyCost(dens, name, key, e.win, e.den)
-			c.denItems = append(c.denItems, item{d, e.win, e.den})
+			it.win, it.lwin, it.delta = e.win, e.win, e.den
+			c.denItems = append(c.denItems, it)
 			ndens++
+			kept = true
+		}
+		if kept {
+			c.flightKeys = append(c.flightKeys, key...)
 		}
 		if l.strict {
 			c.tab.lease(e).asked = max64(e.demand-e.pCur, 0)
@@ -98,7 +109,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		return dst, nil
 	}
 	end := c.ending && len(c.dirty) == 0 // the last batch of a graceful stop
-	c.preCut = cutState{cutAt: c.cutAt, prevCut: c.prevCut, amendSeq: c.amendSeq, late: c.late, amendPrev: c.amendPrev, beatNow: c.beatNow}
+	c.preCut = cutState{cutAt: c.cutAt, prevCut: c.prevCut, amendSeq: c.amendSeq, late: c.late, amendPrev: c.amendPrev, beatNow: c.beatNow, beatAsk: c.beatAsk}
 	c.beatAsk, c.beatNow = 0, false // this batch brings the reset notices a heartbeat would
 	c.seq++
 	c.late = false
@@ -310,6 +321,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 				rt.bBase += it.delta // the base view's window is vWin
 			}
 			switch {
+			case it.lwin != it.win:
+				// A clock step moved its counters (retime.go): the
+				// coordinator counted it in the window it was sent for,
+				// and it stays counted here in the one it moved to.
 			case c.lims[e.lim].bucket || it.win == e.win:
 				e.lCur -= it.delta
 			case it.win == e.win-1:

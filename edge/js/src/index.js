@@ -134,6 +134,9 @@ export class EdgeLimit {
     this._ownClock = opts.clock ?? (coords.length > 0 ? steadyClock() : Date.now);
     this._offset = 0; // ms added to _ownClock
     this._timeRead = null; // the promise of the one reading of the coordinator's time (_readTime)
+    this._timeKnown = false; // an answer's time was read (_observeTime)
+    this._answered = false; // a coordinator answered anything: one whose answers carry no time is not waited for (_syncAttempt)
+    this._timeFailed = false; // the first reading failed (not: timed out): batches wait for an answer (_syncAttempt)
     this._timeUntil = 0; // ms (own clock): how long limit() and wait() wait for it
     this._timeWait = true; // until it came or that wait ended
     // What the module decided before the reading settled, on the isolate's
@@ -814,8 +817,11 @@ export class EdgeLimit {
     this._inflight = p;
     // Plus what is left of the reading of the coordinator's time, which
     // the attempt waits for before it cuts its batch (_syncAttempt).
+    // Before any coordinator answered, the attempt may also probe each
+    // (_readAny) before it posts.
     const reading = this._timePending() ? Math.max(this._timeUntil - this._ownClock(), 0) : 0;
-    this._inflightSpan = this._syncTimeout * Math.max(this._coordinators.length, 1) + 100 + Math.ceil(reading);
+    const probes = this._timeFailed && !this._timeKnown && !this._answered ? 2 : 1;
+    this._inflightSpan = probes * this._syncTimeout * Math.max(this._coordinators.length, 1) + 100 + Math.ceil(reading);
     this._inflightDeadline = now + this._inflightSpan;
     return p;
   }
@@ -923,6 +929,21 @@ export class EdgeLimit {
     if (sy.done) return false; // abandoned meanwhile
     const s = this._sched;
     const mod = this._mod;
+    if (this._timeFailed && !this._timeKnown && !this._answered) {
+      // The first reading of the coordinator's time failed (it was down)
+      // and no coordinator has answered since: no batch is cut before one
+      // does. The cost decided meanwhile is in windows of the isolate's
+      // own clock; told the step, the module moves it to the
+      // coordinator's (wasm/core retime.go), which a batch cut before
+      // would not carry.
+      const err = await this._readAny();
+      if (sy.done) return false;
+      if (err) {
+        s.failure(this._clock());
+        this._fail(err);
+        return false;
+      }
+    }
     let now = this._clock();
     let batch;
     if (!mod) { s.idle(now); return true; } // restarting after a trap: nothing to send yet
@@ -972,16 +993,20 @@ export class EdgeLimit {
         // which told the module the step: it moved the keys' windows).
         // The module takes the batch back and cuts it again at that time,
         // under the same sequence number; it carries the asks of the
-        // requests held since the refused one was cut (a new cut). An
-        // amendment in flight was of the refused batch: void.
+        // requests held since the refused one was cut (a new cut). A
+        // batch that was amended is not taken back (its amendment may
+        // have been applied): it is resent as it is, later.
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        const refused = r.detail;
-        if (!mod.recall(this._ns(this._clock()))) throw new EdgeLimitError(`sync: coordinator refused the batch's times: ${refused}`, 'sync_refused');
+        if (!mod.recall(this._ns(this._clock()))) throw new EdgeLimitError(`sync: coordinator refused the batch's times: ${r.detail}`, 'sync_refused');
         for (const a of this._amends) if (a.sy === sy) a.void = true;
         this._amends = this._amends.filter((a) => a.sy !== sy);
         this.counters.recalls++;
         batch = mod.syncOut(this._ns(this._clock()));
-        if (batch === null) throw new EdgeLimitError(`no batch to send after taking back one refused for its times (${refused})`, 'internal');
+        if (batch === null) { // nothing left to report (a heartbeat's recheck that went stale)
+          this._unanswered = false;
+          s.idle(this._clock());
+          return true;
+        }
         sy.cut = ++this._cuts;
         r = await this._post(batch, sy);
         if (sy.done) return this._late(sy, mod, r);
@@ -1100,7 +1125,7 @@ export class EdgeLimit {
     } catch { /* lost: see above */ }
     this._amends = this._amends.filter((x) => x !== a);
     let taken = false;
-    if (r !== null && !r.seqProblem && !a.void && this._mod === mod) {
+    if (r !== null && !r.seqProblem && !r.skewProblem && !a.void && this._mod === mod) {
       if (a.sy.done) {
         taken = this._second(mod, r.body);
       } else {
@@ -1208,6 +1233,7 @@ export class EdgeLimit {
     const remote = Number(header) / 1e6;
     const lo = remote - recv; const hi = remote - sent; const mid = (lo + hi) / 2;
     if (!(Math.abs(mid) <= MAX_OFFSET_MS)) return;
+    this._timeKnown = true;
     if (this._offset >= lo - OFFSET_TOLERANCE_MS && this._offset <= hi + OFFSET_TOLERANCE_MS) return;
     // The times held on the old clock move with it: the scheduler's, and
     // the deadline of the sync in flight (a sync that waited for this
@@ -1270,15 +1296,45 @@ export class EdgeLimit {
     this._replay();
   }
 
+  // Reads the coordinator's time from the first coordinator of the list
+  // that answers GET /healthz (the one in use first, each bounded by
+  // syncTimeout); returns null, or the last one's error when none
+  // answered.
+  async _readAny() {
+    const n = this._coordinators.length;
+    const start = Math.max(this._coordinators.indexOf(this._coordinator), 0);
+    let err = null;
+    for (let i = 0; i < n; i++) {
+      const url = `${this._coordinators[(start + i) % n]}/healthz`;
+      const ac = new AbortController();
+      const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: GET ${url}: timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
+      try {
+        const sent = this._ownClock();
+        const resp = await this._fetch(url, { signal: ac.signal });
+        this._answered = true;
+        this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
+        await resp.arrayBuffer?.();
+        return null;
+      } catch (e) {
+        err = unreachable(url, ac.signal.aborted ? ac.signal.reason : e, 'GET');
+      } finally { clearTimeout(t); }
+    }
+    return err;
+  }
+
   async _readTime(span) {
     const ac = new AbortController();
     const t = setTimeout(() => ac.abort(), span);
     try {
       const sent = this._ownClock();
       const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
+      this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       await resp.arrayBuffer?.();
-    } catch { /* unreachable: the first sync reads it */ } finally { clearTimeout(t); this._settleTime(); }
+    } catch {
+      // Unreachable: the syncs read it, and cut no batch before (_syncAttempt).
+      this._timeFailed = !ac.signal.aborted;
+    } finally { clearTimeout(t); this._settleTime(); }
   }
 
   async _postTo(coordinator, batch) {
@@ -1290,6 +1346,7 @@ export class EdgeLimit {
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
       const sent = this._ownClock();
       const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal });
+      this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       const body = new Uint8Array(await resp.arrayBuffer());
       if (resp.status === 200) return { body };

@@ -28,14 +28,15 @@ export function describe(err) {
 /**
  * The error of an attempt that got no answer from url: code "sync"
  * naming the cause (err, the fetch's error), or err itself when it is the
- * attempt's own timeout (code "sync_timeout"). Both fail over.
+ * attempt's own timeout (code "sync_timeout"). Both fail over. method names
+ * the request (POST a batch, GET a reading of the coordinator's time).
  */
-export function unreachable(url, err) {
+export function unreachable(url, err, method = 'POST') {
   if (err instanceof EdgeLimitError) {
     err.failover = err.code === 'sync_timeout' || err.failover === true;
     return err;
   }
-  const e = new EdgeLimitError(`sync: POST ${url}: ${describe(err)}`, 'sync', { cause: err });
+  const e = new EdgeLimitError(`sync: ${method} ${url}: ${describe(err)}`, 'sync', { cause: err });
   e.failover = true;
   return e;
 }

@@ -29,6 +29,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // way there); there(rec) and back(rec) are extra ms for each way.
 function far(sent, { hook = () => null, there = () => 0, back = () => 0 } = {}) {
   return async (url, init) => {
+    if (!init?.body) return fetch(url, init); // the reading of the coordinator's time
     const b = decode(init.body);
     const rec = { seq: b.seq, ak: b.ak, at: Date.now() };
     sent.push(rec);
@@ -249,6 +250,7 @@ test('a lost or refused amendment is no sync failure: its request is admitted by
     ['unreachable', () => { throw new TypeError('fetch failed (test)'); }],
     ['503', () => problem(503, 'about:blank')],
     ['409', () => problem(409, 'urn:edgelimit:problem:seq_conflict')],
+    ['400 clock_skew', () => problem(400, 'urn:edgelimit:problem:clock_skew')],
   ]) {
     const sent = [];
     const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, syncInterval: 60000,
