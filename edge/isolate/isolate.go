@@ -369,8 +369,8 @@ func (i *Isolate) Withdraw(ctx context.Context) error {
 // clock offset first (FollowOffset), which moves the windows of the cost
 // admitted before a step (wasm/core retime.go). now is the host's time
 // (ns). It reports whether a batch was taken back: false when none was
-// outstanding, or for a module without el_recall (the batch is then resent
-// as it was).
+// outstanding, it was amended (its amendment may have been applied), or
+// for a module without el_recall (the batch is then resent as it was).
 func (i *Isolate) Recall(ctx context.Context, now int64) (bool, error) {
 	if i.recall == nil {
 		return false, nil

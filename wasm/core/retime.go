@@ -84,9 +84,8 @@ func stepWindow(w, d, now, period int64) int64 {
 	return min64(window(max64(end, 0), period), window(now, period))
 }
 
-// ErrNothingToRecall is Recall's answer when no batch is outstanding, the
-// outstanding one is a graceful stop's last (its leases were dropped when
-// it was cut), or it was amended: the host then resends it as it is.
+// ErrNothingToRecall is Recall's answer when no batch is outstanding, or
+// the outstanding one was amended: the host then resends it as it is.
 var ErrNothingToRecall = errors.New("core: no batch to recall")
 
 // Recall takes the outstanding batch back after the coordinator refused it
@@ -102,8 +101,14 @@ var ErrNothingToRecall = errors.New("core: no batch to recall")
 // that the batch cut again names no window the coordinator refused.
 func (c *Core) Recall(now int64) error {
 	c.see(now)
-	if len(c.outBuf) == 0 || c.outEnd || c.amendSeq == c.seq {
+	if len(c.outBuf) == 0 || c.amendSeq == c.seq {
 		return ErrNothingToRecall
+	}
+	if c.outEnd {
+		// A graceful stop's last batch: cut again, it is the last one
+		// again, naming every key it named (their leases were dropped
+		// when it was cut: the coordinator gives them back with it).
+		c.ending, c.outEnd = true, false
 	}
 	for _, it := range c.inflight {
 		idx, e := c.flightEntry(it, now)

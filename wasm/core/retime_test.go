@@ -514,3 +514,77 @@ func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
 		t.Fatalf("the batch cut again: %v", err)
 	}
 }
+
+// A graceful stop's last batch (it gives the isolate's leases back) is
+// refused for its times: recalled, it is cut again as the last batch,
+// naming the strict key it holds a lease on with the unit it admitted
+// under it, and the coordinator counts the unit and gives the rest of the
+// lease back when it applies it. (Refusing to recall it left the
+// batch refused until the coordinator's clock got there, its units
+// uncounted and the lease reserved until it expired.)
+func TestRecallOfAGracefulStopsLastBatch(t *testing.T) {
+	cfg := retimeCfg()
+	m := retimeMerger(t, cfg)
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := 100_000*sec + 3*sec
+	var r core.Result
+	if err := c.Decide(1, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	rp, err := m.Apply(decodeBatch(t, out(t)(c.SyncOut(t0, nil))), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+1e6); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(1, []byte("k"), 1, t0+2e6, &r); err != nil || !r.Allowed {
+		t.Fatalf("under the lease: %+v, %v", r, err)
+	}
+	const ahead = 3 * sec // the host's clock set forward (within the window), then it stops
+	c.Release()
+	last := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+3e6, nil)))
+	if !last.End {
+		t.Fatal("the graceful stop's batch is not the last")
+	}
+	if _, err := m.Apply(last, t0+3e6); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatalf("the last batch 30 s ahead: %v, want clock skew", err)
+	}
+	c.ClockOffset(-ahead)
+	now := t0 + 4e6
+	if err := c.Recall(now); err != nil {
+		t.Fatalf("recall of the last batch: %v", err)
+	}
+	again := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	if !again.End || again.Seq != last.Seq {
+		t.Fatalf("cut again: end %v seq %d, want the last batch again (seq %d)", again.End, again.Seq, last.Seq)
+	}
+	named := false
+	for _, d := range again.Entries {
+		if d.Limiter == "s" && d.Key == "k" {
+			named = d.Delta == 1 || named
+		}
+	}
+	if !named {
+		t.Fatalf("the last batch cut again does not report s/k's unit: %+v (the refused one: %+v)", again.Entries, last.Entries)
+	}
+	if _, err := m.Apply(again, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(now); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := m.KeyState("s", "k", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.Count != 1 || ks.LeaseSum != 0 {
+		t.Errorf("after the last batch: count %d, leases %d; want 1 counted and no lease", ks.Count, ks.LeaseSum)
+	}
+}

@@ -167,9 +167,10 @@ func elWithdraw() int32 {
 // el_recall takes the outstanding batch back after the coordinator refused
 // it for its times (HTTP 400 clock_skew) and applied nothing of it
 // (core.Core.Recall), at now (ns, the host's time on the clock the
-// refusal's reading put it on): the next el_sync_out cuts it again. It returns 1 when it took a batch back, 0 when there was none to
-// take back (none outstanding, or a graceful stop's last), or an error
-// code when not configured.
+// refusal's reading put it on): the next el_sync_out cuts it again. It
+// returns 1 when it took a batch back, 0 when there was none to take back
+// (none outstanding, or an amended one), or an error code when not
+// configured.
 //
 //export el_recall
 func elRecall(now int64) int32 {

@@ -301,8 +301,8 @@ export class Module {
    * its times (400 clock_skew) and applied nothing of it, at now (BigInt
    * ns, the isolate's time on the clock the refusal's reading put it on):
    * the next syncOut cuts it again under the same sequence number. Returns
-   * whether a batch was taken back (false: none outstanding, or a module
-   * without el_recall).
+   * whether a batch was taken back (false: none outstanding, an amended
+   * one, or a module without el_recall).
    */
   recall(now) {
     const f = this.exports.el_recall;
