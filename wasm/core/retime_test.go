@@ -41,6 +41,17 @@ func retimeMerger(t *testing.T, cfg wire.Config) *merge.Merger {
 	return m
 }
 
+// retimeIsolate returns a merger over Pebble in memory and an isolate, both
+// of cfg.
+func retimeIsolate(t *testing.T, cfg wire.Config) (*merge.Merger, *core.Core) {
+	t.Helper()
+	c, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return retimeMerger(t, cfg), c
+}
+
 func decodeBatch(t *testing.T, out []byte) *wire.Batch {
 	t.Helper()
 	var b wire.Batch
@@ -62,12 +73,7 @@ func decodeBatch(t *testing.T, out []byte) *wire.Batch {
 // then decides locally under its lease. Without Recall the batch is resent
 // as it was and refused until the coordinator's clock gets 28 s further.
 func TestRecallAfterClockSkewRefusal(t *testing.T) {
-	cfg := retimeCfg()
-	m := retimeMerger(t, cfg)
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c := retimeIsolate(t, retimeCfg())
 	const ahead = 30 * sec
 	t0 := 100_000*sec + 3*sec // the coordinator's time; windows of 10 s start at 100,000 s
 	var r core.Result
@@ -169,12 +175,7 @@ func TestStepForwardCountsInTheCurrentWindow(t *testing.T) {
 		{"150 ms behind, inside a window", 150e6, func(t0 int64) int64 { return t0 / (10 * sec) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := retimeCfg()
-			m := retimeMerger(t, cfg)
-			c, err := core.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, c := retimeIsolate(t, retimeCfg())
 			t0 := 100_000*sec + 5*sec
 			var r core.Result
 			for i := int64(0); i < 4; i++ {
@@ -213,12 +214,7 @@ func TestStepForwardCountsInTheCurrentWindow(t *testing.T) {
 // first version took them off with the reply: 8 admitted in a window of
 // 5).
 func TestStepBackWithBatchInFlight(t *testing.T) {
-	cfg := retimeCfg()
-	m := retimeMerger(t, cfg)
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c := retimeIsolate(t, retimeCfg())
 	t0 := 100_000*sec + 10*sec - 1*sec // the coordinator 1 s before a window's start
 	const ahead = 1500e6
 	var r core.Result
@@ -380,12 +376,7 @@ func FuzzClockStepRecall(f *testing.F) {
 // to the batch cut again) or 8 of 5 (the batch cut again refused as a
 // conflict and sent again under a new incarnation).
 func TestRecallRefusesAnAmendedBatch(t *testing.T) {
-	cfg := retimeCfg()
-	m := retimeMerger(t, cfg)
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c := retimeIsolate(t, retimeCfg())
 	t0 := 100_000*sec + 3*sec
 	const ahead = 2500e6
 	var r core.Result
@@ -466,11 +457,7 @@ func TestRecallRefusesAnAmendedBatch(t *testing.T) {
 func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
 	cfg := retimeCfg()
 	cfg.MaxKeys = 4
-	m := retimeMerger(t, cfg)
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c := retimeIsolate(t, cfg)
 	t0 := 100_000*sec + 3*sec
 	const ahead = 30 * sec
 	var r core.Result
@@ -523,12 +510,7 @@ func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
 // batch refused until the coordinator's clock got there, its units
 // uncounted and the lease reserved until it expired.)
 func TestRecallOfAGracefulStopsLastBatch(t *testing.T) {
-	cfg := retimeCfg()
-	m := retimeMerger(t, cfg)
-	c, err := core.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, c := retimeIsolate(t, retimeCfg())
 	t0 := 100_000*sec + 3*sec
 	var r core.Result
 	if err := c.Decide(1, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {

@@ -24,3 +24,10 @@ export async function offBoundary() {
   const r = Date.now() % 1000;
   if (r < 100 || r > 800) await new Promise((res) => setTimeout(res, (1150 - r) % 1000));
 }
+
+// Waits until the real clock is 0.5-4 s into a 10 s window, so that a test
+// of a few seconds stays in one 10 s window of the coordinator.
+export async function earlyInWindow() {
+  const r = Date.now() % 10_000;
+  if (r < 500 || r > 4000) await new Promise((res) => setTimeout(res, (10_600 - r) % 10_000));
+}

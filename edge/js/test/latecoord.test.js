@@ -11,7 +11,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, earlyInWindow } from './helpers.js';
 import { startCoordinator, globalView, freePort } from './coordinator.js';
 
 const coords = [];
@@ -20,11 +20,6 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '10s', mode: 'approximate' }] };
 
-// Waits until the real clock is 0.5-4 s into a 10 s window.
-async function earlyInWindow() {
-  const r = Date.now() % 10_000;
-  if (r < 500 || r > 4000) await sleep((10_600 - r) % 10_000);
-}
 
 for (const off of [30_000, -11_000]) {
   test(`coordinator down at the start, clock ${off > 0 ? '+' : ''}${off / 1000} s: every unit counted in its window`, async () => {

@@ -11,7 +11,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, earlyInWindow } from './helpers.js';
 import { startCoordinator, globalView } from './coordinator.js';
 
 const coords = [];
@@ -20,12 +20,6 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 1000, period: '10s', mode: 'approximate' }] };
 
-// Waits until the real clock is 0.5-4 s into a 10 s window, so that the
-// test's few seconds stay in one window of the coordinator.
-async function earlyInWindow() {
-  const r = Date.now() % 10_000;
-  if (r < 500 || r > 4000) await sleep((10_600 - r) % 10_000);
-}
 
 test('a batch refused for its times is taken back and cut again at the coordinator\'s time', async () => {
   const c = await startCoordinator(config); coords.push(c);
