@@ -245,7 +245,10 @@ export class EdgeLimit {
    * failovers: times a sync moved on to the next coordinator of the list;
    * amendments: batches in flight resent with the asks of requests held
    * since they were cut (limit() then waits one round trip, not two);
-   * clockSteps: times the isolate's offset to the coordinator's time moved.
+   * clockSteps: times the isolate's offset to the coordinator's time moved;
+   * recalls: batches the coordinator refused for their times (400
+   * clock_skew: cut on a clock that then stepped back) taken back and cut
+   * again at once at the coordinator's time.
    */
   readonly counters: { syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number; recalls: number };
   /** The last failed sync's error. */
