@@ -42,7 +42,6 @@ import "errors"
 // batch in flight, after a step of the host's clock by d ns (new minus
 // old); now is the time on the new clock.
 func (c *Core) rewindow(d, now int64) {
-	moved := false
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))
 		if !e.inUse() || c.lims[e.lim].bucket {
@@ -62,15 +61,12 @@ func (c *Core) rewindow(d, now int64) {
 		if d > 0 {
 			e.last = max64(e.last, w*l.cfg.Period) // a key's latest time is in its window
 		}
-		moved = true
 	}
-	if !moved {
-		return
-	}
+	// Every item moves, its key's entry evicted since or not (Recall
+	// inserts that key again in the item's window).
 	for k := range c.inflight {
-		it := &c.inflight[k]
-		if e := c.tab.at(it.idx); e.gen == it.gen && !c.lims[e.lim].bucket {
-			it.lwin = stepWindow(it.lwin, d, now, c.lims[e.lim].cfg.Period)
+		if it := &c.inflight[k]; !c.lims[it.lim].bucket {
+			it.lwin = stepWindow(it.lwin, d, now, c.lims[it.lim].cfg.Period)
 		}
 	}
 }
@@ -111,7 +107,7 @@ func (c *Core) Recall(now int64) error {
 		c.ending, c.outEnd = true, false
 	}
 	for _, it := range c.inflight {
-		idx, e := c.flightEntry(it, now)
+		idx, e := c.flightEntry(it, now, true)
 		switch it.lwin {
 		case e.win:
 			e.pCur = addSat(e.pCur, it.delta)
@@ -131,7 +127,7 @@ func (c *Core) Recall(now int64) error {
 		}
 	}
 	for _, it := range c.denItems {
-		idx, e := c.flightEntry(it, now)
+		idx, e := c.flightEntry(it, now, false)
 		e.den = addSat(e.den, it.delta)
 		c.markDirty(idx, e)
 	}
@@ -170,9 +166,9 @@ func (c *Core) Recall(now int64) error {
 // flightEntry returns the entry (and its index) the item of the
 // outstanding batch it was cut from, at now (ns): the same one, or, when
 // that key was evicted since, the key inserted again with the item's cost
-// in its counters (unsynced: the refused batch carried it, so the batch
-// cut again must).
-func (c *Core) flightEntry(it item, now int64) (int32, *entry) {
+// in its counters when cost (an item of inflight: unsynced, the refused
+// batch carried it, so the batch cut again must; not for a denial's).
+func (c *Core) flightEntry(it item, now int64, cost bool) (int32, *entry) {
 	if e := c.tab.at(it.idx); e.gen == it.gen {
 		return it.idx, e
 	}
@@ -183,6 +179,7 @@ func (c *Core) flightEntry(it item, now int64) (int32, *entry) {
 		e.win = max64(e.win, it.lwin) // a new entry starts in the item's window
 	}
 	switch {
+	case !cost: // a final denial's item: nothing was admitted
 	case c.lims[it.lim].bucket || it.lwin == e.win:
 		e.lCur = addSat(e.lCur, it.delta)
 	case it.lwin == e.win-1:

@@ -1,0 +1,128 @@
+//go:build !wasip1
+
+package core_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
+	"github.com/edgelimit/edgelimit/wasm/core"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A key evicted after the cut whose refused batch carried both
+// admitted units and final denials. Recall re-inserts it (flightEntry) once
+// per item, and the denial item's cost must not be added to the key's
+// local counters (lCur) as if admitted: a first version did, and those
+// units stayed in lCur (never sent, never acknowledged), so the key denied
+// units its limit still had.
+func TestRecallKeepsDenialsOfAnEvictedKeyApart(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 4, Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 10, Period: 10 * sec},
+		{Name: "b", Algorithm: wire.FixedWindow, Limit: 1, Period: 10 * sec}}}
+	m, c := retimeIsolate(t, cfg)
+	t0 := 100_000*sec + 3*sec
+	const ahead = 3 * sec // past the 2 s skew, within the window
+	var r core.Result
+	both := []core.Check{{Limiter: 0, Key: []byte("k"), Cost: 1}, {Limiter: 1, Key: []byte("k"), Cost: 1}}
+	for i := int64(0); i < 4; i++ { // 1 admitted, 3 denied by b (final denials on a/k and b/k)
+		if err := c.DecideMulti(both, t0+ahead+i, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed != (i == 0) {
+			t.Fatalf("decision %d: %+v", i, r)
+		}
+	}
+	if err := c.Decide(0, []byte("k"), 1, t0+ahead+10, &r); err != nil || !r.Allowed {
+		t.Fatal(r, err)
+	}
+	// a/k: 2 admitted, 3 denied.
+	b := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+1e6, nil)))
+	if _, err := m.Apply(b, t0); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ { // a flood evicts both keys
+		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("stats before recall: %+v", c.Stats())
+	c.ClockOffset(-ahead)
+	now := t0 + 10e6
+	if err := c.Recall(now); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after recall: %+v", c.Stats())
+	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	t.Logf("recut: %+v %+v", b2.Entries, b2.Denials)
+	rp, err := m.Apply(b2, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), now+1e6); err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Stats().UnsyncedCost; u != 0 {
+		t.Errorf("after the batch cut again was acknowledged, %d units are unsynced, want 0", u)
+	}
+	more := 0
+	for i := int64(0); i < 10; i++ {
+		if err := c.Decide(0, []byte("k"), 1, now+2e6+i, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			more++
+		}
+	}
+	if more != 8 {
+		t.Errorf("a/k admitted %d more after 2 of 10, want 8", more)
+	}
+}
+
+// A key of the refused batch evicted after the cut and used
+// again before the refusal (so present, with another generation) when the
+// refusal's reading steps the clock back across windows: rewindow moves
+// every item's window (lwin), its entry's generation current or not, so the
+// batch cut again carries the 3 units with the one admitted after the
+// eviction (a first version moved only items of current entries and
+// dropped the 3).
+func TestRecallKeepsUnitsOfAKeyUsedAgainAfterEviction(t *testing.T) {
+	cfg := retimeCfg()
+	cfg.MaxKeys = 4
+	m, c := retimeIsolate(t, cfg)
+	t0 := 100_000*sec + 3*sec
+	const ahead = 30 * sec
+	var r core.Result
+	if err := c.Decide(0, []byte("k"), 3, t0+ahead, &r); err != nil || !r.Allowed { // once: no CLOCK bit
+		t.Fatal(r, err)
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+1e6, nil)))
+	if _, err := m.Apply(b, t0); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("before k again: %+v", c.Stats())
+	if err := c.Decide(0, []byte("k"), 1, t0+ahead+3e6, &r); err != nil || !r.Allowed { // k again, a new entry
+		t.Fatal(r, err)
+	}
+	c.ClockOffset(-ahead)
+	now := t0 + 10e6
+	if err := c.Recall(now); err != nil {
+		t.Fatal(err)
+	}
+	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	sum := int64(0)
+	for _, e := range b2.Entries {
+		if e.Limiter == "a" && e.Key == "k" {
+			sum += e.Delta
+		}
+	}
+	if sum != 4 {
+		t.Errorf("the batch cut again carries %d of k's 4 units (3 refused, 1 since): %+v", sum, b2.Entries)
+	}
+}
