@@ -213,6 +213,10 @@ func (l *Loop) recall(ctx context.Context, rc Recaller, cause error) (_ []byte, 
 	if len(b) == 0 {
 		return nil, false, nil
 	}
+	if len(b) > l.sched.opts.MaxBatchBytes {
+		l.batch = nil // do not keep a huge buffer
+		return nil, false, fmt.Errorf("%w: %d bytes cut again, more than %d", ErrBatchTooLarge, len(b), l.sched.opts.MaxBatchBytes)
+	}
 	r, err := l.tr.Sync(ctx, b, l.reply[:0])
 	if err != nil {
 		return nil, false, fmt.Errorf("syncloop: transport (batch cut again): %w", err)

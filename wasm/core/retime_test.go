@@ -52,6 +52,17 @@ func retimeIsolate(t *testing.T, cfg wire.Config) (*merge.Merger, *core.Core) {
 	return retimeMerger(t, cfg), c
 }
 
+// cutRefused cuts c's batch at cutAt (ns, the isolate's clock) and has m
+// refuse it for its times at coordNow (ns): it returns the batch.
+func cutRefused(t *testing.T, m *merge.Merger, c *core.Core, cutAt, coordNow int64) *wire.Batch {
+	t.Helper()
+	b := decodeBatch(t, out(t)(c.SyncOut(cutAt, nil)))
+	if _, err := m.Apply(b, coordNow); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatalf("the batch cut at %d, applied at %d: %v, want merge.ErrClockSkew", cutAt, coordNow, err)
+	}
+	return b
+}
+
 func decodeBatch(t *testing.T, out []byte) *wire.Batch {
 	t.Helper()
 	var b wire.Batch
@@ -405,10 +416,7 @@ func TestRecallRefusesAnAmendedBatch(t *testing.T) {
 	if err := c.Decide(1, []byte("k"), 1, t0+ahead+5, &r); err != nil || !r.SyncRetry {
 		t.Fatal(r, err)
 	}
-	b := out(t)(c.SyncOut(t0+ahead+1e6, nil))
-	if _, err := m.Apply(decodeBatch(t, b), t0); !errors.Is(err, merge.ErrClockSkew) {
-		t.Fatalf("batch: %v, want clock skew", err)
-	}
+	cutRefused(t, m, c, t0+ahead+1e6, t0)
 	if err := c.Decide(1, []byte("k2"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
 		t.Fatal(r, err)
 	}
@@ -483,10 +491,7 @@ func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
 			t.Fatal(r, err)
 		}
 	}
-	b := decodeBatch(t, out(t)(c.SyncOut(t0+ahead+1e6, nil)))
-	if _, err := m.Apply(b, t0); !errors.Is(err, merge.ErrClockSkew) {
-		t.Fatal(err)
-	}
+	cutRefused(t, m, c, t0+ahead+1e6, t0)
 	for i := 0; i < 12; i++ {
 		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
 			t.Fatal(err)
