@@ -24,7 +24,7 @@ type entry struct {
 	aux   int32  // 1 + index of the side record (strict: table.leases, approximate window: table.rates); 0 none
 	klen  uint16
 	lim   uint8 // limiter index (wire.MaxLimiters is 256)
-	flags uint8 // fRef, fDirty, fView, fName
+	flags uint8 // fRef, fDirty, fView, fName, fPin
 
 	limit int64 // limit for this key (override applied)
 	last  int64 // latest time seen for this key, ns
@@ -51,6 +51,7 @@ const (
 	fDirty             // on the dirty list: has something to sync
 	fView              // holds a global view (vWin, vCur, vPrev, vAt)
 	fName              // named in the next batch even with nothing to report (a recheck: resets.go); cleared by the reply's view
+	fPin               // never evicted: an entry Recall put the refused batch back in, while it runs (retime.go)
 )
 
 // inUse reports whether the entry holds a key (its generation is odd).

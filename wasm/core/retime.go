@@ -62,11 +62,13 @@ func (c *Core) rewindow(d, now int64) {
 			e.last = max64(e.last, w*l.cfg.Period) // a key's latest time is in its window
 		}
 	}
-	// Every item moves, its key's entry evicted since or not (Recall
-	// inserts that key again in the item's window).
-	for k := range c.inflight {
-		if it := &c.inflight[k]; !c.lims[it.lim].bucket {
-			it.lwin = stepWindow(it.lwin, d, now, c.lims[it.lim].cfg.Period)
+	// Every item moves, denials too, its key's entry evicted since or
+	// not (Recall inserts that key again in the item's window).
+	for _, items := range [2][]item{c.inflight, c.denItems} {
+		for k := range items {
+			if it := &items[k]; !c.lims[it.lim].bucket {
+				it.lwin = stepWindow(it.lwin, d, now, c.lims[it.lim].cfg.Period)
+			}
 		}
 	}
 }
@@ -117,15 +119,6 @@ func (c *Core) Recall(now int64) error {
 		}
 		c.markDirty(idx, e)
 	}
-	for i := 0; i < c.tab.n; i++ {
-		e := c.tab.at(int32(i))
-		if !e.inUse() || c.lims[e.lim].bucket {
-			continue
-		}
-		if w := window(now, c.lims[e.lim].cfg.Period); e.win > w {
-			e.win, e.last = w, min64(e.last, now)
-		}
-	}
 	for _, it := range c.denItems {
 		idx, e := c.flightEntry(it, now, false)
 		e.den = addSat(e.den, it.delta)
@@ -133,7 +126,14 @@ func (c *Core) Recall(now int64) error {
 	}
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))
-		if !e.inUse() || !c.lims[e.lim].strict || e.aux == 0 {
+		e.flags &^= fPin
+		if !e.inUse() || c.lims[e.lim].bucket {
+			continue
+		}
+		if w := window(now, c.lims[e.lim].cfg.Period); e.win > w {
+			e.win, e.last = w, min64(e.last, now)
+		}
+		if !c.lims[e.lim].strict || e.aux == 0 {
 			continue
 		}
 		s := c.tab.lease(e)
@@ -167,9 +167,12 @@ func (c *Core) Recall(now int64) error {
 // outstanding batch it was cut from, at now (ns): the same one, or, when
 // that key was evicted since, the key inserted again with the item's cost
 // in its counters when cost (an item of inflight: unsynced, the refused
-// batch carried it, so the batch cut again must; not for a denial's).
+// batch carried it, so the batch cut again must; not for a denial's). The
+// entry is pinned (fPin: Recall's later inserts evict no entry it put the
+// batch back in); Recall unpins every entry before it returns.
 func (c *Core) flightEntry(it item, now int64, cost bool) (int32, *entry) {
 	if e := c.tab.at(it.idx); e.gen == it.gen {
+		e.flags |= fPin
 		return it.idx, e
 	}
 	key := c.flightKeys[it.koff : it.koff+int32(it.klen)]
@@ -186,6 +189,7 @@ func (c *Core) flightEntry(it item, now int64, cost bool) (int32, *entry) {
 		e.lPrev = addSat(e.lPrev, it.delta)
 	}
 	e.setExp(&c.lims[it.lim], now)
+	e.flags |= fPin
 	return idx, e
 }
 

@@ -114,3 +114,54 @@ func TestRecallKeepsUnitsOfAKeyUsedAgainAfterEviction(t *testing.T) {
 		t.Errorf("the batch cut again carries %d of k's 4 units (3 refused, 1 since): %+v", sum, b2.Entries)
 	}
 }
+
+// A refused batch whose keys a flood evicted before the recall, three of
+// them with final denials only: Recall inserts each again, and each insert
+// evicts an entry of the full table. A key put back with denials only has
+// nothing unsynced, the victim a full table prefers: a first version
+// evicted each with the next key it put back (the entries of the batch are
+// now pinned while Recall runs), and reported the last one's denials in
+// the window the step had left, which the coordinator refused again (a
+// step now moves the denials' windows too).
+func TestRecallKeepsEveryDenialItInsertsAgain(t *testing.T) {
+	cfg := retimeCfg()
+	cfg.MaxKeys = 4
+	m, c := retimeIsolate(t, cfg)
+	t0 := 100_000*sec + 3*sec
+	const ahead = 30 * sec
+	var r core.Result
+	if err := c.Decide(0, []byte("u"), 1, t0+ahead, &r); err != nil || !r.Allowed { // denials ride along with a unit
+		t.Fatal(r, err)
+	}
+	for k := byte(0); k < 3; k++ {
+		if err := c.Decide(0, []byte{'d', '0' + k}, 6, t0+ahead+int64(k), &r); err != nil || r.Allowed || r.SyncRetry {
+			t.Fatal(r, err)
+		}
+	}
+	cutRefused(t, m, c, t0+ahead+1e6, t0)
+	for i := 0; i < 8; i++ {
+		for j := 0; j < 2; j++ {
+			if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.ClockOffset(-ahead)
+	now := t0 + 10e6
+	if err := c.Recall(now); err != nil {
+		t.Fatal(err)
+	}
+	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	got := map[string]int64{}
+	for _, d := range b2.Denials {
+		got[d.Key] += d.Cost
+	}
+	for k := byte(0); k < 3; k++ {
+		if key := string([]byte{'d', '0' + k}); got[key] != 6 {
+			t.Errorf("the batch cut again reports %d of %s's denied 6 (all: %v)", got[key], key, got)
+		}
+	}
+	if _, err := m.Apply(b2, now); err != nil {
+		t.Fatalf("the batch cut again: %v", err)
+	}
+}

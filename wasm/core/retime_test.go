@@ -289,7 +289,7 @@ func FuzzClockStepRecall(f *testing.F) {
 	f.Add([]byte{0, 0, 3, 0, 2, 196, 0, 0, 0, 1, 3, 0, 4, 0, 0, 0, 3, 0, 5, 0})
 	f.Add([]byte{2, 20, 0, 1, 0, 1, 3, 0, 1, 200, 0, 2, 3, 0, 2, 0, 0, 2, 3, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 16, Limiters: []wire.LimiterConfig{
+		cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 8, Limiters: []wire.LimiterConfig{ // 24 keys in 8 slots: evictions
 			{Name: "a", Algorithm: wire.FixedWindow, Limit: 50, Period: sec},
 			{Name: "s", Algorithm: wire.FixedWindow, Limit: 50, Period: sec, Mode: wire.Strict},
 			{Name: "w", Algorithm: wire.SlidingWindow, Limit: 50, Period: sec}}}
@@ -323,7 +323,7 @@ func FuzzClockStepRecall(f *testing.F) {
 			now := real + own + told
 			switch op {
 			case 0:
-				if err := c.Decide(int(arg%3), []byte{'k', '0' + arg/3%4}, 1, now, &r); err != nil {
+				if err := c.Decide(int(arg%3), []byte{'k', '0' + arg/3%8}, 1, now, &r); err != nil {
 					t.Fatal(err)
 				}
 				if r.Allowed {

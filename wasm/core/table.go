@@ -180,7 +180,8 @@ func (t *table) remove(idx int32) {
 // reference bits and returns the first unreferenced entry whose state has
 // expired; within evictProbes steps it otherwise settles for the first
 // unreferenced entry with nothing to sync, then the first unreferenced
-// entry, then the entry under the hand.
+// entry, then the entry under the hand. It never picks a pinned entry
+// (fPin) while another is in use.
 func (t *table) victim(now int64) int32 {
 	synced, fallback := int32(-1), int32(-1)
 	for p := 0; p < evictProbes; p++ {
@@ -190,7 +191,7 @@ func (t *table) victim(now int64) int32 {
 		i := int32(t.hand)
 		t.hand++
 		e := t.at(i)
-		if !e.inUse() {
+		if !e.inUse() || e.flags&fPin != 0 {
 			continue
 		}
 		if e.ref() {
@@ -220,13 +221,15 @@ func (t *table) victim(now int64) int32 {
 		t.hand = int(synced) + 1
 		return synced
 	}
-	for {
+	for p := 0; ; p++ {
 		if t.hand >= t.n {
 			t.hand = 0
 		}
 		i := int32(t.hand)
 		t.hand++
-		if t.at(i).inUse() {
+		// A pinned entry only when every entry is (cannot happen: a
+		// batch names at most the table's cap of keys).
+		if e := t.at(i); e.inUse() && (e.flags&fPin == 0 || p >= t.n) {
 			return i
 		}
 	}
