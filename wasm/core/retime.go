@@ -23,8 +23,11 @@ import "errors"
 // which may deny a little early and never admits past a limit. A delta
 // of the batch in flight whose counters moved stays in them when its reply
 // comes (item.lwin): the coordinator counted it in the window the batch
-// named, and the key counts it in the one it moved to, where no view has
-// it. Views and leases are the coordinator's and keep their windows: a
+// named, not in the one it moved to, where no view has it, and the other
+// isolates would admit past the limit there; the next
+// batch reports it again in the window it moved to (repend). It is then
+// counted twice, in both windows: a step with a batch in flight makes the
+// fleet deny early, never admit past a limit. Views and leases are the coordinator's and keep their windows: a
 // lease for a window the key is no longer in is not used there.
 //
 // Recall (the host's answer to a batch refused for its times: 400
@@ -71,6 +74,22 @@ func (c *Core) rewindow(d, now int64) {
 			}
 		}
 	}
+}
+
+// repend makes the delta of acknowledged item it, whose counters a step
+// moved (it.lwin != it.win), pending again in entry e, in the window it
+// moved to (see above): once the window it moved to is gone, nothing.
+func (c *Core) repend(it item, e *entry) {
+	switch it.lwin {
+	case e.win:
+		e.pCur = addSat(e.pCur, it.delta)
+	case e.win - 1:
+		e.pPrev = addSat(e.pPrev, it.delta)
+	default:
+		return
+	}
+	c.stats.ReportedAgain += it.delta
+	c.markDirty(it.idx, e)
 }
 
 // stepWindow is the window of period (ns) that window w of a clock that

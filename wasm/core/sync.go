@@ -324,7 +324,10 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			case it.lwin != it.win:
 				// A clock step moved its counters (retime.go): the
 				// coordinator counted it in the window it was sent for,
-				// and it stays counted here in the one it moved to.
+				// not in the one it moved to, which the next batch
+				// reports it in again (counted twice, on the denying
+				// side).
+				c.repend(it, e)
 			case c.lims[e.lim].bucket || it.win == e.win:
 				e.lCur -= it.delta
 			case it.win == e.win-1:

@@ -166,16 +166,17 @@ type Stats struct {
 	UpstreamPauses  int64 `msgpack:"upstream_pauses"`  // pauses of a key begun or extended by an upstream's answer, here or via the coordinator
 	CircuitOpens    int64 `msgpack:"circuit_opens"`    // times a key's circuit opened here (its own failures or the fleet's)
 	ForeignLimits   int64 `msgpack:"foreign_limits"`   // views whose limit (the coordinator's) differed from this isolate's configuration, which the isolate then used
+	ReportedAgain   int64 `msgpack:"reported_again"`   // cost a batch in flight reported in a window a clock step then moved it from, reported again in the window it moved to (counted twice, on the denying side)
 }
 
 var statNames = [...]string{"keys", "decisions", "denials", "evictions", "evicted_unsynced",
 	"state_bytes", "batches", "replies", "clock_backwards", "errors", "unsynced_cost",
-	"upstream_ignored", "upstream_pauses", "circuit_opens", "foreign_limits"}
+	"upstream_ignored", "upstream_pauses", "circuit_opens", "foreign_limits", "reported_again"}
 
-func (s *Stats) fields() [15]*int64 {
-	return [15]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
+func (s *Stats) fields() [16]*int64 {
+	return [16]*int64{&s.Keys, &s.Decisions, &s.Denials, &s.Evictions, &s.EvictedUnsynced,
 		&s.StateBytes, &s.Batches, &s.Replies, &s.ClockBackwards, &s.Errors, &s.UnsyncedCost,
-		&s.UpstreamIgnored, &s.UpstreamPauses, &s.CircuitOpens, &s.ForeignLimits}
+		&s.UpstreamIgnored, &s.UpstreamPauses, &s.CircuitOpens, &s.ForeignLimits, &s.ReportedAgain}
 }
 
 // AppendMsg appends s as a msgpack map of named counters.

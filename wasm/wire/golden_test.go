@@ -60,7 +60,7 @@ var (
 		RetryAfter: -1, SyncWanted: true, SyncRetry: true, Limiter: "customer"}
 	fixStats = wire.Stats{Keys: 100000, Decisions: 1 << 33, Denials: 65535, Evictions: 65536, EvictedUnsynced: 255,
 		StateBytes: 18_000_000, Batches: 128, Replies: 127, ClockBackwards: 0, Errors: 31, UnsyncedCost: 42,
-		UpstreamIgnored: 3, UpstreamPauses: 70000, CircuitOpens: 1, ForeignLimits: 2}
+		UpstreamIgnored: 3, UpstreamPauses: 70000, CircuitOpens: 1, ForeignLimits: 2, ReportedAgain: 6}
 	fixBatchSignals = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Secret: "5f2b9c0e7a1d4386b0e9f2a7c4d18e63", Seq: 3, At: 1_763_700_000_123_456_789,
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Delta: 1, Demand: 1}},
 		Signals: []wire.Signal{{Limiter: "llm", Key: "user-1", Pause: 30e9, Failures: 0, Successes: 2, Limit: 6},
@@ -243,7 +243,7 @@ func statsGeneric(s *wire.Stats) map[string]any {
 		"evicted_unsynced": s.EvictedUnsynced, "state_bytes": s.StateBytes, "batches": s.Batches,
 		"replies": s.Replies, "clock_backwards": s.ClockBackwards, "errors": s.Errors, "unsynced_cost": s.UnsyncedCost,
 		"upstream_ignored": s.UpstreamIgnored, "upstream_pauses": s.UpstreamPauses, "circuit_opens": s.CircuitOpens,
-		"foreign_limits": s.ForeignLimits}
+		"foreign_limits": s.ForeignLimits, "reported_again": s.ReportedAgain}
 }
 
 // normalize turns what msgpack/v5 decodes into interface{} into the generic
