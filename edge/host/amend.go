@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/edgelimit/edgelimit/edge/syncloop"
@@ -19,10 +20,20 @@ import (
 // (ask).
 
 // amendment is one on its way: of the batch answered as the batch-th,
-// with the slot's id for it.
+// cut as the cut-th (slot.cuts), with the slot's id for it.
 type amendment struct {
-	batch int64
-	id    uint64
+	batch, cut int64
+	id         uint64
+}
+
+// skewTally counts the amendments sent of one cut (slot.cuts) and those
+// the coordinator refused for their times (400 clock_skew): when the
+// batch is refused for its times too, it is taken back only if every one
+// of them was (lockedModule.Recall; an amendment applied, or whose answer
+// was lost, may have counted the batch).
+type skewTally struct {
+	cut           int64
+	sent, refused int
 }
 
 // ask makes an attempt in flight ask, at now, for a request held (SyncRetry)
@@ -105,7 +116,7 @@ func (s *slot) amend(now int64) uint64 {
 		return 0
 	}
 	s.mu.Lock()
-	a := amendment{batch: s.batches.Load() + 1}
+	a := amendment{batch: s.batches.Load() + 1, cut: s.cuts.Load()}
 	out, err := s.iso.Amend(s.ctx, now, nil)
 	s.mu.Unlock()
 	if err != nil || len(out) == 0 {
@@ -115,17 +126,61 @@ func (s *slot) amend(now int64) uint64 {
 	s.amendID++
 	a.id = s.amendID
 	s.amends = append(s.amends, a)
+	if s.tally.cut != a.cut {
+		s.tally = skewTally{cut: a.cut}
+	}
+	s.tally.sent++
 	s.amendMu.Unlock()
 	s.amendWG.Add(1)
 	go s.sendAmend(out, a)
 	return a.id
 }
 
-// amendDone records that amendment id is no longer on its way.
-func (s *slot) amendDone(id uint64) {
+// amendDone records that amendment a is no longer on its way, refused for
+// its times (skew) or not.
+func (s *slot) amendDone(a amendment, skew bool) {
 	s.amendMu.Lock()
-	s.amends = slices.DeleteFunc(s.amends, func(a amendment) bool { return a.id == id })
+	s.amends = slices.DeleteFunc(s.amends, func(x amendment) bool { return x.id == a.id })
+	if skew && s.tally.cut == a.cut {
+		s.tally.refused++
+	}
+	if s.amendEnd != nil {
+		close(s.amendEnd)
+		s.amendEnd = nil
+	}
 	s.amendMu.Unlock()
+}
+
+// waitAmends waits until no amendment of the cut-th batch is on its way
+// (each ends within the transport's timeout, or with ctx).
+func (s *slot) waitAmends(ctx context.Context, cut int64) {
+	for {
+		s.amendMu.Lock()
+		if settled, _ := s.amendsSettled(cut); settled {
+			s.amendMu.Unlock()
+			return
+		}
+		if s.amendEnd == nil {
+			s.amendEnd = make(chan struct{})
+		}
+		ch := s.amendEnd
+		s.amendMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// amendsSettled reports whether no amendment of the cut-th batch is on its
+// way, and whether every one sent was refused for its times. amendMu is
+// held.
+func (s *slot) amendsSettled(cut int64) (settled, refused bool) {
+	if slices.ContainsFunc(s.amends, func(a amendment) bool { return a.cut == cut }) {
+		return false, false
+	}
+	return true, s.tally.cut != cut || s.tally.refused == s.tally.sent
 }
 
 // sendAmend posts the amendment out, a, (the batches answered count once
@@ -135,7 +190,7 @@ func (s *slot) amendDone(id uint64) {
 func (s *slot) sendAmend(out []byte, a amendment) {
 	defer s.amendWG.Done()
 	r, err := s.tr.Sync(s.ctx, out, nil)
-	s.amendDone(a.id) // before the reply wakes the held requests: those it does not admit ask again
+	s.amendDone(a, errors.Is(err, syncloop.ErrClockSkew)) // before the reply wakes the held requests: those it does not admit ask again
 	if err == nil {
 		_, err = s.applyReply(s.ctx, r, s.clk.Now(), a.batch)
 	}

@@ -158,8 +158,12 @@ type slot struct {
 	amendMu sync.Mutex
 	amends  []amendment // on their way; under amendMu
 	amendID uint64      // the last amendment's id; under amendMu
-	amendWG sync.WaitGroup
-	batches atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
+	tally   skewTally   // the amendments of the last cut amended; under amendMu
+	// amendEnd is closed and replaced (made on demand) when an amendment
+	// ends; under amendMu.
+	amendEnd chan struct{}
+	amendWG  sync.WaitGroup
+	batches  atomic.Int64 // batches answered (first replies): a second reply of a batch is not another reply for a held request
 }
 
 // shareKey identifies a key of a limiter in a local share.
@@ -481,11 +485,19 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 // Recall takes the isolate's outstanding batch back (syncloop.Recaller):
 // the coordinator refused it for its times and applied nothing, and the
 // batch cut again at the host's time is a new cut (it carries the asks of
-// the requests held since the refused one was cut).
+// the requests held since the refused one was cut). An amended batch is
+// taken back when every amendment of it was refused for its times too: it
+// waits for those on their way first (sent after the batch, their answers
+// come just after its refusal).
 func (m lockedModule) Recall(ctx context.Context, now int64) (bool, error) {
-	m.s.mu.Lock()
+	cut := m.s.cuts.Load()
+	m.s.waitAmends(ctx, cut)
+	m.s.mu.Lock() // no amendment is sent while it is held (slot.amend)
 	defer m.s.mu.Unlock()
-	ok, err := m.s.iso.Recall(ctx, now)
+	m.s.amendMu.Lock()
+	settled, refused := m.s.amendsSettled(cut)
+	m.s.amendMu.Unlock()
+	ok, err := m.s.iso.RecallAmended(ctx, now, settled && refused)
 	if ok {
 		m.s.unanswered = false
 		m.s.log.Warn("host: the coordinator refused the isolate's batch for its times; cutting it again at the coordinator's time")

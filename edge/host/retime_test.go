@@ -3,6 +3,7 @@ package host
 import (
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,7 +97,19 @@ func (c jumpClock) After(d int64) <-chan struct{} { return clock.Real.After(d) }
 // applies. Every unit admitted is counted within 1 s of the jump; without
 // the recall, the batch was resent as cut and refused until the
 // coordinator's clock caught up, 28 s later.
+//
+// On a strict key the requests after the jump are held for a lease of the
+// new window, and the batch in flight is amended with their asks: the
+// amendments are refused for their times too, and the batch is taken back
+// all the same (a first version took no amended batch back: resent as
+// cut, it was refused until the coordinator's clock caught up).
 func TestHostClockJumpRecallsTheRefusedBatch(t *testing.T) {
+	for _, lim := range []string{"a", "s"} {
+		t.Run(lim, func(t *testing.T) { hostClockJump(t, lim) })
+	}
+}
+
+func hostClockJump(t *testing.T, lim string) {
 	cfg := retimeCfg()
 	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
 	defer k.stop(t)
@@ -104,26 +117,34 @@ func TestHostClockJumpRecallsTheRefusedBatch(t *testing.T) {
 	var by atomic.Int64
 	h := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr,
 		Sync: syncloop.Options{Interval: 100 * time.Millisecond}, Clock: jumpClock{&by}})
-	var admitted int64
-	decide := func() {
-		if code, _, _ := h.decide(t, url.Values{"limiter": {"a"}, "key": {"k"}}); code == http.StatusOK {
-			admitted++
+	var admitted atomic.Int64
+	decide := func(n int) { // n requests at once
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if code, _, _ := h.decide(t, url.Values{"limiter": {lim}, "key": {"k"}}); code == http.StatusOK {
+					admitted.Add(1)
+				}
+			}()
 		}
+		wg.Wait()
 	}
 	for i := 0; i < 5; i++ {
-		decide()
+		decide(1)
 		time.Sleep(30 * time.Millisecond)
 	}
 	by.Store(int64(30 * time.Second))
 	jumped := time.Now()
 	for {
-		decide()
+		decide(4)
 		time.Sleep(50 * time.Millisecond)
-		if n := k.count(t, "a", "k"); n == admitted {
+		if n := k.count(t, lim, "k"); n == admitted.Load() {
 			t.Logf("every unit counted %v after the jump: %d (sync errors %d)", time.Since(jumped).Round(time.Millisecond), n, h.h.SyncErrors())
 			break
 		} else if time.Since(jumped) > time.Second {
-			t.Fatalf("1 s after the host's clock jumped the coordinator counts %d of %d (sync errors %d)", n, admitted, h.h.SyncErrors())
+			t.Fatalf("1 s after the host's clock jumped the coordinator counts %d of %d (sync errors %d)", n, admitted.Load(), h.h.SyncErrors())
 		}
 	}
 	if h.h.SyncErrors() != 0 {

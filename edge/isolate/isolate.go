@@ -369,16 +369,27 @@ func (i *Isolate) Withdraw(ctx context.Context) error {
 // clock offset first (FollowOffset), which moves the windows of the cost
 // admitted before a step (wasm/core retime.go). now is the host's time
 // (ns). It reports whether a batch was taken back: false when none was
-// outstanding, it was amended (its amendment may have been applied), or
-// for a module without el_recall (the batch is then resent as it was).
+// outstanding, it was amended (Amend: an amendment may have been applied;
+// see RecallAmended), or for a module without el_recall (the batch is then
+// resent as it was). It makes *Isolate a syncloop.Recaller.
 func (i *Isolate) Recall(ctx context.Context, now int64) (bool, error) {
+	return i.RecallAmended(ctx, now, false)
+}
+
+// RecallAmended is Recall for a host that amends batches: amendsRefused
+// says that every amendment of the batch was answered, each refused for
+// its times too, so that an amended batch is taken back as well.
+func (i *Isolate) RecallAmended(ctx context.Context, now int64, amendsRefused bool) (bool, error) {
 	if i.recall == nil {
 		return false, nil
 	}
 	if err := i.follow(ctx); err != nil {
 		return false, err
 	}
-	i.stack[0] = uint64(now)
+	i.stack[0], i.stack[1] = uint64(now), 0
+	if amendsRefused {
+		i.stack[1] = 1
+	}
 	if err := i.status(ctx, "recall", i.recall); err != nil {
 		return false, err
 	}

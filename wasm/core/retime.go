@@ -37,9 +37,11 @@ import "errors"
 // at the host's time now, under the same sequence number (the coordinator
 // recorded nothing of the refused one: it checks a batch's times only for
 // sequence numbers it has not applied, coordinator/merge/apply.go). A
-// batch that was amended is not taken back: its amendment, sent later, may
-// have been applied (the coordinator's clock moved on meanwhile), and
-// only the same batch resent is then answered as a retry.
+// batch that was amended is taken back only when the host knows that
+// every amendment of it was refused for its times too: one that was not,
+// sent later, may have been applied (the coordinator's clock moved on
+// meanwhile, or its answer was lost), and only the same batch resent is
+// then answered as a retry.
 
 // rewindow moves every windowed key's counters, and the windows of the
 // batch in flight, after a step of the host's clock by d ns (new minus
@@ -102,7 +104,8 @@ func stepWindow(w, d, now, period int64) int64 {
 }
 
 // ErrNothingToRecall is Recall's answer when no batch is outstanding, or
-// the outstanding one was amended: the host then resends it as it is.
+// the outstanding one was amended and amendsRefused is false: the host
+// then resends it as it is.
 var ErrNothingToRecall = errors.New("core: no batch to recall")
 
 // Recall takes the outstanding batch back after the coordinator refused it
@@ -110,15 +113,17 @@ var ErrNothingToRecall = errors.New("core: no batch to recall")
 // above): its deltas, the asks and final denials it carried, and its
 // upstream signals go back to their keys, and the next SyncOut cuts a
 // batch again under the same sequence number, at its own time. A batch
-// that was amended is not taken back (ErrNothingToRecall; see above). now
-// (ns) is the host's
-// time, on the clock the refusal's reading put it on: a windowed key still
-// in a window past the one of now (its clock stepped back without the host
-// telling, ClockOffset) moves back to it, its previous window with it, so
-// that the batch cut again names no window the coordinator refused.
-func (c *Core) Recall(now int64) error {
+// that was amended (Amend) is taken back only when amendsRefused: the host
+// knows every amendment of it was answered, each refused for its times
+// (400 clock_skew); else ErrNothingToRecall (see above). now (ns) is the
+// host's time, on the clock the refusal's reading put it on: a windowed
+// key still in a window past the one of now (its clock stepped back
+// without the host telling, ClockOffset) moves back to it, its previous
+// window with it, so that the batch cut again names no window the
+// coordinator refused.
+func (c *Core) Recall(now int64, amendsRefused bool) error {
 	c.see(now)
-	if len(c.outBuf) == 0 || c.amendSeq == c.seq {
+	if len(c.outBuf) == 0 || c.amendSeq == c.seq && !amendsRefused {
 		return ErrNothingToRecall
 	}
 	if c.outEnd {

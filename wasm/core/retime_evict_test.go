@@ -44,7 +44,7 @@ func TestRecallKeepsDenialsOfAnEvictedKeyApart(t *testing.T) {
 	}
 	c.ClockOffset(-ahead)
 	now := t0 + 10e6
-	if err := c.Recall(now); err != nil {
+	if err := c.Recall(now, false); err != nil {
 		t.Fatal(err)
 	}
 	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
@@ -100,7 +100,7 @@ func TestRecallKeepsUnitsOfAKeyUsedAgainAfterEviction(t *testing.T) {
 	}
 	c.ClockOffset(-ahead)
 	now := t0 + 10e6
-	if err := c.Recall(now); err != nil {
+	if err := c.Recall(now, false); err != nil {
 		t.Fatal(err)
 	}
 	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
@@ -148,7 +148,7 @@ func TestRecallKeepsEveryDenialItInsertsAgain(t *testing.T) {
 	}
 	c.ClockOffset(-ahead)
 	now := t0 + 10e6
-	if err := c.Recall(now); err != nil {
+	if err := c.Recall(now, false); err != nil {
 		t.Fatal(err)
 	}
 	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))

@@ -120,7 +120,7 @@ func TestRecallAfterClockSkewRefusal(t *testing.T) {
 	// The refusal's answer carries the coordinator's time: the host steps.
 	c.ClockOffset(-ahead)
 	now := t0 + 20e6
-	if err := c.Recall(now); err != nil {
+	if err := c.Recall(now, false); err != nil {
 		t.Fatal(err)
 	}
 	b := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
@@ -165,7 +165,7 @@ func TestRecallAfterClockSkewRefusal(t *testing.T) {
 	if err := c.Decide(1, []byte("k"), 1, now+30e6, &r); err != nil || !r.Allowed {
 		t.Fatalf("strict key after the reply: %+v, %v; want admitted under its lease", r, err)
 	}
-	if err := c.Recall(now); !errors.Is(err, core.ErrNothingToRecall) {
+	if err := c.Recall(now, false); !errors.Is(err, core.ErrNothingToRecall) {
 		t.Errorf("Recall with no batch outstanding: %v, want ErrNothingToRecall", err)
 	}
 }
@@ -379,7 +379,7 @@ func FuzzClockStepRecall(f *testing.F) {
 					told = -own // the refusal's reading
 					c.ClockOffset(told)
 					now = real + own + told
-					if rerr := c.Recall(now); rerr != nil {
+					if rerr := c.Recall(now, false); rerr != nil {
 						t.Fatalf("op %d: recall after %v: %v", i, err, rerr)
 					}
 					if out, err = c.SyncOut(now, nil); err != nil {
@@ -413,7 +413,7 @@ func FuzzClockStepRecall(f *testing.F) {
 				if c.Outstanding() {
 					continue
 				}
-				if err := c.Recall(now); !errors.Is(err, core.ErrNothingToRecall) {
+				if err := c.Recall(now, false); !errors.Is(err, core.ErrNothingToRecall) {
 					t.Fatalf("op %d: recall with nothing outstanding: %v", i, err)
 				}
 			}
@@ -465,7 +465,7 @@ func TestRecallRefusesAnAmendedBatch(t *testing.T) {
 	}
 	c.ClockOffset(-ahead) // the batch's refusal reaches the host
 	now := t0 + 700e6
-	if err := c.Recall(now); !errors.Is(err, core.ErrNothingToRecall) {
+	if err := c.Recall(now, false); !errors.Is(err, core.ErrNothingToRecall) {
 		t.Fatalf("Recall of an amended batch: %v, want ErrNothingToRecall", err)
 	}
 	resent := out(t)(c.SyncOut(now, nil))
@@ -508,6 +508,65 @@ func TestRecallRefusesAnAmendedBatch(t *testing.T) {
 	}
 }
 
+// A batch amended with a held request's ask (a host 30 s ahead, a strict
+// key: after a clock jump every lease is of a window gone), refused for
+// its times, and its amendment refused for its times too: the host tells
+// the module so (amendsRefused), and the batch is taken back and cut again
+// at the coordinator's time, with the units, the batch's ask and the
+// amendment's, and applied: the held requests are admitted by its reply.
+// Not taken back (a first version took no amended batch back), it was
+// resent as cut and refused until the coordinator's clock caught up, 28 s
+// later.
+func TestRecallOfABatchWhoseAmendmentsWereRefused(t *testing.T) {
+	m, c := retimeIsolate(t, retimeCfg())
+	t0 := 100_000*sec + 3*sec
+	const ahead = 30 * sec
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	if err := c.Decide(1, []byte("k"), 1, t0+ahead+5, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	cutRefused(t, m, c, t0+ahead+1e6, t0)
+	if err := c.Decide(1, []byte("k2"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	am, err := c.Amend(t0+ahead+10e6, nil)
+	if err != nil || len(am) == 0 {
+		t.Fatalf("amend: %d bytes, %v", len(am), err)
+	}
+	if _, err := m.Apply(decodeBatch(t, am), t0+20e6); !errors.Is(err, merge.ErrClockSkew) {
+		t.Fatalf("the amendment: %v, want merge.ErrClockSkew", err)
+	}
+	c.ClockOffset(-ahead)
+	now := t0 + 30e6
+	if err := c.Recall(now, false); !errors.Is(err, core.ErrNothingToRecall) {
+		t.Fatalf("Recall of an amended batch, its amendment's answer unknown: %v, want ErrNothingToRecall", err)
+	}
+	if err := c.Recall(now, true); err != nil {
+		t.Fatalf("Recall of an amended batch whose amendment was refused for its times: %v", err)
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	rp, err := m.Apply(b, now)
+	if err != nil {
+		t.Fatalf("the batch cut again: %v", err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), now+1e6); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"k", "k2"} {
+		if err := c.Decide(1, []byte(key), 1, now+2e6, &r); err != nil || !r.Allowed {
+			t.Errorf("the request held on s/%s, decided again after the reply: %+v, %v", key, r, err)
+		}
+	}
+	if ks, err := m.KeyState("a", "k", now+3e6); err != nil || ks.Count != 3 {
+		t.Errorf("the coordinator counts %+v, %v; want the 3 units of a/k", ks, err)
+	}
+}
+
 // A key evicted between the cut and the refusal (a full table, a flood of
 // new keys): Recall inserts it again with the units the refused batch
 // carried, and the batch cut again carries all 3 (dropping them lost them:
@@ -536,7 +595,7 @@ func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
 	}
 	c.ClockOffset(-ahead)
 	now := t0 + 10e6
-	if err := c.Recall(now); err != nil {
+	if err := c.Recall(now, false); err != nil {
 		t.Fatal(err)
 	}
 	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
@@ -595,7 +654,7 @@ func TestRecallOfAGracefulStopsLastBatch(t *testing.T) {
 	}
 	c.ClockOffset(-ahead)
 	now := t0 + 4e6
-	if err := c.Recall(now); err != nil {
+	if err := c.Recall(now, false); err != nil {
 		t.Fatalf("recall of the last batch: %v", err)
 	}
 	again := decodeBatch(t, out(t)(c.SyncOut(now, nil)))

@@ -32,7 +32,7 @@ import (
 //	el_amend(now) -> length: the outstanding batch amended with asks, in the
 //	io buffer (0: none to send); see core.Core.Amend.
 //	el_withdraw() -> status: 0, or < 0 (core.Code); see core.Core.Withdraw.
-//	el_recall(now) -> 1: the outstanding batch was taken back, 0: none to take
+//	el_recall(now, amendsRefused) -> 1: the outstanding batch was taken back, 0: none to take
 //	back, < 0 (core.Code); see core.Core.Recall.
 //	el_clock_offset(off) -> status: 0, or < 0 (core.Code); see core.Core.ClockOffset.
 //	el_observe(n) -> length: reads a msgpack wire.Observation of n bytes from
@@ -167,17 +167,19 @@ func elWithdraw() int32 {
 // el_recall takes the outstanding batch back after the coordinator refused
 // it for its times (HTTP 400 clock_skew) and applied nothing of it
 // (core.Core.Recall), at now (ns, the host's time on the clock the
-// refusal's reading put it on): the next el_sync_out cuts it again. It
-// returns 1 when it took a batch back, 0 when there was none to take back
-// (none outstanding, or an amended one), or an error code when not
+// refusal's reading put it on): the next el_sync_out cuts it again.
+// amendsRefused is 1 when the host knows that every amendment of the batch
+// (el_amend) was refused for its times too, else 0. It returns 1 when it
+// took a batch back, 0 when there was none to take back (none outstanding,
+// or an amended one and amendsRefused 0), or an error code when not
 // configured.
 //
 //export el_recall
-func elRecall(now int64) int32 {
+func elRecall(now int64, amendsRefused int32) int32 {
 	if lim == nil {
 		return core.Code(core.ErrNotConfigured)
 	}
-	if lim.Recall(now) != nil {
+	if lim.Recall(now, amendsRefused == 1) != nil {
 		return 0
 	}
 	return 1
