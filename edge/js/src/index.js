@@ -807,7 +807,7 @@ export class EdgeLimit {
   _sync() {
     const now = this._clock();
     if (this._busy(now)) return this._inflight;
-    const sy = { done: false, abandoned: false, target: null, resolve: null };
+    const sy = { done: false, abandoned: false, target: null, resolve: null, cut: 0, amendCut: -1, amendsSent: 0, amendsRefused: 0 };
     const p = new Promise((r) => { sy.resolve = r; });
     this._cur = sy;
     this._syncAttempt(sy).then((ok) => {
@@ -994,10 +994,19 @@ export class EdgeLimit {
         // The module takes the batch back and cuts it again at that time,
         // under the same sequence number; it carries the asks of the
         // requests held since the refused one was cut (a new cut). A
-        // batch that was amended is not taken back (its amendment may
-        // have been applied): it is resent as it is, later.
+        // batch that was amended is taken back only when every amendment
+        // of it was refused for its times too (one applied, or whose
+        // answer was lost, may have counted the batch): the amendments on
+        // their way are awaited first (sent after the batch, their
+        // answers come just after its refusal). Else it is resent as it
+        // is, later.
+        for (let flying = this._amendsOf(sy); flying.length > 0; flying = this._amendsOf(sy)) {
+          await Promise.all(flying.map((a) => a.sent));
+          if (sy.done) return this._late(sy, mod, r); // an amendment was applied: so was the batch
+        }
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        if (!mod.recall(this._ns(this._clock()))) throw new EdgeLimitError(`sync: coordinator refused the batch's times: ${r.detail}`, 'sync_refused');
+        const amendsRefused = sy.amendCut !== sy.cut || sy.amendsRefused === sy.amendsSent;
+        if (!mod.recall(this._ns(this._clock()), amendsRefused)) throw new EdgeLimitError(`sync: coordinator refused the batch's times: ${r.detail}`, 'sync_refused');
         for (const a of this._amends) if (a.sy === sy) a.void = true;
         this._amends = this._amends.filter((a) => a.sy !== sy);
         this.counters.recalls++;
@@ -1105,12 +1114,19 @@ export class EdgeLimit {
       return null;
     }
     if (out === null) return null;
-    const a = { sy, void: false, deadline: now + this._syncTimeout + 100 };
+    const a = { sy, cut: sy.cut, void: false, deadline: now + this._syncTimeout + 100, sent: null };
     this._amends.push(a);
     this.counters.amendments++;
-    const p = this._sendAmendment(a, mod, sy.target, out);
-    ctx?.waitUntil?.(p);
+    if (sy.amendCut !== sy.cut) { sy.amendCut = sy.cut; sy.amendsSent = 0; sy.amendsRefused = 0; }
+    sy.amendsSent++; // and those refused for their times: see _sendAmendment and the recall in _syncAttempt
+    a.sent = this._sendAmendment(a, mod, sy.target, out);
+    ctx?.waitUntil?.(a.sent);
     return a;
+  }
+
+  // The amendments of sync sy's batch as last cut that are on their way.
+  _amendsOf(sy) {
+    return this._amends.filter((a) => a.sy === sy && a.cut === sy.cut);
   }
 
   // Sends amendment a of mod's batch to coordinator url and applies its
@@ -1124,6 +1140,7 @@ export class EdgeLimit {
       r = await this._postTo(url, out);
     } catch { /* lost: see above */ }
     this._amends = this._amends.filter((x) => x !== a);
+    if (r?.skewProblem && a.sy.amendCut === a.cut) a.sy.amendsRefused++;
     let taken = false;
     if (r !== null && !r.seqProblem && !r.skewProblem && !a.void && this._mod === mod) {
       if (a.sy.done) {

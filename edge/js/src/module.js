@@ -300,14 +300,16 @@ export class Module {
    * Takes the outstanding batch back after the coordinator refused it for
    * its times (400 clock_skew) and applied nothing of it, at now (BigInt
    * ns, the isolate's time on the clock the refusal's reading put it on):
-   * the next syncOut cuts it again under the same sequence number. Returns
-   * whether a batch was taken back (false: none outstanding, an amended
-   * one, or a module without el_recall).
+   * the next syncOut cuts it again under the same sequence number.
+   * amendsRefused: every amendment of the batch (amend) was answered, each
+   * refused for its times too. Returns whether a batch was taken back
+   * (false: none outstanding, an amended one and amendsRefused false, or a
+   * module without el_recall).
    */
-  recall(now) {
+  recall(now, amendsRefused = false) {
     const f = this.exports.el_recall;
     if (typeof f !== 'function') return false;
-    const c = f(now);
+    const c = f(now, amendsRefused ? 1 : 0);
     this._refresh();
     if (c < 0) throw codeError('recall', c);
     return c === 1;
