@@ -91,6 +91,7 @@ type engine struct {
 	interval int64
 	seed     uint64
 	rt       *isolate.Runtime
+	strand   float64 // the coordinator's StrandBudget (Simulator.StrandBudget)
 
 	coord *merger
 
@@ -234,7 +235,7 @@ func (e *engine) setup() error {
 
 	// The coordinator, on virtual time.
 	if st.syncs() {
-		c, err := newMerger(e.cfg)
+		c, err := newMerger(e.cfg, e.strand)
 		if err != nil {
 			return err
 		}

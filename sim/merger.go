@@ -26,7 +26,9 @@ type merger struct {
 // commitEvery is how many batches share one commit.
 const commitEvery = 32
 
-func newMerger(cfg wire.Config) (*merger, error) {
+// newMerger returns the simulated coordinator of cfg over Pebble in
+// memory, with strand as its MergerOptions.StrandBudget.
+func newMerger(cfg wire.Config, strand float64) (*merger, error) {
 	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator store: %w", err)
@@ -34,7 +36,7 @@ func newMerger(cfg wire.Config) (*merger, error) {
 	// The coordinator's defaults, reset notices included: what the
 	// heartbeats of isolates that deny from cached denials cost is part
 	// of the figures.
-	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{})
+	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{StrandBudget: strand})
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("sim: coordinator: %w", err)

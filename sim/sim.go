@@ -13,6 +13,12 @@ import (
 // concurrent use (each run has its own isolates and coordinator).
 type Simulator struct {
 	rt *isolate.Runtime
+	// StrandBudget is the simulated coordinator's
+	// merge.MergerOptions.StrandBudget (the coordinator's --strand-budget):
+	// the share of a window's limit that units held ahead by sparse
+	// isolates may be expected to strand. 0 takes the coordinator's
+	// default (1%); negative holds nothing ahead. Set it before runs.
+	StrandBudget float64
 }
 
 // New compiles the embedded module once.
@@ -53,7 +59,7 @@ func (s *Simulator) run(ctx context.Context, sc *Scenario, strategy string, inte
 		}
 	}
 	e := &engine{ctx: ctx, sc: sc, strategy: strategy, interval: int64(interval), seed: seed, rt: s.rt, progress: progress,
-		timeline: timeline}
+		timeline: timeline, strand: s.StrandBudget}
 	defer e.close()
 	if err := e.setup(); err != nil {
 		return Result{}, err

@@ -59,6 +59,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	strand := fs.Float64("strand-budget", 0, "the simulated coordinator's --strand-budget: share of a window's limit that units held ahead by sparse isolates may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	if *corpus || *corpusDir != "" {
-		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out)
+		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out, *strand)
 	}
 	sc, err := loadScenario(*scenario)
 	if err != nil {
@@ -159,6 +160,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer s.Close(ctx)
+	s.StrandBudget = *strand
 
 	fmt.Fprintf(stdout, "scenario %s: %d isolates in %d locations, %v simulated, seed %d\n", sc.Name, sc.Isolates, sc.Locations,
 		time.Duration(sc.Duration), *seed)
@@ -410,7 +412,7 @@ func writeTuning(w io.Writer, t sim.Tuning) {
 }
 
 // runCorpus runs the scenario corpus and prints its table.
-func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string) error {
+func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string, strand float64) error {
 	var scs []*sim.Scenario
 	if dir == "" {
 		for _, n := range sim.CorpusScenarios() {
@@ -456,6 +458,7 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 		return err
 	}
 	defer s.Close(ctx)
+	s.StrandBudget = strand
 	bar := newProgressBar(stderr, quiet)
 	o.Progress = bar.set
 	rows, err := s.RunCorpus(ctx, scs, o)
