@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -163,5 +164,72 @@ func hostClockJump(t *testing.T, lim string) {
 	}
 	if h.h.SyncErrors() != 0 {
 		t.Errorf("sync errors after the jump: %d, want 0 (the refused batch is cut again at once)", h.h.SyncErrors())
+	}
+}
+
+// driftClock runs rate times as fast as the real clock from start (ns): a
+// host whose oscillator drifts.
+type driftClock struct {
+	start int64
+	rate  float64
+}
+
+func (c driftClock) Now() int64 {
+	return c.start + int64(float64(clock.Real.Now()-c.start)*c.rate)
+}
+func (c driftClock) After(d int64) <-chan struct{} {
+	return clock.Real.After(int64(float64(d) / c.rate))
+}
+
+// A host whose clock drifts 5% fast or slow (200 ms in the 4 s of the
+// test; real oscillators drift by well under 0.1%, a paused or throttled
+// VM's by more) decides on an approximate key and a strict one: the
+// readings each sync answer carries pull its offset back (several steps),
+// no batch is refused, no sync fails, every unit admitted is accounted
+// for at the coordinator (a strict key's in its count or in the lease),
+// and the host's time stays within the offset's tolerance of the
+// coordinator's.
+func TestHostClockDriftLosesNothing(t *testing.T) {
+	for _, rate := range []float64{1.05, 0.95} {
+		t.Run(fmt.Sprint(rate), func(t *testing.T) {
+			cfg := retimeCfg()
+			k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+			defer k.stop(t)
+			earlyInWindow()
+			h := serve(t, Options{Config: cfg, Isolates: 2, Coordinator: "http://" + k.addr,
+				Sync: syncloop.Options{Interval: 100 * time.Millisecond}, Clock: driftClock{clock.Real.Now(), rate}})
+			admitted := map[string]int64{}
+			worst := time.Duration(0)
+			for start := time.Now(); time.Since(start) < 4*time.Second; {
+				for _, l := range []string{"a", "s"} {
+					if code, _, _ := h.decide(t, url.Values{"limiter": {l}, "key": {"k"}}); code == http.StatusOK {
+						admitted[l]++
+					}
+				}
+				worst = max(worst, (time.Duration(h.h.offset.Now() - clock.Real.Now())).Abs())
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // the last units reported
+			for _, l := range []string{"a", "s"} {
+				ks, err := k.c.KeyState(context.Background(), l, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := admitted[l]; n == 0 || ks.Count > n || n > ks.Count+ks.LeaseSum {
+					t.Errorf("%s: %d admitted, the coordinator counts %d and holds %d in leases", l, n, ks.Count, ks.LeaseSum)
+				}
+			}
+			steps := h.h.offset.Steps()
+			t.Logf("rate %g: admitted %v, offset steps %d, worst error of the host's time %v, sync errors %d", rate, admitted, steps, worst.Round(time.Millisecond), h.h.SyncErrors())
+			if steps < 3 {
+				t.Errorf("the offset moved %d times in 4 s of a 5%% drift, want several", steps)
+			}
+			if worst > 150*time.Millisecond {
+				t.Errorf("the host's time was %v off the coordinator's, want within the offset's tolerance (50 ms plus half a round trip)", worst)
+			}
+			if h.h.SyncErrors() != 0 {
+				t.Errorf("sync errors: %d", h.h.SyncErrors())
+			}
+		})
 	}
 }
