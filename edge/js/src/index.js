@@ -25,7 +25,7 @@ const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (con
 // The coordinator's time on its answers (ns since the epoch): the isolate
 // runs on it (_observeTime; the Go host's clock.Header and clock.Offset).
 const TIME_HEADER = 'edgelimit-time';
-const OFFSET_TOLERANCE_MS = 50; // readings within this of the offset change nothing
+const OFFSET_TOLERANCE_MS = 5; // readings within this of the offset change nothing (as clock.DefaultOffsetTolerance)
 const MAX_OFFSET_MS = 24 * 3600 * 1000; // readings further apart are ignored
 
 // What _waitSync resolves to when no reply came (in time, or the sync

@@ -71,3 +71,36 @@ test('concurrent first requests on an isolate 3 s ahead all run on the coordinat
     assert.deepEqual(ds.map((d) => [d.success, d.reset]), ds.map(() => [true, end]), JSON.stringify(ds));
   } finally { rl.close(); }
 });
+
+// Two isolates whose clocks drift 5% fast and 5% slow (200 ms in the 4 s of
+// the test), syncing only during requests: the readings the sync answers
+// carry pull each back (several clock steps), and together they never
+// admit more than the strict key's limit in a second.
+test('background requests, clocks drifting 5% fast and slow: the readings pull them back', async () => {
+  const c = await startCoordinator(config); coords.push(c);
+  const ctx = { waitUntil() {} };
+  const t0 = Date.now();
+  const drift = (rate) => () => t0 + (Date.now() - t0) * rate;
+  const fast = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: drift(1.05) });
+  const slow = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: drift(0.95) });
+  try {
+    const perSecond = new Map();
+    for (const end = Date.now() + 4000; Date.now() < end;) {
+      for (const [i, rl] of [fast, slow].entries()) {
+        const d = await rl.limit({ limiter: 's', key: 'drift' }, ctx);
+        if (d.success) {
+          const s = Math.floor(Date.now() / 1000);
+          const n = perSecond.get(s) ?? [0, 0];
+          n[i]++;
+          perSecond.set(s, n);
+        }
+      }
+      await sleep(30);
+    }
+    const admitted = [...perSecond.values()].reduce((a, n) => a + n[0] + n[1], 0);
+    console.log(`# drift 5%: per second [fast, slow]: ${JSON.stringify([...perSecond.values()])}; clock steps ${fast.counters.clockSteps}, ${slow.counters.clockSteps}; sync errors ${fast.counters.syncErrors}, ${slow.counters.syncErrors}`);
+    assert.ok(fast.counters.clockSteps >= 3 && slow.counters.clockSteps >= 3, `clock steps ${fast.counters.clockSteps}, ${slow.counters.clockSteps}: the drift was not followed`);
+    assert.ok(admitted >= 30, `${admitted} admitted in 4 s of a 10/s key at 6x the limit`);
+    for (const [s, n] of perSecond) assert.ok(n[0] + n[1] <= 11, `second ${s}: ${n} admitted, over the limit of 10`);
+  } finally { fast.close(); slow.close(); }
+});
