@@ -40,6 +40,8 @@ type CorpusRow struct {
 	UnservedPct         float64 `json:"unserved_with_room_pct"`
 	Utilisation         float64 `json:"utilisation_pct"`
 	SyncPerDecision     float64 `json:"sync_per_decision_pct"`
+	// SyncCauses splits SyncPerDecision by what started each request.
+	SyncCauses SyncCausesPct `json:"sync_causes_pct"`
 	// StrandedPct is Result.StrandedPct: budget stranded in leases while
 	// demand was refused, % of min(offered, capacity).
 	StrandedPct float64 `json:"stranded_pct"`
@@ -166,6 +168,7 @@ func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 		row.UnservedPct += r.UnservedPct / n
 		row.Utilisation += r.Utilisation / n
 		row.SyncPerDecision += r.SyncPerDecision / n
+		row.SyncCauses.add(&r, 1/n)
 		row.StrandedPct += r.StrandedPct / n
 		row.WaitedPct += r.WaitedPct / n
 		row.DecisionsPerIsolate += float64(r.Requests) / (float64(r.Duration) / 1e9) / float64(r.Isolates) / n

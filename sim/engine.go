@@ -41,6 +41,9 @@ type node struct {
 	share   *failpolicy.Share[int32]
 	waiting []waiter // requests held for a sync (SyncRetry answers)
 	dead    bool     // killed and not restarted yet (see Kill); iso is nil
+	// What the timer armed last starts when it fires, when an early
+	// sync moved it forward (causeRegular: the interval's own timer).
+	timerCause syncCause
 }
 
 // waiter is a request the module answered with SyncRetry (a strict lease
@@ -319,6 +322,7 @@ func (e *engine) start(nd *node, now int64) error {
 		if !e.strat.early() {
 			o.MinSpacing = -1
 		}
+		nd.timerCause = causeRegular
 		if nd.sched == nil {
 			s, err := syncloop.New(o, now, seed)
 			if err != nil {
@@ -435,12 +439,17 @@ func (e *engine) quota(gid int32) failpolicy.Quota {
 // want asks for an early sync of nd at now, as the edge host's loop does
 // when kicked: at once if the scheduler allows it, else at the earliest
 // time it does.
-func (e *engine) want(nd *node, now int64) error {
+func (e *engine) want(nd *node, now int64) error { return e.wantFor(nd, now, causeEarly) }
+
+// wantFor is want for a sync of cause c (causeEarly: the module asked;
+// causeHeld: a held request asks, syncloop.NextAsk).
+func (e *engine) wantFor(nd *node, now int64, c syncCause) error {
 	before := nd.sched.Next()
 	if nd.sched.Want(now) {
-		return e.startSync(nd, now)
+		return e.startSync(nd, now, c)
 	}
 	if nd.sched.Next() < before {
+		nd.timerCause = c
 		e.armTimer(nd)
 	}
 	return nil
@@ -555,7 +564,7 @@ func (e *engine) ask(nd *node, now int64) error {
 	case syncloop.AskAmend:
 		return e.amend(nd, now)
 	case syncloop.AskBatch:
-		return e.want(nd, now)
+		return e.wantFor(nd, now, causeHeld)
 	}
 	return nil
 }
@@ -575,8 +584,9 @@ func (e *engine) expire(nd *node, now int64, all bool) {
 	nd.waiting = keep
 }
 
-// startSync begins a sync attempt of nd at now.
-func (e *engine) startSync(nd *node, now int64) error {
+// startSync begins a sync attempt of nd at now, started by cause c.
+func (e *engine) startSync(nd *node, now int64, c syncCause) error {
+	nd.timerCause = causeRegular // a timer armed from here on is the interval's (or the backoff's)
 	out, err := nd.iso.SyncOut(e.ctx, now, e.outBuf[:0])
 	if err != nil {
 		return fmt.Errorf("sim: sync out: %w", err)
@@ -588,6 +598,7 @@ func (e *engine) startSync(nd *node, now int64) error {
 		return nil
 	}
 	nd.out = append(nd.out[:0], out...)
+	e.res.SyncCauses.count(c)
 	nd.sched.Begin(now)
 	// The module takes the reply of the last batch's amendment while this
 	// one is in flight; those of earlier batches it refuses.
@@ -676,7 +687,11 @@ func (e *engine) handle(ev event) error {
 		if ev.gen != nd.gen || ev.tok != nd.timer || nd.sched.InFlight() {
 			return nil
 		}
-		return e.startSync(nd, now)
+		c := nd.timerCause
+		if nd.sched.Failures() > 0 {
+			c = causeRetry
+		}
+		return e.startSync(nd, now, c)
 	case evArrive:
 		if ev.gen != nd.gen {
 			return nil // the isolate was evicted: its batch dies with it
@@ -755,6 +770,7 @@ func (e *engine) handle(ev event) error {
 			nd.sched.Failure(now)
 		default:
 			nd.sched.Success(now)
+			nd.timerCause = causeRegular
 			nd.rtt = now - nd.sentAt
 		}
 		switch {

@@ -58,12 +58,15 @@ type Result struct {
 	SyncRequests int64 `json:"sync_requests"`
 	// Amendments counts the batches amended in flight (wire/amend.go),
 	// part of SyncRequests.
-	Amendments      int64   `json:"amendments"`
-	SyncPerSec      float64 `json:"sync_per_sec"`
-	SyncPerDecision float64 `json:"sync_per_decision_pct"`
-	SyncBytes       int64   `json:"sync_bytes"`
-	SyncBytesPerSec float64 `json:"sync_bytes_per_sec"`
-	SyncFailures    int64   `json:"sync_failures"`
+	Amendments int64 `json:"amendments"`
+	// SyncCauses splits the batches of SyncRequests by what started them
+	// (edgelimit's strategies; with Amendments they sum to SyncRequests).
+	SyncCauses      SyncCauses `json:"sync_causes"`
+	SyncPerSec      float64    `json:"sync_per_sec"`
+	SyncPerDecision float64    `json:"sync_per_decision_pct"`
+	SyncBytes       int64      `json:"sync_bytes"`
+	SyncBytesPerSec float64    `json:"sync_bytes_per_sec"`
+	SyncFailures    int64      `json:"sync_failures"`
 	// Waited counts the decisions that waited for the coordinator before
 	// their answer (a request held for a sync, SyncRetry; every central
 	// round trip); WaitedPct is Waited / Requests, in percent.

@@ -15,7 +15,9 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 //
 // Asks are made for strict windowed keys that do not follow an upstream
 // (the keys whose requests wait for a lease); a bucket's or an upstream
-// limiter's held request waits for the next batch.
+// limiter's held request waits for the next batch. A key whose asks the
+// batch's own reply can be expected to grant (expectCovered) is not asked
+// for: its requests wait for that reply, and ask again if it does not.
 func (c *Core) Amend(now int64, dst []byte) ([]byte, error) {
 	c.see(now)
 	if len(c.outBuf) == 0 || c.outEnd {
@@ -43,12 +45,15 @@ func (c *Core) Amend(now int64, dst []byte) ([]byte, error) {
 		// batch's own: the batch's reply, made before the coordinator
 		// saw the amendment, grants none of the amendment's asks, and
 		// that must not start a dry spell (apply).
-		s.amended = s.unsent
 		w := window(now, l.cfg.Period)
 		need := addSat(s.asked, s.unsent)
 		if e.win == w {
 			need = addSat(need, e.pCur)
 		}
+		if c.expectCovered(l, s, w, need) {
+			continue
+		}
+		s.amended = s.unsent
 		ak = wire.AppendKeyCost(ak, l.cfg.Name, c.tab.keyBytes(e), w, need)
 		n++
 	}
@@ -60,4 +65,34 @@ func (c *Core) Amend(now int64, dst []byte) ([]byte, error) {
 	c.akArr = append(wire.AppendArrayHeader(c.akArr[:0], n), ak...)
 	c.rebuildOut(c.akArr)
 	return append(dst, c.outBuf...), nil
+}
+
+// expectCovered reports whether the reply of the batch in flight can be
+// expected to grant a key of limiter l what its held requests need (need:
+// the cost from the batch's cut on, in window w) without an amendment
+// asking for it. The coordinator sizes the lease of an isolate that
+// reports a key at least four times a window (c.gap, as
+// coordinator/merge's frequent) at twice its demand per batch, from the
+// batch's cut on, as an ask is: when need is within the last such grant
+// in w, the batch's reply brings about as much again (more if the demand
+// grew), and an amendment would ask for what that reply grants anyway.
+// (The batch reports the key then: a request is held only when the grant
+// is spent, so with need within it the key admitted cost before the cut.)
+// Only where the last reply's lease lives a window or longer (longLife:
+// the coordinator's lease life is no shorter than the window): in a
+// longer window a lease that lasted until the batch does not grow, and
+// what a busy isolate holds ahead is held to what it uses within that
+// life (coordinator/merge need and grantWindow), so the reply may grant
+// nothing of need.
+//
+// Measured on the simulator's corpus (64 isolates, 100 ms sync, 3
+// seeds): busy isolates amended nearly every batch twice, bursty-5000
+// 3.7% of its decisions (of 10.4% sync requests per decision). A sparse
+// isolate's lease is what it asked for (plus a unit ahead): its held
+// requests always ask. Near the limit the reply may grant less (the
+// coordinator shrinks leases as the window fills): the requests it leaves
+// are decided SyncRetry again and ask at once (edge/syncloop.NextAsk), a
+// round trip later than an amendment would have.
+func (c *Core) expectCovered(l *limiter, s *leaseRec, w, need int64) bool {
+	return c.gap > 0 && c.gap*4 <= l.cfg.Period && s.longLife && s.hasLease && s.leaseWin == w && need <= s.leaseGrant
 }

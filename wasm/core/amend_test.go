@@ -198,30 +198,32 @@ func TestBatchReplyBeforeAmendmentsIsNoDrySpell(t *testing.T) {
 		t.Fatalf("k on its lease: %+v %v", r, err)
 	}
 	// A request for o cuts a batch, which reports k's unit and asks
-	// nothing for k.
-	if err := c.Decide(0, []byte("o"), 1, t0+100e6, &r); err != nil || !r.SyncRetry {
+	// nothing for k; it comes 600 ms after the first, so the isolate
+	// syncs less than four times a window and a held request amends its
+	// batch whatever k's last grant (expectCovered).
+	if err := c.Decide(0, []byte("o"), 1, t0+600e6, &r); err != nil || !r.SyncRetry {
 		t.Fatalf("o: %+v %v", r, err)
 	}
-	must(c.SyncOut(t0+100e6, nil))
+	must(c.SyncOut(t0+600e6, nil))
 	// While it is in flight a request is held and amended.
-	if err := c.Decide(0, []byte("k"), 1, t0+110e6, &r); err != nil || !r.SyncRetry {
+	if err := c.Decide(0, []byte("k"), 1, t0+610e6, &r); err != nil || !r.SyncRetry {
 		t.Fatalf("held: %+v %v", r, err)
 	}
-	if out := must(c.Amend(t0+110e6, nil)); len(out) == 0 {
+	if out := must(c.Amend(t0+610e6, nil)); len(out) == 0 {
 		t.Fatal("no amendment")
 	}
 	// The batch's reply grants nothing: the request is held again.
-	if err := reply(t0+140e6, 0); err != nil {
+	if err := reply(t0+640e6, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Decide(0, []byte("k"), 1, t0+140e6, &r); err != nil || !r.SyncRetry {
+	if err := c.Decide(0, []byte("k"), 1, t0+640e6, &r); err != nil || !r.SyncRetry {
 		t.Fatalf("after the batch's reply: %+v %v; want SyncRetry (no dry spell)", r, err)
 	}
 	// The amendment's reply grants it.
-	if err := reply(t0+150e6, 1); err != nil {
+	if err := reply(t0+650e6, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Decide(0, []byte("k"), 1, t0+150e6, &r); err != nil || !r.Allowed {
+	if err := c.Decide(0, []byte("k"), 1, t0+650e6, &r); err != nil || !r.Allowed {
 		t.Fatalf("after the amendment's reply: %+v %v; want admitted", r, err)
 	}
 }

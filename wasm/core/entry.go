@@ -87,6 +87,7 @@ type leaseRec struct {
 	dryUntil   int64 // ns time until which the isolate denies locally in dryWin
 	dryN       uint8 // refusals in window dryWin, the dry spell doubles with each
 	hasLease   bool
+	longLife   bool  // the last reply's lease lives a period or longer (wire.View.Life): see Core.expectCovered
 	expires    int64 // ns from which lease and standA are void (the coordinator takes them back); 0: never
 }
 

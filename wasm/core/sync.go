@@ -485,6 +485,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 	}
 	if v.Lease >= 0 {
 		s.expires = leaseExpiry(cut, v.Life)
+		s.longLife = v.Life >= l.cfg.Period
 		// The standing lease is for the window after the view's.
 		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
 		if s.hasLease && !l.bucket && v.Window < s.leaseWin && s.leaseWin <= window(now, l.cfg.Period) {
