@@ -492,11 +492,14 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 func (m lockedModule) Recall(ctx context.Context, now int64) (bool, error) {
 	cut := m.s.cuts.Load()
 	m.s.waitAmends(ctx, cut)
-	m.s.mu.Lock() // no amendment is sent while it is held (slot.amend)
-	defer m.s.mu.Unlock()
+	// Both locks, in slot.amend's order (amendMu, then mu), held until the
+	// module has taken the batch back: no amendment of it is sent between
+	// the check and the recall.
 	m.s.amendMu.Lock()
+	defer m.s.amendMu.Unlock()
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
 	settled, refused := m.s.amendsSettled(cut)
-	m.s.amendMu.Unlock()
 	ok, err := m.s.iso.RecallAmended(ctx, now, settled && refused)
 	if ok {
 		m.s.unanswered = false
