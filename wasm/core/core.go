@@ -56,7 +56,7 @@ type Core struct {
 	beatAsk uint8 // requests denied from a denial cached here since the last batch (saturating): from beatDenials on, SyncOut may send a heartbeat
 	stopped bool  // Release was called: no more heartbeats
 	heard   int64 // ns: when the last reply was applied (0: never)
-	beatNow bool  // a denial asked for a sync (recheck): the next SyncOut cuts a batch even with nothing to report
+	beatNow bool  // a denial asked for a sync (recheck), or cost was reported again (repend): the next SyncOut cuts a batch even with nothing urgent
 	held    bool  // the decision being recorded answers SyncRetry: the host holds the request (record)
 	replies int64 // replies applied
 

@@ -79,19 +79,30 @@ func (c *Core) rewindow(d, now int64) {
 }
 
 // repend makes the delta of acknowledged item it, whose counters a step
-// moved (it.lwin != it.win), pending again in entry e, in the window it
-// moved to (see above): once the window it moved to is gone, nothing.
-func (c *Core) repend(it item, e *entry) {
+// moved (it.lwin != it.win), pending again in entry e (at idx), in the
+// window it moved to (see above): once the window it moved to is gone,
+// nothing. It is asked for too (demand), as Recall does, so that a strict
+// key's request held meanwhile still asks for its own cost (the batch's
+// demand less its delta), and the next SyncOut cuts a batch for it
+// (beatNow): a strict key's cost is otherwise reported lazily, as a lease
+// reserved it, and no lease of the window it moved to did. Not after a
+// graceful stop's last batch was cut: nothing is cut after it.
+func (c *Core) repend(idx int32, it item, e *entry) {
+	if c.stopped && !c.ending {
+		return
+	}
 	switch it.lwin {
 	case e.win:
 		e.pCur = addSat(e.pCur, it.delta)
+		e.demand = addSat(e.demand, it.delta)
 	case e.win - 1:
 		e.pPrev = addSat(e.pPrev, it.delta)
 	default:
 		return
 	}
 	c.stats.ReportedAgain += it.delta
-	c.markDirty(it.idx, e)
+	c.beatNow = true
+	c.markDirty(idx, e)
 }
 
 // stepWindow is the window of period (ns) that window w of a clock that

@@ -165,3 +165,49 @@ func TestRecallKeepsEveryDenialItInsertsAgain(t *testing.T) {
 		t.Fatalf("the batch cut again: %v", err)
 	}
 }
+
+// A step forward while a batch is in flight, and the batch's key evicted
+// by a flood before the reply: the cost the step moved is reported again
+// in the coordinator's current window all the same (the key inserted
+// again from the batch's copy of it). A first version skipped an evicted
+// key's items at the reply: the coordinator had the units only in the
+// window gone.
+func TestStepWithBatchInFlightReportsAnEvictedKeyAgain(t *testing.T) {
+	cfg := retimeCfg()
+	cfg.MaxKeys = 4
+	m, c := retimeIsolate(t, cfg)
+	t0 := 100_000*sec + 10*sec + 1*sec // the coordinator 1 s into a window
+	const behind = 1500e6
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0-behind+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(t0-behind+1e6, nil)))
+	for i := 0; i < 8; i++ {
+		for j := 0; j < 2; j++ {
+			if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0-behind+2e6, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.ClockOffset(behind)
+	rp, err := m.Apply(b, t0+3e6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+4e6); err != nil {
+		t.Fatal(err)
+	}
+	cur := t0 / (10 * sec)
+	got := int64(0)
+	for _, e := range decodeBatch(t, out(t)(c.SyncOut(t0+5e6, nil))).Entries {
+		if e.Key == "k" && e.Window == cur {
+			got += e.Delta
+		}
+	}
+	if got != 3 {
+		t.Errorf("the next batch reports %d of k's 3 units in window %d, want 3", got, cur)
+	}
+}

@@ -315,6 +315,13 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 		for _, it := range c.inflight {
 			e := c.tab.at(it.idx)
 			if e.gen != it.gen {
+				if it.lwin != it.win && !c.lims[it.lim].bucket {
+					// Its key was evicted since: inserted again with the
+					// cost, which the coordinator lacks where it moved.
+					idx, e := c.flightEntry(it, now, true)
+					e.flags &^= fPin
+					c.repend(idx, it, e)
+				}
 				continue
 			}
 			if rt := c.tab.rate(e); rt != nil && it.win == e.vWin {
@@ -327,7 +334,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 				// not in the one it moved to, which the next batch
 				// reports it in again (counted twice, on the denying
 				// side).
-				c.repend(it, e)
+				c.repend(it.idx, it, e)
 			case c.lims[e.lim].bucket || it.win == e.win:
 				e.lCur -= it.delta
 			case it.win == e.win-1:
