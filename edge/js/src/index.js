@@ -158,6 +158,10 @@ export class EdgeLimit {
     this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
     this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
     this._amends = []; // the amendments in flight (see _amendNow), of the last batch and the one before
+    // The amendments sent of the last cut amended (any attempt of it) and
+    // those refused for their times: a batch refused for its times is
+    // taken back only when all were (_syncAttempt).
+    this._amendTally = { cut: -1, sent: 0, refused: 0 };
     this._cuts = 0; // batches cut, a resend not counted (see _asked)
     this._lastCut = null; // the state of the last sync that sent a batch (see _lastAmends)
     this._unanswered = false; // the module's batch was sent and no reply to it applied (a resend is no new cut)
@@ -807,7 +811,7 @@ export class EdgeLimit {
   _sync() {
     const now = this._clock();
     if (this._busy(now)) return this._inflight;
-    const sy = { done: false, abandoned: false, target: null, resolve: null, cut: 0, amendCut: -1, amendsSent: 0, amendsRefused: 0 };
+    const sy = { done: false, abandoned: false, target: null, resolve: null, cut: 0 };
     const p = new Promise((r) => { sy.resolve = r; });
     this._cur = sy;
     this._syncAttempt(sy).then((ok) => {
@@ -1000,14 +1004,15 @@ export class EdgeLimit {
         // their way are awaited first (sent after the batch, their
         // answers come just after its refusal). Else it is resent as it
         // is, later.
-        for (let flying = this._amendsOf(sy); flying.length > 0; flying = this._amendsOf(sy)) {
+        for (let flying = this._amendsOf(sy.cut); flying.length > 0; flying = this._amendsOf(sy.cut)) {
           await Promise.all(flying.map((a) => a.sent));
           if (sy.done) return this._late(sy, mod, r); // an amendment was applied: so was the batch
         }
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        const amendsRefused = sy.amendCut !== sy.cut || sy.amendsRefused === sy.amendsSent;
+        const t = this._amendTally;
+        const amendsRefused = t.cut !== sy.cut || t.refused === t.sent;
         if (!mod.recall(this._ns(this._clock()), amendsRefused)) throw new EdgeLimitError(`sync: coordinator refused the batch's times: ${r.detail}`, 'sync_refused');
-        for (const a of this._amends) if (a.sy === sy) a.void = true;
+        for (const a of this._amends) if (a.sy === sy || a.cut === sy.cut) a.void = true;
         this._amends = this._amends.filter((a) => a.sy !== sy);
         this.counters.recalls++;
         batch = mod.syncOut(this._ns(this._clock()));
@@ -1117,16 +1122,16 @@ export class EdgeLimit {
     const a = { sy, cut: sy.cut, void: false, deadline: now + this._syncTimeout + 100, sent: null };
     this._amends.push(a);
     this.counters.amendments++;
-    if (sy.amendCut !== sy.cut) { sy.amendCut = sy.cut; sy.amendsSent = 0; sy.amendsRefused = 0; }
-    sy.amendsSent++; // and those refused for their times: see _sendAmendment and the recall in _syncAttempt
+    if (this._amendTally.cut !== sy.cut) this._amendTally = { cut: sy.cut, sent: 0, refused: 0 };
+    this._amendTally.sent++; // and those refused for their times: see _sendAmendment and the recall in _syncAttempt
     a.sent = this._sendAmendment(a, mod, sy.target, out);
     ctx?.waitUntil?.(a.sent);
     return a;
   }
 
-  // The amendments of sync sy's batch as last cut that are on their way.
-  _amendsOf(sy) {
-    return this._amends.filter((a) => a.sy === sy && a.cut === sy.cut);
+  // The amendments of the cut-th batch cut (any attempt of it) on their way.
+  _amendsOf(cut) {
+    return this._amends.filter((a) => a.cut === cut);
   }
 
   // Sends amendment a of mod's batch to coordinator url and applies its
@@ -1140,7 +1145,7 @@ export class EdgeLimit {
       r = await this._postTo(url, out);
     } catch { /* lost: see above */ }
     this._amends = this._amends.filter((x) => x !== a);
-    if (r?.skewProblem && a.sy.amendCut === a.cut) a.sy.amendsRefused++;
+    if (r?.skewProblem && this._amendTally.cut === a.cut) this._amendTally.refused++;
     let taken = false;
     if (r !== null && !r.seqProblem && !r.skewProblem && !a.void && this._mod === mod) {
       if (a.sy.done) {

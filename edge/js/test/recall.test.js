@@ -12,6 +12,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
+import { decode } from '../src/msgpack.js';
 import { wasmModule, earlyInWindow } from './helpers.js';
 import { startCoordinator, globalView } from './coordinator.js';
 
@@ -70,3 +71,54 @@ for (const limiter of ['a', 's']) {
     } finally { rl.close(); }
   });
 }
+
+const hourConfig = { limiters: [
+  { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' },
+  { name: 's', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'strict' }] };
+const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
+  { status, headers: { 'content-type': 'application/problem+json' } });
+
+// An amendment sent during a failed first attempt of an amended batch is
+// still on its way when the batch's resend is refused for its times; it
+// is then applied. The package waits for the amendments of the batch's
+// cut, whatever attempt sent them, before it takes a batch back: this one
+// was applied, so it takes nothing back, and every unit is counted once.
+// A first version counted the amendments of the attempt refused only: it
+// took the batch back, the amendment's reply acknowledged the batch cut
+// again, and 3 of 8 units were never counted.
+test('an amendment of an earlier attempt, on its way when the resend is refused for its times, is waited for', async () => {
+  const c = await startCoordinator(hourConfig); coords.push(c);
+  const posts = [];
+  const fetchFn = async (url, init) => {
+    if (!init?.body) return fetch(url, init);
+    const b = decode(init.body);
+    const n = posts.length;
+    posts.push({ seq: b.seq, ak: b.ak !== undefined, at: Date.now() });
+    if (n === 0) { await sleep(150); return problem(503, 'about:blank'); } // attempt 1's batch: fails
+    if (n === 1) await sleep(400); // attempt 1's amendment: slow on its way, then applied
+    if (n === 2) { await sleep(20); return problem(400, 'urn:edgelimit:problem:clock_skew'); } // attempt 2 (the amended batch resent): refused for its times
+    if (n === 3) await sleep(800); // the batch cut again: after the amendment
+    return fetch(url, init);
+  };
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config: hourConfig, coordinator: c.url, syncInterval: 60000, fetch: fetchFn });
+  try {
+    let admitted = 0;
+    for (let i = 0; i < 5; i++) if ((await rl.limit({ limiter: 'a', key: 'k' })).success) admitted++;
+    const held = rl.limit({ limiter: 's', key: 'x' }); // held: cuts batch 1
+    while (posts.length < 1) await sleep(5);
+    const held2 = rl.limit({ limiter: 's', key: 'y' }); // held while batch 1 is in flight: amends it
+    while (posts.length < 2) await sleep(5);
+    while (rl._inflight) await sleep(5); // attempt 1 failed (503)
+    for (let i = 0; i < 3; i++) if ((await rl.limit({ limiter: 'a', key: 'k' })).success) admitted++; // since the cut: the batch cut again carries them
+    const p = rl._sync(); // attempt 2: the same cut
+    while (posts.length < 3) await sleep(5);
+    await sleep(100);
+    console.log(`# recalls ${rl.counters.recalls} while the amendment of attempt 1 is on its way (posts ${JSON.stringify(posts)})`);
+    await p;
+    await Promise.allSettled([held, held2]);
+    for (let i = 0; i < 20 && posts.length < 6; i++) { await rl._sync(); await sleep(100); }
+    const v = (await globalView(c.url, 'a', 'k')).body;
+    console.log(`# admitted ${admitted}, coordinator counts ${v.count}; recalls ${rl.counters.recalls}, reincarnations ${rl.counters.reincarnations}, sync errors ${rl.counters.syncErrors}, ${rl.lastError?.message}`);
+    assert.equal(v.count, admitted, `the coordinator counts ${v.count} of ${admitted} admitted`);
+  } finally { await rl.close(); }
+});
