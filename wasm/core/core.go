@@ -91,6 +91,11 @@ type item struct {
 	koff  int32 // the key's bytes in Core.flightKeys (Recall re-inserts an evicted key)
 	klen  uint16
 	lim   uint8
+	// held: a step forward moved its counters to the next window (lwin ==
+	// win+1), and by the batch's cut time on the new clock that window had
+	// not begun: every unit of it was admitted in win, where the
+	// coordinator counts it (the ack does not report it again, repend).
+	held bool
 }
 
 // Result is the outcome of a decision: the system's one decision type,

@@ -24,11 +24,16 @@ import "errors"
 // of the batch in flight whose counters moved stays in them when its reply
 // comes (item.lwin): the coordinator counted it in the window the batch
 // named, not in the one it moved to, where no view has it, and the other
-// isolates would admit past the limit there; the next
-// batch reports it again in the window it moved to (repend). It is then
-// counted twice, in both windows: a step with a batch in flight makes the
-// fleet deny early, never admit past a limit. Views and leases are the coordinator's and keep their windows: a
-// lease for a window the key is no longer in is not used there.
+// isolates would admit past the limit there; the next batch reports it
+// again in the window it moved to (repend). It is then counted twice, in
+// both windows: a step with a batch in flight makes the fleet deny early,
+// never admit past a limit. Not when a step forward moved it to the next
+// window only because the window's counters move whole, and the batch was
+// cut (its units admitted) before that window began on the new clock
+// (item.held): the coordinator counts it where it was admitted, and the
+// key alone keeps it in the next window too. Views and leases are the
+// coordinator's and keep their windows: a lease for a window the key is
+// no longer in is not used there.
 //
 // Recall (the host's answer to a batch refused for its times: 400
 // clock_skew, with nothing of it applied): the outstanding batch's deltas,
@@ -71,9 +76,20 @@ func (c *Core) rewindow(d, now int64) {
 	// not (Recall inserts that key again in the item's window).
 	for _, items := range [2][]item{c.inflight, c.denItems} {
 		for k := range items {
-			if it := &items[k]; !c.lims[it.lim].bucket {
-				it.lwin = stepWindow(it.lwin, d, now, c.lims[it.lim].cfg.Period)
+			it := &items[k]
+			if c.lims[it.lim].bucket {
+				continue
 			}
+			p := c.lims[it.lim].cfg.Period
+			first := it.lwin == it.win
+			it.lwin = stepWindow(it.lwin, d, now, p)
+			// Units the batch carries were admitted by its cut (c.cutAt,
+			// on the clock before a step forward): moved by a first step
+			// forward to the next window only because the whole window's
+			// counters move, they were all admitted in win when the cut
+			// on the new clock is still in it (a correction of a few
+			// hundred ms, the usual one).
+			it.held = first && d > 0 && it.lwin == it.win+1 && addSat(c.cutAt, d) < it.lwin*p
 		}
 	}
 }
@@ -81,14 +97,15 @@ func (c *Core) rewindow(d, now int64) {
 // repend makes the delta of acknowledged item it, whose counters a step
 // moved (it.lwin != it.win), pending again in entry e (at idx), in the
 // window it moved to (see above): once the window it moved to is gone,
-// nothing. It is asked for too (demand), as Recall does, so that a strict
+// or when every unit of it was admitted in the window the batch named
+// (item.held), nothing. It is asked for too (demand), as Recall does, so that a strict
 // key's request held meanwhile still asks for its own cost (the batch's
 // demand less its delta), and the next SyncOut cuts a batch for it
 // (beatNow): a strict key's cost is otherwise reported lazily, as a lease
 // reserved it, and no lease of the window it moved to did. Not after a
 // graceful stop's last batch was cut: nothing is cut after it.
 func (c *Core) repend(idx int32, it item, e *entry) {
-	if c.stopped && !c.ending {
+	if c.stopped && !c.ending || it.held {
 		return
 	}
 	switch it.lwin {

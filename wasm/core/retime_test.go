@@ -295,6 +295,54 @@ func TestStepWithBatchInFlight(t *testing.T) {
 	}
 }
 
+// A correction forward of 200 ms (a host a little behind; the first
+// sync answer after a reading whose bracket was wide) with a batch in
+// flight, told after the key's window ended on the new clock: the key's
+// counters move whole to the next window (conservative, for the isolate's
+// own decisions), but the batch was cut 300 ms before that window began on
+// the new clock, so every unit it carries was admitted in the window it
+// named, where the coordinator counts it: nothing is reported again. A
+// first version reported the 3 units again in the next window: the
+// coordinator counted 6 of 3.
+func TestSmallStepForwardWithBatchInFlightReportsNothingAgain(t *testing.T) {
+	m, c := retimeIsolate(t, retimeCfg())
+	w := int64(10_001)
+	host := (w+1)*10*sec - 300e6 // the host's clock, 200 ms behind the coordinator's
+	const behind = 200e6
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, host+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	b := decodeBatch(t, out(t)(c.SyncOut(host+1e6, nil)))
+	if err := c.Decide(0, []byte("z"), 1, host+150e6, &r); err != nil || !r.Allowed { // 150 ms before the window's end on its clock
+		t.Fatal(r, err)
+	}
+	c.ClockOffset(behind)
+	now := (w+1)*10*sec + 60e6 // 60 ms into the next window, on the coordinator's clock
+	rp, err := m.Apply(b, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncIn(rp.AppendMsg(nil), now+1e6); err != nil {
+		t.Fatal(err)
+	}
+	if o := out(t)(c.SyncOut(now+2e6, nil)); len(o) > 0 {
+		for _, e := range decodeBatch(t, o).Entries {
+			if e.Key == "k" {
+				t.Errorf("the next batch reports k again: %+v", e)
+			}
+		}
+	}
+	if n := c.Stats().ReportedAgain; n != 0 {
+		t.Errorf("reported_again %d, want 0", n)
+	}
+	if ks, err := m.KeyState("a", "k", now+3e6); err != nil || ks.Count+ks.Prev != 3 {
+		t.Errorf("the coordinator counts %+v, %v; want the 3 units once", ks, err)
+	}
+}
+
 // out fails t on a SyncOut error and returns the batch.
 func out(t *testing.T) func([]byte, error) []byte {
 	return func(b []byte, err error) []byte {
