@@ -52,6 +52,32 @@ import "errors"
 // batch in flight, after a step of the host's clock by d ns (new minus
 // old); now is the time on the new clock.
 func (c *Core) rewindow(d, now int64) {
+	// Every item moves, denials too, its key's entry evicted since or
+	// not (Recall inserts that key again in the item's window).
+	for _, items := range [2][]item{c.inflight, c.denItems} {
+		for k := range items {
+			it := &items[k]
+			if c.lims[it.lim].bucket {
+				continue
+			}
+			p := c.lims[it.lim].cfg.Period
+			first := it.lwin == it.win
+			it.lwin = stepWindow(it.lwin, d, now, p)
+			// Units the batch carries were admitted by its key's latest
+			// decision (entry.last, before the entries move below; the
+			// batch's cut, c.cutAt, for a key evicted since), on the
+			// clock before a step forward: moved by a first step forward
+			// to the next window only because the whole window's
+			// counters move, they were all admitted in win when that
+			// time on the new clock is still in it (a correction of a few
+			// hundred ms, the usual one).
+			last := c.cutAt
+			if e := c.tab.at(it.idx); e.gen == it.gen {
+				last = min64(e.last, c.cutAt)
+			}
+			it.held = first && d > 0 && it.lwin == it.win+1 && addSat(last, d) < it.lwin*p
+		}
+	}
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))
 		if !e.inUse() || c.lims[e.lim].bucket {
@@ -70,26 +96,6 @@ func (c *Core) rewindow(d, now int64) {
 		e.win = w
 		if d > 0 {
 			e.last = max64(e.last, w*l.cfg.Period) // a key's latest time is in its window
-		}
-	}
-	// Every item moves, denials too, its key's entry evicted since or
-	// not (Recall inserts that key again in the item's window).
-	for _, items := range [2][]item{c.inflight, c.denItems} {
-		for k := range items {
-			it := &items[k]
-			if c.lims[it.lim].bucket {
-				continue
-			}
-			p := c.lims[it.lim].cfg.Period
-			first := it.lwin == it.win
-			it.lwin = stepWindow(it.lwin, d, now, p)
-			// Units the batch carries were admitted by its cut (c.cutAt,
-			// on the clock before a step forward): moved by a first step
-			// forward to the next window only because the whole window's
-			// counters move, they were all admitted in win when the cut
-			// on the new clock is still in it (a correction of a few
-			// hundred ms, the usual one).
-			it.held = first && d > 0 && it.lwin == it.win+1 && addSat(c.cutAt, d) < it.lwin*p
 		}
 	}
 }

@@ -299,11 +299,13 @@ func TestStepWithBatchInFlight(t *testing.T) {
 // sync answer after a reading whose bracket was wide) with a batch in
 // flight, told after the key's window ended on the new clock: the key's
 // counters move whole to the next window (conservative, for the isolate's
-// own decisions), but the batch was cut 300 ms before that window began on
-// the new clock, so every unit it carries was admitted in the window it
-// named, where the coordinator counts it: nothing is reported again. A
-// first version reported the 3 units again in the next window: the
-// coordinator counted 6 of 3.
+// own decisions), but the key's units were all admitted 100 ms before
+// that window began on the new clock (its batch was cut after it began),
+// so every unit was admitted in the window the batch named, where the
+// coordinator counts it: nothing is reported again. A first version
+// reported the 3 units again in the next window: the coordinator counted 6
+// of 3. Key z's unit, admitted after the window began on the new clock,
+// is reported again.
 func TestSmallStepForwardWithBatchInFlightReportsNothingAgain(t *testing.T) {
 	m, c := retimeIsolate(t, retimeCfg())
 	w := int64(10_001)
@@ -315,10 +317,13 @@ func TestSmallStepForwardWithBatchInFlightReportsNothingAgain(t *testing.T) {
 			t.Fatal(r, err)
 		}
 	}
-	b := decodeBatch(t, out(t)(c.SyncOut(host+1e6, nil)))
-	if err := c.Decide(0, []byte("z"), 1, host+150e6, &r); err != nil || !r.Allowed { // 150 ms before the window's end on its clock
+	// The batch is cut 140 ms before the window's end on the host's clock:
+	// 60 ms into the next window on the coordinator's, but k's units were
+	// all admitted 300 ms before the end.
+	if err := c.Decide(0, []byte("z"), 1, host+160e6, &r); err != nil || !r.Allowed {
 		t.Fatal(r, err)
 	}
+	b := decodeBatch(t, out(t)(c.SyncOut(host+160e6, nil)))
 	c.ClockOffset(behind)
 	now := (w+1)*10*sec + 60e6 // 60 ms into the next window, on the coordinator's clock
 	rp, err := m.Apply(b, now)
@@ -335,8 +340,8 @@ func TestSmallStepForwardWithBatchInFlightReportsNothingAgain(t *testing.T) {
 			}
 		}
 	}
-	if n := c.Stats().ReportedAgain; n != 0 {
-		t.Errorf("reported_again %d, want 0", n)
+	if n := c.Stats().ReportedAgain; n != 1 {
+		t.Errorf("reported_again %d, want 1 (z's unit, admitted 60 ms into the next window on the new clock)", n)
 	}
 	if ks, err := m.KeyState("a", "k", now+3e6); err != nil || ks.Count+ks.Prev != 3 {
 		t.Errorf("the coordinator counts %+v, %v; want the 3 units once", ks, err)

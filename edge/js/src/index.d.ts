@@ -203,6 +203,9 @@ export interface WaitResult extends LimitResult {
 export interface Stats {
   keys: number; decisions: number; denials: number; evictions: number; evicted_unsynced: number;
   state_bytes: number; batches: number; replies: number; clock_backwards: number; errors: number;
+  unsynced_cost: number; upstream_ignored: number; upstream_pauses: number; circuit_opens: number; foreign_limits: number;
+  /** Cost a batch in flight carried that a clock step moved to another window, reported again there (counted twice, on the denying side). */
+  reported_again: number;
   syncs: number; syncErrors: number; reincarnations: number; policyDenials: number; restarts: number; failovers: number; abandoned: number; amendments: number; clockSteps: number; recalls: number;
   isolateId: string; memoryBytes: number; lastSyncAgeMs: number | null; stale: boolean; failures: number;
 }
