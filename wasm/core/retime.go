@@ -104,16 +104,26 @@ func (c *Core) rewindow(d, now int64) {
 // moved (it.lwin != it.win), pending again in entry e (at idx), in the
 // window it moved to (see above): once the window it moved to is gone,
 // or when every unit of it was admitted in the window the batch named
-// (item.held), nothing. It is asked for too (demand), as Recall does, so that a strict
+// (item.held), nothing. It is asked for too (pendAgain), so that a strict
 // key's request held meanwhile still asks for its own cost (the batch's
 // demand less its delta), and the next SyncOut cuts a batch for it
 // (beatNow): a strict key's cost is otherwise reported lazily, as a lease
 // reserved it, and no lease of the window it moved to did. Not after a
 // graceful stop's last batch was cut: nothing is cut after it.
 func (c *Core) repend(idx int32, it item, e *entry) {
-	if c.stopped && !c.ending || it.held {
+	if c.stopped && !c.ending || it.held || !pendAgain(it, e) {
 		return
 	}
+	c.stats.ReportedAgain += it.delta
+	c.beatNow = true
+	c.markDirty(idx, e)
+}
+
+// pendAgain makes item it's delta pending again in its key's entry e, in
+// the window its counters are in (it.lwin), and asked for there; it
+// reports false when that window is gone (neither e's current window nor
+// the one before).
+func pendAgain(it item, e *entry) bool {
 	switch it.lwin {
 	case e.win:
 		e.pCur = addSat(e.pCur, it.delta)
@@ -121,11 +131,9 @@ func (c *Core) repend(idx int32, it item, e *entry) {
 	case e.win - 1:
 		e.pPrev = addSat(e.pPrev, it.delta)
 	default:
-		return
+		return false
 	}
-	c.stats.ReportedAgain += it.delta
-	c.beatNow = true
-	c.markDirty(idx, e)
+	return true
 }
 
 // stepWindow is the window of period (ns) that window w of a clock that
@@ -166,19 +174,17 @@ func (c *Core) Recall(now int64, amendsRefused bool) error {
 		// when it was cut: the coordinator gives them back with it).
 		c.ending, c.outEnd = true, false
 	}
+	// The entries it puts the batch back in are pinned (fPin) until it
+	// returns: its later inserts evict none of them.
 	for _, it := range c.inflight {
 		idx, e := c.flightEntry(it, now, true)
-		switch it.lwin {
-		case e.win:
-			e.pCur = addSat(e.pCur, it.delta)
-			e.demand = addSat(e.demand, it.delta)
-		case e.win - 1:
-			e.pPrev = addSat(e.pPrev, it.delta)
-		}
+		e.flags |= fPin
+		pendAgain(it, e)
 		c.markDirty(idx, e)
 	}
 	for _, it := range c.denItems {
 		idx, e := c.flightEntry(it, now, false)
+		e.flags |= fPin
 		e.den = addSat(e.den, it.delta)
 		c.markDirty(idx, e)
 	}
@@ -225,12 +231,9 @@ func (c *Core) Recall(now int64, amendsRefused bool) error {
 // outstanding batch it was cut from, at now (ns): the same one, or, when
 // that key was evicted since, the key inserted again with the item's cost
 // in its counters when cost (an item of inflight: unsynced, the refused
-// batch carried it, so the batch cut again must; not for a denial's). The
-// entry is pinned (fPin: Recall's later inserts evict no entry it put the
-// batch back in); Recall unpins every entry before it returns.
+// batch carried it, so the batch cut again must; not for a denial's).
 func (c *Core) flightEntry(it item, now int64, cost bool) (int32, *entry) {
 	if e := c.tab.at(it.idx); e.gen == it.gen {
-		e.flags |= fPin
 		return it.idx, e
 	}
 	key := c.flightKeys[it.koff : it.koff+int32(it.klen)]
@@ -247,7 +250,6 @@ func (c *Core) flightEntry(it item, now int64, cost bool) (int32, *entry) {
 		e.lPrev = addSat(e.lPrev, it.delta)
 	}
 	e.setExp(&c.lims[it.lim], now)
-	e.flags |= fPin
 	return idx, e
 }
 

@@ -37,17 +37,9 @@ func TestRecallKeepsDenialsOfAnEvictedKeyApart(t *testing.T) {
 	}
 	// a/k: 2 admitted, 3 denied.
 	cutRefused(t, m, c, t0+ahead+1e6, t0)
-	for i := 0; i < 12; i++ { // a flood evicts both keys
-		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.ClockOffset(-ahead)
+	flood(t, c, 12, 1, t0+ahead+2e6) // a flood evicts both keys
 	now := t0 + 10e6
-	if err := c.Recall(now, false); err != nil {
-		t.Fatal(err)
-	}
-	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	b2 := recallAt(t, c, -ahead, now)
 	rp, err := m.Apply(b2, now)
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +82,12 @@ func TestRecallKeepsUnitsOfAKeyUsedAgainAfterEviction(t *testing.T) {
 		t.Fatal(r, err)
 	}
 	cutRefused(t, m, c, t0+ahead+1e6, t0)
-	for i := 0; i < 6; i++ {
-		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flood(t, c, 6, 1, t0+ahead+2e6)
 	if err := c.Decide(0, []byte("k"), 1, t0+ahead+3e6, &r); err != nil || !r.Allowed { // k again, a new entry
 		t.Fatal(r, err)
 	}
-	c.ClockOffset(-ahead)
 	now := t0 + 10e6
-	if err := c.Recall(now, false); err != nil {
-		t.Fatal(err)
-	}
-	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	b2 := recallAt(t, c, -ahead, now)
 	sum := int64(0)
 	for _, e := range b2.Entries {
 		if e.Limiter == "a" && e.Key == "k" {
@@ -139,19 +123,9 @@ func TestRecallKeepsEveryDenialItInsertsAgain(t *testing.T) {
 		}
 	}
 	cutRefused(t, m, c, t0+ahead+1e6, t0)
-	for i := 0; i < 8; i++ {
-		for j := 0; j < 2; j++ {
-			if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	c.ClockOffset(-ahead)
+	flood(t, c, 8, 2, t0+ahead+2e6)
 	now := t0 + 10e6
-	if err := c.Recall(now, false); err != nil {
-		t.Fatal(err)
-	}
-	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	b2 := recallAt(t, c, -ahead, now)
 	got := map[string]int64{}
 	for _, d := range b2.Denials {
 		got[d.Key] += d.Cost
@@ -185,13 +159,7 @@ func TestStepWithBatchInFlightReportsAnEvictedKeyAgain(t *testing.T) {
 		}
 	}
 	b := decodeBatch(t, out(t)(c.SyncOut(t0-behind+1e6, nil)))
-	for i := 0; i < 8; i++ {
-		for j := 0; j < 2; j++ {
-			if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0-behind+2e6, &r); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	flood(t, c, 8, 2, t0-behind+2e6)
 	c.ClockOffset(behind)
 	rp, err := m.Apply(b, t0+3e6)
 	if err != nil {

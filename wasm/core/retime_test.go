@@ -63,6 +63,57 @@ func cutRefused(t *testing.T, m *merge.Merger, c *core.Core, cutAt, coordNow int
 	return b
 }
 
+// recallAt has c take the step the refusal's reading tells (ClockOffset),
+// take the refused batch back at now (ns) and cut it again: it returns the
+// batch cut again.
+func recallAt(t *testing.T, c *core.Core, step, now int64) *wire.Batch {
+	t.Helper()
+	c.ClockOffset(step)
+	if err := c.Recall(now, false); err != nil {
+		t.Fatal(err)
+	}
+	return decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+}
+
+// flood has c decide n new keys (x-a, x-b, ...) uses times each at at
+// (ns): a full table evicts the keys before them.
+func flood(t *testing.T, c *core.Core, n, uses int, at int64) {
+	t.Helper()
+	var r core.Result
+	for i := 0; i < n; i++ {
+		for j := 0; j < uses; j++ {
+			if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, at, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// amendRefused has c, ahead (ns) of m's clock at t0 (ns), admit 3 units on
+// a/k and hold a request on s/k, cut a batch m refuses for its times, hold
+// a request on s/k2 and amend the batch: it returns the amendment.
+func amendRefused(t *testing.T, m *merge.Merger, c *core.Core, t0, ahead int64) []byte {
+	t.Helper()
+	var r core.Result
+	for i := int64(0); i < 3; i++ {
+		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i, &r); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	if err := c.Decide(1, []byte("k"), 1, t0+ahead+5, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	cutRefused(t, m, c, t0+ahead+1e6, t0)
+	if err := c.Decide(1, []byte("k2"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	am, err := c.Amend(t0+ahead+10e6, nil)
+	if err != nil || len(am) == 0 {
+		t.Fatalf("amend: %d bytes, %v", len(am), err)
+	}
+	return am
+}
+
 func decodeBatch(t *testing.T, out []byte) *wire.Batch {
 	t.Helper()
 	var b wire.Batch
@@ -118,12 +169,8 @@ func TestRecallAfterClockSkewRefusal(t *testing.T) {
 	}
 
 	// The refusal's answer carries the coordinator's time: the host steps.
-	c.ClockOffset(-ahead)
 	now := t0 + 20e6
-	if err := c.Recall(now, false); err != nil {
-		t.Fatal(err)
-	}
-	b := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	b := recallAt(t, c, -ahead, now)
 	if b.Seq != first.Seq || b.At != now {
 		t.Fatalf("batch cut again: seq %d at %d; want seq %d at %d", b.Seq, b.At, first.Seq, now)
 	}
@@ -493,23 +540,8 @@ func TestRecallRefusesAnAmendedBatch(t *testing.T) {
 	m, c := retimeIsolate(t, retimeCfg())
 	t0 := 100_000*sec + 3*sec
 	const ahead = 2500e6
+	am := amendRefused(t, m, c, t0, ahead)
 	var r core.Result
-	for i := int64(0); i < 3; i++ {
-		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i, &r); err != nil || !r.Allowed {
-			t.Fatal(r, err)
-		}
-	}
-	if err := c.Decide(1, []byte("k"), 1, t0+ahead+5, &r); err != nil || !r.SyncRetry {
-		t.Fatal(r, err)
-	}
-	cutRefused(t, m, c, t0+ahead+1e6, t0)
-	if err := c.Decide(1, []byte("k2"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
-		t.Fatal(r, err)
-	}
-	am, err := c.Amend(t0+ahead+10e6, nil)
-	if err != nil || len(am) == 0 {
-		t.Fatalf("amend: %d bytes, %v", len(am), err)
-	}
 	if _, err := m.Apply(decodeBatch(t, am), t0+600e6); err != nil {
 		t.Fatalf("the amendment 0.6 s later: %v", err)
 	}
@@ -574,23 +606,8 @@ func TestRecallOfABatchWhoseAmendmentsWereRefused(t *testing.T) {
 	m, c := retimeIsolate(t, retimeCfg())
 	t0 := 100_000*sec + 3*sec
 	const ahead = 30 * sec
+	am := amendRefused(t, m, c, t0, ahead)
 	var r core.Result
-	for i := int64(0); i < 3; i++ {
-		if err := c.Decide(0, []byte("k"), 1, t0+ahead+i, &r); err != nil || !r.Allowed {
-			t.Fatal(r, err)
-		}
-	}
-	if err := c.Decide(1, []byte("k"), 1, t0+ahead+5, &r); err != nil || !r.SyncRetry {
-		t.Fatal(r, err)
-	}
-	cutRefused(t, m, c, t0+ahead+1e6, t0)
-	if err := c.Decide(1, []byte("k2"), 1, t0+ahead+10e6, &r); err != nil || !r.SyncRetry {
-		t.Fatal(r, err)
-	}
-	am, err := c.Amend(t0+ahead+10e6, nil)
-	if err != nil || len(am) == 0 {
-		t.Fatalf("amend: %d bytes, %v", len(am), err)
-	}
 	if _, err := m.Apply(decodeBatch(t, am), t0+20e6); !errors.Is(err, merge.ErrClockSkew) {
 		t.Fatalf("the amendment: %v, want merge.ErrClockSkew", err)
 	}
@@ -637,21 +654,13 @@ func TestRecallInsertsAnEvictedKeyAgain(t *testing.T) {
 		}
 	}
 	cutRefused(t, m, c, t0+ahead+1e6, t0)
-	for i := 0; i < 12; i++ {
-		if err := c.Decide(0, []byte{'x', byte('a' + i)}, 1, t0+ahead+2e6, &r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flood(t, c, 12, 1, t0+ahead+2e6)
 	evicted := c.Stats().Evictions
 	if evicted == 0 {
 		t.Fatal("the flood evicted nothing")
 	}
-	c.ClockOffset(-ahead)
 	now := t0 + 10e6
-	if err := c.Recall(now, false); err != nil {
-		t.Fatal(err)
-	}
-	b2 := decodeBatch(t, out(t)(c.SyncOut(now, nil)))
+	b2 := recallAt(t, c, -ahead, now)
 	sum := int64(0)
 	for _, e := range b2.Entries {
 		if e.Key == "k" {

@@ -319,7 +319,6 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 					// Its key was evicted since: inserted again with the
 					// cost, which the coordinator lacks where it moved.
 					idx, e := c.flightEntry(it, now, true)
-					e.flags &^= fPin
 					c.repend(idx, it, e)
 				}
 				continue

@@ -13,6 +13,25 @@ const coords = [];
 after(async () => { for (const c of coords) await c.stop(); });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Each limiter in turn decides one request on strict key every 30 ms for
+// ms; returns, per second of the real clock, how many each admitted.
+async function admittedPerSecond(limiters, key, ms, ctx) {
+  const perSecond = new Map();
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    for (const [i, rl] of limiters.entries()) {
+      const d = await rl.limit({ limiter: 's', key }, ctx);
+      if (d.success) {
+        const s = Math.floor(Date.now() / 1000);
+        const n = perSecond.get(s) ?? limiters.map(() => 0);
+        n[i]++;
+        perSecond.set(s, n);
+      }
+    }
+    await sleep(30);
+  }
+  return perSecond;
+}
+
 const config = { limiters: [{ name: 's', algorithm: 'fixed_window', limit: 10, period: '1s', mode: 'strict', fail_policy: 'closed' }] };
 
 // Before this, on its own clock: 3 s ahead every batch was refused
@@ -35,19 +54,7 @@ for (const off of [3000, 1500, -1500, -3000]) {
         if (d.success && now % 1000 > 100 && now % 1000 < 900 && d.reset !== Math.floor(now / 1000) * 1000 + 1000) wrongWindow++;
         await sleep(250);
       }
-      const perSecond = new Map();
-      for (const end = Date.now() + 3000; Date.now() < end;) {
-        for (const [i, rl] of [honest, skewed].entries()) {
-          const d = await rl.limit({ limiter: 's', key: 'shared' }, ctx);
-          if (d.success) {
-            const s = Math.floor(Date.now() / 1000);
-            const n = perSecond.get(s) ?? [0, 0];
-            n[i]++;
-            perSecond.set(s, n);
-          }
-        }
-        await sleep(30);
-      }
+      const perSecond = await admittedPerSecond([honest, skewed], 'shared', 3000, ctx);
       console.log(`# clock ${off} ms: alone ${alone} of 12 admitted (${wrongWindow} naming another window); per second [honest, skewed]: ${JSON.stringify([...perSecond.values()])}; lastError ${skewed.lastError?.message ?? 'none'}`);
       assert.ok(alone >= 11, `clock ${off} ms: the skewed isolate alone admitted ${alone} of 12 at a quarter of the limit`);
       assert.equal(wrongWindow, 0, `clock ${off} ms: answers naming another window than the coordinator's`);
@@ -84,19 +91,7 @@ test('background requests, clocks drifting 5% fast and slow: the readings pull t
   const fast = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: drift(1.05) });
   const slow = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: drift(0.95) });
   try {
-    const perSecond = new Map();
-    for (const end = Date.now() + 4000; Date.now() < end;) {
-      for (const [i, rl] of [fast, slow].entries()) {
-        const d = await rl.limit({ limiter: 's', key: 'drift' }, ctx);
-        if (d.success) {
-          const s = Math.floor(Date.now() / 1000);
-          const n = perSecond.get(s) ?? [0, 0];
-          n[i]++;
-          perSecond.set(s, n);
-        }
-      }
-      await sleep(30);
-    }
+    const perSecond = await admittedPerSecond([fast, slow], 'drift', 4000, ctx);
     const admitted = [...perSecond.values()].reduce((a, n) => a + n[0] + n[1], 0);
     console.log(`# drift 5%: per second [fast, slow]: ${JSON.stringify([...perSecond.values()])}; clock steps ${fast.counters.clockSteps}, ${slow.counters.clockSteps}; sync errors ${fast.counters.syncErrors}, ${slow.counters.syncErrors}`);
     assert.ok(fast.counters.clockSteps >= 3 && slow.counters.clockSteps >= 3, `clock steps ${fast.counters.clockSteps}, ${slow.counters.clockSteps}: the drift was not followed`);
