@@ -175,7 +175,16 @@ func (c *Core) Recall(now int64, amendsRefused bool) error {
 		c.ending, c.outEnd = true, false
 	}
 	// The entries it puts the batch back in are pinned (fPin) until it
-	// returns: its later inserts evict none of them.
+	// returns, the live ones before the first insert: a key evicted since
+	// the cut, inserted again, evicts none of them (an evicted live entry
+	// would lose what it admitted since the cut).
+	for _, items := range [2][]item{c.inflight, c.denItems} {
+		for _, it := range items {
+			if e := c.tab.at(it.idx); e.gen == it.gen {
+				e.flags |= fPin
+			}
+		}
+	}
 	for _, it := range c.inflight {
 		idx, e := c.flightEntry(it, now, true)
 		e.flags |= fPin

@@ -746,3 +746,44 @@ func TestRecallOfAGracefulStopsLastBatch(t *testing.T) {
 		t.Errorf("after the last batch: count %d, leases %d; want 1 counted and no lease", ks.Count, ks.LeaseSum)
 	}
 }
+
+// Recall pins the live entries of the refused batch's keys before it puts
+// an evicted one back: with a table of 2 keys, k1 (cut, then evicted by k3)
+// needs one slot, and k2, whose entry is live with a unit admitted since
+// the cut, must not be that slot (before, it was: its reference bit had
+// been cleared by the sweep that evicted k1, and putting it back in turn
+// evicted a second key, losing k2's unit).
+func TestRecallEvictsNoLiveEntryOfTheBatch(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 2, Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 100, Period: 10 * sec}}}
+	m, c := retimeIsolate(t, cfg)
+	t0 := 100_000*sec + 3*sec
+	const ahead = 3 * sec
+	var r core.Result
+	dec := func(key string, at int64) {
+		t.Helper()
+		if err := c.Decide(0, []byte(key), 1, at, &r); err != nil || !r.Allowed {
+			t.Fatal(key, r, err)
+		}
+	}
+	dec("k1", t0+ahead)
+	dec("k2", t0+ahead+1)
+	cutRefused(t, m, c, t0+ahead+1e6, t0)
+	dec("k2", t0+ahead+2e6) // k2: 1 in flight, 1 admitted since the cut
+	dec("k3", t0+ahead+3e6) // evicts k1 (the sweep clears k2's bit)
+	dec("k3", t0+ahead+4e6)
+	before := c.Stats()
+	b2 := recallAt(t, c, -ahead, t0+10e6)
+	after := c.Stats()
+	if n := after.Evictions - before.Evictions; n != 1 {
+		t.Errorf("Recall evicted %d keys (%d units admitted since the cut lost), want 1: putting k1 back needs one slot",
+			n, after.EvictedUnsynced-before.EvictedUnsynced)
+	}
+	got := map[string]int64{}
+	for _, d := range b2.Entries {
+		got[d.Key] += d.Delta
+	}
+	if got["k1"] != 1 || got["k2"] != 2 {
+		t.Errorf("the batch cut again carries %v, want k1 1 and k2 2 (its unit since the cut too)", got)
+	}
+}

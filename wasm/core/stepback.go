@@ -92,6 +92,9 @@ func (c *Core) see(now int64) {
 func (c *Core) shiftBack(d int64, told bool) {
 	c.cutAt = stepBack(c.cutAt, d)
 	c.prevCut = stepBack(c.prevCut, d)
+	// The cut times Recall puts back move with them.
+	c.preCut.cutAt = stepBack(c.preCut.cutAt, d)
+	c.preCut.prevCut = stepBack(c.preCut.prevCut, d)
 	c.heard = stepBack(c.heard, d)
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))

@@ -205,3 +205,66 @@ func TestClockOffsetExtremes(t *testing.T) {
 		t.Fatalf("after a step back past every time: %+v, %v; want the lease void", r, err)
 	}
 }
+
+// A host 30 s ahead of the coordinator cuts batch 1 (a held strict request)
+// and amends it; the amendment's lease comes back with batch 1's reply.
+// Batch 2 is refused for its times, the host steps back 30 s and takes it
+// back (Recall), which restores the cut times of before batch 2: they must
+// be on the new clock too. A lease granted on a reply to batch 1 ends its
+// life (5 s) after batch 1's cut, on either clock: before, Recall put back
+// cut times of the old clock, and such a lease ended 34.8 s after now.
+func TestRecallRestoresCutTimesOnTheNewClock(t *testing.T) {
+	const sec = int64(1e9)
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: 60 * sec, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	t0 := 1000*60*sec + 40*sec // 40 s into a minute, 30 s ahead of the coordinator
+	if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	if b, _ := c.SyncOut(t0, nil); len(b) == 0 {
+		t.Fatal("batch 1 was not cut")
+	}
+	if err := c.Decide(0, []byte("k"), 1, t0+1e6, &r); err != nil || !r.SyncRetry {
+		t.Fatal(r, err)
+	}
+	if b, _ := c.Amend(t0+1e6, nil); len(b) == 0 {
+		t.Fatal("batch 1 was not amended")
+	}
+	rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
+		{Limiter: "s", Key: "k", Window: t0 / (60 * sec), Count: 0, Lease: 1, Isolates: 1, Life: 5 * sec}}}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
+		t.Fatal(err)
+	}
+	c.Decide(0, []byte("k"), 1, t0+50e6, &r)
+	c.Decide(0, []byte("k"), 1, t0+50e6, &r)
+	if b, _ := c.SyncOut(t0+100e6, nil); len(b) == 0 {
+		t.Fatal("batch 2 was not cut")
+	}
+	c.ClockOffset(-30 * sec) // the refusal's reading: 30 s back
+	now := t0 + 200e6 - 30*sec
+	if err := c.Recall(now, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := c.SyncOut(now, nil); len(b) == 0 {
+		t.Fatal("batch 2 was not cut again")
+	}
+	// The amendment's reply, after the cut again.
+	ar := wire.Reply{Version: wire.Version, Seq: 1, At: now + 10e6, Entries: []wire.View{
+		{Limiter: "s", Key: "k", Window: now / (60 * sec), Count: 1, Lease: 5, Isolates: 1, Life: 5 * sec}}}
+	if err := c.SyncIn(ar.AppendMsg(nil), now+20e6); err != nil {
+		t.Fatalf("the amendment's reply after the cut again: %v", err)
+	}
+	e := c.tab.at(c.tab.find(0, []byte("k"), hashKey(0, []byte("k"))))
+	// Batch 1 was cut 200 ms before now on the new clock.
+	if s := c.tab.lease(e); !s.hasLease || s.expires-now > 5*sec-200e6 {
+		t.Errorf("the amendment's lease (granted %v) ends %.2f s after now, want at most 4.80 s (batch 1's cut + its life of 5 s)",
+			s.hasLease, float64(s.expires-now)/1e9)
+	}
+	if c.prevCut > now || c.cutAt > now {
+		t.Errorf("cut times after the recall are ahead of the clock: prevCut %+d ns, cutAt %+d ns from now", c.prevCut-now, c.cutAt-now)
+	}
+}
