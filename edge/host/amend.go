@@ -20,10 +20,11 @@ import (
 // (ask).
 
 // amendment is one on its way: of the batch answered as the batch-th,
-// cut as the cut-th (slot.cuts), with the slot's id for it.
+// cut as the cut-th (slot.cuts), by the inc-th incarnation of the isolate
+// (slot.inc), with the slot's id for it.
 type amendment struct {
 	batch, cut int64
-	id         uint64
+	id, inc    uint64
 }
 
 // skewTally counts the amendments sent of one cut (slot.cuts) and those
@@ -92,7 +93,7 @@ func (s *slot) lastAmends(inFlight bool) int {
 	}
 	n := 0
 	for _, a := range s.amends {
-		if a.batch == b {
+		if a.batch == b && a.inc == s.inc {
 			n++
 		}
 	}
@@ -116,7 +117,7 @@ func (s *slot) amend(now int64) uint64 {
 		return 0
 	}
 	s.mu.Lock()
-	a := amendment{batch: s.batches.Load() + 1, cut: s.cuts.Load()}
+	a := amendment{batch: s.batches.Load() + 1, cut: s.cuts.Load(), inc: s.inc}
 	out, err := s.iso.Amend(s.ctx, now, nil)
 	s.mu.Unlock()
 	if err != nil || len(out) == 0 {
@@ -137,11 +138,13 @@ func (s *slot) amend(now int64) uint64 {
 }
 
 // amendDone records that amendment a is no longer on its way, refused for
-// its times (skew) or not.
-func (s *slot) amendDone(a amendment, skew bool) {
+// its times (skew) or not, and reports whether a is void (of an earlier
+// incarnation: lockedModule.Reincarnate).
+func (s *slot) amendDone(a amendment, skew bool) (void bool) {
 	s.amendMu.Lock()
+	void = a.inc != s.inc
 	s.amends = slices.DeleteFunc(s.amends, func(x amendment) bool { return x.id == a.id })
-	if skew && s.tally.cut == a.cut {
+	if skew && s.tally.cut == a.cut && a.inc == s.inc {
 		s.tally.refused++
 	}
 	if s.amendEnd != nil {
@@ -149,6 +152,7 @@ func (s *slot) amendDone(a amendment, skew bool) {
 		s.amendEnd = nil
 	}
 	s.amendMu.Unlock()
+	return void
 }
 
 // waitAmends waits until no amendment of the cut-th batch is on its way
@@ -174,10 +178,12 @@ func (s *slot) waitAmends(ctx context.Context, cut int64) {
 }
 
 // amendsSettled reports whether no amendment of the cut-th batch is on its
-// way, and whether every one sent was refused for its times. amendMu is
+// way, and whether every one sent was refused for its times; those of an
+// earlier incarnation count for neither (refused for their sequence
+// number, as their batch was: see lockedModule.Reincarnate). amendMu is
 // held.
 func (s *slot) amendsSettled(cut int64) (settled, refused bool) {
-	if slices.ContainsFunc(s.amends, func(a amendment) bool { return a.cut == cut }) {
+	if slices.ContainsFunc(s.amends, func(a amendment) bool { return a.cut == cut && a.inc == s.inc }) {
 		return false, false
 	}
 	return true, s.tally.cut != cut || s.tally.refused == s.tally.sent
@@ -190,8 +196,8 @@ func (s *slot) amendsSettled(cut int64) (settled, refused bool) {
 func (s *slot) sendAmend(out []byte, a amendment) {
 	defer s.amendWG.Done()
 	r, err := s.tr.Sync(s.ctx, out, nil)
-	s.amendDone(a, errors.Is(err, syncloop.ErrClockSkew)) // before the reply wakes the held requests: those it does not admit ask again
-	if err == nil {
+	void := s.amendDone(a, errors.Is(err, syncloop.ErrClockSkew)) // before the reply wakes the held requests: those it does not admit ask again
+	if err == nil && !void {
 		_, err = s.applyReply(s.ctx, r, s.clk.Now(), a.batch)
 	}
 	if err != nil && s.loop != nil {
@@ -207,10 +213,16 @@ func (s *slot) sendAmend(out []byte, a amendment) {
 // the first).
 func (s *slot) applyReply(ctx context.Context, reply []byte, now, b int64) (first bool, err error) {
 	s.mu.Lock()
-	first = s.attemptAt.Load() != 0 && (b == 0 || b == s.batches.Load()+1)
+	// The batch's own reply is its first in its attempt; an amendment's
+	// of the batch no reply was applied to is, also after the batch's
+	// attempt failed (its reply was lost, or came after the amendment's):
+	// the module takes it as the batch's, so the next batch is a new cut.
+	first = b == 0 && s.attemptAt.Load() != 0 || b != 0 && b == s.batches.Load()+1 && s.unanswered
 	err = s.iso.SyncIn(ctx, reply, now)
 	if err == nil && first {
-		s.attemptAt.Store(0)
+		if s.attemptAt.Swap(0) != 0 && b != 0 {
+			s.answered.Store(true) // the attempt's failure, if it comes, is no failed sync (OnError)
+		}
 		s.batches.Add(1)
 		s.unanswered = false
 	}

@@ -145,6 +145,7 @@ type slot struct {
 	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
 	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
+	answered  atomic.Bool  // the attempt in flight was answered by an amendment's reply (applyReply)
 	cuts      atomic.Int64 // batches cut (a resend after an attempt without a reply is not one)
 	// unanswered: the module's last batch was sent and no reply to it
 	// applied (lockedModule.SyncOut, applyReply); under mu.
@@ -159,6 +160,7 @@ type slot struct {
 	amends  []amendment // on their way; under amendMu
 	amendID uint64      // the last amendment's id; under amendMu
 	tally   skewTally   // the amendments of the last cut amended; under amendMu
+	inc     uint64      // incarnations since the start (lockedModule.Reincarnate); under amendMu and mu
 	// amendEnd is closed and replaced (made on demand) when an amendment
 	// ends; under amendMu.
 	amendEnd chan struct{}
@@ -283,11 +285,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		s.loop.OnError = func(err error) {
 			h.errs.Add(1)
-			s.attemptAt.Store(0)
-			if s.failures.Add(1) == 1 {
-				s.log.Warn("host: sync failing; the fail policies decide once the view is stale, until a sync succeeds", "err", err)
-			}
-			s.ended()
+			s.attemptFailed(err)
 		}
 		h.wg.Add(1)
 		go func() {
@@ -453,6 +451,7 @@ type lockedModule struct{ s *slot }
 // SyncOut cuts (or re-sends) the isolate's batch. Nothing to sync counts
 // as a good sync unless attempts are failing (as syncloop.Scheduler.Idle).
 func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byte, error) {
+	m.s.answered.Store(false) // a new attempt
 	m.s.mu.Lock()
 	b, err := m.s.iso.SyncOut(ctx, now, dst)
 	if err == nil && len(b) > len(dst) {
@@ -512,12 +511,21 @@ func (m lockedModule) Recall(ctx context.Context, now int64) (bool, error) {
 // the coordinator refused the batch's sequence number (it lost the
 // isolate's state, or another client used its id), so the isolate takes a
 // new id and resends its outstanding deltas as batch 1.
+//
+// The amendments of the old incarnation are void (sendAmend applies no
+// reply of theirs): refused for their sequence number as the batch was,
+// they say nothing of the new incarnation's batch 1 (the same cut), whose
+// tally starts afresh.
 func (m lockedModule) Reincarnate(ctx context.Context) error {
+	m.s.amendMu.Lock() // slot.amend's order: amendMu, then mu
+	defer m.s.amendMu.Unlock()
 	m.s.mu.Lock()
 	defer m.s.mu.Unlock()
 	old := m.s.iso.ID()
 	err := m.s.iso.Reincarnate(ctx)
 	if err == nil {
+		m.s.inc++
+		m.s.tally = skewTally{cut: m.s.cuts.Load()}
 		m.s.log.Warn("host: the coordinator refused the isolate's sequence number; resending its deltas under a new id", "old_id", old, "new_id", m.s.iso.ID())
 	}
 	return err
@@ -531,6 +539,18 @@ func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error
 		return nil // the batch was answered already
 	}
 	return err
+}
+
+// attemptFailed ends the slot's attempt that failed with err (the loop's
+// OnError). One whose batch an amendment's reply answered first (answered)
+// is no failed sync: the isolate's view is fresh, and the fail policies
+// stay off.
+func (s *slot) attemptFailed(err error) {
+	s.attemptAt.Store(0)
+	if !s.answered.Swap(false) && s.failures.Add(1) == 1 {
+		s.log.Warn("host: sync failing; the fail policies decide once the view is stale, until a sync succeeds", "err", err)
+	}
+	s.ended()
 }
 
 // ended wakes the requests waiting for the end of the slot's attempt.

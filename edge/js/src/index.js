@@ -977,11 +977,15 @@ export class EdgeLimit {
         // secret and applied nothing (it lost this isolate's state, or a
         // restart or another client used its id): a new incarnation, with
         // a new id and secret, resends the same deltas as its batch 1.
-        // An amendment in flight is of the old incarnation: void.
+        // The amendments of the batch in flight are of the old
+        // incarnation: void, and out of the tally of the batch's cut
+        // (refused for their sequence number as the batch was, they say
+        // nothing of the new incarnation's batch 1, the same cut).
         const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        for (const a of this._amends) if (a.sy === sy) a.void = true;
-        this._amends = this._amends.filter((a) => a.sy !== sy);
+        for (const a of this._amends) if (a.sy === sy || a.cut === sy.cut) a.void = true;
+        this._amends = this._amends.filter((a) => !a.void);
+        this._amendTally = { cut: sy.cut, sent: 0, refused: 0 };
         mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
@@ -1145,15 +1149,20 @@ export class EdgeLimit {
       r = await this._postTo(url, out);
     } catch { /* lost: see above */ }
     this._amends = this._amends.filter((x) => x !== a);
-    if (r?.skewProblem && this._amendTally.cut === a.cut) this._amendTally.refused++;
+    if (r?.skewProblem && !a.void && this._amendTally.cut === a.cut) this._amendTally.refused++;
     let taken = false;
     if (r !== null && !r.seqProblem && !r.skewProblem && !a.void && this._mod === mod) {
-      if (a.sy.done) {
+      // Its batch no reply was applied to yet (the batch's attempt, or
+      // an attempt that failed since: the module takes this reply as the
+      // batch's, its outstanding one) ends with it; else it is a second
+      // reply.
+      const first = !a.sy.done || (this._unanswered && this._cuts === a.cut);
+      if (!first) {
         taken = this._second(mod, r.body);
       } else {
         try {
           mod.syncIn(r.body, this._ns(this._clock()));
-          taken = this._applied(a.sy, mod);
+          taken = this._amendAnswered(a, mod);
         } catch (e) {
           if (e instanceof WebAssembly.RuntimeError) this._fail(this._trapped('sync', e, false));
           else if (!e.stale) this._fail(e);
@@ -1161,6 +1170,23 @@ export class EdgeLimit {
       }
     }
     if (!taken) this._resume();
+  }
+
+  // The reply of amendment a was applied to mod as its batch's first: it
+  // ends the sync that sent the batch, or the one sending it again after
+  // that failed; with none in flight (the batch's attempt failed, or one
+  // not cut yet is waiting for the time), the batch is answered all the
+  // same: the next batch is a new cut, and the held requests decide again.
+  _amendAnswered(a, mod) {
+    if (!a.sy.done) return this._applied(a.sy, mod);
+    const cur = this._cur;
+    if (this._inflight && cur && !cur.done && cur.cut === a.cut) return this._applied(cur, mod);
+    this._unanswered = false;
+    this._sched.success(this._clock());
+    this.counters.syncs++;
+    this._replyGen++;
+    this._wake(SECOND_REPLY);
+    return true;
   }
 
   // Requests held for an amendment's reply or a refused second reply got

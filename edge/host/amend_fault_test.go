@@ -1,0 +1,190 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/clock"
+	"github.com/edgelimit/edgelimit/edge/isolate"
+	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// faultSlot is a host of one isolate on a strict key of 100 per hour
+// whose steps the test drives (no loop): its transport posts to url.
+type faultSlot struct {
+	t *testing.T
+	s *slot
+	m lockedModule
+}
+
+func newFaultSlot(t *testing.T, url string) faultSlot {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	s := h.slots[0]
+	s.tr = &syncloop.HTTPTransport{URL: url, ID: "t", Client: &http.Client{Timeout: 5 * time.Second}}
+	return faultSlot{t, s, lockedModule{s}}
+}
+
+// hold decides a request on key that waits for a lease (SyncRetry).
+func (f faultSlot) hold(key string) {
+	f.t.Helper()
+	d, _, _, err := f.s.decide(context.Background(), []isolate.Check{{Limiter: 0, Key: key, Cost: 1}}, clock.Real.Now(), false)
+	if err != nil || !d.SyncRetry {
+		f.t.Fatalf("%s: %+v, %v; want SyncRetry", key, d, err)
+	}
+}
+
+// cut cuts the isolate's batch, as the loop's attempt does.
+func (f faultSlot) cut(what string) {
+	f.t.Helper()
+	if b, err := f.m.SyncOut(context.Background(), clock.Real.Now(), nil); err != nil || len(b) == 0 {
+		f.t.Fatalf("%s: %d bytes, %v", what, len(b), err)
+	}
+}
+
+// amend amends the batch in flight and waits for the amendment's answer.
+func (f faultSlot) amend(what string) {
+	f.t.Helper()
+	if f.s.amend(clock.Real.Now()) == 0 {
+		f.t.Fatalf("%s: no amendment", what)
+	}
+	f.s.stopAmends()
+}
+
+// coordProblem answers as the coordinator does, with a problem+json of type typ.
+func coordProblem(w http.ResponseWriter, status int, typ string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	io.WriteString(w, `{"type":"urn:edgelimit:problem:`+typ+`","title":"`+typ+`"}`)
+}
+
+// A batch's attempt fails (a 503, a timeout) and its amendment's reply
+// comes after: the module takes that reply as the batch's, so the batch
+// is answered and the next one is a new cut, with its own tally of
+// amendments. Before, the host took the reply as a second one: the next
+// batch was not counted as a cut, its amendment joined the tally of the
+// cut before, and when it and its amendment were both refused for their
+// times, it was not taken back (resent as it was, refused until the
+// coordinator's clock caught up). And the other way round: an amendment's
+// reply answers the batch first, then the batch's attempt fails: that is
+// no failed sync (the fail policies stayed on until the next sync).
+func TestAmendmentAnswersTheBatchWhoseAttemptFailed(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	var skew atomic.Bool // refuse every request for its times
+	gate := make(chan struct{})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		<-gate
+		if skew.Load() {
+			coordProblem(w, http.StatusBadRequest, "clock_skew")
+			return
+		}
+		resp, err := http.Post("http://"+k.addr+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer proxy.Close()
+	f := newFaultSlot(t, proxy.URL)
+	s := f.s
+
+	f.hold("a")
+	f.cut("batch 1")
+	f.hold("b")
+	if s.amend(clock.Real.Now()) == 0 { // held at the gate
+		t.Fatal("batch 1: no amendment")
+	}
+	s.attemptFailed(errors.New("503")) // batch 1's attempt fails before its amendment is answered
+	if s.failures.Load() != 1 {
+		t.Fatalf("failures %d after a failed attempt, want 1", s.failures.Load())
+	}
+	close(gate)
+	s.stopAmends()
+	if s.batches.Load() != 1 || s.unanswered {
+		t.Fatalf("after the amendment's reply: batches answered %d, unanswered %v; want 1, false (the module took it as batch 1's)", s.batches.Load(), s.unanswered)
+	}
+	f.hold("c")
+	f.cut("batch 2")
+	if s.cuts.Load() != 2 {
+		t.Fatalf("cuts %d after batch 2, want 2", s.cuts.Load())
+	}
+	// Batch 2's amendment answers first, then its attempt fails.
+	f.hold("d")
+	f.amend("batch 2")
+	s.attemptFailed(errors.New("timeout"))
+	if s.failures.Load() != 0 {
+		t.Errorf("failures %d after batch 2 was answered by its amendment and its attempt then failed, want 0", s.failures.Load())
+	}
+	// Batch 3 and its amendment are both refused for their times: it is
+	// taken back.
+	f.hold("e")
+	f.cut("batch 3")
+	skew.Store(true)
+	f.hold("g")
+	f.amend("batch 3")
+	if ok, err := f.m.Recall(context.Background(), clock.Real.Now()); err != nil || !ok {
+		s.amendMu.Lock()
+		tl := s.tally
+		s.amendMu.Unlock()
+		t.Fatalf("Recall of batch 3 (refused for its times, its one amendment too; tally %+v, cuts %d): %v, %v; want it taken back", tl, s.cuts.Load(), ok, err)
+	}
+}
+
+// The coordinator refuses a batch and its amendment for their sequence
+// number (409: it lost the isolate's state): the isolate reincarnates and
+// sends the same deltas as batch 1 of a new id, the same cut. That batch
+// and its one amendment are refused for their times: it is taken back.
+// Before, the old incarnation's amendment stayed in the cut's tally, sent
+// and not refused for its times, and the batch was resent as it was.
+func TestReincarnationStartsTheAmendmentTallyAfresh(t *testing.T) {
+	var answer atomic.Value
+	answer.Store("seq_gap")
+	coord := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if typ := answer.Load().(string); typ == "seq_gap" {
+			coordProblem(w, http.StatusConflict, typ)
+		} else {
+			coordProblem(w, http.StatusBadRequest, typ)
+		}
+	}))
+	defer coord.Close()
+	f := newFaultSlot(t, coord.URL)
+	f.hold("a")
+	f.cut("batch 1")
+	f.hold("b")
+	f.amend("batch 1") // refused for its sequence number, as the batch is
+	if err := f.m.Reincarnate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f.cut("batch 1 of the new incarnation")
+	answer.Store("clock_skew")
+	f.hold("c")
+	f.amend("the new incarnation's batch 1")
+	if ok, err := f.m.Recall(context.Background(), clock.Real.Now()); err != nil || !ok {
+		f.s.amendMu.Lock()
+		tl := f.s.tally
+		f.s.amendMu.Unlock()
+		t.Fatalf("Recall of the new incarnation's batch 1 (refused for its times, its one amendment too; tally %+v): %v, %v; want it taken back", tl, ok, err)
+	}
+}
