@@ -34,7 +34,7 @@ type node struct {
 	// as well as the batch's, and an amendment's while the next batch is
 	// in flight too.
 	amends  []amendment
-	batchN  int64 // batches cut by the isolate (amendment.batch)
+	batchN  int64 // batches cut by the isolate (amendment.batch); a resend is no new cut
 	applied int64 // highest seq the coordinator applied (for writes)
 	sentAt  int64 // when the live attempt was sent, ns
 	rtt     int64 // ns from the send of the last batch answered to its first reply
@@ -44,6 +44,10 @@ type node struct {
 	// What the timer armed last starts when it fires, when an early
 	// sync moved it forward (causeRegular: the interval's own timer).
 	timerCause syncCause
+	// unanswered: the module's outstanding batch was sent and no reply to
+	// it applied (the batch's or an amendment's): its next SyncOut sends
+	// it again, asking for nothing new.
+	unanswered bool
 }
 
 // waiter is a request the module answered with SyncRetry (a strict lease
@@ -310,7 +314,7 @@ func (e *engine) start(nd *node, now int64) error {
 	if err != nil {
 		return fmt.Errorf("sim: isolate: %w", err)
 	}
-	nd.iso, nd.applied, nd.amends = iso, 0, nd.amends[:0]
+	nd.iso, nd.applied, nd.amends, nd.unanswered = iso, 0, nd.amends[:0], false
 	// The fail policy's local shares, for every key this node may see.
 	nd.share = failpolicy.NewShare[int32](max(len(e.keys)*max(e.isolates, 1), 1))
 	nd.attempt++
@@ -600,20 +604,27 @@ func (e *engine) startSync(nd *node, now int64, c syncCause) error {
 	nd.out = append(nd.out[:0], out...)
 	e.res.SyncCauses.count(c)
 	nd.sched.Begin(now)
-	// The module takes the reply of the last batch's amendment while this
-	// one is in flight; those of earlier batches it refuses.
-	keep := nd.amends[:0]
-	for _, a := range nd.amends {
-		if a.batch == nd.batchN {
-			keep = append(keep, a)
+	resend := nd.unanswered
+	nd.unanswered = true
+	if !resend {
+		// A new cut. The module takes the reply of the last batch's
+		// amendment while this one is in flight; those of earlier
+		// batches it refuses.
+		keep := nd.amends[:0]
+		for _, a := range nd.amends {
+			if a.batch == nd.batchN {
+				keep = append(keep, a)
+			}
 		}
+		nd.amends = keep
+		nd.batchN++
 	}
-	nd.amends = keep
-	nd.batchN++
 	e.send(nd, now, nil)
 	nd.batchTok = nd.attempt
-	for i := range nd.waiting { // the batch asks for every request held
-		nd.waiting[i].batch = nd.batchN
+	if !resend { // a new cut asks for every request held; a resend for none since its cut (the edge host's cuts)
+		for i := range nd.waiting {
+			nd.waiting[i].batch = nd.batchN
+		}
 	}
 	return nil
 }
@@ -756,10 +767,13 @@ func (e *engine) handle(ev event) error {
 		// The first reply of the batch (its own or its amendment's) ends
 		// the sync; the other brings its views too (the module refuses
 		// it once the batch after the next is cut, or the next one's
-		// reply is applied).
-		rep, first := nd.reply, nd.sched.InFlight()
+		// reply is applied). An amendment's reply is the first also
+		// after the batch's attempt timed out (the module takes it as
+		// the batch's, as the edge host does: host.applyReply).
+		inFlight := nd.sched.InFlight()
+		rep, first := nd.reply, inFlight
 		if ai >= 0 {
-			rep, first = nd.amends[ai].reply, first && nd.amends[ai].batch == nd.batchN
+			rep, first = nd.amends[ai].reply, nd.unanswered && nd.amends[ai].batch == nd.batchN
 			nd.amends = append(nd.amends[:ai], nd.amends[ai+1:]...)
 		}
 		err := nd.iso.SyncIn(e.ctx, rep, now)
@@ -769,9 +783,12 @@ func (e *engine) handle(ev event) error {
 			e.res.SyncFailures++
 			nd.sched.Failure(now)
 		default:
+			nd.unanswered = false
 			nd.sched.Success(now)
 			nd.timerCause = causeRegular
-			nd.rtt = now - nd.sentAt
+			if inFlight {
+				nd.rtt = now - nd.sentAt
+			}
 		}
 		switch {
 		case err == nil:
