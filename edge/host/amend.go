@@ -198,7 +198,7 @@ func (s *slot) sendAmend(out []byte, a amendment) {
 	r, err := s.tr.Sync(s.ctx, out, nil)
 	void := s.amendDone(a, errors.Is(err, syncloop.ErrClockSkew)) // before the reply wakes the held requests: those it does not admit ask again
 	if err == nil && !void {
-		_, err = s.applyReply(s.ctx, r, s.clk.Now(), a.batch)
+		_, err = s.applyReply(s.ctx, r, s.clk.Now(), a.batch, a.inc)
 	}
 	if err != nil && s.loop != nil {
 		s.want()
@@ -206,13 +206,19 @@ func (s *slot) sendAmend(out []byte, a amendment) {
 }
 
 // applyReply applies at now a reply of the slot's batch (b 0) or of an
-// amendment of batch b (see amend). first reports that it was the first
+// amendment of batch b sent by incarnation inc (see amend: one of an
+// earlier incarnation, reincarnated since amendDone, is void: nothing is
+// applied). first reports that it was the first
 // applied for the batch in flight (it ends the attempt); another brings
 // views and leases only (the module refuses it with core.ErrStaleReply
 // once the reply of the batch after is applied, or when it is older than
 // the first).
-func (s *slot) applyReply(ctx context.Context, reply []byte, now, b int64) (first bool, err error) {
+func (s *slot) applyReply(ctx context.Context, reply []byte, now, b int64, inc uint64) (first bool, err error) {
 	s.mu.Lock()
+	if b != 0 && inc != s.inc { // inc is written under mu too
+		s.mu.Unlock()
+		return false, nil
+	}
 	// The batch's own reply is its first in its attempt; an amendment's
 	// of the batch no reply was applied to is, also after the batch's
 	// attempt failed (its reply was lost, or came after the amendment's):

@@ -188,3 +188,57 @@ func TestReincarnationStartsTheAmendmentTallyAfresh(t *testing.T) {
 		t.Fatalf("Recall of the new incarnation's batch 1 (refused for its times, its one amendment too; tally %+v): %v, %v; want it taken back", tl, ok, err)
 	}
 }
+
+// A batch's own post fails (503) after its amendment's reply answered it:
+// the sync loop takes the attempt as a good sync (syncloop.Answerer), so
+// it does not back off (before: its scheduler counted a failure, held the
+// next batch back for the backoff and took no early sync meanwhile).
+func TestAnsweredAttemptIsNoFailureForTheLoop(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	var n atomic.Int32
+	got, release := make(chan struct{}), make(chan struct{})
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if n.Add(1) == 1 { // the batch: held, then 503
+			close(got)
+			<-release
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.Post("http://"+k.addr+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer proxy.Close()
+	f := newFaultSlot(t, proxy.URL)
+	s := f.s
+	l, err := syncloop.NewLoop(syncloop.Options{}, clock.Real, s.tr, f.m, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.hold("a")
+	done := make(chan error, 1)
+	go func() { done <- l.SyncOnce(context.Background()) }()
+	<-got
+	f.hold("b")
+	f.amend("batch 1") // answered: the module takes its reply as batch 1's
+	if s.batches.Load() != 1 {
+		t.Fatalf("batches answered %d, want 1", s.batches.Load())
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Errorf("the attempt whose batch its amendment answered: %v; want a good sync", err)
+	}
+	if sc := l.Scheduler(); sc.Failures() != 0 || s.failures.Load() != 0 {
+		t.Errorf("failures: the loop's %d, the slot's %d; want 0 and 0 (the batch was answered)", sc.Failures(), s.failures.Load())
+	}
+}

@@ -463,20 +463,19 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 			m.s.cuts.Add(1) // under the lock: a decision after it sees it (slot.decide)
 		}
 		m.s.unanswered = true
+		// Under the lock too: an amendment's reply applied after it
+		// ends this attempt (applyReply).
+		m.s.attemptAt.Store(max(now, 1))
+		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}
 	m.s.mu.Unlock()
-	switch {
-	case err != nil:
-	case len(b) == len(dst):
+	if err == nil && len(b) == len(dst) {
 		if m.s.failures.Load() == 0 {
 			m.s.lastOK.Store(now)
 		}
 		if m.s.attemptAt.Swap(0) != 0 {
 			m.s.ended() // a recall left nothing to send: no attempt is on its way
 		}
-	default:
-		m.s.attemptAt.Store(max(now, 1))
-		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}
 	return b, err
 }
@@ -507,6 +506,11 @@ func (m lockedModule) Recall(ctx context.Context, now int64) (bool, error) {
 	return ok, err
 }
 
+// Answered reports whether the batch of the attempt in flight was answered
+// by an amendment's reply (syncloop.Answerer): its attempt's failure is no
+// failed sync.
+func (m lockedModule) Answered() bool { return m.s.answered.Load() }
+
 // Reincarnate gives the isolate a new incarnation (syncloop.Reincarnator):
 // the coordinator refused the batch's sequence number (it lost the
 // isolate's state, or another client used its id), so the isolate takes a
@@ -534,7 +538,7 @@ func (m lockedModule) Reincarnate(ctx context.Context) error {
 // SyncIn applies a reply: a good sync. The batch's own reply after its
 // amendment's (amend.go) is good too, taken or refused as stale.
 func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error {
-	first, err := m.s.applyReply(ctx, reply, now, 0)
+	first, err := m.s.applyReply(ctx, reply, now, 0, 0)
 	if err != nil && !first {
 		return nil // the batch was answered already
 	}

@@ -56,6 +56,18 @@ type Recaller interface {
 	Recall(ctx context.Context, now int64) (bool, error)
 }
 
+// Answerer is a Module whose batch in flight may be answered by another
+// reply than its attempt's (the edge host's amendments: an amendment of
+// the batch sent next to it, whose reply the module takes as the batch's).
+// When the attempt then fails (its reply lost, a timeout, a refusal of a
+// batch already answered), the Loop asks Answered: true means the batch
+// was answered, so the sync succeeded and no backoff follows (a failure
+// would hold the next batch, and the early syncs held requests ask for,
+// back for the backoff).
+type Answerer interface {
+	Answered() bool
+}
+
 // Reader is a Transport that must read the coordinator's time before the
 // isolate's first batch is cut (HTTPTransport with Time set): the cost an
 // isolate admitted before it knew that time is in windows of its own
@@ -180,6 +192,10 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 		}
 	}
 	if err != nil {
+		if an, ok := l.mod.(Answerer); ok && an.Answered() {
+			l.sched.Success(l.clock.Now())
+			return nil
+		}
 		l.sched.Failure(l.clock.Now())
 		return fmt.Errorf("syncloop: transport: %w", err)
 	}

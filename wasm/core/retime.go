@@ -177,11 +177,17 @@ func (c *Core) Recall(now int64, amendsRefused bool) error {
 	// The entries it puts the batch back in are pinned (fPin) until it
 	// returns, the live ones before the first insert: a key evicted since
 	// the cut, inserted again, evicts none of them (an evicted live entry
-	// would lose what it admitted since the cut).
+	// would lose what it admitted since the cut), nor a key of the batch
+	// evicted and used again since (in a new entry).
 	for _, items := range [2][]item{c.inflight, c.denItems} {
 		for _, it := range items {
 			if e := c.tab.at(it.idx); e.gen == it.gen {
 				e.flags |= fPin
+				continue
+			}
+			key := c.flightKeys[it.koff : it.koff+int32(it.klen)]
+			if idx := c.tab.find(it.lim, key, hashKey(uint16(it.lim), key)); idx >= 0 {
+				c.tab.at(idx).flags |= fPin
 			}
 		}
 	}

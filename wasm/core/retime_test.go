@@ -787,3 +787,56 @@ func TestRecallEvictsNoLiveEntryOfTheBatch(t *testing.T) {
 		t.Errorf("the batch cut again carries %v, want k1 1 and k2 2 (its unit since the cut too)", got)
 	}
 }
+
+// A key of the refused batch that was evicted since the cut and then
+// decided again lives in a new entry: Recall pins it too before it puts
+// another evicted key of the batch back (3 keys max: kA and kC cut with
+// kB; k4 evicts kB, kB back evicts kA). Putting kA back needs one slot,
+// k4's; before, it took kB's new entry, losing the unit kB admitted since
+// the cut, and putting kB back then evicted a second key.
+func TestRecallPinsABatchKeyUsedAgainAfterEviction(t *testing.T) {
+	c, err := core.New(wire.Config{Version: wire.Version, IsolateID: "iso", MaxKeys: 3, Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 100, Period: 10 * sec}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := 100_000*sec + 3*sec
+	var r core.Result
+	dec := func(key string, at int64) {
+		t.Helper()
+		if err := c.Decide(0, []byte(key), 1, at, &r); err != nil || !r.Allowed {
+			t.Fatal(key, r, err)
+		}
+	}
+	dec("kA", t0)
+	dec("kA", t0)
+	dec("kB", t0+1)
+	dec("kC", t0+2)
+	dec("kC", t0+2)
+	if b, _ := c.SyncOut(t0+1e6, nil); len(b) == 0 {
+		t.Fatal("no batch")
+	}
+	dec("k4", t0+2e6) // evicts kB
+	dec("k4", t0+2e6)
+	dec("kB", t0+3e6) // kB again, in a new entry: evicts kA
+	before := c.Stats()
+	if err := c.Recall(t0+10e6, false); err != nil {
+		t.Fatal(err)
+	}
+	after := c.Stats()
+	if n := after.Evictions - before.Evictions; n != 1 {
+		t.Errorf("Recall evicted %d keys (%d units admitted since the cut lost), want 1: putting kA back needs one slot",
+			n, after.EvictedUnsynced-before.EvictedUnsynced)
+	}
+	out, err := c.SyncOut(t0+11e6, nil)
+	if err != nil || len(out) == 0 {
+		t.Fatalf("the batch cut again: %d bytes, %v", len(out), err)
+	}
+	got := map[string]int64{}
+	for _, d := range decodeBatch(t, out).Entries {
+		got[d.Key] += d.Delta
+	}
+	if got["kA"] != 2 || got["kB"] != 2 || got["kC"] != 2 {
+		t.Errorf("the batch cut again carries %v, want kA 2, kB 2 (1 cut, 1 since), kC 2", got)
+	}
+}

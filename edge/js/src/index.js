@@ -162,6 +162,7 @@ export class EdgeLimit {
     // those refused for their times: a batch refused for its times is
     // taken back only when all were (_syncAttempt).
     this._amendTally = { cut: -1, sent: 0, refused: 0 };
+    this._inc = 0; // incarnations since creation: an amendment of an earlier one is void (_sendAmendment)
     this._cuts = 0; // batches cut, a resend not counted (see _asked)
     this._lastCut = null; // the state of the last sync that sent a batch (see _lastAmends)
     this._unanswered = false; // the module's batch was sent and no reply to it applied (a resend is no new cut)
@@ -986,6 +987,7 @@ export class EdgeLimit {
         for (const a of this._amends) if (a.sy === sy || a.cut === sy.cut) a.void = true;
         this._amends = this._amends.filter((a) => !a.void);
         this._amendTally = { cut: sy.cut, sent: 0, refused: 0 };
+        this._inc++; // and those dropped past their deadline (_amending), if they ever end
         mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
@@ -1123,7 +1125,7 @@ export class EdgeLimit {
       return null;
     }
     if (out === null) return null;
-    const a = { sy, cut: sy.cut, void: false, deadline: now + this._syncTimeout + 100, sent: null };
+    const a = { sy, cut: sy.cut, inc: this._inc, void: false, deadline: now + this._syncTimeout + 100, sent: null };
     this._amends.push(a);
     this.counters.amendments++;
     if (this._amendTally.cut !== sy.cut) this._amendTally = { cut: sy.cut, sent: 0, refused: 0 };
@@ -1149,6 +1151,7 @@ export class EdgeLimit {
       r = await this._postTo(url, out);
     } catch { /* lost: see above */ }
     this._amends = this._amends.filter((x) => x !== a);
+    if (a.inc !== this._inc) a.void = true; // of an earlier incarnation (see the reincarnation in _syncAttempt)
     if (r?.skewProblem && !a.void && this._amendTally.cut === a.cut) this._amendTally.refused++;
     let taken = false;
     if (r !== null && !r.seqProblem && !r.skewProblem && !a.void && this._mod === mod) {
@@ -1183,6 +1186,7 @@ export class EdgeLimit {
     if (this._inflight && cur && !cur.done && cur.cut === a.cut) return this._applied(cur, mod);
     this._unanswered = false;
     this._sched.success(this._clock());
+    if (this._background === 'timers') this._arm(); // not a backoff's timer any more
     this.counters.syncs++;
     this._replyGen++;
     this._wake(SECOND_REPLY);
