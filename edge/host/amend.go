@@ -138,11 +138,9 @@ func (s *slot) amend(now int64) uint64 {
 }
 
 // amendDone records that amendment a is no longer on its way, refused for
-// its times (skew) or not, and reports whether a is void (of an earlier
-// incarnation: lockedModule.Reincarnate).
-func (s *slot) amendDone(a amendment, skew bool) (void bool) {
+// its times (skew) or not.
+func (s *slot) amendDone(a amendment, skew bool) {
 	s.amendMu.Lock()
-	void = a.inc != s.inc
 	s.amends = slices.DeleteFunc(s.amends, func(x amendment) bool { return x.id == a.id })
 	if skew && s.tally.cut == a.cut && a.inc == s.inc {
 		s.tally.refused++
@@ -152,7 +150,6 @@ func (s *slot) amendDone(a amendment, skew bool) (void bool) {
 		s.amendEnd = nil
 	}
 	s.amendMu.Unlock()
-	return void
 }
 
 // waitAmends waits until no amendment of the cut-th batch is on its way
@@ -196,8 +193,8 @@ func (s *slot) amendsSettled(cut int64) (settled, refused bool) {
 func (s *slot) sendAmend(out []byte, a amendment) {
 	defer s.amendWG.Done()
 	r, err := s.tr.Sync(s.ctx, out, nil)
-	void := s.amendDone(a, errors.Is(err, syncloop.ErrClockSkew)) // before the reply wakes the held requests: those it does not admit ask again
-	if err == nil && !void {
+	s.amendDone(a, errors.Is(err, syncloop.ErrClockSkew)) // before the reply wakes the held requests: those it does not admit ask again
+	if err == nil {
 		_, err = s.applyReply(s.ctx, r, s.clk.Now(), a.batch, a.inc)
 	}
 	if err != nil && s.loop != nil {
@@ -207,8 +204,8 @@ func (s *slot) sendAmend(out []byte, a amendment) {
 
 // applyReply applies at now a reply of the slot's batch (b 0) or of an
 // amendment of batch b sent by incarnation inc (see amend: one of an
-// earlier incarnation, reincarnated since amendDone, is void: nothing is
-// applied). first reports that it was the first
+// earlier incarnation is void, nothing is applied: see
+// lockedModule.Reincarnate). first reports that it was the first
 // applied for the batch in flight (it ends the attempt); another brings
 // views and leases only (the module refuses it with core.ErrStaleReply
 // once the reply of the batch after is applied, or when it is older than

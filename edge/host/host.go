@@ -516,7 +516,7 @@ func (m lockedModule) Answered() bool { return m.s.answered.Load() }
 // isolate's state, or another client used its id), so the isolate takes a
 // new id and resends its outstanding deltas as batch 1.
 //
-// The amendments of the old incarnation are void (sendAmend applies no
+// The amendments of the old incarnation are void (applyReply applies no
 // reply of theirs): refused for their sequence number as the batch was,
 // they say nothing of the new incarnation's batch 1 (the same cut), whose
 // tally starts afresh.
