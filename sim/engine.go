@@ -37,7 +37,6 @@ type node struct {
 	batchN  int64 // batches cut by the isolate (amendment.batch); a resend is no new cut
 	applied int64 // highest seq the coordinator applied (for writes)
 	sentAt  int64 // when the live attempt was sent, ns
-	rtt     int64 // ns from the send of the last batch answered to its first reply
 	share   *failpolicy.Share[int32]
 	waiting []waiter // requests held for a sync (SyncRetry answers)
 	dead    bool     // killed and not restarted yet (see Kill); iso is nil
@@ -770,8 +769,7 @@ func (e *engine) handle(ev event) error {
 		// reply is applied). An amendment's reply is the first also
 		// after the batch's attempt timed out (the module takes it as
 		// the batch's, as the edge host does: host.applyReply).
-		inFlight := nd.sched.InFlight()
-		rep, first := nd.reply, inFlight
+		rep, first := nd.reply, nd.sched.InFlight()
 		if ai >= 0 {
 			rep, first = nd.amends[ai].reply, nd.unanswered && nd.amends[ai].batch == nd.batchN
 			nd.amends = append(nd.amends[:ai], nd.amends[ai+1:]...)
@@ -786,9 +784,6 @@ func (e *engine) handle(ev event) error {
 			nd.unanswered = false
 			nd.sched.Success(now)
 			nd.timerCause = causeRegular
-			if inFlight {
-				nd.rtt = now - nd.sentAt
-			}
 		}
 		switch {
 		case err == nil:

@@ -223,8 +223,18 @@ func (s *slot) applyReply(ctx context.Context, reply []byte, now, b int64, inc u
 	first = b == 0 && s.attemptAt.Load() != 0 || b != 0 && b == s.batches.Load()+1 && s.unanswered
 	err = s.iso.SyncIn(ctx, reply, now)
 	if err == nil && first {
-		if s.attemptAt.Swap(0) != 0 && b != 0 {
-			s.answered.Store(true) // the attempt's failure, if it comes, is no failed sync (OnError)
+		inFlight := s.attemptAt.Swap(0) != 0
+		switch {
+		case b == 0:
+		case inFlight:
+			// The attempt's failure is no failed sync (Answered), and the
+			// loop need not wait for its own reply.
+			s.answered.Store(true)
+			if s.loop != nil {
+				s.loop.EndAttempt()
+			}
+		case s.loop != nil:
+			s.loop.Recovered(now) // the attempt failed before: no backoff
 		}
 		s.batches.Add(1)
 		s.unanswered = false

@@ -242,3 +242,143 @@ func TestAnsweredAttemptIsNoFailureForTheLoop(t *testing.T) {
 		t.Errorf("failures: the loop's %d, the slot's %d; want 0 and 0 (the batch was answered)", sc.Failures(), s.failures.Load())
 	}
 }
+
+// gatedProxy forwards to the coordinator at addr, holding the i-th POST
+// (from 1) until gates[i] is closed; got[i] is closed when it arrives.
+// An i in fail answers 503 once released.
+type gatedProxy struct {
+	*httptest.Server
+	n         atomic.Int32
+	got, gate map[int32]chan struct{}
+}
+
+func newGatedProxy(t *testing.T, addr string, held []int32, fail map[int32]bool) *gatedProxy {
+	p := &gatedProxy{got: map[int32]chan struct{}{}, gate: map[int32]chan struct{}{}}
+	for _, i := range held {
+		p.got[i], p.gate[i] = make(chan struct{}), make(chan struct{})
+	}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		i := p.n.Add(1)
+		if g, ok := p.gate[i]; ok {
+			close(p.got[i])
+			select {
+			case <-g:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if fail[i] {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.Post("http://"+addr+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(func() {
+		for _, g := range p.gate {
+			select {
+			case <-g:
+			default:
+				close(g)
+			}
+		}
+		p.Close()
+	})
+	return p
+}
+
+// The batch's attempt fails (503), then its amendment's reply answers the
+// batch: the running loop stops backing off (Loop.Recovered), so the
+// next batch, for a request held after, goes at once. Before, the loop
+// kept its failure and its backoff (here an hour: one interval) and took
+// no early sync until it ended; the simulator and the JavaScript package
+// took the next batch at once.
+func TestLateAmendmentReplyEndsTheLoopsBackoff(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	p := newGatedProxy(t, k.addr, []int32{1, 2}, map[int32]bool{1: true}) // the batch (503) and its amendment
+	f := newFaultSlot(t, p.URL)
+	s := f.s
+	l, err := syncloop.NewLoop(syncloop.Options{Interval: time.Hour, BackoffMax: time.Hour, MinSpacing: time.Millisecond}, clock.Real, s.tr, f.m, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.loop = l
+	f.hold("a")
+	done := make(chan error, 1)
+	go func() { done <- l.SyncOnce(context.Background()) }()
+	<-p.got[1]
+	f.hold("b")
+	if s.amend(clock.Real.Now()) == 0 {
+		t.Fatal("no amendment")
+	}
+	<-p.got[2]
+	close(p.gate[1])
+	if err := <-done; err == nil {
+		t.Fatal("the batch's 503: want a failed attempt")
+	}
+	s.attemptFailed(err)
+	close(p.gate[2])
+	s.stopAmends() // its reply answered batch 1
+	if s.batches.Load() != 1 {
+		t.Fatalf("batches answered %d, want 1", s.batches.Load())
+	}
+	f.hold("c") // needs batch 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go l.Run(ctx)
+	deadline := time.Now().Add(3 * time.Second)
+	for p.n.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.n.Load() < 3 {
+		t.Errorf("no batch 2 within 3 s after an amendment answered batch 1: the loop still backs off")
+	}
+}
+
+// An amendment's reply answers the batch while the batch's own post is
+// still on its way: the loop's attempt ends there (Loop.EndAttempt) as a
+// good sync, without waiting for that post's reply (here held until the
+// test ends; a lost one would hold the next batch back for the transport's
+// timeout).
+func TestAmendmentReplyEndsTheLoopsAttempt(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	p := newGatedProxy(t, k.addr, []int32{1}, nil) // the batch, held
+	f := newFaultSlot(t, p.URL)
+	s := f.s
+	l, err := syncloop.NewLoop(syncloop.Options{Interval: time.Hour, BackoffMax: time.Hour}, clock.Real, s.tr, f.m, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.loop = l
+	f.hold("a")
+	done := make(chan error, 1)
+	go func() { done <- l.SyncOnce(context.Background()) }()
+	<-p.got[1]
+	f.hold("b")
+	f.amend("batch 1") // answered
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the attempt its amendment answered: %v; want a good sync", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the loop's attempt still waits for its own reply 3 s after its amendment answered the batch")
+	}
+	if l.Scheduler().Failures() != 0 || s.failures.Load() != 0 {
+		t.Errorf("failures: the loop's %d, the slot's %d; want 0 and 0", l.Scheduler().Failures(), s.failures.Load())
+	}
+}

@@ -2,9 +2,11 @@ package syncloop
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+
 	"github.com/edgelimit/edgelimit/clock"
 )
 
@@ -93,6 +95,12 @@ type Loop struct {
 	batch []byte
 	reply []byte
 
+	// The attempt in flight's cancel (EndAttempt), and when the batch of
+	// a failed attempt was answered since (Recovered; 0: not).
+	attemptMu   sync.Mutex
+	endAttempt  context.CancelFunc
+	recoveredAt atomic.Int64
+
 	// OnError, when set, is called with every failed attempt's error.
 	OnError func(error)
 }
@@ -123,6 +131,29 @@ func (l *Loop) Kick() {
 	}
 }
 
+// EndAttempt ends the attempt in flight, whose batch another reply
+// answered (an amendment's: see Answerer): the loop does not wait for the
+// attempt's own reply, or, when that is lost, for the transport's timeout
+// (the next batch would wait as long). Its transport call is cancelled,
+// and it counts as a good sync when the Module's Answered says so. It
+// never blocks.
+func (l *Loop) EndAttempt() {
+	l.attemptMu.Lock()
+	if l.endAttempt != nil {
+		l.endAttempt()
+	}
+	l.attemptMu.Unlock()
+}
+
+// Recovered tells the loop that at now another reply (an amendment's)
+// answered the batch of its last attempt, which had failed: the sync
+// succeeded, so the loop stops backing off (an early sync is taken at
+// once again). It never blocks.
+func (l *Loop) Recovered(now int64) {
+	l.recoveredAt.Store(max(now, 1))
+	l.Kick()
+}
+
 // Run syncs until ctx is done and returns ctx.Err().
 func (l *Loop) Run(ctx context.Context) error {
 	for {
@@ -136,7 +167,13 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-l.kick:
-			if now := l.clock.Now(); l.sched.Want(now) || l.sched.Probe(now) {
+			now := l.clock.Now()
+			// Recovered after the last attempt began: that attempt's
+			// batch was answered (a later attempt is another batch).
+			if at := l.recoveredAt.Swap(0); at != 0 && at >= l.sched.lastStart && l.sched.Failures() > 0 {
+				l.sched.Success(at)
+			}
+			if l.sched.Want(now) || l.sched.Probe(now) {
 				l.report(l.SyncOnce(ctx))
 			}
 		case <-wait:
@@ -177,6 +214,17 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 		return fmt.Errorf("%w: %d bytes, more than %d", ErrBatchTooLarge, len(b), l.sched.opts.MaxBatchBytes)
 	}
 	l.sched.Begin(now)
+	actx, cancel := context.WithCancel(ctx)
+	l.attemptMu.Lock()
+	l.endAttempt = cancel
+	l.attemptMu.Unlock()
+	defer func() {
+		l.attemptMu.Lock()
+		l.endAttempt = nil
+		l.attemptMu.Unlock()
+		cancel()
+	}()
+	ctx = actx // the attempt's: EndAttempt ends it
 	r, err := l.tr.Sync(ctx, b, l.reply[:0])
 	if ri, ok := l.mod.(Reincarnator); ok && errors.Is(err, ErrSequence) {
 		if r, err = l.reincarnate(ctx, ri, err); err != nil {
