@@ -86,29 +86,9 @@ func TestAmendmentAnswersTheBatchWhoseAttemptFailed(t *testing.T) {
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
 	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
 	defer k.stop(t)
-	var skew atomic.Bool // refuse every request for its times
-	gate := make(chan struct{})
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		<-gate
-		if skew.Load() {
-			coordProblem(w, http.StatusBadRequest, "clock_skew")
-			return
-		}
-		resp, err := http.Post("http://"+k.addr+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	defer proxy.Close()
+	proxy := newGatedProxy(t, k.addr, []int32{1}, nil) // batch 1's amendment, held
 	f := newFaultSlot(t, proxy.URL)
 	s := f.s
-
 	f.hold("a")
 	f.cut("batch 1")
 	f.hold("b")
@@ -119,7 +99,7 @@ func TestAmendmentAnswersTheBatchWhoseAttemptFailed(t *testing.T) {
 	if s.failures.Load() != 1 {
 		t.Fatalf("failures %d after a failed attempt, want 1", s.failures.Load())
 	}
-	close(gate)
+	close(proxy.gate[1])
 	s.stopAmends()
 	if s.batches.Load() != 1 || s.unanswered {
 		t.Fatalf("after the amendment's reply: batches answered %d, unanswered %v; want 1, false (the module took it as batch 1's)", s.batches.Load(), s.unanswered)
@@ -140,7 +120,7 @@ func TestAmendmentAnswersTheBatchWhoseAttemptFailed(t *testing.T) {
 	// taken back.
 	f.hold("e")
 	f.cut("batch 3")
-	skew.Store(true)
+	proxy.skew.Store(true)
 	f.hold("g")
 	f.amend("batch 3")
 	if ok, err := f.m.Recall(context.Background(), clock.Real.Now()); err != nil || !ok {
@@ -198,27 +178,7 @@ func TestAnsweredAttemptIsNoFailureForTheLoop(t *testing.T) {
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
 	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
 	defer k.stop(t)
-	var n atomic.Int32
-	got, release := make(chan struct{}), make(chan struct{})
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if n.Add(1) == 1 { // the batch: held, then 503
-			close(got)
-			<-release
-			http.Error(w, "unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		resp, err := http.Post("http://"+k.addr+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
-	}))
-	defer proxy.Close()
+	proxy := newGatedProxy(t, k.addr, []int32{1}, map[int32]bool{1: true}) // the batch: held, then 503
 	f := newFaultSlot(t, proxy.URL)
 	s := f.s
 	l, err := syncloop.NewLoop(syncloop.Options{}, clock.Real, s.tr, f.m, 0)
@@ -228,13 +188,13 @@ func TestAnsweredAttemptIsNoFailureForTheLoop(t *testing.T) {
 	f.hold("a")
 	done := make(chan error, 1)
 	go func() { done <- l.SyncOnce(context.Background()) }()
-	<-got
+	<-proxy.got[1]
 	f.hold("b")
 	f.amend("batch 1") // answered: the module takes its reply as batch 1's
 	if s.batches.Load() != 1 {
 		t.Fatalf("batches answered %d, want 1", s.batches.Load())
 	}
-	close(release)
+	close(proxy.gate[1])
 	if err := <-done; err != nil {
 		t.Errorf("the attempt whose batch its amendment answered: %v; want a good sync", err)
 	}
@@ -244,11 +204,13 @@ func TestAnsweredAttemptIsNoFailureForTheLoop(t *testing.T) {
 }
 
 // gatedProxy forwards to the coordinator at addr, holding the i-th POST
-// (from 1) until gates[i] is closed; got[i] is closed when it arrives.
-// An i in fail answers 503 once released.
+// (from 1) until gate[i] is closed; got[i] is closed when it arrives. An
+// i in fail answers 503 once released; every POST answers 400
+// clock_skew while skew is set.
 type gatedProxy struct {
 	*httptest.Server
 	n         atomic.Int32
+	skew      atomic.Bool
 	got, gate map[int32]chan struct{}
 }
 
@@ -270,6 +232,10 @@ func newGatedProxy(t *testing.T, addr string, held []int32, fail map[int32]bool)
 		}
 		if fail[i] {
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		if p.skew.Load() {
+			coordProblem(w, http.StatusBadRequest, "clock_skew")
 			return
 		}
 		resp, err := http.Post("http://"+addr+r.URL.Path, r.Header.Get("Content-Type"), bytes.NewReader(body))

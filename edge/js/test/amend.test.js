@@ -8,7 +8,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
 import { decode } from '../src/msgpack.js';
-import { wasmModule, wasmBytes } from './helpers.js';
+import { wasmModule, wasmBytes, problem } from './helpers.js';
 import { startCoordinator } from './coordinator.js';
 
 const coords = [];
@@ -244,8 +244,6 @@ test('the batch\'s reply granting none of the amended ask does not deny the requ
 
 test('a lost or refused amendment is no sync failure: its request is admitted by the next batch', async () => {
   const c = await coordinator();
-  const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
-    { status, headers: { 'content-type': 'application/problem+json' } });
   for (const [what, fail] of [
     ['unreachable', () => { throw new TypeError('fetch failed (test)'); }],
     ['503', () => problem(503, 'about:blank')],

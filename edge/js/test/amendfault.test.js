@@ -10,33 +10,23 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
-import { decode } from '../src/msgpack.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, scriptedFetch, problem, hourConfig } from './helpers.js';
 import { startCoordinator } from './coordinator.js';
 
 const coords = [];
 after(async () => { for (const c of coords) await c.stop(); });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const hourConfig = { limiters: [
-  { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' },
-  { name: 's', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'strict' }] };
-const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
-  { status, headers: { 'content-type': 'application/problem+json' } });
 
 test('an amendment\'s reply after its batch\'s attempt failed answers the batch: the next batch, refused for its times with its amendment, is taken back', async () => {
   const c = await startCoordinator(hourConfig); coords.push(c);
   const posts = [];
-  const fetchFn = async (url, init) => {
-    if (!init?.body) return fetch(url, init);
-    const b = decode(init.body);
-    const n = posts.length;
-    posts.push({ seq: b.seq, ak: b.ak !== undefined, at: Date.now() });
+  const fetchFn = scriptedFetch(posts, async (n) => {
     if (n === 0) { await sleep(150); return problem(503, 'about:blank'); } // batch 1: fails
     if (n === 1) await sleep(250); // its amendment: applied, its reply after the failure
     if (n === 2) { await sleep(300); return problem(400, 'urn:edgelimit:problem:clock_skew'); } // batch 2: refused for its times
     if (n === 3) return problem(400, 'urn:edgelimit:problem:clock_skew'); // batch 2's amendment: refused too
-    return fetch(url, init);
-  };
+    return undefined;
+  });
   const rl = await EdgeLimit.create({ wasm: wasmModule, config: hourConfig, coordinator: c.url, syncInterval: 60000, fetch: fetchFn });
   try {
     const h1 = rl.limit({ limiter: 's', key: 'x' }); // held: cuts batch 1
@@ -60,17 +50,13 @@ test('an amendment\'s reply after its batch\'s attempt failed answers the batch:
 test('an amendment refused with its batch for the sequence number is out of the new incarnation\'s tally: its batch 1, refused for its times with its amendment, is taken back', async () => {
   const c = await startCoordinator(hourConfig); coords.push(c);
   const posts = [];
-  const fetchFn = async (url, init) => {
-    if (!init?.body) return fetch(url, init);
-    const b = decode(init.body);
-    const n = posts.length;
-    posts.push({ seq: b.seq, ak: b.ak !== undefined, iso: b.iso });
+  const fetchFn = scriptedFetch(posts, async (n) => {
     if (n === 0) { await sleep(200); return problem(409, 'urn:edgelimit:problem:seq_gap'); } // batch: refused for its seq
     if (n === 1) return problem(409, 'urn:edgelimit:problem:seq_gap'); // its amendment too
     if (n === 2) { await sleep(300); return problem(400, 'urn:edgelimit:problem:clock_skew'); } // batch 1 of the new id: refused for its times
     if (n === 3) return problem(400, 'urn:edgelimit:problem:clock_skew'); // its amendment too
-    return fetch(url, init);
-  };
+    return undefined;
+  });
   const rl = await EdgeLimit.create({ wasm: wasmModule, config: hourConfig, coordinator: c.url, syncInterval: 60000, fetch: fetchFn });
   try {
     const h1 = rl.limit({ limiter: 's', key: 'x' });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { decode } from '../src/msgpack.js';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const wasmPath = path.join(root, 'wasm/edgelimit.wasm');
@@ -30,4 +31,26 @@ export async function offBoundary() {
 export async function earlyInWindow() {
   const r = Date.now() % 10_000;
   if (r < 500 || r > 4000) await new Promise((res) => setTimeout(res, (10_600 - r) % 10_000));
+}
+
+// A coordinator's problem answer (application/problem+json) of status and type.
+export const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
+  { status, headers: { 'content-type': 'application/problem+json' } });
+
+// Two limiters of 1,000 an hour, approximate ('a') and strict ('s').
+export const hourConfig = { limiters: [
+  { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' },
+  { name: 's', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'strict' }] };
+
+// A fetch for EdgeLimit.create that records every POST in posts ({seq, ak
+// (an amendment), iso, at}) and lets step(n) answer the n-th (from 0): a
+// Response, or nothing to forward it (once what step awaited is done).
+export function scriptedFetch(posts, step) {
+  return async (url, init) => {
+    if (!init?.body) return fetch(url, init);
+    const b = decode(init.body);
+    const n = posts.length;
+    posts.push({ seq: b.seq, ak: b.ak !== undefined, iso: b.iso, at: Date.now() });
+    return (await step(n)) ?? fetch(url, init);
+  };
 }

@@ -12,8 +12,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
-import { decode } from '../src/msgpack.js';
-import { wasmModule, earlyInWindow } from './helpers.js';
+import { wasmModule, earlyInWindow, scriptedFetch, problem, hourConfig } from './helpers.js';
 import { startCoordinator, globalView } from './coordinator.js';
 
 const coords = [];
@@ -72,11 +71,6 @@ for (const limiter of ['a', 's']) {
   });
 }
 
-const hourConfig = { limiters: [
-  { name: 'a', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'approximate' },
-  { name: 's', algorithm: 'fixed_window', limit: 1000, period: '1h', mode: 'strict' }] };
-const problem = (status, type) => new Response(JSON.stringify({ type, title: 'test', status, detail: 'test' }),
-  { status, headers: { 'content-type': 'application/problem+json' } });
 
 // An amendment sent during a failed first attempt of an amended batch is
 // still on its way when the batch's resend is refused for its times; it
@@ -89,17 +83,13 @@ const problem = (status, type) => new Response(JSON.stringify({ type, title: 'te
 test('an amendment of an earlier attempt, on its way when the resend is refused for its times, is waited for', async () => {
   const c = await startCoordinator(hourConfig); coords.push(c);
   const posts = [];
-  const fetchFn = async (url, init) => {
-    if (!init?.body) return fetch(url, init);
-    const b = decode(init.body);
-    const n = posts.length;
-    posts.push({ seq: b.seq, ak: b.ak !== undefined, at: Date.now() });
+  const fetchFn = scriptedFetch(posts, async (n) => {
     if (n === 0) { await sleep(150); return problem(503, 'about:blank'); } // attempt 1's batch: fails
     if (n === 1) await sleep(400); // attempt 1's amendment: slow on its way, then applied
     if (n === 2) { await sleep(20); return problem(400, 'urn:edgelimit:problem:clock_skew'); } // attempt 2 (the amended batch resent): refused for its times
     if (n === 3) await sleep(800); // the batch cut again: after the amendment
-    return fetch(url, init);
-  };
+    return undefined;
+  });
   const rl = await EdgeLimit.create({ wasm: wasmModule, config: hourConfig, coordinator: c.url, syncInterval: 60000, fetch: fetchFn });
   try {
     let admitted = 0;
