@@ -25,10 +25,12 @@ type faultSlot struct {
 	m lockedModule
 }
 
+// faultCfg: a strict key of 100 per hour (a first request waits for a lease).
+var faultCfg = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+	{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
+
 func newFaultSlot(t *testing.T, url string) faultSlot {
-	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1})
+	h, err := New(context.Background(), Options{Config: faultCfg, Isolates: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +38,33 @@ func newFaultSlot(t *testing.T, url string) faultSlot {
 	s := h.slots[0]
 	s.tr = &syncloop.HTTPTransport{URL: url, ID: "t", Client: &http.Client{Timeout: 5 * time.Second}}
 	return faultSlot{t, s, lockedModule{s}}
+}
+
+// newFaultCoord starts a coordinator of newFaultSlot's limiter and a
+// gatedProxy to it (held, fail: see newGatedProxy), and returns a host
+// whose transport posts to the proxy.
+func newFaultCoord(t *testing.T, held []int32, fail map[int32]bool) (faultSlot, *gatedProxy) {
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", faultCfg, nil)
+	t.Cleanup(func() { k.stop(t) })
+	p := newGatedProxy(t, k.addr, held, fail)
+	return newFaultSlot(t, p.URL), p
+}
+
+// attempt holds a request (it needs a batch) and starts, on a sync loop of
+// opts (the slot's own when attach), one attempt, which ends on done.
+func (f faultSlot) attempt(opts syncloop.Options, attach bool) (*syncloop.Loop, <-chan error) {
+	f.t.Helper()
+	l, err := syncloop.NewLoop(opts, clock.Real, f.s.tr, f.m, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if attach {
+		f.s.loop = l
+	}
+	f.hold("a")
+	done := make(chan error, 1)
+	go func() { done <- l.SyncOnce(context.Background()) }()
+	return l, done
 }
 
 // hold decides a request on key that waits for a lease (SyncRetry).
@@ -82,12 +111,7 @@ func coordProblem(w http.ResponseWriter, status int, typ string) {
 // reply answers the batch first, then the batch's attempt fails: that is
 // no failed sync (the fail policies stayed on until the next sync).
 func TestAmendmentAnswersTheBatchWhoseAttemptFailed(t *testing.T) {
-	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
-	defer k.stop(t)
-	proxy := newGatedProxy(t, k.addr, []int32{1}, nil) // batch 1's amendment, held
-	f := newFaultSlot(t, proxy.URL)
+	f, proxy := newFaultCoord(t, []int32{1}, nil) // batch 1's amendment, held
 	s := f.s
 	f.hold("a")
 	f.cut("batch 1")
@@ -174,20 +198,9 @@ func TestReincarnationStartsTheAmendmentTallyAfresh(t *testing.T) {
 // it does not back off (before: its scheduler counted a failure, held the
 // next batch back for the backoff and took no early sync meanwhile).
 func TestAnsweredAttemptIsNoFailureForTheLoop(t *testing.T) {
-	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
-	defer k.stop(t)
-	proxy := newGatedProxy(t, k.addr, []int32{1}, map[int32]bool{1: true}) // the batch: held, then 503
-	f := newFaultSlot(t, proxy.URL)
+	f, proxy := newFaultCoord(t, []int32{1}, map[int32]bool{1: true}) // the batch: held, then 503
 	s := f.s
-	l, err := syncloop.NewLoop(syncloop.Options{}, clock.Real, s.tr, f.m, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.hold("a")
-	done := make(chan error, 1)
-	go func() { done <- l.SyncOnce(context.Background()) }()
+	l, done := f.attempt(syncloop.Options{}, false)
 	<-proxy.got[1]
 	f.hold("b")
 	f.amend("batch 1") // answered: the module takes its reply as batch 1's
@@ -268,21 +281,9 @@ func newGatedProxy(t *testing.T, addr string, held []int32, fail map[int32]bool)
 // no early sync until it ended; the simulator and the JavaScript package
 // took the next batch at once.
 func TestLateAmendmentReplyEndsTheLoopsBackoff(t *testing.T) {
-	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
-	defer k.stop(t)
-	p := newGatedProxy(t, k.addr, []int32{1, 2}, map[int32]bool{1: true}) // the batch (503) and its amendment
-	f := newFaultSlot(t, p.URL)
+	f, p := newFaultCoord(t, []int32{1, 2}, map[int32]bool{1: true}) // the batch (503) and its amendment
 	s := f.s
-	l, err := syncloop.NewLoop(syncloop.Options{Interval: time.Hour, BackoffMax: time.Hour, MinSpacing: time.Millisecond}, clock.Real, s.tr, f.m, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.loop = l
-	f.hold("a")
-	done := make(chan error, 1)
-	go func() { done <- l.SyncOnce(context.Background()) }()
+	l, done := f.attempt(syncloop.Options{Interval: time.Hour, BackoffMax: time.Hour, MinSpacing: time.Millisecond}, true)
 	<-p.got[1]
 	f.hold("b")
 	if s.amend(clock.Real.Now()) == 0 {
@@ -290,7 +291,8 @@ func TestLateAmendmentReplyEndsTheLoopsBackoff(t *testing.T) {
 	}
 	<-p.got[2]
 	close(p.gate[1])
-	if err := <-done; err == nil {
+	err := <-done
+	if err == nil {
 		t.Fatal("the batch's 503: want a failed attempt")
 	}
 	s.attemptFailed(err)
@@ -318,21 +320,9 @@ func TestLateAmendmentReplyEndsTheLoopsBackoff(t *testing.T) {
 // test ends; a lost one would hold the next batch back for the transport's
 // timeout).
 func TestAmendmentReplyEndsTheLoopsAttempt(t *testing.T) {
-	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
-	defer k.stop(t)
-	p := newGatedProxy(t, k.addr, []int32{1}, nil) // the batch, held
-	f := newFaultSlot(t, p.URL)
+	f, p := newFaultCoord(t, []int32{1}, nil) // the batch, held
 	s := f.s
-	l, err := syncloop.NewLoop(syncloop.Options{Interval: time.Hour, BackoffMax: time.Hour}, clock.Real, s.tr, f.m, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.loop = l
-	f.hold("a")
-	done := make(chan error, 1)
-	go func() { done <- l.SyncOnce(context.Background()) }()
+	l, done := f.attempt(syncloop.Options{Interval: time.Hour, BackoffMax: time.Hour}, true)
 	<-p.got[1]
 	f.hold("b")
 	f.amend("batch 1") // answered
