@@ -93,7 +93,7 @@ func (s *slot) lastAmends(inFlight bool) int {
 	}
 	n := 0
 	for _, a := range s.amends {
-		if a.batch == b && a.inc == s.inc {
+		if a.batch == b {
 			n++
 		}
 	}
@@ -175,12 +175,10 @@ func (s *slot) waitAmends(ctx context.Context, cut int64) {
 }
 
 // amendsSettled reports whether no amendment of the cut-th batch is on its
-// way, and whether every one sent was refused for its times; those of an
-// earlier incarnation count for neither (refused for their sequence
-// number, as their batch was: see lockedModule.Reincarnate). amendMu is
+// way, and whether every one sent was refused for its times. amendMu is
 // held.
 func (s *slot) amendsSettled(cut int64) (settled, refused bool) {
-	if slices.ContainsFunc(s.amends, func(a amendment) bool { return a.cut == cut && a.inc == s.inc }) {
+	if slices.ContainsFunc(s.amends, func(a amendment) bool { return a.cut == cut }) {
 		return false, false
 	}
 	return true, s.tally.cut != cut || s.tally.refused == s.tally.sent

@@ -516,10 +516,12 @@ func (m lockedModule) Answered() bool { return m.s.answered.Load() }
 // isolate's state, or another client used its id), so the isolate takes a
 // new id and resends its outstanding deltas as batch 1.
 //
-// The amendments of the old incarnation are void (applyReply applies no
-// reply of theirs): refused for their sequence number as the batch was,
-// they say nothing of the new incarnation's batch 1 (the same cut), whose
-// tally starts afresh.
+// The amendments of the old incarnation are void: no longer on their way
+// for the new one (none is waited for, none counts against MaxAmends),
+// and neither their replies (applyReply) nor their refusals (amendDone)
+// count. Refused for their sequence number as the batch was, they say
+// nothing of the new incarnation's batch 1 (the same cut), whose tally
+// starts afresh.
 func (m lockedModule) Reincarnate(ctx context.Context) error {
 	m.s.amendMu.Lock() // slot.amend's order: amendMu, then mu
 	defer m.s.amendMu.Unlock()
@@ -529,6 +531,7 @@ func (m lockedModule) Reincarnate(ctx context.Context) error {
 	err := m.s.iso.Reincarnate(ctx)
 	if err == nil {
 		m.s.inc++
+		m.s.amends = m.s.amends[:0] // all of the old incarnation: amendMu is held
 		m.s.tally = skewTally{cut: m.s.cuts.Load()}
 		m.s.log.Warn("host: the coordinator refused the isolate's sequence number; resending its deltas under a new id", "old_id", old, "new_id", m.s.iso.ID())
 	}

@@ -978,16 +978,17 @@ export class EdgeLimit {
         // secret and applied nothing (it lost this isolate's state, or a
         // restart or another client used its id): a new incarnation, with
         // a new id and secret, resends the same deltas as its batch 1.
-        // The amendments of the batch in flight are of the old
-        // incarnation: void, and out of the tally of the batch's cut
-        // (refused for their sequence number as the batch was, they say
-        // nothing of the new incarnation's batch 1, the same cut).
+        // The amendments on their way are of the old incarnation: void
+        // (_inc: neither their replies nor their refusals count; those
+        // dropped past their deadline too), none is waited for, and the
+        // tally of the batch's cut starts afresh (refused for their
+        // sequence number as the batch was, they say nothing of the new
+        // incarnation's batch 1, the same cut), as in the Go host.
         const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
-        for (const a of this._amends) if (a.sy === sy || a.cut === sy.cut) a.void = true;
-        this._amends = this._amends.filter((a) => !a.void);
+        this._amends = [];
         this._amendTally = { cut: sy.cut, sent: 0, refused: 0 };
-        this._inc++; // and those dropped past their deadline (_amending), if they ever end
+        this._inc++;
         mod.reincarnate(id, randomHex(32));
         this.isolateId = id;
         this.counters.reincarnations++;
