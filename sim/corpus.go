@@ -46,9 +46,12 @@ type CorpusRow struct {
 	// demand was refused, % of min(offered, capacity).
 	StrandedPct float64 `json:"stranded_pct"`
 	// WaitedPct is Result.WaitedPct: the share of decisions that waited.
-	WaitedPct float64  `json:"waited_pct"`
-	WaitP50   Duration `json:"wait_p50"`
-	WaitP99   Duration `json:"wait_p99"`
+	WaitedPct float64 `json:"waited_pct"`
+	// WaitedDeniedPct is Result.WaitedDeniedPct: the share of decisions
+	// that waited and were denied (a part of WaitedPct).
+	WaitedDeniedPct float64  `json:"waited_denied_pct"`
+	WaitP50         Duration `json:"wait_p50"`
+	WaitP99         Duration `json:"wait_p99"`
 	// CapacityPerWindow is the mean capacity of a key-window (cost units):
 	// from TargetBusyUnits on, Misses checks the wait p50 and waited %.
 	CapacityPerWindow float64 `json:"capacity_per_window"`
@@ -171,6 +174,7 @@ func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 		row.SyncCauses.add(&r, 1/n)
 		row.StrandedPct += r.StrandedPct / n
 		row.WaitedPct += r.WaitedPct / n
+		row.WaitedDeniedPct += r.WaitedDeniedPct / n
 		row.DecisionsPerIsolate += float64(r.Requests) / (float64(r.Duration) / 1e9) / float64(r.Isolates) / n
 		p50 += float64(r.WaitP50) / n
 		p99 += float64(r.WaitP99) / n

@@ -464,6 +464,9 @@ func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
 	e.hist.add(added)
 	if added > 0 {
 		e.res.Waited++
+		if !allowed {
+			e.res.WaitedDenied++
+		}
 	}
 	if allowed {
 		e.res.Admitted += cost
@@ -908,6 +911,7 @@ func (e *engine) finish() {
 	if r.Requests > 0 {
 		r.SyncPerDecision = 100 * float64(r.SyncRequests) / float64(r.Requests)
 		r.WaitedPct = 100 * float64(r.Waited) / float64(r.Requests)
+		r.WaitedDeniedPct = 100 * float64(r.WaitedDenied) / float64(r.Requests)
 	}
 	if e.utilDen > 0 {
 		r.Utilisation = 100 * float64(e.utilNum) / float64(e.utilDen)

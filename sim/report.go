@@ -109,7 +109,7 @@ var csvHeader = []string{"scenario", "strategy", "sync_interval_ms", "isolates",
 	"worst_overrun_pct", "p99_overrun_pct", "over_windows", "over_windows_pct", "unserved_with_room",
 	"unserved_with_room_pct", "utilisation_pct", "stranded", "stranded_pct", "sync_requests",
 	"sync_per_sec", "sync_per_decision_pct", "sync_bytes", "sync_bytes_per_sec", "sync_failures",
-	"waited", "waited_pct", "wait_p50_ms", "wait_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions", "kills",
+	"waited", "waited_pct", "waited_denied", "waited_denied_pct", "wait_p50_ms", "wait_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions", "kills",
 	"upstream_accepted", "upstream_429", "upstream_failed", "upstream_utilisation_pct", "upstream_pause_events",
 	"upstream_429_worst_isolate"}
 
@@ -126,7 +126,7 @@ func WriteCSV(w io.Writer, rs []Result) error {
 			i(r.Overrun), f(r.OverrunPct), i(r.WorstOverrun), f(r.WorstOverrunPct), f(r.P99OverrunPct),
 			i(r.OverWindows), f(r.OverWindowsPct), i(r.Unserved), f(r.UnservedPct), f(r.Utilisation),
 			i(r.Stranded), f(r.StrandedPct), i(r.SyncRequests), f(r.SyncPerSec), f(r.SyncPerDecision),
-			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), i(r.Waited), f(r.WaitedPct), ms(r.WaitP50), ms(r.WaitP99),
+			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), i(r.Waited), f(r.WaitedPct), i(r.WaitedDenied), f(r.WaitedDeniedPct), ms(r.WaitP50), ms(r.WaitP99),
 			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions), i(r.Kills),
 			i(r.UpstreamAccepted), i(r.Upstream429), i(r.UpstreamFailed), f(r.UpstreamUtilisation), i(r.UpstreamPauseEvents),
 			i(r.Upstream429WorstIsolate)})

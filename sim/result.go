@@ -72,6 +72,12 @@ type Result struct {
 	// round trip); WaitedPct is Waited / Requests, in percent.
 	Waited    int64   `json:"waited"`
 	WaitedPct float64 `json:"waited_pct"`
+	// WaitedDenied counts the decisions of Waited that ended in a denial:
+	// mostly an isolate's first request after its window filled, which it
+	// learns by asking; WaitedDeniedPct is WaitedDenied / Requests, in
+	// percent (a part of WaitedPct).
+	WaitedDenied    int64   `json:"waited_denied"`
+	WaitedDeniedPct float64 `json:"waited_denied_pct"`
 	// WaitP50 and WaitP99 are quantiles over all decisions (0 for one that
 	// did not wait) of how long a request waited for its answer, from a
 	// histogram with 12.5% buckets (the bucket's upper bound).
