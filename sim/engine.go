@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -76,12 +77,25 @@ type keyInfo struct {
 	lim    int
 	cap    int64 // admissible cost per window
 	period int64
+	// sliding: a sliding window, whose overrun is measured on its
+	// weighted count (truth.slideOver)
+	sliding bool
 	// central strategy: bytes of a one-request batch and its reply
 	batchBytes, replyBytes int64
 }
 
 type truth struct {
 	win, offered, admitted, denied int64
+	// prevAdmitted is what the window before win admitted (0 when no
+	// request came in it), and slideOver, for a sliding window, the most
+	// its weighted count passed the limit at an admission in win: the
+	// cost admitted in win so far plus prevAdmitted weighted by the share
+	// of the previous window the sliding window still covered then
+	// (rounded down, as the module weighs it). A sliding limiter promises
+	// that count, not just each fixed window's: 100 admitted at the end
+	// of one window and 100 at the start of the next keep every fixed
+	// window at a limit of 100 and pass the sliding one by nearly 100.
+	prevAdmitted, slideOver int64
 	// spent is what the coordinator had counted or reserved for the
 	// window when it ended (see sampleWindowEnd); -1 when not sampled.
 	spent int64
@@ -173,7 +187,7 @@ func (e *engine) setup() error {
 			capacity = lc + l.EffectiveBurst(lc)
 		}
 		g := int32(len(e.keys))
-		ki := keyInfo{name: name, lim: lim, cap: capacity, period: l.Period}
+		ki := keyInfo{name: name, lim: lim, cap: capacity, period: l.Period, sliding: l.Algorithm == wire.SlidingWindow}
 		if _, ok := st.(central); ok {
 			b := wire.Batch{Version: wire.Version, Isolate: "central-0", Seq: 1 << 20, At: 1 << 50,
 				Entries: []wire.Delta{{Limiter: l.Name, Key: name, Window: 1 << 30, Delta: 1, Demand: 1}}}
@@ -419,14 +433,14 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 	}
 	isoIdx, ok := e.live(isoIdx)
 	if !ok { // every isolate is dead: nothing answers
-		e.record(gid, cost, false, 0)
+		e.record(gid, now, cost, false, 0)
 		return nil
 	}
 	allowed, added, held, err := e.strat.decide(e, now, isoIdx, gid, lim, cost)
 	if err != nil || held {
 		return err
 	}
-	e.record(gid, cost, allowed, added)
+	e.record(gid, now, cost, allowed, added)
 	if allowed && e.up != nil {
 		return e.sendUpstream(isoIdx, gid, cost, now+added)
 	}
@@ -458,8 +472,9 @@ func (e *engine) wantFor(nd *node, now int64, c syncCause) error {
 	return nil
 }
 
-// record accounts a decided request of key gid in the current window.
-func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
+// record accounts a request of key gid decided at now in the current
+// window.
+func (e *engine) record(gid int32, now, cost int64, allowed bool, added int64) {
 	tr := &e.truth[gid]
 	e.hist.add(added)
 	if added > 0 {
@@ -471,6 +486,10 @@ func (e *engine) record(gid int32, cost int64, allowed bool, added int64) {
 	if allowed {
 		e.res.Admitted += cost
 		tr.admitted += cost
+		if k := &e.keys[gid]; k.sliding {
+			weighted := tr.admitted + limitmath.MulDiv(tr.prevAdmitted, k.period-(now-tr.win*k.period), k.period)
+			tr.slideOver = max(tr.slideOver, weighted-k.cap)
+		}
 	} else {
 		e.res.Denied++
 		tr.denied += cost
@@ -482,7 +501,12 @@ func (e *engine) rollWindow(gid int32, now int64) {
 	tr := &e.truth[gid]
 	if w := now / e.keys[gid].period; w != tr.win {
 		e.flush(gid)
+		prev := int64(0)
+		if w == tr.win+1 {
+			prev = tr.admitted
+		}
 		tr.win, tr.offered, tr.admitted, tr.denied, tr.spent = w, 0, 0, 0, -1
+		tr.prevAdmitted, tr.slideOver = prev, 0
 		e.scheduleWindowEnd(gid, w)
 	}
 }
@@ -497,7 +521,7 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 	for _, w := range nd.waiting {
 		e.rollWindow(w.gid, now)
 		if second && now > w.r.Deadline() || !second && !w.r.Replied(now) {
-			e.record(w.gid, w.cost, false, now-w.t)
+			e.record(w.gid, now, w.cost, false, now-w.t)
 			continue
 		}
 		d, err := nd.iso.Decide(e.ctx, w.lim, e.keys[w.gid].name, w.cost, now)
@@ -514,7 +538,7 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 				return fmt.Errorf("sim: withdraw: %w", err)
 			}
 		}
-		e.record(w.gid, w.cost, d.Allowed, now-w.t)
+		e.record(w.gid, now, w.cost, d.Allowed, now-w.t)
 		if d.Allowed && e.up != nil {
 			if err := e.sendUpstream(nd.index, w.gid, w.cost, now); err != nil {
 				return err
@@ -582,7 +606,7 @@ func (e *engine) expire(nd *node, now int64, all bool) {
 	for _, w := range nd.waiting {
 		if all || w.r.Deadline() <= now {
 			e.rollWindow(w.gid, now)
-			e.record(w.gid, w.cost, false, now-w.t)
+			e.record(w.gid, now, w.cost, false, now-w.t)
 			continue
 		}
 		keep = append(keep, w)
@@ -862,7 +886,7 @@ func (e *engine) flush(gid int32) {
 	r.Windows++
 	r.Capacity += k.cap
 	r.Offered += tr.offered
-	if over := tr.admitted - k.cap; over > 0 {
+	if over := max(tr.admitted-k.cap, tr.slideOver); over > 0 {
 		pct := 100 * float64(over) / float64(k.cap)
 		r.Overrun += over
 		r.OverWindows++

@@ -14,7 +14,7 @@ import (
 
 // Legend defines the columns of WriteTable.
 const Legend = `worst win %: overrun of the worst key-window (admitted beyond the limit in one window of one key),
-  % of the limit; p99 win %: the 99th percentile key-window; wins over %: share of key-windows over the limit;
+  % of the limit (a sliding window: its weighted count, with the previous window's share); p99 win %: the 99th percentile key-window; wins over %: share of key-windows over the limit;
 total over %: all overrun / all capacity (a total: it hides bad windows among good ones);
 unserved %: demand left unserved while there was room, per key-window min(denied, limit - admitted),
   % of min(offered, limit); util %: admitted / min(offered, limit), summed over key-windows;

@@ -91,6 +91,7 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 		// would go unused.
 		return
 	}
+	st.notePrev(me, W, m.cutAt)
 	// What is reserved for it in W now: the lease for W, its standing
 	// lease there, or (a lease that expired before W began) nothing.
 	res := st.reservation(me, W, now)

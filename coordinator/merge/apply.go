@@ -94,6 +94,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	// the same string, which isoState lookups compare by pointer first.
 	isolate := h.id
 	m.oneWay = min(max(now-b.At, 0), maxOneWay)
+	m.cutAt = b.At
 	// Load every key first: after this point nothing can fail.
 	m.applySeq++
 	mark := m.applySeq
@@ -287,6 +288,9 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 		me.lease = max(0, me.lease-d)
 		me.granted = max(0, me.granted-d)
 	}
+	if me != nil && me.leaseWin == w+1 {
+		me.prevRes = max(0, me.prevRes-d) // reported: in the count now (notePrev)
+	}
 }
 
 // view fills v for slot s; when applied, it first records the isolate's
@@ -370,6 +374,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			// the reply comes. Serve it in W rather than answer a grant of
 			// nothing, which the isolate would take for a dry window.
 			unmet := s.unmet
+			st.notePrev(me, W, m.cutAt)
 			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet, s.delta) == 0
 		}
 	}

@@ -221,7 +221,12 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 
 // usedIn returns the count of window W at now for leases (a windowed
 // limiter): its count, and for a sliding window the previous window's
-// weighted share.
+// weighted share. The previous window's share counts what isolates still
+// hold reserved there as spent: a lease of W-1 may hold cost its isolate
+// admitted and has not reported yet (its batch is on its way, or the next
+// sync tick has not come; or, moved to W by a batch cut before W began,
+// what it held of W-1 then: notePrev), and granting that cost again in W
+// would let the sliding count pass the limit early in W.
 func (st *keyState) usedIn(W, now int64) int64 {
 	P := st.lim.Period
 	cnt, prv := st.windowCounts(W)
@@ -232,7 +237,34 @@ func (st *keyState) usedIn(W, now int64) int64 {
 	if limitmath.Window(now, P) == W {
 		elapsed = now - W*P
 	}
+	if st.lim.Leased() {
+		for i := range st.isos {
+			prv = addSat(prv, st.reservation(&st.isos[i], W-1, now))
+		}
+	}
 	return addSat(cnt, mulDivUp(prv, P-elapsed, P))
+}
+
+// notePrev records, before isolate me's lease moves to window W of a
+// sliding window (a batch cut at cut, on the isolate's clock, asked or
+// reported there), what me still holds of window W-1: cut before W began,
+// the isolate may have admitted the rest of its W-1 lease after the cut,
+// unreported, and the previous window weighs on W (usedIn). Cut in W or
+// later, the batch reported every cost of W-1 and the isolate admits no
+// more there: it holds nothing of W-1. Other limiters keep nothing.
+func (st *keyState) notePrev(me *isoState, W, cut int64) {
+	if st.lim.Algorithm != wire.SlidingWindow {
+		return
+	}
+	before := cut < W*st.lim.Period
+	switch {
+	case me.leaseWin == W-1 && before:
+		me.prevRes = max(me.lease, 0)
+	case me.leaseWin == W-1:
+		me.prevRes, me.lease, me.granted = 0, 0, 0
+	case me.leaseWin != W || !before:
+		me.prevRes = 0
+	}
 }
 
 // busyPerWindow is the demand per window (cost units) from which an
@@ -355,7 +387,7 @@ func lifeLeft(me *isoState, now int64) int64 {
 // stop, wire.Batch.End): the isolate reported what it admitted and admits
 // nothing more under them.
 func (m *Merger) release(me *isoState, now int64) {
-	me.lease, me.granted, me.stand, me.standRes, me.standUntil = 0, 0, 0, 0, 0
+	me.lease, me.granted, me.stand, me.standRes, me.standUntil, me.prevRes = 0, 0, 0, 0, 0, 0
 	me.expires, me.usable = now, now
 }
 

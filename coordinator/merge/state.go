@@ -75,6 +75,14 @@ type isoState struct {
 	// (>= stand) is what the coordinator reserves for it there until the
 	// isolate has seen its last stand.
 	stand, standRes, standUntil int64
+	// prevRes (strict sliding windows): what the isolate held of its
+	// lease for window leaseWin-1 when its lease moved to leaseWin on a
+	// batch cut before leaseWin began. It may have admitted that after the
+	// cut and not reported it yet, and the previous window weighs on a
+	// sliding window: it counts as spent there (reservation) until a batch
+	// cut in leaseWin or later, which reports all of it, or the cost
+	// reported for leaseWin-1 since (notePrev).
+	prevRes int64
 	// expires (leased): coordinator time from which the isolate's
 	// unreported lease and stand are given back, as far as it could not
 	// have used them (reservation); 0: never (a record written before
@@ -196,6 +204,18 @@ func (s *keyState) encode(dst []byte) []byte {
 			dst = append(dst, s.isos[i].asks)
 		}
 	}
+	// What sliding-window leases still hold of the window before theirs,
+	// after the asks, only when some isolate holds any (records written
+	// before it, and most records, have none).
+	for i := range s.isos {
+		if s.isos[i].prevRes != 0 {
+			dst = append(dst, 'p')
+			for j := range s.isos {
+				dst = binary.AppendVarint(dst, s.isos[j].prevRes)
+			}
+			break
+		}
+	}
 	// The upstream section, after the standing leases (records without
 	// one end there).
 	return s.encodeUp(dst)
@@ -273,6 +293,12 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 			for i := range s.isos { // a record from before the count
 				s.isos[i].asks = measuredAsks
 			}
+		}
+	}
+	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == 'p' {
+		d.b = d.b[1:]
+		for i := range s.isos {
+			s.isos[i].prevRes = d.varint()
 		}
 	}
 	s.up = nil
@@ -408,6 +434,8 @@ func (s *keyState) reservation(is *isoState, W, now int64) int64 {
 		return 0
 	case s.lim.IsBucket(), is.leaseWin == W:
 		return max(is.lease, 0)
+	case is.leaseWin == W+1 && s.lim.Algorithm == wire.SlidingWindow:
+		return max(is.prevRes, 0)
 	case is.leaseWin < W && W == is.standUntil:
 		return max(is.standRes, 0)
 	}

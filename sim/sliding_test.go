@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// A sliding window's overrun is measured on its weighted count: 100
+// admitted late in one window and 50 early in the next keep each fixed
+// window within a limit of 100, and pass the sliding count (50 plus 90%
+// of 100) by 40.
+func TestSlidingOverrunIsWeighted(t *testing.T) {
+	const P = int64(time.Second)
+	for _, sliding := range []bool{true, false} {
+		alg := wire.FixedWindow
+		if sliding {
+			alg = wire.SlidingWindow
+		}
+		e := &engine{cfg: wire.Config{Limiters: []wire.LimiterConfig{{Name: "api", Algorithm: alg, Limit: 100, Period: P}}},
+			keys:  []keyInfo{{name: "k", cap: 100, period: P, sliding: sliding}},
+			truth: []truth{{win: -1, spent: -1}}}
+		admit := func(at, n int64) {
+			e.rollWindow(0, at)
+			for range n {
+				e.truth[0].offered++
+				e.record(0, at, 1, true, 0)
+			}
+		}
+		admit(P*9/10, 100)
+		admit(P+P/10, 50)
+		e.flush(0)
+		want := int64(0)
+		if sliding {
+			want = 40
+		}
+		if e.res.WorstOverrun != want || sliding && e.res.OverWindows != 1 {
+			t.Errorf("sliding %v: worst window %d over in %d windows, want %d", sliding, e.res.WorstOverrun, e.res.OverWindows, want)
+		}
+	}
+}
+
+// The default mode keeps a sliding window's weighted count within its
+// limit, at 3x and 10x the limit over 64 isolates on a jittery network:
+// a lease granted early in a window counts what the previous window's
+// leases may hold unreported (coordinator/merge, usedIn and notePrev).
+// Before, the same runs had 2-4 units over the limit of 100 in about one
+// window in five (seed 1, 60 s: 12 and 23 windows).
+func TestSlidingWindowWeightedCountWithinLimit(t *testing.T) {
+	s := testSim(t)
+	for _, rate := range []float64{300, 1000} {
+		sc := small(t, 64, 100, rate, "poisson", 15*time.Second)
+		sc.Config.Limiters[0].Algorithm = wire.SlidingWindow
+		sc.Locations = 4
+		sc.Network.Latency = Latency{Dist: "lognormal", Mean: Duration(20 * time.Millisecond), Sigma: 0.6}
+		if err := sc.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		for _, strategy := range []string{Auto, Central} {
+			r, err := s.Run(t.Context(), sc, strategy, 100*time.Millisecond, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.WorstOverrun != 0 {
+				t.Errorf("%s at %.0f/s: %d windows over the weighted count, worst by %d", strategy, rate, r.OverWindows, r.WorstOverrun)
+			}
+			// (Not a utilisation target: auto reaches 93-96% on sliding
+			// windows at 3x, before this rule and after.)
+			if strategy == Auto && r.Utilisation < 90 {
+				t.Errorf("auto at %.0f/s: utilisation %.1f%%", rate, r.Utilisation)
+			}
+		}
+	}
+}
