@@ -65,6 +65,7 @@ func TestSlidingWindowWeightedCountWithinLimit(t *testing.T) {
 			if r.WorstOverrun != 0 {
 				t.Errorf("%s at %.0f/s: %d windows over the weighted count, worst by %d", strategy, rate, r.OverWindows, r.WorstOverrun)
 			}
+			t.Logf("%s at %.0f/s: utilisation %.1f%%, stranded %.2f%%, waited %.1f%%", strategy, rate, r.Utilisation, r.StrandedPct, r.WaitedPct)
 			// (Not a utilisation target: auto reaches 93-96% on sliding
 			// windows at 3x, before this rule and after.)
 			if strategy == Auto && r.Utilisation < 90 {
