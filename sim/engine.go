@@ -80,6 +80,9 @@ type keyInfo struct {
 	// sliding: a sliding window, whose overrun is measured on its
 	// weighted count (truth.slideOver)
 	sliding bool
+	// perUnit and tol (buckets): the time one unit takes to refill and
+	// the burst's, ns; 0 for windows (truth.bucket)
+	perUnit, tol int64
 	// central strategy: bytes of a one-request batch and its reply
 	batchBytes, replyBytes int64
 }
@@ -96,6 +99,12 @@ type truth struct {
 	// of one window and 100 at the start of the next keep every fixed
 	// window at a limit of 100 and pass the sliding one by nearly 100.
 	prevAdmitted, slideOver int64
+	// bucket (token bucket, GCRA): what one exact bucket deciding every
+	// request as it came would have admitted in the window (the mark the
+	// others' utilisation is measured against: a window after a burst
+	// has less than the limit to give), and the most the cost admitted
+	// passed the bucket's burst in it (units)
+	bucket bucketTruth
 	// spent is what the coordinator had counted or reserved for the
 	// window when it ended (see sampleWindowEnd); -1 when not sampled.
 	spent int64
@@ -188,6 +197,10 @@ func (e *engine) setup() error {
 		}
 		g := int32(len(e.keys))
 		ki := keyInfo{name: name, lim: lim, cap: capacity, period: l.Period, sliding: l.Algorithm == wire.SlidingWindow}
+		if l.IsBucket() {
+			ki.perUnit = max(l.Period/lc, 1)
+			ki.tol = limitmath.MulDiv(l.EffectiveBurst(lc), l.Period, lc)
+		}
 		if _, ok := st.(central); ok {
 			b := wire.Batch{Version: wire.Version, Isolate: "central-0", Seq: 1 << 20, At: 1 << 50,
 				Entries: []wire.Delta{{Limiter: l.Name, Key: name, Window: 1 << 30, Delta: 1, Demand: 1}}}
@@ -427,6 +440,9 @@ func (e *engine) run() error {
 func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) error {
 	e.rollWindow(gid, now)
 	e.truth[gid].offered += cost
+	if k := &e.keys[gid]; k.perUnit > 0 {
+		e.truth[gid].bucket.offer(k, now, cost)
+	}
 	e.res.Requests++
 	if e.up != nil {
 		e.up.arrive(gid, now, cost)
@@ -486,7 +502,9 @@ func (e *engine) record(gid int32, now, cost int64, allowed bool, added int64) {
 	if allowed {
 		e.res.Admitted += cost
 		tr.admitted += cost
-		if k := &e.keys[gid]; k.sliding {
+		if k := &e.keys[gid]; k.perUnit > 0 {
+			tr.bucket.admit(k, now, cost)
+		} else if k.sliding {
 			weighted := tr.admitted + limitmath.MulDiv(tr.prevAdmitted, k.period-(now-tr.win*k.period), k.period)
 			tr.slideOver = max(tr.slideOver, weighted-k.cap)
 		}
@@ -507,6 +525,7 @@ func (e *engine) rollWindow(gid int32, now int64) {
 		}
 		tr.win, tr.offered, tr.admitted, tr.denied, tr.spent = w, 0, 0, 0, -1
 		tr.prevAdmitted, tr.slideOver = prev, 0
+		tr.bucket.roll()
 		e.scheduleWindowEnd(gid, w)
 	}
 }
@@ -886,7 +905,12 @@ func (e *engine) flush(gid int32) {
 	r.Windows++
 	r.Capacity += k.cap
 	r.Offered += tr.offered
-	if over := max(tr.admitted-k.cap, tr.slideOver); over > 0 {
+	bound := min(tr.offered, k.cap) // what the window could admit
+	over := max(tr.admitted-k.cap, tr.slideOver)
+	if k.perUnit > 0 {
+		bound, over = tr.bucket.exact, tr.bucket.over
+	}
+	if over > 0 {
 		pct := 100 * float64(over) / float64(k.cap)
 		r.Overrun += over
 		r.OverWindows++
@@ -894,12 +918,12 @@ func (e *engine) flush(gid int32) {
 		r.WorstOverrunPct = math.Max(r.WorstOverrunPct, pct)
 		e.overs = append(e.overs, pct)
 	}
-	r.Unserved += min(tr.denied, max(k.cap-tr.admitted, 0))
+	r.Unserved += min(tr.denied, max(bound-tr.admitted, 0))
 	if tr.spent >= 0 {
 		r.Stranded += min(tr.denied, max(tr.spent-tr.admitted, 0))
 	}
 	e.utilNum += tr.admitted
-	e.utilDen += min(tr.offered, k.cap)
+	e.utilDen += bound
 }
 
 func (e *engine) finish() {

@@ -17,7 +17,7 @@ const Legend = `worst win %: overrun of the worst key-window (admitted beyond th
   % of the limit (a sliding window: its weighted count, with the previous window's share); p99 win %: the 99th percentile key-window; wins over %: share of key-windows over the limit;
 total over %: all overrun / all capacity (a total: it hides bad windows among good ones);
 unserved %: demand left unserved while there was room, per key-window min(denied, limit - admitted),
-  % of min(offered, limit); util %: admitted / min(offered, limit), summed over key-windows;
+  % of min(offered, limit) (a bucket: what an exact bucket admitted in the window, not the limit); util %: admitted / min(offered, limit), summed over key-windows;
 syncs/s, sync/dec %: sync requests (batches, retries; central: round trips) per second and per decision;
 KB/s: sync bytes both ways; waited %: share of decisions that waited for the coordinator before their answer
   (a request held for a lease or read-through sync; every central round trip); wait p50/p99: how long a request
