@@ -363,6 +363,16 @@ func TestRedisSettingsStored(t *testing.T) {
 	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != fmt.Sprint(redisstore.FormatVersion) {
 		t.Errorf("format %q after the upgrade, want %d", f, redisstore.FormatVersion)
 	}
+	// Format 2 (before the sliding windows' section of key records) too.
+	if err := c.HSet(ctx, "el:meta", "format", "2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(16); err != nil {
+		t.Errorf("format 2 not upgraded: %v", err)
+	}
+	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != fmt.Sprint(redisstore.FormatVersion) {
+		t.Errorf("format %q after the upgrade from 2, want %d", f, redisstore.FormatVersion)
+	}
 	// Keys but no settings (state from before they were stored): the
 	// default is refused, an explicit count adopts it.
 	if err := cl.FlushAll(ctx); err != nil {

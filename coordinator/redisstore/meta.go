@@ -17,28 +17,34 @@ import (
 // them at Open: another value refuses to start, naming both.
 
 // FormatVersion is the version of the layout of the keys, records and
-// marks in the cluster (this file's, redis.go's and count.go's): 2 (1
-// had no counter records, which a coordinator of format 1 takes for
-// corrupt key records; see upgradableFrom).
-const FormatVersion = 2
+// marks in the cluster (this file's, redis.go's and count.go's, and the
+// key records coordinator/merge encodes): 3. Format 1 had no counter
+// records, which a coordinator of format 1 takes for corrupt key
+// records; format 2 had no section for what a sliding window's leases
+// hold of the window before theirs (merge's isoState.prevRes), which a
+// coordinator of format 2 takes for a corrupt record (see upgradableFrom).
+const FormatVersion = 3
 
 // metaKey holds the cluster's settings: buckets, format.
 const metaKey = "el:meta"
 
-// upgradableFrom is the format this version upgrades in place: format 1
-// holds only records and marks that format 2 reads as they are (format 2
-// adds counter records; an approximate windowed key's format-1 record is
-// replaced by a counter at its next write, its count starting again in
-// the current window), so the first coordinator of format 2 to start on
-// a format-1 cluster with the same bucket count moves it to format 2.
-// A format-1 coordinator started afterwards refuses to start; one still
-// running answers errors (a corrupt record) for the keys that hold
-// counters by then: upgrade every coordinator of a cluster together.
-const upgradableFrom = 1
+// upgradableFrom are the formats this version upgrades in place. Format 1
+// holds only records and marks that format 2 and 3 read as they are
+// (format 2 adds counter records; an approximate windowed key's format-1
+// record is replaced by a counter at its next write, its count starting
+// again in the current window); format 2's records are format 3's without
+// the optional section format 3 adds. So the first coordinator of format
+// 3 to start on a format-1 or format-2 cluster with the same bucket count
+// moves it to format 3. An older coordinator started afterwards refuses to
+// start; one still running answers errors (a corrupt record) for the keys
+// written in the new layout by then: upgrade every coordinator of a
+// cluster together.
+var upgradableFrom = [2]int{1, 2}
 
 // metaScript stores ARGV buckets and format in KEYS[1] unless it holds
-// them already, moves a cluster of format ARGV[3] with the same bucket
-// count to format ARGV[2], and returns what it holds (buckets, format).
+// them already, moves a cluster of format ARGV[3] or ARGV[4] with the
+// same bucket count to format ARGV[2], and returns what it holds
+// (buckets, format).
 var metaScript = redis.NewScript(`
 local b = redis.call('HGET', KEYS[1], 'buckets')
 if not b then
@@ -46,7 +52,7 @@ if not b then
   return {ARGV[1], ARGV[2]}
 end
 local f = redis.call('HGET', KEYS[1], 'format') or ''
-if f == ARGV[3] and b == ARGV[1] then
+if (f == ARGV[3] or f == ARGV[4]) and b == ARGV[1] then
   redis.call('HSET', KEYS[1], 'format', ARGV[2])
   return {b, ARGV[2]}
 end
@@ -72,7 +78,7 @@ func (s *Store) checkMeta(ctx context.Context, explicit bool) error {
 			return fmt.Errorf("redisstore: settings: %w", err)
 		}
 	}
-	v, err := metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom).StringSlice()
+	v, err := metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom[0], upgradableFrom[1]).StringSlice()
 	if err != nil {
 		return fmt.Errorf("redisstore: settings: %w", err)
 	}
