@@ -265,6 +265,15 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	if len(c.ups) != 0 {
 		c.upCheck(lim, idx, e, cost, now, r)
 	}
+	if cost == 0 && r.Allowed && c.peekCold(&c.lims[lim], e, now) {
+		// A peek answers the global estimate, and this isolate knows
+		// none worth telling (it does not use the key): the next batch
+		// names the key and goes out at once, and a host that holds
+		// SyncRetry answers after its reply (resets.go, name).
+		r.SyncRetry, r.SyncWanted = true, true
+		c.beatNow = true
+		c.name(idx)
+	}
 	c.held = r.SyncRetry
 	c.record(lim, idx, cost, now, r.Allowed, quiet && c.sure && !r.SyncRetry)
 	c.held = false
@@ -432,7 +441,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 		c.stats.Denials++
 	}
 	l := &c.lims[lim]
-	if cost == 0 || (!allowed && quiet && !l.bucket) {
+	if cost == 0 || (!allowed && (quiet && !l.bucket || c.neverFits(l, e, cost))) {
 		e.setExp(l, now)
 		return
 	}
@@ -481,6 +490,20 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 	}
 	e.setExp(l, now)
 	c.markDirty(idx, e)
+}
+
+// neverFits reports whether cost can never pass limiter l on e (its
+// RetryAfter is -1): more than the key's limit in a window, more than a
+// bucket's burst. Its denial asks the coordinator for nothing: as demand
+// it would size a lease nobody uses, and a bucket charges a lease that
+// expired unreported as spent, so one such request (a caller's cost of a
+// thousand on a bucket of a hundred) emptied the bucket for every isolate
+// for a period.
+func (c *Core) neverFits(l *limiter, e *entry, cost int64) bool {
+	if l.bucket {
+		return cost > l.cfg.EffectiveBurst(e.limit)
+	}
+	return cost > e.limit
 }
 
 // markDirty puts e (at idx) on the list of entries with something to sync.

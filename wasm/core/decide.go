@@ -1,6 +1,10 @@
 package core
 
-import "math"
+import (
+	"math"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
 
 // evaluate computes the decision for cost at now. It changes no count; it
 // moves e's local window forward to now's (roll) and, in a leased mode,
@@ -172,6 +176,31 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	if r.RetryAfter == math.MaxInt64 {
 		r.RetryAfter = -1
 	}
+}
+
+// peekCold reports whether a peek (cost 0) on e at now must ask the
+// coordinator first to answer the global estimate: on a limiter that
+// coordinates (leased, or read-through), when e has no view, or none of
+// the current window, or one older than two sync intervals. An isolate
+// that uses the key has a fresher one from its own syncs; one that only
+// peeks (a dashboard, a header on another path) would otherwise answer
+// the whole limit for ever (a key another isolate had spent 30 of 100
+// in: remaining 100 on every peek).
+func (c *Core) peekCold(l *limiter, e *entry, now int64) bool {
+	if c.cfg.Standalone || c.stopped || !l.strict && !l.readThru {
+		return false
+	}
+	if !e.hasView() {
+		return true
+	}
+	iv := c.cfg.SyncInterval
+	if iv == 0 {
+		iv = wire.DefaultSyncInterval
+	}
+	if now-e.vAt > 2*iv {
+		return true
+	}
+	return !l.bucket && e.vWin != window(now, l.cfg.Period)
 }
 
 // cold reports whether e holds no global state worth deciding on at now:

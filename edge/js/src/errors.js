@@ -17,6 +17,7 @@ export const ERROR_CODES = Object.freeze({
   bad_time: 'the clock option gave a time before the epoch, or not a finite number',
   trap: 'the module trapped; the isolate restarts under a new id and loses what it had not synced',
   rate_limited: 'schedule() found no slot within maxWaitMs (.result is the last decision)',
+  closed: 'the limiter was closed (close()): it decides nothing more',
   aborted: 'wait() or schedule() stopped because its signal aborted (.cause is the signal\'s reason)',
   sync: 'a sync could not reach the coordinator (the message names the URL and the cause)',
   sync_refused: 'the coordinator answered a sync with an error status (the message has its status and problem)',

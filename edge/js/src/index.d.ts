@@ -216,7 +216,7 @@ export interface Stats {
  */
 export type ErrorCode =
   | 'bad_options' | 'bad_config' | 'bad_module' | 'version_mismatch' | 'bad_input' | 'bad_key' | 'bad_cost'
-  | 'bad_checks' | 'unknown_limiter' | 'bad_time' | 'trap' | 'rate_limited' | 'aborted' | 'sync'
+  | 'bad_checks' | 'unknown_limiter' | 'bad_time' | 'trap' | 'rate_limited' | 'closed' | 'aborted' | 'sync'
   | 'sync_refused' | 'sync_timeout' | 'sync_abandoned' | 'sync_reply' | 'internal';
 
 /** Every ErrorCode with what it means. */
@@ -277,7 +277,12 @@ export class EdgeLimit {
   /** Forgets this isolate's local state of a key. */
   reset(opts: { limiter?: string | number; key: string | Uint8Array }): void;
   stats(): Stats;
-  /** Stops the background timers (Node). */
+  /**
+   * A graceful stop: decides nothing new (decide() and limit() throw code
+   * "closed"), lets the requests limit() holds finish, then reports what
+   * the isolate admitted and gives its leases back. Resolves to true when
+   * the coordinator took the last batch.
+   */
   close(): Promise<boolean>;
 }
 

@@ -79,12 +79,15 @@ test('create() refuses bad configurations, naming the field\'s path', async () =
 test('bad arguments are refused by the call, and consume nothing', async () => {
   const rl = await EdgeLimit.create({ wasm: wasmModule, config: config(), clock: fakeClock() });
   await refuses(() => rl.limit(), 'bad_input', /decide: takes an object/);
+  await refuses(() => rl.limit([]), 'bad_input', /got an array/);
   await refuses(() => rl.decide({ key: 'k', cost: 1.5 }), 'bad_cost', /got 1.5/);
   await refuses(() => rl.decide({ key: 'k', cost: '2' }), 'bad_cost', /got "2"/);
   await refuses(() => rl.decide({ key: 'k', cost: 2n }), 'bad_cost');
   await refuses(() => rl.decide({ key: null }), 'bad_key', /got null/);
   await refuses(() => rl.decide({ key: 'é'.repeat(129) }), 'bad_key', /got 258/);
   await refuses(() => rl.decide({ limiter: {}, key: 'k' }), 'unknown_limiter');
+  await refuses(() => rl.decide({ limiter: 0.5, key: 'k' }), 'unknown_limiter', /0\.5/); // not truncated to limiter 0
+  await refuses(() => rl.decide({ checks: [{ limiter: 0.5, key: 'k' }] }), 'unknown_limiter');
   await refuses(() => rl.decide({ checks: [] }), 'bad_checks', /1 to 8/);
   await refuses(() => rl.decide({ checks: Array.from({ length: 9 }, () => ({ key: 'k' })) }), 'bad_checks');
   await refuses(() => rl.decide({ checks: [{ key: 'k', cost: -1 }] }), 'bad_cost');

@@ -1,0 +1,61 @@
+// Answers that do not mislead, against the real coordinator: a peek on a
+// key the isolate does not use tells the global estimate, and a request
+// whose cost can never pass takes nothing from the others.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EdgeLimit } from '../src/index.js';
+import { startCoordinator } from './coordinator.js';
+import { wasmModule } from './helpers.js';
+
+const config = { limiters: [
+  { name: 'fw', algorithm: 'fixed_window', limit: 100, period: '1h' },
+  { name: 'gc', algorithm: 'gcra', limit: 100, period: '1h' },
+  { name: 'tb', algorithm: 'token_bucket', limit: 100, period: '1h', burst: 100 }] };
+
+test('a peek on a key this isolate does not use asks the coordinator first', async () => {
+  const coord = await startCoordinator(config);
+  try {
+    const a = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url });
+    const b = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url });
+    const key = `peek-${Date.now()}`;
+    for (let i = 0; i < 30; i++) assert.equal((await a.limit({ limiter: 'fw', key })).success, true);
+    await a.sync();
+    // Before, b answered remaining 100 on every peek until it spent a unit.
+    const first = b.decide({ limiter: 'fw', key, cost: 0 });
+    assert.equal(first.syncRetry, true, 'a peek without a view says a sync may change it');
+    const held = await b.limit({ limiter: 'fw', key, cost: 0 });
+    assert.equal(held.success, true);
+    // About 70: a fixed window reports what a lease admitted lazily, so
+    // the count may lag a's last units (the README's "Modes").
+    assert.ok(held.remaining <= 72 && held.remaining >= 68, `peek after the reply: remaining ${held.remaining}, want about 70 (30 of 100 spent)`);
+    const again = b.decide({ limiter: 'fw', key, cost: 0 });
+    assert.equal(again.syncRetry, false, 'a fresh view answers at once');
+    assert.equal(again.remaining, held.remaining);
+    await a.close();
+    await b.close();
+  } finally { await coord.stop(); }
+});
+
+test('a cost that can never pass leaves a bucket full for the others', async () => {
+  const coord = await startCoordinator(config, ['--lease-life', '500ms']);
+  try {
+    for (const limiter of ['gc', 'tb']) {
+      const key = `huge-${limiter}-${Date.now()}`;
+      const a = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url });
+      const d = await a.limit({ limiter, key, cost: 1000 });
+      assert.equal(d.success, false);
+      assert.equal(d.retryAfterMs, -1, 'never passes');
+      await a.sync();
+      // Past the lease's life and grace: before, the coordinator had
+      // reserved the whole burst for a, and charged it as spent here.
+      await new Promise((r) => setTimeout(r, 1700));
+      await a.sync();
+      const b = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url });
+      let admitted = 0;
+      for (let i = 0; i < 20; i++) if ((await b.limit({ limiter, key })).success) admitted++;
+      assert.equal(admitted, 20, `${limiter}: another isolate admitted ${admitted} of 20 on a full bucket of 100`);
+      await a.close();
+      await b.close();
+    }
+  } finally { await coord.stop(); }
+});
