@@ -108,3 +108,60 @@ func TestBodiesInMemoryBounded(t *testing.T) {
 		t.Errorf("%d body bytes still counted after every request ended", used)
 	}
 }
+
+// TestManySmallBodiesBounded: 250 clients each hold a body of 60 KiB (under
+// the allowance of 64 KiB each) on a coordinator sized for 128 MiB. The
+// allowances have a pool of their own, bounded: what the bodies hold stays
+// within the pool and the bound (before, every allowance was outside any
+// bound: 8,000 such connections held 715 MB, with their own buffers), the
+// bodies past it are refused busy (their clients, still sending, may not
+// read that answer before they end), and once they end an ordinary batch is
+// applied.
+func TestManySmallBodiesBounded(t *testing.T) {
+	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
+	const n, size = 250, 60 << 10
+	release := make(chan struct{})
+	sent := make([]chan struct{}, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sent[i] = make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: sent[i], release: release})
+			req.ContentLength = size
+			req.Header.Set("Content-Type", MsgpackContentType)
+			if resp, err := srv.Client().Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	for i := range n {
+		select {
+		case <-sent[i]:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the bodies were not sent")
+		}
+	}
+	// The server reads what was sent, up to the bound.
+	bound := c.bodies.max + c.bodies.allowMax
+	var held int64
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if h := c.bodies.used.Load() + c.bodies.allowed.Load(); h > held {
+			held = h
+		}
+	}
+	if held > bound+32<<10 || held < bound/2 {
+		t.Errorf("bodies in flight hold %d bytes, want up to the bound %d (allowances %d, the rest %d) and no further", held, bound, c.bodies.allowMax, c.bodies.max)
+	}
+	t.Logf("%d bodies of %d bytes sent (%d in all): %d bytes held, bound %d", n, size, n*size, held, bound)
+	close(release)
+	wg.Wait()
+	if used, allowed := c.bodies.used.Load(), c.bodies.allowed.Load(); used != 0 || allowed != 0 {
+		t.Errorf("%d + %d body bytes still counted after every request ended", used, allowed)
+	}
+	st, body := httpPost(t, srv, MsgpackContentType, batch("honest", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}).AppendMsg(nil), nil)
+	if st != 200 {
+		t.Fatalf("an ordinary batch after the held bodies ended: %d %s", st, body)
+	}
+}

@@ -188,11 +188,12 @@ type Coordinator struct {
 	storeDownAt atomic.Int64 // when storeDown last became true, Unix ns (health.go)
 	hist        *histRun     // the usage history, or nil (historyrun.go)
 
-	bodies  *bodyBudget   // request bodies in memory (bodybudget.go)
-	ctl     *control      // live control: run-time limits and pauses (control.go)
-	log     *slog.Logger  // Options.Logger
-	ctlStop chan struct{} // closed by Close: ends the control poll (shared mode)
-	ctlDone chan struct{} // closed when the control poll ended
+	bodies       *bodyBudget   // request bodies in memory (bodybudget.go)
+	ctl          *control      // live control: run-time limits and pauses (control.go)
+	log          *slog.Logger  // Options.Logger
+	uncountedLog uncountedLog  // limiters of batches not counted, logged once (uncounted.go)
+	ctlStop      chan struct{} // closed by Close: ends the control poll (shared mode)
+	ctlDone      chan struct{} // closed when the control poll ended
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its

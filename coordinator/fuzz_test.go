@@ -99,12 +99,31 @@ func FuzzTokenRoles(f *testing.F) {
 		for _, d := range append(b.Denials, b.Asks...) {
 			all = all && d.Limiter == "fw"
 		}
-		field, detail := edge.forbidBatch(b)
-		if all != (field == "") || field != "" && detail == "" {
-			t.Fatalf("batch %+v: forbidden %q %q, want allowed %v", b, field, detail, all)
+		reason := func(p *principal) func(string) string {
+			return func(l string) string {
+				if !p.grants(l) {
+					return uncountedForbidden
+				}
+				return ""
+			}
 		}
-		if field, _ := (*principal)(nil).forbidBatch(b); field != "" {
-			t.Fatalf("no principal (no tokens) forbade %q", field)
+		if names, _, _ := stripUncounted(&wire.Batch{Entries: b.Entries, Signals: b.Signals, Denials: b.Denials, Asks: b.Asks}, reason(nil)); names != nil {
+			t.Fatalf("no principal (no tokens) took out %q", names)
+		}
+		n := len(b.Entries) + len(b.Signals) + len(b.Denials) + len(b.Asks)
+		names, reasons, by := stripUncounted(b, reason(edge))
+		if all != (names == nil) || len(names) != len(reasons) || n-by[uncountedForbidden] != len(b.Entries)+len(b.Signals)+len(b.Denials)+len(b.Asks) {
+			t.Fatalf("batch %+v: took out %q (%v), want all kept %v", b, names, by, all)
+		}
+		for _, l := range names {
+			if l == "fw" {
+				t.Fatalf("took out the granted limiter: %q", names)
+			}
+		}
+		for _, e := range b.Entries {
+			if e.Limiter != "fw" {
+				t.Fatalf("entry of %q kept", e.Limiter)
+			}
 		}
 	})
 }

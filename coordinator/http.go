@@ -50,7 +50,10 @@ const MsgpackContentType = "application/msgpack"
 // sequence number told; merge/sequence.go); a time or window
 // ahead of the clock 400 with urn:edgelimit:problem:clock_skew (times.go).
 // A successful reply carries Edgelimit-Stale-Entries: N when N entries were
-// dropped as older than their key's previous window. Every answer carries
+// dropped as older than their key's previous window, and
+// Edgelimit-Uncounted: a,b when items of limiters a and b were taken out
+// of the batch, not counted: limiters the token's edge role is not granted
+// or the coordinator does not run (uncounted.go); the rest is applied. Every answer carries
 // Edgelimit-Time (clock.Header), the coordinator's time in ns, which edge
 // hosts run on (clock.Offset).
 func (c *Coordinator) Handler() http.Handler {
@@ -308,16 +311,18 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		c.failErr(w, err)
 		return
 	}
-	if field, detail := principalOf(r.Context()).forbidBatch(b); field != "" {
-		c.fail(w, http.StatusForbidden, "forbidden", field, "Forbidden", detail)
-		return
+	p := principalOf(r.Context())
+	names, reasons, byReason := stripUncounted(b, func(l string) string { return c.uncounted(p, l) })
+	if names != nil {
+		c.noteUncounted(scopeOf(r.Context()), b.Isolate, names, reasons, byReason)
+		w.Header().Set("Edgelimit-Uncounted", strings.Join(names, ","))
 	}
 	rq, err := c.sync(r.Context(), b)
 	if err != nil {
 		c.failErr(w, err)
 		return
 	}
-	principalOf(r.Context()).grantedViews(rq.reply)
+	p.grantedViews(rq.reply)
 	buf.Reset()
 	out := rq.reply.AppendMsg(buf.AvailableBuffer())
 	if rq.stale > 0 {

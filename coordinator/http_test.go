@@ -87,7 +87,6 @@ func TestHTTPBadInput(t *testing.T) {
 		{"oversized", MsgpackContentType, make([]byte, DefaultMaxBodyBytes+1), 413, "body", "too_large"},
 		{"too many entries", MsgpackContentType, enc(batch("a", 1, 0, many...)), 400, "e", "too_many_entries"},
 		{"negative delta", MsgpackContentType, enc(batch("a", 1, 0, good, wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: -1})), 400, "e[1].delta", "invalid"},
-		{"unknown limiter", MsgpackContentType, enc(batch("a", 1, 0, good, wire.Delta{Limiter: "nope", Key: "k", Delta: 1})), 400, "e[1].limiter", "unknown_limiter"},
 		{"key too long", MsgpackContentType, enc(batch("a", 1, 0, good, wire.Delta{Limiter: "fw", Key: strings.Repeat("x", wire.MaxKeyLen+1), Window: 1000, Delta: 1})), 400, "e[1].key", "invalid"},
 		{"no isolate", MsgpackContentType, enc(batch("", 1, 0, good)), 400, "iso", "invalid"},
 		{"seq zero", MsgpackContentType, enc(batch("a", 0, 0, good)), 400, "seq", "invalid"},
@@ -112,8 +111,6 @@ func TestHTTPBadInput(t *testing.T) {
 			Signals: []wire.Signal{{Limiter: "fw", Key: "k", Pause: wire.MaxPeriod*12 + 1}}}), 400, "up[0].pause", "invalid"},
 		{"ask of cost 0", MsgpackContentType, enc(&wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1, Entries: []wire.Delta{good},
 			Asks: []wire.Ask{{Limiter: "sfw", Key: "k", Window: 1000}}}), 400, "ak[0].cost", "invalid"},
-		{"denial of an unknown limiter", MsgpackContentType, enc(&wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1, Entries: []wire.Delta{good},
-			Denials: []wire.Denial{{Limiter: "nope", Key: "k", Window: 1000, Cost: 1}}}), 400, "dn[0].limiter", "unknown_limiter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,4 +201,50 @@ func TestHTTPBearerToken(t *testing.T) {
 	if resp, _ := http.Get(srv.URL + "/healthz"); resp.StatusCode != 200 {
 		t.Fatalf("healthz needs no token: %d", resp.StatusCode)
 	}
+}
+
+// A batch's items of a limiter the coordinator does not run (an edge
+// configured with one the coordinator lacks, or one removed from its
+// configuration while edges run it) are not counted, and the rest of the
+// batch is: refused whole, as before, the batch was resent as it was, and
+// its isolate's counts never arrived again. The reply names the limiter in
+// Edgelimit-Uncounted, the metric counts the items, and a retry is
+// recognised as the batch applied.
+func TestUnknownLimiterNotCounted(t *testing.T) {
+	c, _, srv := newTestServer(t, nil)
+	b := &wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1,
+		Entries: []wire.Delta{{Limiter: "fw", Key: "k", Window: 1000, Delta: 3}, {Limiter: "nope", Key: "k", Window: 1000, Delta: 1}},
+		Denials: []wire.Denial{{Limiter: "nope", Key: "k", Window: 1000, Cost: 1}},
+		Signals: []wire.Signal{{Limiter: "nope", Key: "k", Pause: sec}}}
+	for try := 0; try < 2; try++ { // the batch, then its retry
+		st, uncounted, rp := syncUncounted(t, srv, "", b)
+		if st != 200 || uncounted != "nope" || rp == nil || len(rp.Entries) != 1 || rp.Entries[0].Limiter != "fw" {
+			t.Fatalf("try %d: %d, uncounted %q, reply %+v; want 200, nope uncounted, fw's view", try, st, uncounted, rp)
+		}
+		if ks := getKey(t, c, "fw", "k"); ks.Count != 3 {
+			t.Fatalf("try %d: fw count %d, want 3 (counted once)", try, ks.Count)
+		}
+	}
+	st, body := call(t, srv, "GET", "/metrics", "")
+	if st != 200 || !strings.Contains(string(body), `edgelimit_coordinator_entries_uncounted_total{reason="unknown_limiter"} 6`) {
+		t.Fatalf("metrics: %d, want 6 items uncounted (3 per try):\n%s", st, grepLines(string(body), "uncounted"))
+	}
+	// The next batch goes on as usual.
+	if st, _, _ := syncUncounted(t, srv, "", batch("a", 2, 0, wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1})); st != 200 {
+		t.Fatalf("next batch: %d", st)
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 4 {
+		t.Fatalf("fw count %d after the next batch, want 4", ks.Count)
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

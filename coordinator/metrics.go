@@ -25,6 +25,7 @@ import (
 //	edgelimit_coordinator_keys_cached                key states in memory
 //	edgelimit_coordinator_leases_outstanding         sum of active strict leases (cost units, cached keys)
 //	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
+//	edgelimit_coordinator_entries_uncounted_total{reason}  batch items of limiters not counted: forbidden, unknown_limiter (uncounted.go)
 //	edgelimit_coordinator_store_healthy              1 while the store works, 0 while commits fail or it reports background errors (/healthz 503)
 //	edgelimit_coordinator_store_background_errors_total  failed flushes and compactions reported by Pebble
 //	edgelimit_coordinator_store_failing_seconds      how long the store has been failing (commits or background work), 0 while it works
@@ -38,6 +39,8 @@ type metrics struct {
 	group  prometheus.Histogram
 	ckpt   prometheus.Histogram
 	errors *prometheus.CounterVec
+	// uncounted: batch items taken out, by reason (uncounted.go)
+	uncounted *prometheus.CounterVec
 }
 
 func newMetrics(c *Coordinator) *metrics {
@@ -60,7 +63,12 @@ func newMetrics(c *Coordinator) *metrics {
 			return float64(f(c.mergeStats()))
 		})
 	}
-	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors, mt.lim,
+	mt.uncounted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "entries_uncounted_total",
+		Help: "Batch entries, signals, denials and asks of limiters the coordinator does not count for the batch's token (forbidden) or does not run (unknown_limiter); the rest of the batch is applied."}, []string{"reason"})
+	for _, r := range []string{uncountedForbidden, uncountedUnknown} {
+		mt.uncounted.WithLabelValues(r)
+	}
+	mt.reg.MustRegister(mt.commit, mt.group, mt.ckpt, mt.errors, mt.lim, mt.uncounted,
 		counter("checkpoints_total", "Checkpoints committed.", func(s merge.MergeStats) int64 { return s.Checkpoints }),
 		counter("log_replayed_total", "Log records replayed into the records (after a crash or a failed commit).", func(s merge.MergeStats) int64 { return s.Replayed }),
 		counter("syncs_total", "Sync batches applied.", func(s merge.MergeStats) int64 { return s.Batches }),

@@ -161,53 +161,46 @@ type principal struct {
 	limiters map[string]bool // edge: the granted limiters; nil: all
 }
 
+// grants reports whether p's edge role is granted limiter l (every
+// limiter without grants, or without a principal).
+func (p *principal) grants(l string) bool { return p == nil || p.limiters == nil || p.limiters[l] }
+
 // may reports whether p holds role (a request without a principal, on a
 // coordinator without tokens, may do everything).
 func (p *principal) may(role Role) bool { return p == nil || p.roles&role == role }
 
-// forbidBatch returns the field and detail of the first entry, signal,
-// denial or ask of b for a limiter p's edge role is not granted, or ""
-// when there is none.
-func (p *principal) forbidBatch(b *wire.Batch) (field, detail string) {
-	if p == nil || p.limiters == nil {
-		return "", ""
-	}
-	for i := range b.Entries {
-		if l := b.Entries[i].Limiter; !p.limiters[l] {
-			return fmt.Sprintf("e[%d].limiter", i), "this token's edge role is not granted limiter " + fmt.Sprintf("%q", l)
-		}
-	}
-	for i := range b.Signals {
-		if l := b.Signals[i].Limiter; !p.limiters[l] {
-			return fmt.Sprintf("up[%d].limiter", i), "this token's edge role is not granted limiter " + fmt.Sprintf("%q", l) + " (upstream signal)"
-		}
-	}
-	// An ask reserves a strict key's budget for the isolate and a denial
-	// adds to a limiter's denied totals: both act on their limiter as an
-	// entry does.
-	for _, kc := range []struct {
-		f, what string
-		cs      []wire.KeyCost
-	}{{"dn", "final denial", b.Denials}, {"ak", "amendment's ask", b.Asks}} {
-		for i := range kc.cs {
-			if l := kc.cs[i].Limiter; !p.limiters[l] {
-				return fmt.Sprintf("%s[%d].limiter", kc.f, i), "this token's edge role is not granted limiter " + fmt.Sprintf("%q", l) + " (" + kc.what + ")"
-			}
-		}
-	}
-	return "", ""
-}
-
 // grantedViews drops from rp the views of limiters p's edge role is not
-// granted. A batch names granted limiters only (forbidBatch), so what goes
+// granted. A batch's items of other limiters are taken out before it is
+// applied (uncounted.go), so what goes
 // are views a reply tells every isolate whatever its batch names: the
 // full-window notices (merge/fullnotice.go), key names and counts of
 // limiters this token has no business with. A token that may not read
 // (list keys: RoleRead) is told no notice at all: the names are other
 // clients' keys. rp's entries are copied before any is dropped.
+//
+// The reset notices (rp.Resets) of limiters p's edge role is not granted
+// go too: they name other clients' keys of limiters this token has no
+// business with. A token granted a limiter is told the keys of it reset,
+// whatever its roles: its isolates must drop what they cached of them.
 func (p *principal) grantedViews(rp *wire.Reply) {
 	if p == nil || p.limiters == nil && p.may(RoleRead) {
 		return
+	}
+	if p.limiters != nil {
+		for i := range rp.Resets {
+			if p.limiters[rp.Resets[i].Limiter] {
+				continue
+			}
+			kept := make([]wire.ResetKey, i, len(rp.Resets))
+			copy(kept, rp.Resets[:i])
+			for j := i + 1; j < len(rp.Resets); j++ {
+				if p.limiters[rp.Resets[j].Limiter] {
+					kept = append(kept, rp.Resets[j])
+				}
+			}
+			rp.Resets = kept
+			break
+		}
 	}
 	keep := func(v *wire.View) bool {
 		return (p.limiters == nil || p.limiters[v.Limiter]) && (!v.Notice() || p.may(RoleRead))

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -50,27 +51,35 @@ func wantForbidden(t *testing.T, what string, st int, body []byte, missing strin
 }
 
 // TestTokenRoles: over real HTTP, each route needs its role (edge: sync,
-// for its granted limiters only, upstream signals included; read: the
-// dashboard's API and a key's state; admin: reset) and every refusal is a
-// 403 problem naming the role or limiter missing; a token without roles
-// may do everything; an unknown token is 401.
+// counted for its granted limiters only, upstream signals included; read:
+// the dashboard's API and a key's state; admin: reset) and every refusal
+// is a 403 problem naming the role missing; a token without roles may do
+// everything; an unknown token is 401. A batch's items of limiters the
+// token is not granted are not counted and the reply names them
+// (Edgelimit-Uncounted); the rest of the batch is (uncounted.go).
 func TestTokenRoles(t *testing.T) {
 	c, clk, srv := rolesServer(t)
 	now := clk.now()
 	if st, _, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 5))); st != 200 {
 		t.Fatalf("edge-a syncs fw: %d %+v", st, p)
 	}
-	st, _, p := syncAs(t, srv, "edge-a", batch("a1", 2, now, fwDelta("k", 1), wire.Delta{Limiter: "sw", Key: "k", Window: now / sec, Delta: 1}))
-	if st != 403 || p.Type != "urn:edgelimit:problem:forbidden" || p.Field != "e[1].limiter" || !strings.Contains(p.Detail, `"sw"`) {
-		t.Fatalf("edge-a syncs sw: %d %+v, want 403 naming e[1].limiter sw", st, p)
+	st, uncounted, rp := syncUncounted(t, srv, "edge-a", batch("a1", 2, now, fwDelta("k", 1), wire.Delta{Limiter: "sw", Key: "k", Window: now / sec, Delta: 1}))
+	if st != 200 || uncounted != "sw" || len(rp.Entries) != 1 || rp.Entries[0].Limiter != "fw" {
+		t.Fatalf("edge-a syncs fw and sw: %d, uncounted %q, views %+v; want 200, sw uncounted, fw's view", st, uncounted, rp)
 	}
-	b := batch("a1", 2, now, fwDelta("k", 1))
+	b := batch("a1", 3, now, fwDelta("k", 1))
 	b.Signals = []wire.Signal{{Limiter: "tb", Key: "k", Pause: sec}}
-	if st, _, p := syncAs(t, srv, "edge-a", b); st != 403 || p.Field != "up[0].limiter" || !strings.Contains(p.Detail, `"tb"`) {
-		t.Fatalf("edge-a signals on tb: %d %+v, want 403 naming up[0].limiter tb", st, p)
+	if st, uncounted, _ := syncUncounted(t, srv, "edge-a", b); st != 200 || uncounted != "tb" {
+		t.Fatalf("edge-a signals on tb: %d, uncounted %q; want 200, tb uncounted", st, uncounted)
 	}
-	if ks := getKey(t, c, "fw", "k"); ks.Count != 5 {
-		t.Fatalf("count %d after the refused batches, want 5 (nothing of them applied)", ks.Count)
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 7 {
+		t.Fatalf("fw count %d, want 7 (the batches' fw entries counted)", ks.Count)
+	}
+	if ks := getKey(t, c, "sw", "k"); ks.Count != 0 {
+		t.Fatalf("sw count %d, want 0 (edge-a is not granted sw)", ks.Count)
+	}
+	if ks := getKey(t, c, "tb", "k"); ks.Upstream != nil && ks.Upstream.PausedNS > 0 {
+		t.Fatalf("tb paused by edge-a's signal: %+v", ks.Upstream)
 	}
 	for _, tc := range []struct {
 		token, method, path string
@@ -223,7 +232,9 @@ func TestEdgeOnlyTokenProbes(t *testing.T) {
 func postJSON(t *testing.T, srv *httptest.Server, path, token, body string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -285,8 +296,8 @@ func TestAdminPausesKey(t *testing.T) {
 // entries: an amendment's ask for a strict ssw key (which would reserve
 // that key's budget for the token's isolate, starving every other edge)
 // and a final denial of an sw key (which would add to that limiter's
-// denied totals on the dashboard, metrics and history) are refused 403
-// naming the field, and nothing of the batch is applied.
+// denied totals on the dashboard, metrics and history) are taken out of
+// the batch, named in Edgelimit-Uncounted, and act on nothing.
 func TestEdgeGrantCoversAsksAndDenials(t *testing.T) {
 	c, clk, srv := rolesServer(t)
 	now := clk.now()
@@ -295,25 +306,89 @@ func TestEdgeGrantCoversAsksAndDenials(t *testing.T) {
 	}
 	ask := coordtest.Amend(batch("a1", 1, now, fwDelta("k", 5)),
 		wire.Ask{Limiter: "ssw", Key: "k", Window: now / sec, Cost: 100})
-	if st, _, p := syncAs(t, srv, "edge-a", ask); st != 403 || p.Type != "urn:edgelimit:problem:forbidden" ||
-		p.Field != "ak[0].limiter" || !strings.Contains(p.Detail, `"ssw"`) {
-		t.Fatalf("edge-a asks for ssw: %d %+v, want 403 naming ak[0].limiter ssw", st, p)
+	if st, uncounted, _ := syncUncounted(t, srv, "edge-a", ask); st != 200 || uncounted != "ssw" {
+		t.Fatalf("edge-a asks for ssw: %d, uncounted %q; want 200, ssw uncounted", st, uncounted)
 	}
 	if ks := getKey(t, c, "ssw", "k"); ks.LeaseSum != 0 {
-		t.Fatalf("ssw/k lease sum %d after edge-a's refused ask, want 0", ks.LeaseSum)
+		t.Fatalf("ssw/k lease sum %d after edge-a's ask, want 0", ks.LeaseSum)
 	}
 	dn := batch("a1", 2, now, fwDelta("k", 1))
 	dn.Denials = []wire.Denial{{Limiter: "sw", Key: "k", Window: now / sec, Cost: 7}}
-	if st, _, p := syncAs(t, srv, "edge-a", dn); st != 403 || p.Field != "dn[0].limiter" || !strings.Contains(p.Detail, `"sw"`) {
-		t.Fatalf("edge-a reports sw denials: %d %+v, want 403 naming dn[0].limiter sw", st, p)
+	if st, uncounted, _ := syncUncounted(t, srv, "edge-a", dn); st != 200 || uncounted != "sw" {
+		t.Fatalf("edge-a reports sw denials: %d, uncounted %q; want 200, sw uncounted", st, uncounted)
 	}
-	if ks := getKey(t, c, "fw", "k"); ks.Count != 5 {
-		t.Fatalf("fw/k count %d after the refused batches, want 5 (nothing of them applied)", ks.Count)
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 6 {
+		t.Fatalf("fw/k count %d, want 6 (the fw entries counted once: the ask's batch is a retry)", ks.Count)
 	}
 	// Its own limiters' asks and denials pass.
-	ok := batch("a1", 2, now, fwDelta("k", 1))
+	ok := batch("a1", 3, now, fwDelta("k", 1))
 	ok.Denials = []wire.Denial{{Limiter: "fw", Key: "k", Window: now / sec, Cost: 1}}
 	if st, _, p := syncAs(t, srv, "edge-a", ok); st != 200 {
 		t.Fatalf("edge-a reports fw denials: %d %+v", st, p)
+	}
+}
+
+// syncUncounted is syncAs for a batch that must be answered 200, with the
+// reply's Edgelimit-Uncounted header.
+func syncUncounted(t *testing.T, srv *httptest.Server, token string, b *wire.Batch) (int, string, *wire.Reply) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", bytes.NewReader(b.AppendMsg(nil)))
+	req.Header.Set("Content-Type", MsgpackContentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return resp.StatusCode, "", nil
+	}
+	var rp wire.Reply
+	if err := rp.UnmarshalMsg(body); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Edgelimit-Uncounted"), &rp
+}
+
+// The reset notices a reply carries name only keys of limiters the token's
+// edge role is granted: a key of another limiter is another client's name
+// (before, an edge-only token was told every reset key of every limiter,
+// and a new isolate sending an old reset generation got the whole log).
+func TestResetNoticesOfGrantedLimitersOnly(t *testing.T) {
+	_, clk, srv := rolesServer(t)
+	now := clk.now()
+	st, first, _ := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 1)))
+	if st != 200 {
+		t.Fatalf("edge-a: %d", st)
+	}
+	for _, path := range []string{"/v1/limiters/fw/keys/mine", "/v1/limiters/tb/keys/theirs", "/v1/limiters/sw/keys/theirs-too"} {
+		if st, body := call(t, srv, "DELETE", path, "admin"); st != 204 {
+			t.Fatalf("reset %s: %d %s", path, st, body)
+		}
+	}
+	b := batch("a1", 2, now, fwDelta("k", 1))
+	b.ResetGen = first.ResetGen
+	if b.ResetGen == 0 {
+		t.Fatal("the coordinator keeps no reset generation")
+	}
+	st, rp, _ := syncAs(t, srv, "edge-a", b)
+	if st != 200 {
+		t.Fatalf("edge-a's next batch: %d", st)
+	}
+	var told []string
+	for _, r := range rp.Resets {
+		told = append(told, r.Limiter+"/"+r.Key)
+	}
+	if !reflect.DeepEqual(told, []string{"fw/mine"}) {
+		t.Fatalf("edge-a told of resets %q, want only fw/mine (it is granted fw and sfw)", told)
+	}
+	// A token granted every limiter is told all three.
+	b = batch("b1", 1, now, fwDelta("k", 1))
+	b.ResetGen = first.ResetGen
+	if st, rp, _ = syncAs(t, srv, "edge-b", b); st != 200 || len(rp.Resets) != 3 {
+		t.Fatalf("edge-b: %d, resets %+v; want the three", st, rp.Resets)
 	}
 }

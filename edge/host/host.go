@@ -123,6 +123,7 @@ type Host struct {
 	probeMu  sync.Mutex              // one probe at a time
 	probedAt atomic.Int64            // ns of the last successful probe; 0 before
 	foreign  atomic.Bool             // the log said the coordinator's limits differ (foreign.go)
+	told     sync.Map                // limiter lists the log said the coordinator does not count (uncounted)
 	offset   *clock.Offset           // the coordinator's time (Options.Clock wrapped); nil alone or with OwnClock
 }
 
@@ -277,7 +278,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 		// Each isolate has its own transport: its id picks its preferred
 		// coordinator, so the host's isolates spread over the list.
-		s.tr = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: cfg.IsolateID, Token: opts.Token, Client: client, Time: offset}
+		s.tr = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: cfg.IsolateID, Token: opts.Token, Client: client, Time: offset,
+			Uncounted: h.uncounted}
 		tr := timedTransport{tr: s.tr, m: h.met}
 		if s.loop, err = syncloop.NewLoop(opts.Sync, opts.Clock, tr, lockedModule{s}, uint64(i)); err != nil {
 			h.Close()

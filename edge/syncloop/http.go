@@ -56,6 +56,12 @@ type HTTPTransport struct {
 	// any status): the isolate then runs on the coordinator's time. Nil:
 	// none taken.
 	Time *clock.Offset
+	// Uncounted, when set, is called with the coordinator's
+	// Edgelimit-Uncounted header (limiter names, comma-separated) when a
+	// sync's reply carries one: the coordinator applied the batch without
+	// the items of those limiters (not granted to the token, or not run
+	// by the coordinator). Nil: ignored.
+	Uncounted func(limiters string)
 
 	cur       atomic.Int64 // index in urls of the coordinator in use
 	failovers atomic.Int64
@@ -278,8 +284,16 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 	if int64(len(body)) > limit {
 		return dst, false, fmt.Errorf("syncloop: http: reply larger than %d bytes", limit)
 	}
+	if u := resp.Header.Get(UncountedHeader); u != "" && t.Uncounted != nil {
+		t.Uncounted(u)
+	}
 	return append(dst, body...), false, nil
 }
+
+// UncountedHeader names, in a sync's reply, the limiters whose items the
+// coordinator took out of the batch and did not count (see
+// HTTPTransport.Uncounted).
+const UncountedHeader = "Edgelimit-Uncounted"
 
 // ErrRefused marks a coordinator answer other than 200 OK.
 var ErrRefused = errors.New("coordinator refused the batch")

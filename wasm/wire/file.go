@@ -166,21 +166,60 @@ func ParseDuration(s string) (time.Duration, error) {
 	if t != "" || !hasDays {
 		var err error
 		if rest, err = time.ParseDuration(t); err != nil || (hasDays && strings.ContainsAny(t[:1], "+-")) {
+			if err != nil && strings.Contains(err.Error(), "invalid duration") && overflows(t) {
+				return 0, durationRangeError(s)
+			}
 			return 0, durationError(s)
 		}
 	}
 	const maxDays = float64(1<<63-1) / float64(24*time.Hour)
 	if days > maxDays {
-		return 0, durationError(s)
+		return 0, durationRangeError(s)
 	}
 	d := time.Duration(days*float64(24*time.Hour)) + rest
 	if d < rest {
-		return 0, durationError(s)
+		return 0, durationRangeError(s)
 	}
 	if neg {
 		d = -d
 	}
 	return d, nil
+}
+
+// overflows reports whether t has the form of a Go duration (numbers,
+// each with a unit) that time.ParseDuration refused: its value is too
+// large (it says "invalid duration" for both).
+func overflows(t string) bool {
+	if t == "" {
+		return false
+	}
+	for t != "" {
+		i := 0
+		for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+			i++
+		}
+		if i == 0 {
+			return false
+		}
+		t = t[i:]
+		j := 0
+		for j < len(t) && !(t[j] >= '0' && t[j] <= '9' || t[j] == '.') {
+			j++
+		}
+		switch t[:j] {
+		case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		default:
+			return false
+		}
+		t = t[j:]
+	}
+	return true
+}
+
+// durationRangeError is the error of ParseDuration for a well-formed s
+// too large for a duration (about 292 years).
+func durationRangeError(s string) error {
+	return fmt.Errorf("invalid duration %q: too large (at most about 292 years, 2562047h)", s)
 }
 
 // durationError is the error of ParseDuration for s.

@@ -101,7 +101,13 @@ func TestParseDurationDays(t *testing.T) {
 			t.Errorf("wire.ParseDuration(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	for _, s := range []string{"", "d", "1w", "1d-1h", "xd", "1e3d", "1dd", "1d 1h", "999999999d"} {
+	// Well-formed but too large: said so.
+	for _, s := range []string{"2562048h", "10000000d", "9999999999999999999ns", "106752d1h"} {
+		if _, err := wire.ParseDuration(s); err == nil || !strings.Contains(err.Error(), "too large") {
+			t.Errorf("wire.ParseDuration(%q): %v, want too large", s, err)
+		}
+	}
+	for _, s := range []string{"", "d", "1w", "1d-1h", "xd", "1e3d", "1dd", "1d 1h", "1h2x"} {
 		if _, err := wire.ParseDuration(s); err == nil || !strings.Contains(err.Error(), "24h = 1d") {
 			t.Errorf("wire.ParseDuration(%q): %v, want an error with the hint", s, err)
 		}

@@ -1405,6 +1405,16 @@ export class EdgeLimit {
     } finally { clearTimeout(t); this._settleTime(); }
   }
 
+  // Says once per list (console.warn) that the coordinator took the
+  // items of these limiters out of a batch and did not count them: the
+  // token is not granted them, or the coordinator does not run them. The
+  // rest of each batch is counted.
+  _uncounted(names) {
+    if (!names || this._toldUncounted?.has(names)) return;
+    (this._toldUncounted ??= new Set()).add(names);
+    console.warn(`edgelimit: the coordinator does not count limiters ${names} (not granted to this token, or not in its configuration); the rest is counted`);
+  }
+
   async _postTo(coordinator, batch) {
     const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
@@ -1417,7 +1427,10 @@ export class EdgeLimit {
       this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       const body = new Uint8Array(await resp.arrayBuffer());
-      if (resp.status === 200) return { body };
+      if (resp.status === 200) {
+        this._uncounted(resp.headers?.get?.('Edgelimit-Uncounted'));
+        return { body };
+      }
       const r = refusal(url, resp.status, body);
       if (r.seqProblem || r.skewProblem) return r;
       throw r;

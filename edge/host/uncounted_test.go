@@ -1,0 +1,101 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator"
+	"github.com/edgelimit/edgelimit/edge/syncloop"
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// An edge host that runs limiters its coordinator does not count for it
+// (one the coordinator lacks, one its token is not granted) keeps
+// counting the others: the coordinator takes their items out of each
+// batch and applies the rest. Before, it refused the whole batch, which
+// the isolate resent unchanged for ever: one request on such a limiter
+// stopped every later count of the isolate from arriving (5 of 15
+// counted), and its view went stale. The host says so once in its log.
+func TestLimitersNotCountedWedgeNothing(t *testing.T) {
+	coordCfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "api", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(time.Hour)},
+		{Name: "tb", Algorithm: wire.TokenBucket, Limit: 1000, Period: int64(time.Hour), Burst: 1000}}}
+	edgeCfg := coordCfg
+	edgeCfg.Limiters = append(append([]wire.LimiterConfig(nil), coordCfg.Limiters...),
+		wire.LimiterConfig{Name: "extra", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(time.Hour)})
+	c, err := coordinator.Open(coordinator.Options{Dir: t.TempDir(), Config: coordCfg, GCInterval: -1,
+		Grants: []coordinator.Grant{{Token: "tokA", Roles: coordinator.RoleEdge, Limiters: []string{"api"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done; c.Close() }()
+	var logs lockedBuffer
+	e := serve(t, Options{Config: edgeCfg, Isolates: 1, Coordinator: "http://" + ln.Addr().String(), Token: "tokA",
+		Sync: syncloop.Options{Interval: 50 * time.Millisecond}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	api := url.Values{"limiter": {"api"}, "key": {"k"}}
+	for i := 0; i < 5; i++ {
+		e.decide(t, api)
+	}
+	e.decide(t, url.Values{"limiter": {"tb"}, "key": {"k"}})    // not granted to tokA
+	e.decide(t, url.Values{"limiter": {"extra"}, "key": {"k"}}) // not in the coordinator's configuration
+	for i := 0; i < 10; i++ {
+		e.decide(t, api)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var got int64
+	for time.Now().Before(deadline) {
+		ks, err := c.KeyState(context.Background(), "api", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = ks.Count; got == 15 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got != 15 {
+		t.Fatalf("the coordinator counted %d of the 15 api requests admitted", got)
+	}
+	if ks, _ := c.KeyState(context.Background(), "tb", "k"); ks != nil && ks.TAT > 0 {
+		t.Errorf("tb charged by a token not granted it: %+v", ks)
+	}
+	if n := e.h.SyncErrors(); n != 0 {
+		t.Errorf("%d syncs failed", n)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "does not count these limiters"); n < 1 || !strings.Contains(out, "tb") || !strings.Contains(out, "extra") {
+		t.Errorf("log: %d lines saying the coordinator does not count tb and extra:\n%s", n, out)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
