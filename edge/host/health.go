@@ -111,9 +111,23 @@ func (h *Host) Health(now int64) Health {
 // not fail but no isolate has heard from the coordinator within the stale
 // bound (the host never synced, or was idle), a probe of the coordinator
 // (syncloop.HTTPTransport.Probe, bounded by the sync timeout): "unreachable"
-// when it fails. Concurrent calls share one probe.
+// when it fails. Concurrent calls share one probe. While the syncs fail it
+// kicks every isolate's loop, which starts an attempt past the backoff
+// once per probe interval, as a request does: the next check sees them
+// recovered once the coordinator answers.
 func (h *Host) CheckHealth(ctx context.Context) Health {
 	hl := h.Health(h.opts.Clock.Now())
+	if hl.Status != "ok" && h.opts.Coordinator != "" {
+		// A health check probes, as a request does (syncloop's
+		// Scheduler.Probe: past the backoff, once per probe interval):
+		// an orchestrator that drains an edge whose check fails sends
+		// it no request, and it stayed stale until its backoff ran out.
+		for _, s := range h.slots {
+			if s.loop != nil {
+				s.loop.Kick()
+			}
+		}
+	}
 	if hl.Status != "ok" || h.opts.Coordinator == "" || h.heardWithin(hl) {
 		return hl
 	}

@@ -122,6 +122,7 @@ type Scheduler struct {
 	lastOK    int64 // end of the last successful sync (or creation)
 	inflight  bool
 	failures  int
+	failedAt  int64 // the first failure of the current run of failures
 	started   bool
 }
 
@@ -244,15 +245,24 @@ func (s *Scheduler) Idle(now int64) {
 
 // Failure records that the attempt failed at now (transport error,
 // timeout, coordinator unavailable); the next attempt waits BackoffBase *
-// 2^(failures-1), capped at BackoffMax, jittered.
+// 2^(failures-1), capped at BackoffMax and at how long the syncs have
+// been failing (at least BackoffBase), jittered. The second cap keeps the
+// wait in step with the outage, however many attempts it saw: the probes
+// of requests (Probe) during a few seconds' outage made 31 failures, a
+// wait of BackoffMax (30 s) after the coordinator came back, and an edge
+// without traffic then (an orchestrator drains edges whose health check
+// fails) stayed stale as long, its counts unsent.
 func (s *Scheduler) Failure(now int64) {
 	s.inflight = false
+	if s.failures == 0 {
+		s.failedAt = now
+	}
 	s.failures++
 	d := int64(s.opts.BackoffBase)
 	for i := 1; i < s.failures && d < int64(s.opts.BackoffMax); i++ {
 		d *= 2
 	}
-	d = min(d, int64(s.opts.BackoffMax))
+	d = min(d, int64(s.opts.BackoffMax), max(int64(s.opts.BackoffBase), now-s.failedAt))
 	s.next = now + max(s.jitter(d), 1)
 }
 

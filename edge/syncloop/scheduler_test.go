@@ -100,7 +100,9 @@ func TestBackoff(t *testing.T) {
 	s := newSched(t, Options{Interval: 100 * time.Millisecond, BackoffBase: 10 * time.Millisecond,
 		BackoffMax: 50 * time.Millisecond, Jitter: -1})
 	now := int64(0)
-	want := []int64{10, 20, 40, 50, 50}
+	// Doubling, and never longer than the syncs have failed: so each
+	// wait is about the outage's age, up to the cap.
+	want := []int64{10, 10, 20, 40, 50, 50}
 	for i, w := range want {
 		s.Begin(now)
 		s.Failure(now)
@@ -116,6 +118,27 @@ func TestBackoff(t *testing.T) {
 	s.Success(now)
 	if s.Failures() != 0 || s.Next()-now != 100*ms {
 		t.Fatal("success did not reset the backoff")
+	}
+}
+
+// Attempts a request starts past the backoff (Probe) fail too, and each
+// failure doubles the next wait; but no wait is longer than the syncs have
+// failed: 31 failures in 5 s wait at most 5 s, not BackoffMax.
+func TestBackoffFollowsTheOutage(t *testing.T) {
+	s := newSched(t, Options{Interval: 100 * time.Millisecond, Jitter: -1})
+	now := int64(1000 * ms)
+	for range 31 {
+		s.Begin(now)
+		s.Failure(now)
+		now += 160 * ms // requests probe every 160 ms or so
+	}
+	if wait := s.Next() - (now - 160*ms); wait > 5*int64(time.Second) {
+		t.Fatalf("after 31 failures over %v: the next attempt in %v, want at most the outage's age", time.Duration(30*160*ms), time.Duration(wait))
+	}
+	// A long outage reaches the cap.
+	s.Failure(now + int64(time.Minute))
+	if wait := s.Next() - (now + int64(time.Minute)); wait != int64(DefaultBackoffMax) {
+		t.Fatalf("a minute into the outage: wait %v, want the cap %v", time.Duration(wait), DefaultBackoffMax)
 	}
 }
 

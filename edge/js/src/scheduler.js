@@ -98,12 +98,17 @@ export class Scheduler {
     this.next = now + this.jitter(this.interval);
   }
 
+  // Doubling from backoffBase, capped at backoffMax and at how long the
+  // syncs have failed (at least backoffBase): requests' probes during a
+  // short outage must not push the next attempt 30 s away (the Go
+  // syncloop.Scheduler.Failure).
   failure(now) {
     this.inflight = false;
+    if (this.failures === 0) this.failedAt = now;
     this.failures++;
     let d = this.backoffBase;
     for (let i = 1; i < this.failures && d < this.backoffMax; i++) d *= 2;
-    d = Math.min(d, this.backoffMax);
+    d = Math.min(d, this.backoffMax, Math.max(this.backoffBase, now - this.failedAt));
     this.next = now + Math.max(this.jitter(d), 1);
   }
 
