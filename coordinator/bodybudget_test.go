@@ -3,6 +3,7 @@ package coordinator
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -37,27 +38,20 @@ func (h *heldBody) Read(p []byte) (int, error) {
 	return 0, io.EOF
 }
 
-// TestBodiesInMemoryBounded: 12 clients each send a body of 4 MiB (the
-// largest a sync takes) and hold back its last byte, on a coordinator sized
-// for 128 MiB (bodies beyond 64 KiB each bounded by 8 MiB). The bodies the
-// coordinator holds stay within the bound (it held every byte of all 12,
-// 48 MiB, before), the others are answered 503 busy with Retry-After at
-// once, and a batch of ordinary size from another isolate is applied while
-// they hold theirs.
-func TestBodiesInMemoryBounded(t *testing.T) {
-	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
-	const n, size = 12, 4 << 20
-	release := make(chan struct{})
-	statuses := make(chan int, n)
-	var wg sync.WaitGroup
-	sent := make([]chan struct{}, n)
-	for i := range n {
-		sent[i] = make(chan struct{})
+// holdBodies starts n syncs to srv, each a heldBody of size bytes whose
+// last byte waits for release. sent[i] is closed when the i-th sent all
+// but its last byte; statuses gets each answer's status (0: no answer);
+// wg ends with them.
+func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan struct{}) (sent []chan struct{}, statuses chan int, wg *sync.WaitGroup) {
+	statuses, wg = make(chan int, n), &sync.WaitGroup{}
+	for range n {
+		s := make(chan struct{})
+		sent = append(sent, s)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: sent[i], release: release})
-			req.ContentLength = size
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: s, release: release})
+			req.ContentLength = int64(size)
 			req.Header.Set("Content-Type", MsgpackContentType)
 			resp, err := srv.Client().Do(req)
 			if err != nil {
@@ -71,6 +65,21 @@ func TestBodiesInMemoryBounded(t *testing.T) {
 			statuses <- resp.StatusCode
 		}()
 	}
+	return sent, statuses, wg
+}
+
+// TestBodiesInMemoryBounded: 12 clients each send a body of 4 MiB (the
+// largest a sync takes) and hold back its last byte, on a coordinator sized
+// for 128 MiB (bodies beyond 64 KiB each bounded by 8 MiB). The bodies the
+// coordinator holds stay within the bound (it held every byte of all 12,
+// 48 MiB, before), the others are answered 503 busy with Retry-After at
+// once, and a batch of ordinary size from another isolate is applied while
+// they hold theirs.
+func TestBodiesInMemoryBounded(t *testing.T) {
+	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
+	const n, size = 12, 4 << 20
+	release := make(chan struct{})
+	sent, statuses, wg := holdBodies(t, srv, n, size, release)
 	busy := 0
 	for i := range n {
 		select {
@@ -121,21 +130,7 @@ func TestManySmallBodiesBounded(t *testing.T) {
 	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
 	const n, size = 250, 60 << 10
 	release := make(chan struct{})
-	sent := make([]chan struct{}, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		sent[i] = make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: sent[i], release: release})
-			req.ContentLength = size
-			req.Header.Set("Content-Type", MsgpackContentType)
-			if resp, err := srv.Client().Do(req); err == nil {
-				resp.Body.Close()
-			}
-		}()
-	}
+	sent, _, wg := holdBodies(t, srv, n, size, release)
 	for i := range n {
 		select {
 		case <-sent[i]:

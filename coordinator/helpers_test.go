@@ -66,6 +66,13 @@ func getKey(t testing.TB, c *Coordinator, limiter, key string) *merge.KeyState {
 // httpPost posts body to the test server and returns status, body.
 func httpPost(t testing.TB, srv *httptest.Server, ctype string, body []byte, hdr map[string]string) (int, []byte) {
 	t.Helper()
+	st, out, _ := httpPostHdr(t, srv, ctype, body, hdr)
+	return st, out
+}
+
+// httpPostHdr is httpPost that also returns the response's header.
+func httpPostHdr(t testing.TB, srv *httptest.Server, ctype string, body []byte, hdr map[string]string) (int, []byte, http.Header) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", bytes.NewReader(body))
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
@@ -79,7 +86,7 @@ func httpPost(t testing.TB, srv *httptest.Server, ctype string, body []byte, hdr
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return resp.StatusCode, out, resp.Header
 }
 
 func decodeProblem(t testing.TB, b []byte) problem {

@@ -166,7 +166,13 @@ type coord struct {
 // ("127.0.0.1:0" for any port).
 func startCoord(t *testing.T, dir, addr string, cfg wire.Config, tokens []string) *coord {
 	t.Helper()
-	c, err := coordinator.Open(coordinator.Options{Dir: dir, Config: cfg, GCInterval: -1, Tokens: tokens})
+	return startCoordOpts(t, addr, coordinator.Options{Dir: dir, Config: cfg, GCInterval: -1, Tokens: tokens})
+}
+
+// startCoordOpts opens a coordinator with opts and serves it on addr.
+func startCoordOpts(t *testing.T, addr string, opts coordinator.Options) *coord {
+	t.Helper()
+	c, err := coordinator.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

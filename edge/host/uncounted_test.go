@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -30,21 +29,12 @@ func TestLimitersNotCountedWedgeNothing(t *testing.T) {
 	edgeCfg := coordCfg
 	edgeCfg.Limiters = append(append([]wire.LimiterConfig(nil), coordCfg.Limiters...),
 		wire.LimiterConfig{Name: "extra", Algorithm: wire.FixedWindow, Limit: 1000, Period: int64(time.Hour)})
-	c, err := coordinator.Open(coordinator.Options{Dir: t.TempDir(), Config: coordCfg, GCInterval: -1,
+	k := startCoordOpts(t, "127.0.0.1:0", coordinator.Options{Dir: t.TempDir(), Config: coordCfg, GCInterval: -1,
 		Grants: []coordinator.Grant{{Token: "tokA", Roles: coordinator.RoleEdge, Limiters: []string{"api"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done; c.Close() }()
+	defer k.stop(t)
+	c := k.c
 	var logs lockedBuffer
-	e := serve(t, Options{Config: edgeCfg, Isolates: 1, Coordinator: "http://" + ln.Addr().String(), Token: "tokA",
+	e := serve(t, Options{Config: edgeCfg, Isolates: 1, Coordinator: "http://" + k.addr, Token: "tokA",
 		Sync: syncloop.Options{Interval: 50 * time.Millisecond}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	api := url.Values{"limiter": {"api"}, "key": {"k"}}
 	for i := 0; i < 5; i++ {
