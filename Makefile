@@ -105,13 +105,7 @@ bench-recover: tools-js
 ## fuzz: run each fuzz target briefly (FUZZTIME=30s by default)
 FUZZTIME ?= 30s
 fuzz:
-	@for t in FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest FuzzObservation; do go test ./wasm/wire -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in FuzzSyncIn FuzzObserve FuzzParseHeaders FuzzParseDecimal FuzzClockStepRecall; do go test ./wasm/core -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@go test ./edge/isolate -run '^$$' -fuzz '^FuzzKeyBuffer$$' -fuzztime $(FUZZTIME)
-	@for t in FuzzDecodeBatch FuzzTokenRoles FuzzParseBytes; do go test ./coordinator -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@for t in FuzzWalkLog FuzzDecodeShared FuzzIsolateIdentity; do go test ./coordinator/merge -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; done
-	@go test ./sim -run '^$$' -fuzz '^FuzzParseTimelineChoice$$' -fuzztime $(FUZZTIME)
-	@go test ./coordinator/redisstore -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME)
+	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## bench: every benchmark side by side, as ratios (README "Measured figures"): the module and
 ## its peers, then servers on loopback started by the benchmark (edge host vs central Redis
