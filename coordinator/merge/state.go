@@ -15,7 +15,10 @@ import (
 //
 //	'k' len(limiter) limiter key  -> keyState: varints win, count, prev, tat,
 //	                                 then the isolates holding strict leases,
-//	                                 their standing leases, and the optional
+//	                                 their standing leases, their lease lives
+//	                                 ('x'), their asks ('n'), what sliding
+//	                                 windows' leases hold of the window before
+//	                                 theirs ('p', optional), and the optional
 //	                                 upstream section ('u', upstream.go)
 //	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records),
 //	                                 then 16 bytes of the secret's hash when the isolate has one (sequence.go)
