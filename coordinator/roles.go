@@ -161,6 +161,26 @@ type principal struct {
 	limiters map[string]bool // edge: the granted limiters; nil: all
 }
 
+// kept returns the items of xs that keep, in a new slice when it drops any
+// (a reply's slices may share their arrays with the coordinator's state),
+// else xs itself.
+func kept[T any](xs []T, keep func(*T) bool) []T {
+	for i := range xs {
+		if keep(&xs[i]) {
+			continue
+		}
+		out := make([]T, i, len(xs))
+		copy(out, xs[:i])
+		for j := i + 1; j < len(xs); j++ {
+			if keep(&xs[j]) {
+				out = append(out, xs[j])
+			}
+		}
+		return out
+	}
+	return xs
+}
+
 // grants reports whether p's edge role is granted limiter l (every
 // limiter without grants, or without a principal).
 func (p *principal) grants(l string) bool { return p == nil || p.limiters == nil || p.limiters[l] }
@@ -187,36 +207,9 @@ func (p *principal) grantedViews(rp *wire.Reply) {
 		return
 	}
 	if p.limiters != nil {
-		for i := range rp.Resets {
-			if p.limiters[rp.Resets[i].Limiter] {
-				continue
-			}
-			kept := make([]wire.ResetKey, i, len(rp.Resets))
-			copy(kept, rp.Resets[:i])
-			for j := i + 1; j < len(rp.Resets); j++ {
-				if p.limiters[rp.Resets[j].Limiter] {
-					kept = append(kept, rp.Resets[j])
-				}
-			}
-			rp.Resets = kept
-			break
-		}
+		rp.Resets = kept(rp.Resets, func(r *wire.ResetKey) bool { return p.limiters[r.Limiter] })
 	}
-	keep := func(v *wire.View) bool {
+	rp.Entries = kept(rp.Entries, func(v *wire.View) bool {
 		return (p.limiters == nil || p.limiters[v.Limiter]) && (!v.Notice() || p.may(RoleRead))
-	}
-	for i := range rp.Entries {
-		if keep(&rp.Entries[i]) {
-			continue
-		}
-		kept := make([]wire.View, i, len(rp.Entries))
-		copy(kept, rp.Entries[:i])
-		for j := i + 1; j < len(rp.Entries); j++ {
-			if keep(&rp.Entries[j]) {
-				kept = append(kept, rp.Entries[j])
-			}
-		}
-		rp.Entries = kept
-		return
-	}
+	})
 }

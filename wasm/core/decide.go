@@ -1,10 +1,6 @@
 package core
 
-import (
-	"math"
-
-	"github.com/edgelimit/edgelimit/wasm/wire"
-)
+import "math"
 
 // evaluate computes the decision for cost at now. It changes no count; it
 // moves e's local window forward to now's (roll) and, in a leased mode,
@@ -193,11 +189,7 @@ func (c *Core) peekCold(l *limiter, e *entry, now int64) bool {
 	if !e.hasView() {
 		return true
 	}
-	iv := c.cfg.SyncInterval
-	if iv == 0 {
-		iv = wire.DefaultSyncInterval
-	}
-	if now-e.vAt > 2*iv {
+	if now-e.vAt > 2*c.syncInterval() {
 		return true
 	}
 	return !l.bucket && e.vWin != window(now, l.cfg.Period)

@@ -81,16 +81,21 @@ func (c *Core) recheck(now int64, r *Result) bool {
 	if r.SyncRetry || r.RetryAfter < minHold || c.heard == 0 || c.stopped || c.cfg.Standalone {
 		return false
 	}
-	iv := c.cfg.SyncInterval
-	if iv == 0 {
-		iv = wire.DefaultSyncInterval
-	}
-	if now-c.heard <= 2*iv {
+	if now-c.heard <= 2*c.syncInterval() {
 		return false
 	}
 	r.SyncRetry, r.SyncWanted = true, true
 	c.beatNow = true
 	return true
+}
+
+// syncInterval returns the hosts' sync interval the isolate was configured
+// with (wire.Config.SyncInterval; 0: wire.DefaultSyncInterval), ns.
+func (c *Core) syncInterval() int64 {
+	if iv := c.cfg.SyncInterval; iv != 0 {
+		return iv
+	}
+	return wire.DefaultSyncInterval
 }
 
 // name puts the entry at idx in the next batch even with nothing to
