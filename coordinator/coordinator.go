@@ -36,6 +36,12 @@ type Options struct {
 	// InMemory runs Pebble on vfs.NewMem(): nothing survives Close. For
 	// demos, tests and the simulator.
 	InMemory bool
+	// DiskReserve is the free space, bytes, that the store's writes leave
+	// on the file system of Dir: below it the coordinator answers syncs
+	// 503 and GET /healthz 503, and Open refuses to open
+	// (pebblestore.Options.DiskReserve). Default
+	// pebblestore.DefaultDiskReserve (64 MiB); negative: no reserve.
+	DiskReserve int64
 	// Store, when set, is used instead of opening Pebble (Dir and InMemory
 	// are ignored). Close closes it. A SharedStore (redisstore.Store) runs the
 	// coordinator in shared mode (shared.go): stateless, so several
@@ -301,7 +307,7 @@ func Open(opts Options) (*Coordinator, error) {
 			fs, dir = vfs.NewMem(), ""
 		}
 		budget, _ := BudgetFor(opts.MaxMemory) // valid: checked above
-		if store, err = pebblestore.OpenWith(fs, dir, pebblestore.Options{CacheSize: budget.BlockCache}); err != nil {
+		if store, err = pebblestore.OpenWith(fs, dir, pebblestore.Options{CacheSize: budget.BlockCache, DiskReserve: opts.DiskReserve}); err != nil {
 			return nil, err
 		}
 	}

@@ -31,7 +31,7 @@ func init() {
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D] [--tls-cert FILE --tls-key FILE]
-       [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-memory SIZE] [--history-keys N]
+       [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-memory SIZE] [--disk-reserve SIZE] [--history-keys N]
    or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N [--redis-wait-degraded]] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
@@ -58,7 +58,7 @@ EDGELIMIT_LISTEN, EDGELIMIT_CONFIG, EDGELIMIT_TOKEN, EDGELIMIT_IN_MEMORY,
 EDGELIMIT_INSECURE, EDGELIMIT_ALLOWED_HOSTS, EDGELIMIT_CHECKPOINT_KEYS, EDGELIMIT_CHECKPOINT_INTERVAL,
 EDGELIMIT_MAX_CLOCK_SKEW, EDGELIMIT_STORE, EDGELIMIT_REDIS_WAIT,
 EDGELIMIT_REDIS_WAIT_DEGRADED, EDGELIMIT_REDIS_BUCKETS, EDGELIMIT_TLS_CERT, EDGELIMIT_TLS_KEY,
-EDGELIMIT_MAX_MEMORY, EDGELIMIT_HISTORY_KEYS, EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
+EDGELIMIT_MAX_MEMORY, EDGELIMIT_DISK_RESERVE, EDGELIMIT_HISTORY_KEYS, EDGELIMIT_LOG_FORMAT, EDGELIMIT_LOG_LEVEL;
 and, but for --config, in the "coordinator" object of the config file, by
 flag name: {"coordinator": {"data": "/var/lib/edgelimit", "listen":
 "0.0.0.0:7070"}, "limiters": [...]}. The command line wins over the
@@ -77,6 +77,12 @@ memory limit to what remains after the block cache and a reserve for
 memory outside the Go heap (32 MiB and an eighth: 576 MiB at the
 default); a flood of distinct keys then levels off below it (evicted keys
 live only in Pebble). GOMEMLIMIT, if set, overrides the Go limit.
+
+--disk-reserve (default 64MiB) is the free space the store's writes leave
+on the disk of --data, for Pebble's own flushes and compactions: below it
+syncs and /healthz answer 503 (nothing applied; edges retry) until space
+is freed, and the server does not start (Pebble ends the process when a
+write to its log finds the disk full). 1B turns it off.
 
 The store keeps a usage history for the dashboard (/ui): per limiter and
 per kept key, admitted, denied and paused cost per minute for 24 h and
@@ -136,6 +142,12 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	leaseGrace := durationFlag(fs, "lease-grace", 0, "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
 	strand := fs.Float64("strand-budget", 0, "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	maxMemory := bytesFlag(fs, "max-memory", 0, func(v int64) error { _, err := coordinator.BudgetFor(v); return err }, "the memory this server is sized for, `SIZE` in bytes or with KiB, MiB, GiB (at least 128MiB): caches and the Go memory limit (default 768MiB)")
+	diskReserve := bytesFlag(fs, "disk-reserve", 0, func(v int64) error {
+		if v < 0 {
+			return errors.New("must not be negative (0 takes the default)")
+		}
+		return nil
+	}, "the free space, `SIZE`, the store's writes leave on the disk of --data: below it syncs and /healthz answer 503 and the server does not start (default 64MiB)")
 	historyKeys := fs.Int("history-keys", 0, "keys per limiter whose per-minute history and last view the store keeps for the dashboard, `N` (default 1000; negative: the limiters' totals only)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -198,7 +210,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	ln = sln
 	start := time.Now()
-	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
+	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, DiskReserve: *diskReserve, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
 		AllowedHosts: hostcheck.Parse(*allowedHosts),
 		HistoryKeys:  *historyKeys,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
@@ -234,7 +246,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 		}
 	}
-	c, err := coordinator.Open(opts)
+	c, err := openInterruptibly(ctx, opts)
 	if err != nil {
 		ln.Close()
 		return err
@@ -252,6 +264,28 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	return errors.Join(serr, cerr)
 }
 
+// openInterruptibly opens the coordinator unless ctx ends first (SIGTERM
+// or SIGINT): opening replays the store's log and may wait on the disk
+// (a flush retried on a full disk), and a stop signal must not wait with
+// it. The open left behind ends with the process.
+func openInterruptibly(ctx context.Context, opts coordinator.Options) (*coordinator.Coordinator, error) {
+	type opened struct {
+		c   *coordinator.Coordinator
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		c, err := coordinator.Open(opts)
+		ch <- opened{c, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.c, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("coordinator: stopped while opening the store (%s): %w", opts.Dir, context.Cause(ctx))
+	}
+}
+
 // flagEnv names the environment variable of each flag.
 var flagEnv = map[string]string{
 	"data": "EDGELIMIT_DATA", "listen": "EDGELIMIT_LISTEN", "config": "EDGELIMIT_CONFIG",
@@ -259,7 +293,7 @@ var flagEnv = map[string]string{
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
-	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY", "max-memory": "EDGELIMIT_MAX_MEMORY", "history-keys": "EDGELIMIT_HISTORY_KEYS",
+	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY", "max-memory": "EDGELIMIT_MAX_MEMORY", "disk-reserve": "EDGELIMIT_DISK_RESERVE", "history-keys": "EDGELIMIT_HISTORY_KEYS",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }
 

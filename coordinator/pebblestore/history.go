@@ -57,6 +57,9 @@ func (s *Store) AddHistory(_ string, pts []history.Point) error {
 		c.Add(p.Counts)
 		sum[k] = c
 	}
+	if err := s.space.check(); err != nil {
+		return err
+	}
 	s.histMu.Lock()
 	defer s.histMu.Unlock()
 	b := s.db.NewBatch()
@@ -116,6 +119,9 @@ func (s *Store) TrimHistory(res history.Resolution, before int64) error {
 	if before <= 0 {
 		return nil
 	}
+	if err := s.space.check(); err != nil {
+		return err
+	}
 	lo := []byte{prefixHistory, byte(res)}
 	hi := binary.BigEndian.AppendUint64([]byte{prefixHistory, byte(res)}, uint64(before))
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -144,6 +150,9 @@ func (s *Store) TrimHistory(res history.Resolution, before int64) error {
 
 // SaveKept implements history.Store.
 func (s *Store) SaveKept(limiter string, kept []history.Kept, gone []string) error {
+	if err := s.space.check(); err != nil {
+		return err
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	p := keptPrefix(limiter)

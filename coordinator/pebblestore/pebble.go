@@ -27,6 +27,7 @@ type Store struct {
 	db        *pebble.DB
 	writeOpts *pebble.WriteOptions // pebble.Sync on disk, NoSync in memory
 	bg        *bgHealth            // background errors (health.go)
+	space     *spaceGuard          // the free-space reserve (space.go); nil: none
 	histMu    sync.Mutex           // one history read-add-write at a time (history.go)
 }
 
@@ -52,6 +53,14 @@ type Options struct {
 	// CacheSize is Pebble's block cache, bytes. Default DefaultCacheSize
 	// (64 MiB).
 	CacheSize int64
+	// DiskReserve is the free space, bytes, that writes leave on the file
+	// system of the data directory (space.go): below it Open refuses to
+	// open and writes fail with ErrDiskLow. Default DefaultDiskReserve
+	// (64 MiB); negative: no reserve. Not checked in memory.
+	DiskReserve int64
+	// FreeSpace reads the free space under a directory, bytes. Default:
+	// statfs (no check where the platform has none). Tests set it.
+	FreeSpace func(dir string) (int64, error)
 }
 
 // Open opens (creating if missing) the Pebble database in dir on fs:
@@ -77,7 +86,27 @@ func OpenWith(fs vfs.FS, dir string, o Options) (*Store, error) {
 	if dir == "" && !inMemory {
 		return nil, errors.New("pebblestore: no data directory")
 	}
-	return openPebbleFS(dir, fs, inMemory, newBGHealth(), o)
+	if o.DiskReserve == 0 {
+		o.DiskReserve = DefaultDiskReserve
+	}
+	var space *spaceGuard
+	if !inMemory {
+		// The directory may not exist yet: its nearest existing parent
+		// is on the same file system unless a mount is created in between.
+		if err := fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+		}
+		space = newSpaceGuard(dir, o.DiskReserve, o.FreeSpace)
+		if err := space.check(); err != nil {
+			return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+		}
+	}
+	s, err := openPebbleFS(dir, fs, inMemory, newBGHealth(), o)
+	if err != nil {
+		return nil, err
+	}
+	s.space = space
+	return s, nil
 }
 
 // openPebbleFS opens the database in dir on fs; noSync commits without
@@ -120,10 +149,16 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool, bg *bgHealth, o Options) (
 	return &Store{db: db, writeOpts: wo, bg: bg}, nil
 }
 
-// Health reports the store's health (the coordinator's HealthReporter): Pebble's last background error (a
-// failed flush or compaction) until a flush or compaction succeeds, or
-// BackgroundErrorHold passed without another.
-func (s *Store) Health() error { return s.bg.health() }
+// Health reports the store's health (the coordinator's HealthReporter):
+// free space below the reserve (ErrDiskLow), else Pebble's last
+// background error (a failed flush or compaction) until a flush or
+// compaction succeeds, or BackgroundErrorHold passed without another.
+func (s *Store) Health() error {
+	if err := s.space.check(); err != nil {
+		return err
+	}
+	return s.bg.health()
+}
 
 // BackgroundErrors returns how many background failures Pebble reported
 // since the store was opened (the coordinator's HealthReporter). Failed
@@ -159,6 +194,9 @@ func (s *Store) ConcurrentGet() bool { return true }
 func (s *Store) Commit(ops []merge.Op) error {
 	if len(ops) == 0 {
 		return nil
+	}
+	if err := s.space.check(); err != nil {
+		return err
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
