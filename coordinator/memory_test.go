@@ -254,6 +254,14 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	pad := "" // EDGELIMIT_FLOOD_KEY_BYTES: keys padded to this length (up to 256)
+	if s := os.Getenv("EDGELIMIT_FLOOD_KEY_BYTES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 256 {
+			b.Fatalf("EDGELIMIT_FLOOD_KEY_BYTES %q: want 0 to 256", s)
+		}
+		pad = strings.Repeat("k", max(n-len("flood-key-")-7, 0))
+	}
 	var maxMemory int64
 	if s := os.Getenv("EDGELIMIT_MAX_MEMORY"); s != "" {
 		var err error
@@ -306,7 +314,7 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 					bt.Seq, bt.At, bt.Entries = seq, now, bt.Entries[:0]
 					for k := from; k < min(from+perBatch, int64(total)); k++ {
 						bt.Entries = append(bt.Entries, wire.Delta{Limiter: "default",
-							Key: "flood-key-" + strconv.FormatInt(k, 10), Window: now / int64(time.Hour), Delta: 1})
+							Key: "flood-key-" + pad + strconv.FormatInt(k, 10), Window: now / int64(time.Hour), Delta: 1})
 					}
 					body = bt.AppendMsg(body[:0])
 					for try := 0; ; try++ {
@@ -337,7 +345,7 @@ func BenchmarkKeyFloodHTTP(b *testing.B) {
 		srv.Close()
 		var cached int
 		c.withMerger(func(m *merge.Merger) { cached = m.CachedKeys() })
-		ks, err := c.KeyState(context.Background(), "default", "flood-key-7")
+		ks, err := c.KeyState(context.Background(), "default", "flood-key-"+pad+"7")
 		if err != nil || ks.Count != 1 {
 			b.Fatalf("flood-key-7 after the flood: %+v, %v", ks, err)
 		}

@@ -242,7 +242,12 @@ func (st *keyState) usedIn(W, now int64) int64 {
 			prv = addSat(prv, st.reservation(&st.isos[i], W-1, now))
 		}
 	}
-	return addSat(cnt, mulDivUp(prv, P-elapsed, P))
+	// Rounded down, as the module and the simulator weigh it: the share
+	// only falls through W, so the count at the grant bounds the count
+	// whenever the lease is spent. Rounded up, the last window's single
+	// unit of a limit of 1 weighed a whole unit through the next window,
+	// which then admitted nothing.
+	return addSat(cnt, mulDiv(prv, P-elapsed, P))
 }
 
 // notePrev records, before isolate me's lease moves to window W of a

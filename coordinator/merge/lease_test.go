@@ -44,7 +44,7 @@ func checkLeaseInvariant(t *testing.T, c *testCoordinator) {
 					for i := range st.isos {
 						prv += st.reservation(&st.isos[i], W-1, 0)
 					}
-					sum += mulDivUp(prv, (W+1)*lim.Period-now, lim.Period)
+					sum += mulDiv(prv, (W+1)*lim.Period-now, lim.Period)
 				}
 				if sum > limit {
 					t.Errorf("%s/%s window %d: count %d + leases = %d > limit %d", lim.Name, key, W, cnt, sum, limit)
@@ -207,7 +207,7 @@ func TestSlidingLeaseCountsThePreviousWindowsUnreportedCost(t *testing.T) {
 	clk.set(t0 + sec + sec/100)
 	rb := mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "ssw", Key: "k", Window: 1001, Demand: 100}))
 	lb := viewOf(t, rb, "ssw", "k").Lease
-	if sliding := mulDivUp(la, 99, 100) + lb; sliding > 100 {
+	if sliding := mulDiv(la, 99, 100) + lb; sliding > 100 {
 		t.Fatalf("a holds %d unreported in window 1000, b granted %d in 1001: sliding count %d > limit 100", la, lb, sliding)
 	}
 	checkLeaseInvariant(t, c)
@@ -216,7 +216,7 @@ func TestSlidingLeaseCountsThePreviousWindowsUnreportedCost(t *testing.T) {
 	mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "ssw", Key: "k", Window: 1000, Delta: la}))
 	rb = mustSync(t, c, batch("b", 2, clk.now(), wire.Delta{Limiter: "ssw", Key: "k", Window: 1001, Demand: 100}))
 	lb2 := viewOf(t, rb, "ssw", "k").Lease
-	if want := 100 - mulDivUp(la, 99, 100); lb2 < want-1 || lb2 > want {
+	if want := 100 - mulDiv(la, 99, 100); lb2 < want-1 || lb2 > want {
 		t.Fatalf("after a reported %d: b's lease %d, want about %d (the rest of the limit)", la, lb2, want)
 	}
 	checkLeaseInvariant(t, c)
@@ -239,7 +239,7 @@ func TestSlidingLeaseKeepsWhatABatchCutBeforeTheWindowLeft(t *testing.T) {
 	mustSync(t, c, batch("a", 2, cut, wire.Delta{Limiter: "ssw", Key: "k", Window: 1000, Delta: 2, Demand: 2}))
 	lb := viewOf(t, mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "ssw", Key: "k", Window: 1001, Demand: 100})), "ssw", "k").Lease
 	ks := getKey(t, c, "ssw", "k")
-	if sliding := mulDivUp(la, 99, 100) + ks.LeaseSum; sliding > 100 {
+	if sliding := mulDiv(la, 99, 100) + ks.LeaseSum; sliding > 100 {
 		t.Fatalf("a admitted %d in window 1000 (2 reported), b granted %d in 1001, %d reserved there: sliding count %d > limit 100",
 			la, lb, ks.LeaseSum, sliding)
 	}
@@ -249,9 +249,9 @@ func TestSlidingLeaseKeepsWhatABatchCutBeforeTheWindowLeft(t *testing.T) {
 	mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "ssw", Key: "k", Window: 1000, Delta: la - 2}))
 	c.withMerger(func(m *Merger) {
 		st := m.keys[string(appendKeyStorageKey(nil, "ssw", "k"))]
-		if cnt, prv := st.windowCounts(1001); prv != la || cnt != 0 || st.usedIn(1001, clk.now()) != mulDivUp(la, 99, 100) {
+		if cnt, prv := st.windowCounts(1001); prv != la || cnt != 0 || st.usedIn(1001, clk.now()) != mulDiv(la, 99, 100) {
 			t.Errorf("after a reported all: count %d, previous %d, used %d; want 0, %d, %d", cnt, prv,
-				st.usedIn(1001, clk.now()), la, mulDivUp(la, 99, 100))
+				st.usedIn(1001, clk.now()), la, mulDiv(la, 99, 100))
 		}
 	})
 }
