@@ -264,6 +264,21 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 		st.count = addSat(st.count, d)
 	case st.win - 1:
 		st.prev = addSat(st.prev, d)
+	case st.win - 2:
+		if st.win <= limitmath.Window(now, lim.Period) {
+			m.stats.DeltasStale++
+			return
+		}
+		// The key is a window ahead of this coordinator's clock (an
+		// isolate whose clock runs fast, within MaxClockSkew, reported
+		// the next window), so w is the window before the coordinator's
+		// current one, where honest isolates still report what they
+		// admitted before it ended: counted in the key's previous
+		// window (the current one here), once and a window late, which
+		// only denies sooner. Dropped, an edge whose clock ran ahead
+		// (or a client with an edge token) made the others' last counts
+		// of w disappear.
+		st.prev = addSat(st.prev, d)
 	default:
 		m.stats.DeltasStale++
 		return
@@ -330,6 +345,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			if asked > 0 && me.asks < measuredAsks {
 				me.asks++
 			}
+			st.noteAsk(asked)
 			if s.req && !lim.IsBucket() {
 				// After prune: an entry dropped there and made again by
 				// this batch observes nothing more (noteDropped did).

@@ -107,9 +107,10 @@ func (st *keyState) stopFloor(now int64) float64 {
 // (stopFloor).
 func (st *keyState) standUnused(is *isoState, rn int64, lam float64, win, now int64) float64 {
 	P := st.lim.Period
-	u := unusedUnits(rn, lam*standShare(is, win, P), is.evidence(P))
-	if rn == 1 && lam < busyPerWindow {
-		u = max(u, st.stopFloor(now))
+	c := st.costUnit()
+	u := unusedCost(rn, lam*standShare(is, win, P), is.evidence(P), c)
+	if rn == c && lam < busyPerWindow*float64(c) {
+		u = max(u, float64(c)*st.stopFloor(now))
 	}
 	return u
 }

@@ -50,6 +50,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// The units the others hold that they will not use before W ends
 	// (uNow), and of their standing leases in W+1 (uNext): see strand.go.
 	var uNow, uNext, spent float64
+	unit := st.costUnit() // what one request costs: what an isolate holds ahead
 	left := float64((W+1)*P-now) / float64(P)
 	horizon := now - 2*P
 	for i := range st.isos {
@@ -66,7 +67,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// isolate's rarely is between requests); what it can still use
 		// of what it holds is heldOutlook's and standShare's to say.
 		lam := is.perWindow(P)
-		sp, un := heldOutlook(is, r, lam, W, P, now)
+		sp, un := heldOutlook(is, r, lam, W, P, now, unit)
 		spent += sp
 		uNow += un
 		uNext += st.standUnused(is, rn, lam, W+1, now)
@@ -92,7 +93,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// request): past that the units stay reserved, unused, as long as
 	// the window lasts (reservation).
 	muMe := lambda * min(left, float64(m.opts.LeaseLife)/float64(P))
-	hold := m.holdsAhead(me, P) && strandCost(pace*left, uNow+unusedUnits(1, muMe, me.evidence(P)), room) <= budget
+	hold := m.holdsAhead(me, unit) && strandCost(pace*left, uNow+unusedCost(unit, muMe, me.evidence(P), unit), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -116,7 +117,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	if live && unmet == 0 && (me.leaseWin == W || W == me.standUntil) && P > int64(m.opts.LeaseLife) {
 		told = addSat(li, delta)
 	}
-	need := m.need(me, P, unmet, hold, told)
+	need := m.need(me, P, unmet, unit, hold, told)
 	if frequent(me, P) && need > unmet {
 		// A frequent isolate's units ahead of what it was refused are
 		// held ahead too: with many keys an isolate syncs often while
@@ -124,7 +125,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// its demand per sync would then sit in every isolate's pocket.
 		// Past what the window can spare it holds a unit ahead (hold)
 		// or nothing.
-		if strandCost(pace*left, uNow+unusedUnits(need, muMe, me.evidence(P)), room) > budget {
+		if strandCost(pace*left, uNow+unusedCost(need, muMe, me.evidence(P), unit), room) > budget {
 			if hold {
 				need = max(unmet, 1)
 			} else {
@@ -135,6 +136,14 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
+	}
+	if unmet > share && addSat(li, free) >= unmet {
+		// A lease smaller than the cost it was refused admits none of
+		// it and stays reserved: with requests of cost 7 and a limit of
+		// 100 over 64 isolates, shares of one or two units each held
+		// 58% of the budget unused. Cover the refused cost while the
+		// window has it free.
+		share = unmet
 	}
 	if hold && !frequent(me, P) {
 		// A sparse isolate's unit ahead is decided against what the
@@ -150,6 +159,11 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// previous reply (it keeps one batch in flight), and then li is what
 	// is left of the grant after the cost it reported.
 	grant := min(share, addSat(li, free))
+	if grant > li && grant < unit {
+		// Under one of its requests' cost the lease admits nothing, and
+		// what it holds stays reserved, stranded: grant nothing new.
+		grant = li
+	}
 	if !frequent(me, P) && grant < li {
 		// A smaller grant frees nothing before the isolate's next
 		// batch (the reservation stays li until then), and a sparse
@@ -161,7 +175,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	stand, sparseStand := int64(0), false
 	switch {
 	case lim.Algorithm != wire.FixedWindow || sumD == 0:
-	case lambda >= busyPerWindow:
+	case lambda >= busyPerWindow*float64(unit):
 		// A standing lease for the next window: what the isolate will
 		// almost surely use there (its demand per window less three
 		// Poisson deviations: a sparse isolate, whose demand is also
@@ -174,9 +188,12 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// uses before its next sync (need): held by an isolate that
 		// dies, it is lost to the window (a lease that outlived its
 		// isolate counts as spent, see reservation).
-		stand = int64(lambda - 3*math.Sqrt(lambda))
-		stand = max(0, min(stand, max(need, 1), mulDiv(limit, me.demand, sumD), limit-sumNext))
-	case m.holdsAhead(me, P) && limit-sumNext >= 1 && lim.Upstream == nil:
+		// Counted in requests (of cost unit each): a standing lease
+		// under one request's cost admits nothing.
+		lr := lambda / float64(unit)
+		stand = unit * int64(lr-3*math.Sqrt(lr))
+		stand = max(0, min(stand, max(need, unit), mulDiv(limit, me.demand, sumD), limit-sumNext))
+	case m.holdsAhead(me, unit) && limit-sumNext >= unit && lim.Upstream == nil:
 		// Not busy: a unit to start W+1 with, so that its first request
 		// there decides locally, while the budget such units are
 		// expected to strand in W+1 (the fleet's pace against the whole
@@ -185,10 +202,10 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// of the circuit closing by asking at a window's start (with
 		// standing units, the corpus's outage test saw the circuit let
 		// 27 through after the outage instead of 60).
-		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1)     // renewFrom below
-		u := max(unusedUnits(1, mu, me.evidence(P)), st.stopFloor(now)) // carry.go
-		if strandCost(pace, uNext+u, float64(limit)) <= budget {
-			stand, sparseStand = 1, true
+		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1)                           // renewFrom below
+		u := max(unusedCost(unit, mu, me.evidence(P), unit), float64(unit)*st.stopFloor(now)) // carry.go
+		if unit <= limit-sumNext && strandCost(pace, uNext+u, float64(limit)) <= budget {
+			stand, sparseStand = unit, true
 		}
 	}
 	if unmet > 0 && lim.Algorithm == wire.FixedWindow && lim.Upstream == nil && now+m.oneWay >= (W+1)*P {
@@ -199,6 +216,9 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// trip. (Not for a limiter that follows its upstream: see the
 		// sparse standing unit above.)
 		stand = max(stand, min(unmet, limit-sumNext))
+	}
+	if stand < unit {
+		stand = 0 // under one request's cost it admits nothing, and strands
 	}
 	// The isolate may still start W+1 on the standing lease it was told
 	// last: reserve the larger until it has seen this one.
@@ -322,7 +342,7 @@ const measuredAsks = 2
 // no longer than that life; there the extra units absorb bursts (kept
 // for every window, bursty-5000 waited 10% -> 19% of its decisions and
 // step-x4 19% -> 24%, corpus, 3 seeds).
-func (m *Merger) need(me *isoState, P, unmet int64, hold bool, told int64) int64 {
+func (m *Merger) need(me *isoState, P, unmet, unit int64, hold bool, told int64) int64 {
 	switch {
 	case frequent(me, P):
 		perBatch := (2*me.demand + demandScale - 1) / demandScale
@@ -331,7 +351,7 @@ func (m *Merger) need(me *isoState, P, unmet int64, hold bool, told int64) int64
 		}
 		return max(unmet, perBatch)
 	case hold:
-		return addSat(unmet, 1)
+		return addSat(unmet, unit)
 	}
 	return unmet
 }
@@ -340,12 +360,13 @@ func (m *Merger) need(me *isoState, P, unmet int64, hold bool, told int64) int64
 // a window: it then holds twice its demand per sync (need).
 func frequent(me *isoState, P int64) bool { return me.gap*4 <= P }
 
-// holdsAhead reports whether isolate me asks often enough to hold a unit
-// ahead of need: at least holdFloor within a lease's life, so it will
-// probably use the unit before the lease expires, by a pace measured
-// (measuredAsks), not the prior of a new entry.
-func (m *Merger) holdsAhead(me *isoState, P int64) bool {
-	return me.asks >= measuredAsks && me.perWindow(int64(m.opts.LeaseLife)) >= holdFloor
+// holdsAhead reports whether isolate me asks often enough to hold a
+// request's cost (unit) ahead of need: at least holdFloor requests within
+// a lease's life, so it will probably use what it holds before the lease
+// expires, by a pace measured (measuredAsks), not the prior of a new
+// entry.
+func (m *Merger) holdsAhead(me *isoState, unit int64) bool {
+	return me.asks >= measuredAsks && me.perWindow(int64(m.opts.LeaseLife)) >= holdFloor*float64(unit)
 }
 
 // standShare returns the share of window win (of length P) in which is
@@ -454,10 +475,13 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 	if sumD > 0 {
 		share = mulDiv(tokens, me.demand, sumD)
 	}
-	need := m.need(me, P, unmet, false, -1)
+	need := m.need(me, P, unmet, 1, false, -1)
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
+	}
+	if unmet > share && addSat(me.lease, free) >= unmet {
+		share = unmet // as grantWindow: cover the refused cost while the bucket has it
 	}
 	if g := min(max(0, share-me.lease), free); g > 0 {
 		me.lease += g

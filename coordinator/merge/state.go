@@ -34,18 +34,24 @@ const (
 
 // keyState is the merged state of one (limiter, key).
 type keyState struct {
-	lim      *wire.LimiterConfig
-	skey     string     // storage key
-	win      int64      // windowed: newest window index with a count
-	count    int64      // windowed: count in win
-	prev     int64      // windowed: count in win-1
-	tat      int64      // bucket: theoretical arrival time, ns
-	isos     []isoState // strict limiters: the isolates' leases and demand
-	sk       isoSketch  // approximate limiters: how many isolates report the key
-	dirty    bool       // changed since the last Stage
-	epoch    int64      // Merger.ckptEpoch when last logged
-	ckptSlot int32      // index of its op in Merger.ckptOps, when epoch is current
-	gen      int64      // Stage that holds the last change
+	lim   *wire.LimiterConfig
+	skey  string     // storage key
+	win   int64      // windowed: newest window index with a count
+	count int64      // windowed: count in win
+	prev  int64      // windowed: count in win-1
+	tat   int64      // bucket: theoretical arrival time, ns
+	isos  []isoState // strict limiters: the isolates' leases and demand
+	sk    isoSketch  // approximate limiters: how many isolates report the key
+	dirty bool       // changed since the last Stage
+	// unitAsks and unit (leased; in what was padding): how many batches
+	// asked for cost in the key (up to 255) and the greatest common
+	// divisor of what each asked, about the cost of one request
+	// (costUnit). Not stored.
+	unitAsks uint8
+	epoch    int64 // Merger.ckptEpoch when last logged
+	ckptSlot int32 // index of its op in Merger.ckptOps, when epoch is current
+	unit     int32
+	gen      int64 // Stage that holds the last change
 	// oldest is a lower bound of isos[*].seen (math.MinInt64 = unknown,
 	// see newKeyState): while it is
 	// within the last 2 periods, prune has nothing to drop and every

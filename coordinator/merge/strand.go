@@ -60,6 +60,50 @@ func unusedUnits(r int64, mu, k float64) float64 {
 	return u
 }
 
+// unusedCost is unusedUnits for a holder whose requests cost unit each
+// (keyState.costUnit): r units are ceil(r/unit) requests' worth, used a
+// request at a time, and its mu units ahead of the window's end are
+// mu/unit requests. With unit 1 it is unusedUnits.
+func unusedCost(r int64, mu, k float64, unit int64) float64 {
+	if unit <= 1 || r <= 0 {
+		return unusedUnits(r, mu, k)
+	}
+	u := float64(unit)
+	return min(float64(r), u*unusedUnits((r+unit-1)/unit, mu/u, k/u))
+}
+
+// costUnit returns the cost of one request of st as far as its batches
+// tell: the greatest common divisor of what they asked for (a request of
+// cost 7 asks 7, two ask 14), at least 1; 1 until unitAsks batches asked
+// (an isolate's first ask of two requests of cost 1 would read as cost
+// 2), and for every key whose costs have no common divisor.
+func (st *keyState) costUnit() int64 {
+	if st.unitAsks < unitAsks {
+		return 1
+	}
+	return max(int64(st.unit), 1)
+}
+
+// unitAsks is how many asks a key's costUnit rests on: 4.
+const unitAsks = 4
+
+// noteAsk records that a batch asked for cost asked in st (costUnit).
+func (st *keyState) noteAsk(asked int64) {
+	if asked <= 0 || asked > math.MaxInt32 {
+		return
+	}
+	st.unit = int32(gcd(int64(st.unit), asked))
+	st.unitAsks = min(st.unitAsks, 254) + 1
+}
+
+// gcd returns the greatest common divisor of a and b (b when a is 0).
+func gcd(a, b int64) int64 {
+	for a != 0 {
+		a, b = b%a, a
+	}
+	return b
+}
+
 // rateSamples is about how many gaps an isolate's pace rests on: its gap
 // between batches is an average with weight 1/2 on the newest.
 const rateSamples = 3
@@ -116,7 +160,7 @@ func normalPositivePart(m, s float64) float64 {
 // (unused). It admits under r only until its lease's life ends (usable),
 // though r stays reserved until the grace after it (expires): a lease of
 // an isolate that stopped or died is all unused from then on.
-func heldOutlook(is *isoState, r int64, lam float64, W, P, now int64) (spent, unused float64) {
+func heldOutlook(is *isoState, r int64, lam float64, W, P, now, unit int64) (spent, unused float64) {
 	from := max(is.lastHeard(), W*P)
 	end := (W + 1) * P
 	if is.usable != 0 {
@@ -125,8 +169,8 @@ func heldOutlook(is *isoState, r int64, lam float64, W, P, now int64) (spent, un
 	since := float64(max(min(now, end)-from, 0)) / float64(P)
 	until := float64(max(end-now, 0)) / float64(P)
 	k := is.evidence(P)
-	spent = float64(r) - unusedUnits(r, lam*since, k)
-	return spent, unusedUnits(r, lam*(since+until), k)
+	spent = float64(r) - unusedCost(r, lam*since, k, unit)
+	return spent, unusedCost(r, lam*(since+until), k, unit)
 }
 
 // lastHeard returns the coordinator time (ns) until which is has

@@ -159,7 +159,7 @@ func TestHeldOutlook(t *testing.T) {
 	// Alive, seen at the window's start, at mid-window: half a window
 	// of asking behind it, half ahead.
 	live := &isoState{seen: start, usable: start + 5*P}
-	sp, un := heldOutlook(live, 1, 2, W, P, start+P/2)
+	sp, un := heldOutlook(live, 1, 2, W, P, start+P/2, 1)
 	if !near(sp, 1-math.Exp(-1)) || !near(un, math.Exp(-2)) {
 		t.Fatalf("live: spent %v unused %v, want %v and %v", sp, un, 1-math.Exp(-1), math.Exp(-2))
 	}
@@ -167,7 +167,7 @@ func TestHeldOutlook(t *testing.T) {
 	// then stays unused, at mid-window and at the end alike.
 	dead := &isoState{seen: start, usable: start + P/4, expires: start + 2*P}
 	for _, now := range []int64{start + P/2, start + P - 1} {
-		sp, un := heldOutlook(dead, 1, 2, W, P, now)
+		sp, un := heldOutlook(dead, 1, 2, W, P, now, 1)
 		if !near(sp, 1-math.Exp(-0.5)) || !near(un, math.Exp(-0.5)) {
 			t.Fatalf("dead, at %d: spent %v unused %v, want %v and %v", now-start, sp, un, 1-math.Exp(-0.5), math.Exp(-0.5))
 		}
@@ -175,7 +175,7 @@ func TestHeldOutlook(t *testing.T) {
 	// A record from before lease lifetimes (usable 0) asks until the
 	// window ends.
 	old := &isoState{seen: start}
-	if _, un := heldOutlook(old, 1, 2, W, P, start+P/2); !near(un, math.Exp(-2)) {
+	if _, un := heldOutlook(old, 1, 2, W, P, start+P/2, 1); !near(un, math.Exp(-2)) {
 		t.Fatalf("no lifetime: unused %v, want %v", un, math.Exp(-2))
 	}
 }
@@ -210,7 +210,7 @@ func TestHeldUnitJudgedFromLastHeard(t *testing.T) {
 			st := m.keys[string(m.buf)]
 			is := &st.isos[st.findIso("h")]
 			r, lam, k = st.reservation(is, W, now), is.perWindow(sec), is.evidence(sec)
-			sp, un = heldOutlook(is, r, lam, W, sec, now)
+			sp, un = heldOutlook(is, r, lam, W, sec, now, 1)
 		})
 		return
 	}
@@ -375,5 +375,45 @@ func TestPaceEvidence(t *testing.T) {
 	}
 	if k := evidence("sched"); k != 0 {
 		t.Errorf("an isolate that syncs on schedule: evidence %g, want 0 (Poisson)", k)
+	}
+}
+
+// A key's request cost is the greatest common divisor of what its batches
+// asked for, once unitAsks of them did: 1 before, and for costs without a
+// common divisor; asks beyond int32 are left out.
+func TestCostUnit(t *testing.T) {
+	var st keyState
+	for i, ask := range []int64{14, 7, 21} {
+		st.noteAsk(ask)
+		if st.costUnit() != 1 {
+			t.Fatalf("after %d asks: unit %d before unitAsks", i+1, st.costUnit())
+		}
+	}
+	st.noteAsk(0)
+	st.noteAsk(1 << 40)
+	if st.costUnit() != 1 {
+		t.Fatalf("empty and huge asks counted: unit %d", st.costUnit())
+	}
+	st.noteAsk(28)
+	if st.costUnit() != 7 {
+		t.Fatalf("asks 14, 7, 21, 28: unit %d, want 7", st.costUnit())
+	}
+	st.noteAsk(3)
+	if st.costUnit() != 1 {
+		t.Fatalf("and 3: unit %d, want 1", st.costUnit())
+	}
+	for range 300 {
+		st.noteAsk(1)
+	}
+	if st.unitAsks != 255 {
+		t.Fatalf("unitAsks %d, want 255 (saturated)", st.unitAsks)
+	}
+	// unusedCost counts whole requests: 7 units of a holder whose
+	// requests cost 7 are one request, unused with its chance of none.
+	if got, want := unusedCost(7, 7*0.5, 0, 7), 7*math.Exp(-0.5); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("unusedCost(7 units, cost 7, 0.5 requests) = %v, want %v", got, want)
+	}
+	if unusedCost(3, 2, 0, 1) != unusedUnits(3, 2, 0) {
+		t.Fatal("unit 1 is not unusedUnits")
 	}
 }
