@@ -391,3 +391,33 @@ func TestRedisSettingsStored(t *testing.T) {
 		t.Errorf("64 again refused: %v", err)
 	}
 }
+
+// TestRedisFastClockDropsNoOthersCounts: over Redis, where approximate
+// windowed keys are counted in place by a script, an entry for the next
+// window (a fast clock) does not make the others' late reports of the
+// window before the coordinator's current one stale: they are counted
+// there a window late (merge.TestFastClockDropsNoOthersCounts for the
+// merge's own path).
+func TestRedisFastClockDropsNoOthersCounts(t *testing.T) {
+	rs := openTestRedis(t, redisstore.Options{Buckets: 16})
+	clk := &fakeClock{}
+	clk.set(t0 + sec + sec/100) // 10 ms into window 1001 of the 1 s limiters
+	c, err := Open(Options{Store: rs, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, lim := range []string{"fw", "sfw"} {
+		mustSync(t, c, batch("fast-"+lim, 1, clk.now(), wire.Delta{Limiter: lim, Key: "k", Window: 1002, Delta: 1, Demand: 1}))
+		for i := int64(0); i < 10; i++ {
+			mustSync(t, c, batch("honest-"+lim, 1+i, t0+sec-sec/100, wire.Delta{Limiter: lim, Key: "k", Window: 1000, Delta: 5, Demand: 5}))
+		}
+		ks, err := c.KeyState(context.Background(), lim, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Window != 1002 || ks.Count != 1 || ks.Prev != 50 {
+			t.Errorf("%s: window %d counts %d, the one before %d; want 1002, 1, and the honest isolate's 50 of window 1000 (a window late)", lim, ks.Window, ks.Count, ks.Prev)
+		}
+	}
+}

@@ -50,7 +50,9 @@ const countMax = 1 << 53
 // TTL renewed (a write, which WAIT then covers); the others set their mark
 // and add. Each add rolls the record to its window (as limitmath.Roll: a
 // window after win makes it the newest, win's count moving to prev when
-// adjacent, dropped otherwise) and adds to win or win-1, or is stale; each
+// adjacent, dropped otherwise) and adds to win or win-1 (or to win-1 when
+// it is for win-2 and win is ahead of the record's epoch, the
+// coordinator's window), or is stale; each
 // applied part sets its sketch bit in the records it added to (the sketch
 // rolled to the epoch given). Each record added to is written once, by
 // one SET with its TTL. Returns one flat array: per CountWrite, per part 0
@@ -132,9 +134,9 @@ for sg = 1, ns do
       local stale = 0
       local n = #adds
       while pos < n do
-        local j, w, d
-        j, w, d, pos = struct.unpack('<I4i8i8', adds, pos)
-        j = b0 + j + 1
+        local jr, w, d
+        jr, w, d, pos = struct.unpack('<I4i8i8', adds, pos)
+        local j = b0 + jr + 1
         local cw = win[j]
         if w > cw then
           if w == cw + 1 then prv[j] = cnt[j] else prv[j] = 0 end
@@ -144,7 +146,12 @@ for sg = 1, ns do
         end
         if w == cw then
           cnt[j] = math.min(cnt[j] + d, cap)
-        elseif w == cw - 1 then
+        elseif w == cw - 1 or (w == cw - 2 and cw > struct.unpack('<i8', meta, 16*jr + 9)) then
+          -- (cw - 2: the record is a window ahead of the coordinator's
+          -- clock, its epoch, moved there by an isolate whose clock runs
+          -- fast; w is the window before the coordinator's current one,
+          -- where honest isolates still report: counted a window late,
+          -- as merge's applyDelta does, not dropped.)
           prv[j] = math.min(prv[j] + d, cap)
         else
           stale = stale + 1
