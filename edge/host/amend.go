@@ -242,7 +242,7 @@ func (s *slot) applyReply(ctx context.Context, reply []byte, now, b int64, inc u
 		return first, err
 	}
 	s.lastOK.Store(now)
-	s.lastReply.Store(now)
+	s.lastReply.Store(s.baseTime(now))
 	s.replies.Add(1)
 	if n := s.failures.Swap(0); n > 0 {
 		s.log.Info("host: sync recovered", "failed_attempts", n)

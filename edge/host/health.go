@@ -87,7 +87,7 @@ func (h *Host) Health(now int64) Health {
 		}
 		if s.loop != nil {
 			if at := s.lastReply.Load(); at != 0 {
-				ih.LastSyncAgeMS = time.Duration(now - at).Milliseconds()
+				ih.LastSyncAgeMS = time.Duration(s.baseTime(now) - at).Milliseconds()
 				heard = max(heard, at)
 			}
 			ih.Failures = s.failures.Load()

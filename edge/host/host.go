@@ -144,7 +144,7 @@ type slot struct {
 	synced  chan struct{} // closed and replaced after every attempt that ends (applied or failed)
 
 	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
-	lastReply atomic.Int64 // ns of the last applied reply; 0 before the first
+	lastReply atomic.Int64 // ns of the last applied reply on the host's own clock (baseTime); 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
 	answered  atomic.Bool  // the attempt in flight was answered by an amendment's reply (applyReply)
 	cuts      atomic.Int64 // batches cut (a resend after an attempt without a reply is not one)
@@ -572,3 +572,15 @@ func (s *slot) ended() {
 
 // ErrBadRequest marks a request the host refuses (see the HTTP handler).
 var ErrBadRequest = errors.New("host: bad request")
+
+// baseTime returns now (ns, on the host's clock: the coordinator's time
+// when the host follows it) on the host's own clock, which does not step
+// when the offset to the coordinator's moves: an age measured there stays
+// true across a step (a reply read with the offset a minute ahead showed
+// as -57 s old once the offset stepped back).
+func (s *slot) baseTime(now int64) int64 {
+	if o, ok := s.clk.(*clock.Offset); ok {
+		return now - o.Offset()
+	}
+	return now
+}

@@ -151,7 +151,30 @@ func (s *Scheduler) Next() int64 {
 }
 
 // Due reports whether a sync should start at now.
-func (s *Scheduler) Due(now int64) bool { return !s.inflight && now >= s.next }
+func (s *Scheduler) Due(now int64) bool {
+	s.settle(now)
+	return !s.inflight && now >= s.next
+}
+
+// settle moves the times the scheduler holds back with a clock that
+// stepped back (the host's offset to the coordinator's time moved, for
+// every isolate of the host at once: clock.Offset), so that a step changes
+// no wait. Left where they were, a step back of 60 s (a coordinator whose
+// clock was stepped, or a failover to one whose clock disagrees) put the
+// next sync 60 s off, and the isolate's counts waited as long
+// (TestStepBackDelaysNoSync). A step forward needs nothing: what was due
+// later is due sooner.
+func (s *Scheduler) settle(now int64) {
+	latest := max(s.lastStart, s.lastOK)
+	if s.failures > 0 {
+		latest = max(latest, s.failedAt)
+	}
+	if now >= latest {
+		return
+	}
+	d := latest - now
+	s.next, s.lastStart, s.lastOK, s.failedAt = s.next-d, s.lastStart-d, s.lastOK-d, s.failedAt-d
+}
 
 // InFlight reports whether an attempt has begun and not ended.
 func (s *Scheduler) InFlight() bool { return s.inflight }
@@ -169,6 +192,7 @@ func (s *Scheduler) LastSuccess() int64 { return s.lastOK }
 // host's fail policy applies then. An isolate that was merely idle is not
 // stale: its next sync refreshes it (see IsStale).
 func (s *Scheduler) Stale(now int64) bool {
+	s.settle(now)
 	started := int64(0)
 	if s.inflight {
 		started = s.lastStart
@@ -194,6 +218,7 @@ func IsStale(now, lastOK, inflightSince int64, failures int, after int64) bool {
 // Options.ProbeInterval ago. It is false while syncs succeed (Want and the
 // interval apply then) and when probes are disabled.
 func (s *Scheduler) Probe(now int64) bool {
+	s.settle(now)
 	if s.opts.ProbeInterval < 0 || s.inflight || s.failures == 0 {
 		return false
 	}
@@ -206,6 +231,7 @@ func (s *Scheduler) Probe(now int64) bool {
 // when). Early syncs are not taken while an attempt is in flight or while
 // backing off after a failure.
 func (s *Scheduler) Want(now int64) bool {
+	s.settle(now)
 	if s.opts.MinSpacing < 0 || s.inflight || s.failures > 0 {
 		return false
 	}
@@ -223,12 +249,14 @@ func (s *Scheduler) Want(now int64) bool {
 // Begin records that an attempt started at now (the batch was handed to
 // the transport).
 func (s *Scheduler) Begin(now int64) {
+	s.settle(now)
 	s.inflight, s.started, s.lastStart = true, true, now
 }
 
 // Success records that the attempt's reply was applied at now; the next
 // regular sync is one jittered interval later.
 func (s *Scheduler) Success(now int64) {
+	s.settle(now)
 	s.inflight, s.failures, s.lastOK = false, 0, now
 	s.next = now + s.jitter(int64(s.opts.Interval))
 }
@@ -236,6 +264,7 @@ func (s *Scheduler) Success(now int64) {
 // Idle records that at now there was nothing to sync; the next check is
 // one jittered interval later.
 func (s *Scheduler) Idle(now int64) {
+	s.settle(now)
 	s.inflight = false
 	if s.failures == 0 {
 		s.lastOK = now // nothing unsynced: the view is as fresh as it needs to be
@@ -253,6 +282,7 @@ func (s *Scheduler) Idle(now int64) {
 // without traffic then (an orchestrator drains edges whose health check
 // fails) stayed stale as long, its counts unsent.
 func (s *Scheduler) Failure(now int64) {
+	s.settle(now)
 	s.inflight = false
 	if s.failures == 0 {
 		s.failedAt = now

@@ -324,3 +324,43 @@ func TestNewLoopNeedsParts(t *testing.T) {
 		t.Fatal("nil parts accepted")
 	}
 }
+
+// TestStepBackDelaysNoSync: the clock the scheduler runs on steps back
+// (the host's offset to the coordinator's time moved) by a minute, after a
+// good sync and during an outage: the next sync is still one interval (or
+// one backoff) away, not a minute more. Before, the isolate made no sync
+// for the length of the step.
+func TestStepBackDelaysNoSync(t *testing.T) {
+	const step = int64(time.Minute)
+	s := newSched(t, Options{Interval: 100 * time.Millisecond, Jitter: -1})
+	now := 1000 * ms
+	s.Begin(now)
+	s.Success(now)
+	now += 10*ms - step
+	if s.Due(now) { // the loop asks Due before it reads Next
+		t.Fatal("due 10 ms after a sync")
+	}
+	if wait := s.Next() - now; wait <= 0 || wait > 100*ms {
+		t.Fatalf("after a step back of a minute: next sync in %v, want within one interval", time.Duration(wait))
+	}
+	if !s.Due(now + 100*ms) {
+		t.Fatal("not due one interval after the step")
+	}
+	if s.Stale(now + 100*ms) {
+		t.Fatal("stale after a step back")
+	}
+	// During an outage: the backoff runs on, and probes still come.
+	now += 100 * ms
+	s.Begin(now)
+	s.Failure(now)
+	now += 30*ms - step
+	if s.Due(now) {
+		t.Fatal("due 30 ms into the backoff")
+	}
+	if wait := s.Next() - now; wait > 100*ms { // BackoffBase: the interval
+		t.Fatalf("failing, after a step back: next attempt in %v, want within the backoff (100ms)", time.Duration(wait))
+	}
+	if !s.Probe(now + int64(DefaultProbeInterval)) {
+		t.Fatal("no probe one probe interval after a step back")
+	}
+}
