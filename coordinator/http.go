@@ -53,7 +53,9 @@ const MsgpackContentType = "application/msgpack"
 // dropped as older than their key's previous window, and
 // Edgelimit-Uncounted: a,b when items of limiters a and b were taken out
 // of the batch, not counted: limiters the token's edge role is not granted
-// or the coordinator does not run (uncounted.go); the rest is applied. Every answer carries
+// or the coordinator does not run (uncounted.go; a name's bytes outside
+// printable ASCII, commas and percent signs percent-encoded); the rest is
+// applied. Every answer carries
 // Edgelimit-Time (clock.Header), the coordinator's time in ns, which edge
 // hosts run on (clock.Offset).
 func (c *Coordinator) Handler() http.Handler {
@@ -315,7 +317,7 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 	names, reasons, byReason := stripUncounted(b, func(l string) string { return c.uncounted(p, l) })
 	if names != nil {
 		c.noteUncounted(scopeOf(r.Context()), b.Isolate, names, reasons, byReason)
-		w.Header().Set("Edgelimit-Uncounted", strings.Join(names, ","))
+		w.Header().Set("Edgelimit-Uncounted", headerNames(names))
 	}
 	rq, err := c.sync(r.Context(), b)
 	if err != nil {

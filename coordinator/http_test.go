@@ -248,3 +248,23 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestUncountedNamesReadable: a batch may name a limiter with any bytes;
+// the Edgelimit-Uncounted header names it percent-encoded, so the client
+// can read the reply (raw, a NUL or a line break in the name made Go's
+// client fail with "malformed MIME header line" on every retry).
+func TestUncountedNamesReadable(t *testing.T) {
+	c, _, srv := newTestServer(t, nil)
+	b := &wire.Batch{Version: wire.Version, Isolate: "a", Seq: 1,
+		Entries: []wire.Delta{{Limiter: "fw", Key: "k", Window: 1000, Delta: 3}, {Limiter: "bad\x00\r\nX-Evil: 1,%", Key: "k", Window: 1000, Delta: 1}}}
+	st, uncounted, rp := syncUncounted(t, srv, "", b)
+	if st != 200 || rp == nil || uncounted != "bad%00%0D%0AX-Evil:%201%2C%25" {
+		t.Fatalf("%d, uncounted %q, reply %+v", st, uncounted, rp)
+	}
+	if ks := getKey(t, c, "fw", "k"); ks.Count != 3 {
+		t.Fatalf("fw count %d, want 3", ks.Count)
+	}
+	if got := headerNames([]string{"api", "llm-6rps"}); got != "api,llm-6rps" {
+		t.Fatalf("plain names: %q", got)
+	}
+}

@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -106,3 +108,26 @@ func (c *Coordinator) noteUncounted(scope, isolate string, names, reasons []stri
 // scope, limiter and reason): a client naming ever new limiters does not
 // grow the coordinator's memory or its log without end.
 const maxUncountedLogged = 1024
+
+// headerNames joins limiter names for the Edgelimit-Uncounted header: a
+// batch may name any bytes, and a control byte or a line break in a header
+// made the whole reply unreadable to the client (Go's: "malformed MIME
+// header line"), on every retry. Bytes outside printable ASCII, commas
+// (the separator) and percent signs are percent-encoded (%XX).
+func headerNames(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		for j := 0; j < len(n); j++ {
+			c := n[j]
+			if c < 0x21 || c > 0x7e || c == ',' || c == '%' {
+				fmt.Fprintf(&b, "%%%02X", c)
+				continue
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
