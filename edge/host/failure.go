@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"time"
 
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
 	"github.com/edgelimit/edgelimit/edge/isolate"
@@ -26,7 +27,7 @@ func (s *slot) stale(now, after int64) bool {
 // lease or a view (failpolicy.Leased). A denial's Retry-After is at most
 // Sync.ProbeInterval (capRetry): the next request probes again.
 func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check, now int64) (Decision, error) {
-	s.loop.Kick()
+	h.probeSlot(s, now)
 	out := Decision{Stale: true}
 	d, denied := h.applyPolicies(s, checks, now)
 	if !denied {
@@ -40,6 +41,29 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 	}
 	out.Decision, out.Policy = h.capRetry(d), h.policies[d.Limiter]
 	return out, nil
+}
+
+// probeSlot asks s's loop for a probe of the coordinator at now, and first
+// abandons an attempt in flight for longer than hungAfter: an attempt
+// started in a partition that drops packets silently (or to a coordinator
+// that hangs) waits out the whole sync timeout (5 s), the probes held
+// behind it, and when the partition ended the next attempt, started in it
+// too, waited as long: admissions resumed up to a sync timeout after the
+// coordinator was back. The abandoned batch is sent again (the same
+// sequence number: applied once).
+func (h *Host) probeSlot(s *slot, now int64) {
+	if at := s.attemptAt.Load(); at != 0 && now-at > h.hungAfter() {
+		s.loop.EndAttempt()
+	}
+	s.loop.Kick()
+}
+
+// hungAfter is how long an attempt may be in flight before a request on a
+// stale view abandons it (probe), ns: twice the probe interval, at least
+// 1 s (a slow coordinator's reply still comes in time), at most the sync
+// timeout.
+func (h *Host) hungAfter() int64 {
+	return min(max(2*int64(h.opts.Sync.ProbeInterval), int64(time.Second)), int64(h.opts.SyncTimeout))
 }
 
 // capRetry caps the Retry-After of a denial on a stale view, or for want

@@ -122,9 +122,10 @@ func (h *Host) CheckHealth(ctx context.Context) Health {
 		// Scheduler.Probe: past the backoff, once per probe interval):
 		// an orchestrator that drains an edge whose check fails sends
 		// it no request, and it stayed stale until its backoff ran out.
+		now := h.opts.Clock.Now()
 		for _, s := range h.slots {
 			if s.loop != nil {
-				s.loop.Kick()
+				h.probeSlot(s, now)
 			}
 		}
 	}

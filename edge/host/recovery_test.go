@@ -21,6 +21,7 @@ const (
 	proxyPass = iota // forward the sync and its reply
 	proxySlow        // forward the sync, answer after the host gave up (applied, reply lost)
 	proxyDrop        // read the sync and close the connection (a partition: never applied)
+	proxyHang        // read the sync and never answer (a partition that drops packets silently)
 )
 
 // faultyProxy stands between the edge host and the coordinator on
@@ -44,6 +45,10 @@ func (p *faultyProxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mode := p.mode.Load()
+	if mode == proxyHang {
+		<-r.Context().Done() // until the client gives up
+		return
+	}
 	if mode == proxyDrop {
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
@@ -238,4 +243,52 @@ func TestCoordinatorLostStateIsolatesReincarnate(t *testing.T) {
 	defer k.stop(t)
 	s.admit(t, "k", 20)
 	waitCount(t, k, "k", 20) // the 20 admitted after the restart, under new incarnations
+}
+
+// TestSilentPartitionRecoversInASecond: the link to the coordinator drops
+// packets silently for 6 s (each sync waits out its timeout, 5 s by
+// default) while requests keep coming. Once the link is back the host is
+// healthy and counts again within about a second: a request on a stale
+// view abandons an attempt in flight for over hungAfter (1 s) and probes
+// again. Before, the attempt started in the partition held the probes
+// until its timeout, and the host stayed stale about 4 s after the link
+// was back.
+func TestSilentPartitionRecoversInASecond(t *testing.T) {
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", bigConfig(), nil)
+	defer k.stop(t)
+	p := newFaultyProxy(t, "http://"+k.addr)
+	s := serve(t, Options{Config: bigConfig(), Isolates: 1, Coordinator: p.srv.URL})
+	s.admit(t, "k", 5)
+	waitCount(t, k, "k", 5)
+	p.mode.Store(proxyHang)
+	admitted := int64(5)
+	request := func() {
+		if code, _, _ := s.decide(t, url.Values{"limiter": {"open"}, "key": {"k"}}); code == 200 {
+			admitted++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
+		request()
+	}
+	if code, _ := s.health(t); code != 503 {
+		t.Fatalf("healthz %d after 6 s of a silent partition, want 503", code)
+	}
+	p.mode.Store(proxyPass)
+	back := time.Now()
+	for {
+		request()
+		if code, _ := s.health(t); code == 200 {
+			break
+		}
+		if time.Since(back) > 8*time.Second {
+			t.Fatal("still not healthy 8 s after the link came back")
+		}
+	}
+	took := time.Since(back)
+	t.Logf("healthy again %v after the link came back", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("healthy again %v after the link came back, want within about a second (hungAfter)", took.Round(time.Millisecond))
+	}
+	waitCount(t, k, "k", admitted)
 }
