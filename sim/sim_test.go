@@ -141,8 +141,13 @@ func TestStrictBucketNeverOverrunsInAFlashCrowd(t *testing.T) {
 	}
 }
 
+// Strict with the fail policy closed: lost messages make syncs fail, the
+// view stale, and the fail policy decides; under open (the default) an
+// isolate then admits alone, as the edge host does
+// (TestFailPoliciesOnLeasedLimitersInAPartition).
 func TestStrictNeverOverrunsUnderLossAndChurn(t *testing.T) {
 	sc := small(t, 8, 100, 300, "poisson", 8*time.Second)
+	sc.FailPolicy = "closed"
 	// 10% of messages lost: at 5% the amendments (up to two per batch)
 	// answered the held requests of nearly every lost batch, and at 250 ms
 	// no batch failed (3 with one amendment per batch).

@@ -141,6 +141,25 @@ func (s edge) decide(e *engine, now int64, iso int, gid int32, lim int, cost int
 	if err != nil {
 		return false, 0, false, fmt.Errorf("sim: decide: %w", err)
 	}
+	if stale && !s.byLocation {
+		// As the edge host's decideAlone: on a stale view the fail
+		// policy admits (open: within the whole limit per isolate;
+		// local-share: what Apply took from the share) a request of a
+		// leased or read-through limiter the module denied only for
+		// want of a lease or a view, and the module records it, so the
+		// coordinator counts it once it is back. Before, the simulator
+		// denied it, and showed open and local-share on strict and auto
+		// limiters as closed through a partition.
+		if l := &e.cfg.Limiters[lim]; l.Leased() || l.ReadThrough {
+			q := e.quota(gid)
+			if failpolicy.Leased(e.policies[lim], nd.share, gid, cost, q, now, d.Allowed, d.SyncRetry) && !d.Allowed {
+				if err := nd.iso.Admit(e.ctx, lim, e.keys[gid].name, cost, now); err != nil {
+					return false, 0, false, fmt.Errorf("sim: admit alone: %w", err)
+				}
+				return true, 0, false, nil
+			}
+		}
+	}
 	if d.SyncRetry && s.holds && !stale {
 		if r, ok := e.retry.Begin(now); ok {
 			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, gid: gid, lim: lim, r: r})

@@ -188,7 +188,8 @@ func (s *Scheduler) LastSuccess() int64 { return s.lastOK }
 
 // Stale reports whether the view is stale at now: the last successful
 // sync is older than Options.StaleAfter and syncs fail (the last attempt
-// failed, or the one in flight began more than StaleAfter ago). The
+// failed, or the one in flight began more than SlowAttempt ago, or
+// StaleAfter if longer). The
 // host's fail policy applies then. An isolate that was merely idle is not
 // stale: its next sync refreshes it (see IsStale).
 func (s *Scheduler) Stale(now int64) bool {
@@ -204,13 +205,23 @@ func (s *Scheduler) Stale(now int64) bool {
 // the edge host (which tracks the same times atomically): at now (ns) the
 // last successful sync (lastOK) is older than after (ns) and either the
 // last attempt failed (failures > 0) or the attempt in flight, started at
-// inflightSince (0: none in flight), began more than after ago.
+// inflightSince (0: none in flight), began more than SlowAttempt (or
+// after, if longer) ago.
 func IsStale(now, lastOK, inflightSince int64, failures int, after int64) bool {
 	if now-lastOK <= after {
 		return false
 	}
-	return failures > 0 || (inflightSince != 0 && now-inflightSince > after)
+	return failures > 0 || (inflightSince != 0 && now-inflightSince > max(after, int64(SlowAttempt)))
 }
+
+// SlowAttempt is how long an attempt may be in flight before the syncs
+// count as failing (IsStale), when Options.StaleAfter is shorter: 1 s. A
+// coordinator that answers slowly keeps the view fresh, and strict and
+// auto limiters wait for its leases; a stale view hands the decisions to
+// the fail policies, and `open` admits alone. Counted from StaleAfter (300
+// ms by default), replies 400-700 ms away put strict keys of 10/s at 12-40
+// a window under the default policy, every sync succeeding.
+const SlowAttempt = time.Second
 
 // Probe records that a request found the isolate's syncs failing at now
 // and reports whether an attempt should start now, past the backoff: no

@@ -151,8 +151,11 @@ func TestStale(t *testing.T) {
 	if s.Stale(300 * ms) {
 		t.Fatal("stale at exactly 3 intervals")
 	}
-	if !s.Stale(401 * ms) {
-		t.Fatal("not stale with an attempt in flight for more than 3 intervals, 3 intervals after the last sync")
+	if s.Stale(401*ms) || s.Stale(1100*ms) {
+		t.Fatal("stale with an attempt in flight for up to SlowAttempt: a slow coordinator is not a failing one")
+	}
+	if !s.Stale(1101 * ms) {
+		t.Fatal("not stale with an attempt in flight for more than SlowAttempt, after 3 intervals")
 	}
 	s.Failure(402 * ms)
 	if !s.Stale(403 * ms) {

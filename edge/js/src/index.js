@@ -30,7 +30,7 @@ const MAX_OFFSET_MS = 24 * 3600 * 1000; // readings further apart are ignored
 
 // What _waitSync resolves to when no reply came (in time, or the sync
 // failed), and for a second reply to the last batch.
-const NO_REPLY = Object.freeze({ ok: false, second: false });
+const NO_REPLY = Object.freeze({ ok: false, second: false, timeout: true });
 const SECOND_REPLY = Object.freeze({ ok: true, second: true });
 
 function randomHex(n) {
@@ -544,9 +544,10 @@ export class EdgeLimit {
     // its batch is amended with it, and the request waits for the next
     // replies too, within retryWait in all (three at most; the second
     // reply of a batch, its amendment's or its own, answers the same
-    // demand and is not counted). When the sync fails (or no reply comes
-    // within retryWait) the syncs fail: the fail policy decides the
-    // request at once, as on a stale view.
+    // demand and is not counted). When the sync fails the fail policy
+    // decides the request at once, as on a stale view; when no reply
+    // comes within retryWait the module's answer stands (a denial), unless
+    // the scheduler finds the view stale.
     //
     // The batch's own reply, made before the coordinator saw the
     // amendment, may grant none of its ask: the module then denies for a
@@ -563,7 +564,9 @@ export class EdgeLimit {
         if (d.syncRetry) mine = this._ask(held, mine, ctx);
         const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx, () => this._needsBatch(held, mine));
         if (!r.second) replies++;
-        d = this._decide(opts, ctx, !r.ok, replies >= 3);
+        // No reply within retryWait is no failed sync (a slow
+        // coordinator): the scheduler says whether the syncs fail.
+        d = this._decide(opts, ctx, !r.ok && !r.timeout, replies >= 3);
       }
     } finally {
       this._held--;

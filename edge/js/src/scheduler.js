@@ -8,6 +8,14 @@
 
 import { EdgeLimitError } from './errors.js';
 
+/**
+ * How long an attempt may be in flight before the syncs count as failing
+ * (stale), when staleAfter is shorter: 1000 ms (syncloop.SlowAttempt).
+ * Counted from staleAfter (300 ms by default), replies 400-700 ms away let
+ * the default policy, open, admit strict keys of 10/s at 12-40 a window.
+ */
+export const SLOW_ATTEMPT_MS = 1000;
+
 export class Scheduler {
   /**
    * @param {{interval: number, jitter?: number, minSpacing?: number,
@@ -40,12 +48,14 @@ export class Scheduler {
   /**
    * Whether the view is stale at now (the fail policies apply): the last
    * good sync is older than staleAfter and syncs fail (the last attempt
-   * failed, or the one in flight began more than staleAfter ago). An
-   * isolate that was only idle is not stale: its next sync refreshes it.
+   * failed, or the one in flight began more than SLOW_ATTEMPT_MS ago, or
+   * staleAfter if longer: a coordinator that answers slowly keeps the view
+   * fresh, as in the Go host's syncloop.IsStale). An isolate that was
+   * only idle is not stale: its next sync refreshes it.
    */
   stale(now) {
     if (now - this.lastOK <= this.staleAfter) return false;
-    return this.failures > 0 || (this.inflight && now - this.lastStart > this.staleAfter);
+    return this.failures > 0 || (this.inflight && now - this.lastStart > Math.max(this.staleAfter, SLOW_ATTEMPT_MS));
   }
 
   /**
