@@ -468,7 +468,7 @@ func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i 
 		}
 		m.isoEntries += len(st.isos)
 	}
-	m.keys[st.skey] = st
+	m.cacheKey(st.skey, st)
 	m.residentAdd(st)
 	return st, nil
 }

@@ -52,6 +52,7 @@ type Merger struct {
 	lims       map[string]*wire.LimiterConfig
 	store      Store
 	keys       map[string]*keyState
+	keyWeight  int // Σ cacheWeight of keys' storage keys (cache.go)
 	hwms       map[string]*hwmState
 	isoEntries int
 	obs        Observer // told of each applied batch; nil: none (SetObserver)

@@ -27,9 +27,10 @@ const (
 // MergerOptions bound the memory of a Merger. Zero fields take the
 // defaults (EnsureDefaults); negative ones are errors (Validate).
 type MergerOptions struct {
-	// MaxCachedKeys is the most (limiter, key) states kept in memory; beyond
-	// it, states are evicted after a commit and re-read from the Store on
-	// demand. Default DefaultMaxCachedKeys (262144).
+	// MaxCachedKeys is the most (limiter, key) states kept in memory, a
+	// key of 100 bytes or more counting for 1 + len/100 (cacheWeight);
+	// beyond it, states are evicted after a commit and re-read from the
+	// Store on demand. Default DefaultMaxCachedKeys (262144).
 	MaxCachedKeys int
 	// MaxIsolatesPerKey is the most isolates remembered per key (for
 	// View.Isolates and strict leases). Default DefaultMaxIsolatesPerKey

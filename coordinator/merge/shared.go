@@ -210,7 +210,7 @@ func (s *SharedMerger) newMerger() (*Merger, error) {
 // resetShared empties m for the next bucket.
 func (m *Merger) resetShared() {
 	m.dirtyKeys, m.dirtyHWMs, m.deletes = m.dirtyKeys[:0], m.dirtyHWMs[:0], nil
-	m.keys = map[string]*keyState{}
+	m.keys, m.keyWeight = map[string]*keyState{}, 0
 	m.hwms = map[string]*hwmState{}
 	m.isoEntries = 0
 }
@@ -286,7 +286,7 @@ func (m *Merger) seedKey(lim *wire.LimiterConfig, skey string, v Versioned) (*ke
 		}
 		m.isoEntries += len(st.isos)
 	}
-	m.keys[skey] = st
+	m.cacheKey(skey, st)
 	return st, nil
 }
 

@@ -110,7 +110,7 @@ func (m *Merger) seedCounter(lim *wire.LimiterConfig, skey string, c *Counter) *
 	st := newKeyState(lim, skey)
 	st.win, st.count, st.prev = c.Win, c.Count, c.Prev
 	st.sk = isoSketch{epoch: c.Epoch, cur: c.Cur, prev: c.Last}
-	m.keys[skey] = st
+	m.cacheKey(skey, st)
 	return st
 }
 
@@ -195,7 +195,7 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 	// keys are distinct), and records which of its parts were skipped.
 	var written MergeStats
 	m.resetShared()
-	m.keys = make(map[string]*keyState, nkeys)
+	m.keys, m.keyWeight = make(map[string]*keyState, nkeys), 0
 	dup := map[*sharedSub]bool{}
 	for gi, g := range gs {
 		o := &outs[gi]
