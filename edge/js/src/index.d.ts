@@ -266,7 +266,7 @@ export class EdgeLimit {
   wait(opts: WaitOptions, ctx?: WaitUntil): Promise<WaitResult>;
   /** Runs fn once a slot is free; rejects with code "rate_limited" when none came within maxWaitMs. */
   schedule<T>(opts: WaitOptions, fn: () => T | Promise<T>, ctx?: WaitUntil): Promise<Awaited<T>>;
-  /** Sends everything decided so far (after any sync in flight); true when the reply was applied or there was nothing to send. */
+  /** Sends what the module has to sync of the decisions so far (after any sync in flight; a strict or auto fixed-window key's cost admitted within its lease is reported lazily, and by close()); true when the reply was applied or there was nothing to send. */
   sync(): Promise<boolean>;
   /**
    * Tells the limiter what the upstream answered: a 429 pauses the key here

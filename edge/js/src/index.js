@@ -762,10 +762,14 @@ export class EdgeLimit {
   }
 
   /**
-   * Sends everything decided so far: waits for a sync in flight (its
-   * batch may predate the latest decisions), then runs one more. Resolves
-   * to true when the reply was applied (or there was nothing to sync),
-   * false when it failed (the error is in lastError and counters.syncErrors).
+   * Sends what the module has to sync of the decisions so far: waits for
+   * a sync in flight (its batch may predate the latest decisions), then
+   * runs one more. Cost a strict or auto fixed-window key admitted within
+   * its lease is reported lazily, with the isolate's next batch that has
+   * something else to say (the coordinator holds it reserved already), and
+   * by close(). Resolves to true when the reply was applied (or there was
+   * nothing to sync), false when it failed (the error is in lastError and
+   * counters.syncErrors).
    */
   async sync() {
     if (!this._coordinator) return true;
