@@ -223,7 +223,10 @@ export class EdgeLimit {
   _limiterIndex(name) {
     const i = typeof name === 'number' ? name : typeof name === 'string' ? this._index.get(name) : undefined;
     if (i === undefined || !Number.isInteger(i) || !(i >= 0 && i < this._norm.limiters.length)) {
-      throw new EdgeLimitError(`unknown limiter ${JSON.stringify(name)}`, 'unknown_limiter');
+      // JSON.stringify names NaN "null" and a String object as the string
+      // it holds, which names a limiter that exists.
+      const shown = typeof name === 'string' ? JSON.stringify(name) : typeof name === 'number' ? String(name) : `of type ${name === null ? 'null' : typeof name}`;
+      throw new EdgeLimitError(`unknown limiter ${shown} (want a limiter name or index)`, 'unknown_limiter');
     }
     return i;
   }

@@ -43,6 +43,8 @@ test('bad input is a clear error and loses nothing', async () => {
   rl.decide({ limiter: 'llm', key: 'k' });
   const err = (fn, re) => assert.throws(fn, (e) => e instanceof EdgeLimitError && re.test(e.message));
   err(() => rl.decide({ limiter: 'nope', key: 'k' }), /unknown limiter "nope"/);
+  err(() => rl.decide({ limiter: NaN, key: 'k' }), /unknown limiter NaN/);
+  err(() => rl.decide({ limiter: new String('llm'), key: 'k' }), /unknown limiter of type object/);
   err(() => rl.decide({ limiter: 'llm', key: '' }), /key must be 1 to 256 bytes, got 0/);
   err(() => rl.decide({ limiter: 'llm', key: 'x'.repeat(257) }), /key must be 1 to 256 bytes, got 257/);
   err(() => rl.decide({ limiter: 'llm', key: 'k', cost: -1 }), /cost must be an integer between 0 and 2\^40, got -1/);
