@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgelimit/edgelimit/edge/syncloop"
 )
 
 // Real processes: `edgelimit coordinator` on Pebble on disk and two
@@ -239,11 +241,11 @@ func TestCoordinatorKilledThenHung(t *testing.T) {
 		}
 	}
 	t.Logf("so (20/s, strict, open): admitted per window from the one after each return on:%s", soLine)
-	// While it hangs (past the stale bound, 300 ms, and a sync interval):
-	// open (o, and h by the default policy) admits everything, closed
-	// nothing.
+	// While it hangs (past syncloop.SlowAttempt, 1 s: an attempt in flight
+	// that long counts as failing, and a sync interval): open (o, and h by
+	// the default policy) admits everything, closed nothing.
 	for _, lim := range []string{"o", "h", "s", "a"} {
-		as := load.between(lim, hung.Add(500*time.Millisecond), resumed)
+		as := load.between(lim, hung.Add(syncloop.SlowAttempt+500*time.Millisecond), resumed)
 		admitted := 0
 		for _, a := range as {
 			if a.allowed {

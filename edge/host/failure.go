@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/edgelimit/edgelimit/edge/failpolicy"
@@ -52,8 +53,11 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 // coordinator was back. The abandoned batch is sent again (the same
 // sequence number: applied once).
 func (h *Host) probeSlot(s *slot, now int64) {
-	if at := s.attemptAt.Load(); at != 0 && now-at > h.hungAfter() {
+	if at := s.attemptAt.Load(); at != 0 && now-at > h.hungAfter() && s.attemptAt.CompareAndSwap(at, 0) {
+		// A failed attempt (the loop reports no error for one it was
+		// told to end): the view stays stale until a sync succeeds.
 		s.loop.EndAttempt()
+		s.attemptFailed(fmt.Errorf("host: sync attempt abandoned after %v without an answer", time.Duration(now-at).Round(time.Millisecond)))
 	}
 	s.loop.Kick()
 }
