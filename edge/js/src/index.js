@@ -9,7 +9,7 @@ import { EdgeLimitError, ERROR_CODES, codeError, CODES } from './errors.js';
 import { normalizeConfig, toWire, parseDuration } from './config.js';
 import { checkOptions } from './options.js';
 import { refusal, unreachable } from './syncerror.js';
-import { Scheduler } from './scheduler.js';
+import { Scheduler, SLOW_ATTEMPT_MS } from './scheduler.js';
 import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
 import { Share, OPEN, LOCAL_SHARE, CLOSED } from './failpolicy.js';
 import { VERSION, PROTOCOL_VERSION } from './version.js';
@@ -157,6 +157,7 @@ export class EdgeLimit {
     this._inflight = null; // the promise of the sync in flight
     this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
     this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
+    this._posting = null; // the POST in flight: {ac, url, at} (_abandonHung)
     this._amends = []; // the amendments in flight (see _amendNow), of the last batch and the one before
     // The amendments sent of the last cut amended (any attempt of it) and
     // those refused for their times: a batch refused for its times is
@@ -298,6 +299,7 @@ export class EdgeLimit {
       // A stale isolate probes the coordinator (past the backoff, at most
       // once per probeInterval): the next request after it answers again
       // decides on a fresh view.
+      if (stale) this._abandonHung(now);
       const wanted = (st & 2) !== 0 || stale;
       this._background === 'requests' ? this._pump(now, wanted, ctx) : wanted && this._kick(now);
     }
@@ -308,6 +310,21 @@ export class EdgeLimit {
       d.retryAfterMs = this._schedOpts.probeInterval;
     }
     return d;
+  }
+
+  // A request on a stale view ends a POST in flight for over hungAfter
+  // (twice probeInterval, at least SLOW_ATTEMPT_MS, at most syncTimeout),
+  // as the Go edge host does: an attempt started in a partition that drops
+  // packets silently waited out the whole syncTimeout, the probes held
+  // behind it, after the coordinator was back. The attempt then tries the
+  // next coordinator of the list, or fails; its batch is sent again
+  // (applied once).
+  _abandonHung(now) {
+    const p = this._posting;
+    const hungAfter = Math.min(Math.max(2 * this._schedOpts.probeInterval, SLOW_ATTEMPT_MS), this._syncTimeout);
+    if (!p || now - p.at <= hungAfter) return;
+    this._posting = null;
+    p.ac.abort(new EdgeLimitError(`sync: POST ${p.url}: no answer within ${Math.round(now - p.at)} ms (abandoned as hung)`, 'sync_timeout'));
   }
 
   // The module's result for status word st.
@@ -1429,6 +1446,8 @@ export class EdgeLimit {
     const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
     const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: POST ${url}: timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
+    const post = { ac, url, at: this._clock() }; // _abandonHung
+    this._posting = post;
     try {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
@@ -1448,6 +1467,7 @@ export class EdgeLimit {
       if (e instanceof EdgeLimitError && e.code !== 'sync_timeout') throw e;
       throw unreachable(url, ac.signal.aborted ? ac.signal.reason : e);
     } finally {
+      if (this._posting === post) this._posting = null;
       clearTimeout(t);
     }
   }
