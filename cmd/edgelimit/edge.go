@@ -33,7 +33,9 @@ With --coordinator, each isolate syncs its deltas with it every --sync interval;
 comma-separated list names coordinators sharing one Redis Cluster (coordinator --store
 redis://...): a batch one cannot take goes to the next at once. When an
 isolate's syncs fail and its view is stale (--stale-after), each limiter's "fail_policy"
-(config file) or --fail-policy applies; an isolate merely idle is never stale.
+(config file) or --fail-policy applies; an isolate merely idle is never stale, and one
+whose sync is slow is not failing until the attempt has been in flight for a second (or
+--stale-after if longer).
 Environment: EDGELIMIT_CONFIG, EDGELIMIT_COORDINATOR, EDGELIMIT_TOKEN, EDGELIMIT_ALLOWED_HOSTS, EDGELIMIT_LOG_FORMAT,
 EDGELIMIT_LOG_LEVEL (the flag wins; a bad value is refused as the flag's would be).
 Durations take ns, us, ms, s, m, h or d (1d = 24h).

@@ -124,6 +124,8 @@ export interface EdgeLimitOptions {
    * long after the last good sync, ms. Default 3 sync intervals (300). An
    * isolate that was only idle (a Worker without requests) is never
    * stale: its next request syncs once and is decided on a fresh view.
+   * A sync in flight counts as failing after 1000 ms (SLOW_ATTEMPT_MS), or
+   * staleAfter if longer: a slow coordinator is not a failing one.
    */
   staleAfter?: number;
   /**
