@@ -13,8 +13,8 @@ import (
 // admits alone within the whole limit per isolate (the demand here, over
 // the limit), local-share within each isolate's share. Before, the
 // simulator denied every lease miss on a stale view, and showed open and
-// local-share as closed (0 over, the same admissions), where real hosts
-// went 50% and 10% over in the same shape.
+// local-share as closed (0 over, the same admissions), where the edge
+// host admits.
 func TestFailPoliciesOnLeasedLimitersInAPartition(t *testing.T) {
 	s := testSim(t)
 	over := map[string]float64{}
