@@ -15,7 +15,6 @@ import (
 // utilisation and cost 40 22.2% (stranded 55% and 76%), where central
 // reaches 98.0% and 80.8% (cost 40: two requests fit in a window of 100).
 func TestCostlyRequestsServed(t *testing.T) {
-	s := testSim(t)
 	for _, tc := range []struct {
 		cost    int64
 		rate    float64
@@ -24,14 +23,8 @@ func TestCostlyRequestsServed(t *testing.T) {
 		sc := small(t, 64, 100, tc.rate, "poisson", 20*time.Second)
 		sc.Traffic[0].Cost = tc.cost
 		sc.Locations = 8
-		if err := sc.Prepare(); err != nil {
-			t.Fatal(err)
-		}
 		for _, strategy := range []string{Auto, Central} {
-			r, err := s.Run(t.Context(), sc, strategy, 100*time.Millisecond, 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := runScenario(t, sc, strategy)
 			t.Logf("cost %d, %s: utilisation %.1f%%, stranded %.2f%%, worst window %d over", tc.cost, strategy, r.Utilisation, r.StrandedPct, r.WorstOverrun)
 			if r.WorstOverrun != 0 {
 				t.Errorf("cost %d, %s: %d windows over, worst by %d", tc.cost, strategy, r.OverWindows, r.WorstOverrun)
@@ -50,18 +43,11 @@ func TestCostlyRequestsServed(t *testing.T) {
 // stood with went unused (the corpus's mixed-costs: 79.2% utilisation,
 // 91.6% after; this test, seed 1, 20 s: 82.2%, 89.7% after).
 func TestMixedCostsServed(t *testing.T) {
-	s := testSim(t)
 	sc := small(t, 64, 100, 60, "poisson", 20*time.Second)
 	sc.Traffic = append(sc.Traffic, Traffic{Limiter: "api", Rate: 10, Arrival: "poisson", Cost: 7},
 		Traffic{Limiter: "api", Rate: 2, Arrival: "poisson", Cost: 40})
 	sc.Locations = 8
-	if err := sc.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Run(t.Context(), sc, Auto, 100*time.Millisecond, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runScenario(t, sc, Auto)
 	t.Logf("costs 1, 7 and 40: utilisation %.1f%%, stranded %.2f%%, worst window %d over", r.Utilisation, r.StrandedPct, r.WorstOverrun)
 	if r.WorstOverrun != 0 || r.Utilisation < 88 {
 		t.Errorf("costs 1, 7 and 40: utilisation %.1f%%, %d windows over; want >= 88%%, none over", r.Utilisation, r.OverWindows)

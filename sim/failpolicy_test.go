@@ -16,7 +16,6 @@ import (
 // local-share as closed (0 over, the same admissions), where the edge
 // host admits.
 func TestFailPoliciesOnLeasedLimitersInAPartition(t *testing.T) {
-	s := testSim(t)
 	over := map[string]float64{}
 	util := map[string]float64{}
 	for _, policy := range []string{wire.FailClosed, wire.FailOpen, wire.FailLocalShare} {
@@ -25,13 +24,7 @@ func TestFailPoliciesOnLeasedLimitersInAPartition(t *testing.T) {
 		for i := range 12 {
 			sc.Network.Partitions = append(sc.Network.Partitions, Partition{Isolate: &i, Start: Duration(20 * time.Second), Duration: Duration(5 * time.Second)})
 		}
-		if err := sc.Prepare(); err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.Run(t.Context(), sc, Strict, 100*time.Millisecond, 1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runScenario(t, sc, Strict)
 		over[policy], util[policy] = float64(r.WorstOverrun), r.Utilisation
 		t.Logf("strict, %s: worst window %d over, utilisation %.1f%%", policy, r.WorstOverrun, r.Utilisation)
 	}

@@ -348,6 +348,20 @@ func TestApproximateDefaultScenarioWorstWindow(t *testing.T) {
 
 // runBuiltin runs the built-in scenario name, shortened to d, with one
 // strategy and sync interval (seed 1).
+// runScenario prepares sc (after a test changed it) and runs strategy at
+// a 100 ms sync interval with seed 1.
+func runScenario(t *testing.T, sc *Scenario, strategy string) Result {
+	t.Helper()
+	if err := sc.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := testSim(t).Run(t.Context(), sc, strategy, 100*time.Millisecond, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func runBuiltin(t *testing.T, name string, d time.Duration, strategy string, interval time.Duration) Result {
 	t.Helper()
 	sc, err := Builtin(name)

@@ -48,20 +48,13 @@ func TestSlidingOverrunIsWeighted(t *testing.T) {
 // Before, the same runs had 2-4 units over the limit of 100 in about one
 // window in five (seed 1, 60 s: 12 and 23 windows).
 func TestSlidingWindowWeightedCountWithinLimit(t *testing.T) {
-	s := testSim(t)
 	for _, rate := range []float64{300, 1000} {
 		sc := small(t, 64, 100, rate, "poisson", 15*time.Second)
 		sc.Config.Limiters[0].Algorithm = wire.SlidingWindow
 		sc.Locations = 4
 		sc.Network.Latency = Latency{Dist: "lognormal", Mean: Duration(20 * time.Millisecond), Sigma: 0.6}
-		if err := sc.Prepare(); err != nil {
-			t.Fatal(err)
-		}
 		for _, strategy := range []string{Auto, Central} {
-			r, err := s.Run(t.Context(), sc, strategy, 100*time.Millisecond, 1, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := runScenario(t, sc, strategy)
 			if r.WorstOverrun != 0 {
 				t.Errorf("%s at %.0f/s: %d windows over the weighted count, worst by %d", strategy, rate, r.OverWindows, r.WorstOverrun)
 			}
@@ -82,18 +75,11 @@ func TestSlidingWindowWeightedCountWithinLimit(t *testing.T) {
 // every other window (50%), a limit of 3 at 10x over 4 isolates 66.7%
 // (seeds 1-3, 60 s; 100% and 98.0% after).
 func TestSlidingSmallLimitsServed(t *testing.T) {
-	s := testSim(t)
 	for _, limit := range []int64{1, 3} {
 		sc := small(t, 4, limit, float64(10*limit), "poisson", 20*time.Second)
 		sc.Config.Limiters[0].Algorithm = wire.SlidingWindow
 		sc.Locations = 2
-		if err := sc.Prepare(); err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.Run(t.Context(), sc, Auto, 100*time.Millisecond, 1, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runScenario(t, sc, Auto)
 		t.Logf("limit %d at 10x: utilisation %.1f%%, worst window %d over", limit, r.Utilisation, r.WorstOverrun)
 		if r.WorstOverrun != 0 || r.Utilisation < 90 {
 			t.Errorf("limit %d at 10x: utilisation %.1f%%, %d windows over (worst by %d)", limit, r.Utilisation, r.OverWindows, r.WorstOverrun)

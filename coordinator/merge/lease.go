@@ -127,7 +127,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// or nothing.
 		if strandCost(pace*left, uNow+unusedCost(need, muMe, me.evidence(P), unit), room) > budget {
 			if hold {
-				need = max(unmet, 1)
+				need = max(unmet, unit)
 			} else {
 				need = unmet
 			}
@@ -209,7 +209,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// 27 through after the outage instead of 60).
 		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1)                           // renewFrom below
 		u := max(unusedCost(unit, mu, me.evidence(P), unit), float64(unit)*st.stopFloor(now)) // carry.go
-		if unit <= limit-sumNext && strandCost(pace, uNext+u, float64(limit)) <= budget {
+		if strandCost(pace, uNext+u, float64(limit)) <= budget {
 			stand, sparseStand = unit, true
 		}
 	}
