@@ -41,7 +41,11 @@ func TestCostlyRequestsServed(t *testing.T) {
 // lease for the next window only when it also syncs the key often: one
 // request of cost 40 made its isolate read as busy, and the units it
 // stood with went unused (the corpus's mixed-costs: 79.2% utilisation,
-// 91.6% after; this test, seed 1, 20 s: 82.2%, 89.7% after).
+// 91.6% after; this test, seed 1, 20 s: 82.2%, 89.7% after). A sparse
+// isolate refused a cost the window could not cover whole was granted
+// part of it, which admitted nothing and kept the units from the requests
+// of cost 1; it is now granted nothing (coordinator/merge: oneRequest):
+// 95.0% (the corpus row 96.6%).
 func TestMixedCostsServed(t *testing.T) {
 	sc := small(t, 64, 100, 60, "poisson", 20*time.Second)
 	sc.Traffic = append(sc.Traffic, Traffic{Limiter: "api", Rate: 10, Arrival: "poisson", Cost: 7},
@@ -49,7 +53,7 @@ func TestMixedCostsServed(t *testing.T) {
 	sc.Locations = 8
 	r := runScenario(t, sc, Auto)
 	t.Logf("costs 1, 7 and 40: utilisation %.1f%%, stranded %.2f%%, worst window %d over", r.Utilisation, r.StrandedPct, r.WorstOverrun)
-	if r.WorstOverrun != 0 || r.Utilisation < 88 {
-		t.Errorf("costs 1, 7 and 40: utilisation %.1f%%, %d windows over; want >= 88%%, none over", r.Utilisation, r.OverWindows)
+	if r.WorstOverrun != 0 || r.Utilisation < 93 {
+		t.Errorf("costs 1, 7 and 40: utilisation %.1f%%, %d windows over; want >= 93%%, none over", r.Utilisation, r.OverWindows)
 	}
 }

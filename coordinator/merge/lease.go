@@ -164,6 +164,11 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// what it holds stays reserved, stranded: grant nothing new.
 		grant = li
 	}
+	if grant > li && grant < unmet && oneRequest(me, P, unmet, unit) {
+		// Short of the one request it holds, the grant admits none of
+		// it and strands what it adds (oneRequest).
+		grant = li
+	}
 	if !frequent(me, P) && grant < li {
 		// A smaller grant frees nothing before the isolate's next
 		// batch (the reservation stays li until then), and a sparse
@@ -359,6 +364,25 @@ func (m *Merger) need(me *isoState, P, unmet, unit int64, hold bool, told int64)
 		return addSat(unmet, unit)
 	}
 	return unmet
+}
+
+// oneRequest reports whether what isolate me holds, need cost units of a
+// key of period P and request cost unit that it was refused (or asked
+// for), is probably one request: it syncs the key less than four times a
+// window (frequent), need is over half its demand per window, and over
+// three requests of cost unit. A grant short of need then admits nothing
+// (a request is decided whole) and the units it adds stay reserved until
+// its next request or the lease's end, while the others' smaller requests
+// are refused for them: on the corpus's mixed-costs (requests of cost 1,
+// 7, 40 and 150) such grants held utilisation at 91.6%, 96.6% without
+// them. Several held requests (a busy isolate's, a burst) are served in
+// part as before. A small need is left to partial grants either way: two
+// requests of cost 1 read as one of cost 2, and refused a unit of them a
+// sliding limit of 3 at 10x over 32 isolates admitted 171 in 60 s
+// instead of 173, the CRM trace's 1 s sync waited 67 ms at p99 instead of
+// 23.
+func oneRequest(me *isoState, P, need, unit int64) bool {
+	return need > 3*unit && !frequent(me, P) && me.perWindow(P) < 2*float64(need)
 }
 
 // frequent reports whether me syncs a key of period P at least four times

@@ -1,0 +1,61 @@
+package merge
+
+import (
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// TestPartialGrantOnlyForSeveralRequests: a sparse isolate refused a cost
+// the window cannot cover whole holds one request (oneRequest); a grant
+// short of it would admit none of it and keep the units from the others'
+// smaller requests, so it is granted nothing, and the units stay free. An
+// isolate that syncs the key often holds several requests and gets what
+// is left.
+func TestPartialGrantOnlyForSeveralRequests(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	clk.set((t0/sec + 1) * sec)
+	w := clk.now() / sec
+	// b fills the window but for 30 units (sfw: 100/s).
+	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 70, Demand: 70}))
+	clk.add(sec / 100)
+	// a, sparse, asks for one request of cost 40.
+	va := viewOf(t, mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 40})), "sfw", "k")
+	if va.Lease != 0 {
+		t.Fatalf("sparse isolate refused 40 with 30 free: lease %d, want 0", va.Lease)
+	}
+	if is := isoOf(t, c, "sfw", "k", "a"); is.lease != 0 {
+		t.Fatalf("reserved for a: %d, want 0", is.lease)
+	}
+	// The 30 serve the others' requests of cost 1.
+	vc := viewOf(t, mustSync(t, c, batch("c", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})), "sfw", "k")
+	if vc.Lease < 1 {
+		t.Fatalf("an isolate asking 1 with 30 free: lease %d", vc.Lease)
+	}
+	checkLeaseInvariant(t, c)
+
+	// h syncs the key every 50 ms asking 5 each time (100 a window): what
+	// it is refused is several requests, served in part.
+	c, clk = newTestCoordinator(t, t0, nil)
+	clk.set((t0/sec + 1) * sec)
+	w = clk.now() / sec
+	var seq, lease int64
+	for range 8 {
+		seq++
+		lease = viewOf(t, mustSync(t, c, batch("h", seq, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: min(5, lease), Demand: 5})), "sfw", "k").Lease
+		clk.add(sec / 20)
+	}
+	is := isoOf(t, c, "sfw", "k", "h")
+	if !frequent(&is, sec) {
+		t.Fatalf("h's gap %d ns: not frequent", is.gap)
+	}
+	// b leaves 20 units of the window free.
+	used := getKey(t, c, "sfw", "k").Count
+	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 80 - used - is.lease, Demand: 80 - used - is.lease}))
+	seq++
+	v := viewOf(t, mustSync(t, c, batch("h", seq, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: is.lease + 40})), "sfw", "k")
+	if v.Lease <= is.lease || v.Lease >= is.lease+40 {
+		t.Fatalf("frequent isolate holding %d refused 40 with 20 free: lease %d, want more, short of %d", is.lease, v.Lease, is.lease+40)
+	}
+	checkLeaseInvariant(t, c)
+}
