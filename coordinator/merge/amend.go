@@ -75,8 +75,9 @@ func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64) ([]slot, erro
 // lease, what it may admit in window W from the batch's cut on, is raised
 // to the ask (what it needs from the cut on) as far as the window has
 // budget free (its limit less its count and every isolate's reservation),
-// and v tells the lease raised. An ask the lease already covers (resent,
-// or older than the last) changes nothing.
+// and v tells the lease raised, or, with nothing free, that the window is
+// exhausted. An ask the lease already covers (resent, or older than the
+// last) changes nothing.
 func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup bool) {
 	st := s.st
 	W := max(limitmath.Window(now, st.lim.Period), s.maxWin)
@@ -110,6 +111,14 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 	}
 	m.markKey(st)
 	if g <= 0 {
+		if free == 0 && s.ask > me.granted && v.Window == W {
+			// Nothing free: the reply says so, and the isolate denies
+			// the requests it holds for a dry spell (wire.View.
+			// Exhausted). Told nothing, it held them for its next
+			// batch, which only refused them: a denial after two
+			// round trips (zipf-1000: wait p99 83.9 ms, 75.5 now).
+			v.Exhausted = true
+		}
 		return
 	}
 	if me.standUntil == W+1 && st.reservation(me, W+1, now) == 0 {

@@ -59,3 +59,32 @@ func TestPartialGrantOnlyForSeveralRequests(t *testing.T) {
 	}
 	checkLeaseInvariant(t, c)
 }
+
+// TestAmendmentOnAFullWindowSaysExhausted: an amendment asking for more
+// when nothing of the window is free is answered exhausted, so that the
+// isolate denies what it holds at once instead of asking again in its next
+// batch (a denial after two round trips).
+func TestAmendmentOnAFullWindowSaysExhausted(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	clk.set((t0/sec + 1) * sec)
+	w := clk.now() / sec
+	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 95, Demand: 95}))
+	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
+	first := viewOf(t, mustSync(t, c, b1), "sfw", "k").Lease
+	// c takes what is left.
+	mustSync(t, c, batch("c", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 100 - 95 - first}))
+	if ks := getKey(t, c, "sfw", "k"); ks.Count+ks.LeaseSum != 100 {
+		t.Fatalf("count %d + leases %d: the test needs the window full", ks.Count, ks.LeaseSum)
+	}
+	clk.add(sec / 100)
+	v := viewOf(t, mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 1})), "sfw", "k")
+	if v.Lease != first || !v.Exhausted {
+		t.Fatalf("amendment on a full window: lease %d (had %d), exhausted %v; want the same lease, exhausted", v.Lease, first, v.Exhausted)
+	}
+	// An ask its lease covers says nothing new.
+	v = viewOf(t, mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first})), "sfw", "k")
+	if v.Exhausted {
+		t.Fatalf("an ask the lease covers: exhausted")
+	}
+	checkLeaseInvariant(t, c)
+}
