@@ -68,21 +68,36 @@ func TestAmendmentOnAFullWindowSaysExhausted(t *testing.T) {
 	c, clk := newTestCoordinator(t, t0, nil)
 	clk.set((t0/sec + 1) * sec)
 	w := clk.now() / sec
-	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 95, Demand: 95}))
-	b1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
-	first := viewOf(t, mustSync(t, c, b1), "sfw", "k").Lease
+	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 70, Demand: 70}))
+	// h asks for 20 (its demand: 20 a window), a for 1.
+	h1 := batch("h", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 20})
+	lh := viewOf(t, mustSync(t, c, h1), "sfw", "k").Lease
+	a1 := batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
+	la := viewOf(t, mustSync(t, c, a1), "sfw", "k").Lease
+	if lh < 1 || la < 1 {
+		t.Fatalf("leases h %d, a %d: want both served", lh, la)
+	}
 	// c takes what is left.
-	mustSync(t, c, batch("c", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 100 - 95 - first}))
+	ks := getKey(t, c, "sfw", "k")
+	mustSync(t, c, batch("c", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 100 - ks.Count - ks.LeaseSum}))
 	if ks := getKey(t, c, "sfw", "k"); ks.Count+ks.LeaseSum != 100 {
 		t.Fatalf("count %d + leases %d: the test needs the window full", ks.Count, ks.LeaseSum)
 	}
 	clk.add(sec / 100)
-	v := viewOf(t, mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first + 1})), "sfw", "k")
-	if v.Lease != first || !v.Exhausted {
-		t.Fatalf("amendment on a full window: lease %d (had %d), exhausted %v; want the same lease, exhausted", v.Lease, first, v.Exhausted)
+	// a, asking for one more than it holds, is told.
+	v := viewOf(t, mustSync(t, c, amend(a1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: la + 1})), "sfw", "k")
+	if v.Lease != la || !v.Exhausted {
+		t.Fatalf("amendment on a full window: lease %d (had %d), exhausted %v; want the same lease, exhausted", v.Lease, la, v.Exhausted)
+	}
+	// h, busier than what it asks for (its demand per window at least
+	// twice the ask), is not: its held requests get what the others give
+	// back.
+	v = viewOf(t, mustSync(t, c, amend(h1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: lh + 1})), "sfw", "k")
+	if v.Lease != lh || v.Exhausted {
+		t.Fatalf("a busy isolate's amendment on a full window: lease %d (had %d), exhausted %v; want the same lease, not exhausted", v.Lease, lh, v.Exhausted)
 	}
 	// An ask its lease covers says nothing new.
-	v = viewOf(t, mustSync(t, c, amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: first})), "sfw", "k")
+	v = viewOf(t, mustSync(t, c, amend(a1, wire.Ask{Limiter: "sfw", Key: "k", Window: w, Cost: la})), "sfw", "k")
 	if v.Exhausted {
 		t.Fatalf("an ask the lease covers: exhausted")
 	}
