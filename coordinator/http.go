@@ -274,6 +274,14 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 			"POST /v1/sync takes "+MsgpackContentType)
 		return
 	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// A compressed body would read as malformed msgpack (400): say
+		// what is wrong instead (RFC 9110 15.5.16, RFC 7694).
+		w.Header().Set("Accept-Encoding", "identity")
+		c.fail(w, http.StatusUnsupportedMediaType, "content_encoding", "Content-Encoding", "Unsupported content coding",
+			"POST /v1/sync takes an uncompressed body; got Content-Encoding "+strconv.Quote(ce))
+		return
+	}
 	if r.ContentLength > c.opts.MaxBodyBytes {
 		c.failErr(w, &http.MaxBytesError{Limit: c.opts.MaxBodyBytes})
 		return
