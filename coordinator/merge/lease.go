@@ -51,6 +51,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// (uNow), and of their standing leases in W+1 (uNext): see strand.go.
 	var uNow, uNext, spent float64
 	unit := st.costUnit() // what one request costs: what an isolate holds ahead
+	fit := st.fitShare()  // the share of the isolates' asks a unit held ahead serves
 	left := float64((W+1)*P-now) / float64(P)
 	horizon := now - 2*P
 	for i := range st.isos {
@@ -67,10 +68,17 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// isolate's rarely is between requests); what it can still use
 		// of what it holds is heldOutlook's and standShare's to say.
 		lam := is.perWindow(P)
-		sp, un := heldOutlook(is, r, lam, W, P, now, unit)
+		lamH, lamS := lam, lam
+		if r <= unit {
+			lamH = lam * fit
+		}
+		if rn <= unit {
+			lamS = lam * fit
+		}
+		sp, un := heldOutlook(is, r, lamH, W, P, now, unit)
 		spent += sp
 		uNow += un
-		uNext += st.standUnused(is, rn, lam, W+1, now)
+		uNext += st.standUnused(is, rn, lamS, W+1, now)
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 			pace += lam
@@ -93,7 +101,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// request): past that the units stay reserved, unused, as long as
 	// the window lasts (reservation).
 	muMe := lambda * min(left, float64(m.opts.LeaseLife)/float64(P))
-	hold := m.holdsAhead(me, unit) && strandCost(pace*left, uNow+unusedCost(unit, muMe, me.evidence(P), unit), room) <= budget
+	hold := m.holdsAhead(me, unit) && strandCost(pace*left, uNow+unusedCost(unit, muMe*fit, me.evidence(P), unit), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -212,7 +220,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// of the circuit closing by asking at a window's start (with
 		// standing units, the corpus's outage test saw the circuit let
 		// 27 through after the outage instead of 60).
-		mu := lambda * min(float64(m.opts.LeaseLife)/float64(P), 1)                           // renewFrom below
+		mu := lambda * fit * min(float64(m.opts.LeaseLife)/float64(P), 1)                     // renewFrom below
 		u := max(unusedCost(unit, mu, me.evidence(P), unit), float64(unit)*st.stopFloor(now)) // carry.go
 		if strandCost(pace, uNext+u, float64(limit)) <= budget {
 			stand, sparseStand = unit, true

@@ -48,8 +48,9 @@ type keyState struct {
 	// divisor of what each asked, about the cost of one request
 	// (costUnit). Not stored.
 	unitAsks uint8
-	epoch    int64 // Merger.ckptEpoch when last logged
-	ckptSlot int32 // index of its op in Merger.ckptOps, when epoch is current
+	fitCost  float32 // leased, in what was padding: see fitShare. Not stored.
+	epoch    int64   // Merger.ckptEpoch when last logged
+	ckptSlot int32   // index of its op in Merger.ckptOps, when epoch is current
 	unit     int32
 	gen      int64 // Stage that holds the last change
 	// oldest is a lower bound of isos[*].seen (math.MinInt64 = unknown,
@@ -65,6 +66,7 @@ type keyState struct {
 	// the next (carry.go): observations, those that had none, decayed by
 	// half per window since carryWin. Not stored.
 	carryN, carryStop float32
+	askCost           float32 // leased, in what was padding: see fitShare. Not stored.
 	carryWin          int64
 	fullWin           int64 // 1 + the window last logged as full (fullnotice.go); 0: none. Not stored.
 }

@@ -84,6 +84,37 @@ func (st *keyState) costUnit() int64 {
 	return max(int64(st.unit), 1)
 }
 
+// noteSparseAsk records that an isolate that syncs the key less than four
+// times a window (not frequent) asked for cost asked in st: most such asks
+// hold one request, so they sample what the key's requests cost
+// (fitShare). Decayed by 1/64 per ask.
+func (st *keyState) noteSparseAsk(asked int64) {
+	const keep = 63.0 / 64
+	st.askCost = st.askCost*keep + float32(asked)
+	st.fitCost *= keep
+	if asked <= 3*st.costUnit() {
+		st.fitCost += float32(asked)
+	}
+}
+
+// fitShare returns the share of the cost sparse isolates ask for that is
+// in requests a unit held ahead serves (noteSparseAsk: asks of at most
+// three units, oneRequest's bound), 1 until they have asked for 16 units.
+// An isolate's demand is counted in cost, and a unit held ahead is used
+// only by a request that fits it: on a key with requests of cost 1, 7 and
+// 40 (mixed-costs), an isolate whose pace was mostly requests of cost 40
+// read as one that surely uses the unit it holds, and units held ahead
+// stranded 2.2 points of the limit. Where a unit held ahead (or a
+// standing unit) is judged used or stranded (grantWindow, heldOutlook,
+// standUnused), the holder's pace counts times this share; the fleet's
+// pace, which fills the window, is counted whole.
+func (st *keyState) fitShare() float64 {
+	if st.askCost < 16*float32(st.costUnit()) {
+		return 1
+	}
+	return min(1, float64(st.fitCost/st.askCost))
+}
+
 // unitAsks is how many asks a key's costUnit rests on: 4.
 const unitAsks = 4
 
