@@ -80,6 +80,9 @@ const (
 type Pause struct {
 	Limiter string `json:"limiter"`
 	Key     string `json:"key,omitempty"`
+	// KeyB64 is Key's exact bytes in unpadded base64url (in views only;
+	// empty for a limiter's pause).
+	KeyB64 string `json:"key_b64,omitempty"`
 	// Until is when the pause ends, coordinator time (Unix ns).
 	Until int64 `json:"until_ns"`
 	// Left is how long the pause still lasts, ns (in views only).

@@ -2,11 +2,13 @@ package coordinator
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -33,11 +35,17 @@ type ControlView struct {
 type LimiterLimit struct {
 	Name      string           `json:"name"`
 	Limit     int64            `json:"limit"`
-	Overrides map[string]int64 `json:"overrides"` // key -> limit in force
-	// ConfiguredLimit and ConfiguredOverrides are the configuration
-	// file's.
-	ConfiguredLimit     int64            `json:"configured_limit"`
-	ConfiguredOverrides map[string]int64 `json:"configured_overrides"`
+	Overrides map[string]int64 `json:"overrides"` // key -> limit in force, keys that are valid UTF-8
+	// OverridesB64 are the overrides in force of keys that are not valid
+	// UTF-8, by the key's bytes in unpadded base64url (JSON would show
+	// each such key with U+FFFD in place of its bad bytes, and two of
+	// them as one). Omitted when there are none.
+	OverridesB64 map[string]int64 `json:"overrides_b64,omitempty"`
+	// ConfiguredLimit and ConfiguredOverrides (ConfiguredOverridesB64,
+	// as OverridesB64) are the configuration file's.
+	ConfiguredLimit        int64            `json:"configured_limit"`
+	ConfiguredOverrides    map[string]int64 `json:"configured_overrides"`
+	ConfiguredOverridesB64 map[string]int64 `json:"configured_overrides_b64,omitempty"`
 	// Changes are the run-time changes in force (their reason, who, when).
 	Changes []LimitChange `json:"changes"`
 }
@@ -45,7 +53,10 @@ type LimiterLimit struct {
 // LimitChange is a run-time change of a limit (Key empty) or override in
 // force.
 type LimitChange struct {
-	Key    string `json:"key,omitempty"`
+	Key string `json:"key,omitempty"`
+	// KeyB64 is Key's exact bytes in unpadded base64url (any key, valid
+	// UTF-8 or not); empty for a limiter's limit.
+	KeyB64 string `json:"key_b64,omitempty"`
 	Limit  int64  `json:"limit"` // 0: the override removed
 	Reason string `json:"reason,omitempty"`
 	By     string `json:"by"`
@@ -71,24 +82,41 @@ func (c *Coordinator) Control(ctx context.Context) (*ControlView, error) {
 		ll := LimiterLimit{Name: l.Name, Limit: l.Limit, ConfiguredLimit: f.Limit, Overrides: map[string]int64{},
 			ConfiguredOverrides: map[string]int64{}, Changes: []LimitChange{}}
 		for _, o := range l.Overrides {
-			ll.Overrides[o.Key] = o.Limit
+			putOverride(ll.Overrides, &ll.OverridesB64, o.Key, o.Limit)
 		}
 		for _, o := range f.Overrides {
-			ll.ConfiguredOverrides[o.Key] = o.Limit
+			putOverride(ll.ConfiguredOverrides, &ll.ConfiguredOverridesB64, o.Key, o.Limit)
 		}
 		for _, s := range rec.Limits {
 			if s.Limiter == l.Name {
-				ll.Changes = append(ll.Changes, LimitChange{Key: string(s.Key), Limit: s.Limit, Reason: s.Reason, By: s.By, At: s.At})
+				ll.Changes = append(ll.Changes, LimitChange{Key: string(s.Key), KeyB64: keyB64(s.Key), Limit: s.Limit, Reason: s.Reason, By: s.By, At: s.At})
 			}
 		}
 		v.Limiters = append(v.Limiters, ll)
 	}
 	for _, p := range rec.Pauses {
-		v.Pauses = append(v.Pauses, Pause{Limiter: p.Limiter, Key: string(p.Key), Until: p.Until, Left: p.Until - now,
+		v.Pauses = append(v.Pauses, Pause{Limiter: p.Limiter, Key: string(p.Key), KeyB64: keyB64(p.Key), Until: p.Until, Left: p.Until - now,
 			Reason: p.Reason, By: p.By, At: p.At})
 	}
 	return v, nil
 }
+
+// putOverride adds key's override limit to utf (a key that is valid
+// UTF-8) or to *b64, made when needed (any other, by its bytes in
+// unpadded base64url).
+func putOverride(utf map[string]int64, b64 *map[string]int64, key string, limit int64) {
+	if utf8.ValidString(key) {
+		utf[key] = limit
+		return
+	}
+	if *b64 == nil {
+		*b64 = map[string]int64{}
+	}
+	(*b64)[base64.RawURLEncoding.EncodeToString([]byte(key))] = limit
+}
+
+// keyB64 returns key's bytes in unpadded base64url ("" for none).
+func keyB64(key []byte) string { return base64.RawURLEncoding.EncodeToString(key) }
 
 // SetLimit sets the limit of limiter (key "") or the override of key (limit
 // 0 removes the key's override: it takes the limiter's limit again), as

@@ -124,7 +124,7 @@ func (ct *control) pauseOf(limiter, key string, now int64) *Pause {
 			continue
 		}
 		if best == nil || p.Until > best.Until {
-			best = &Pause{Limiter: p.Limiter, Key: string(p.Key), Until: p.Until, Left: p.Until - now, Reason: p.Reason, By: p.By, At: p.At}
+			best = &Pause{Limiter: p.Limiter, Key: string(p.Key), KeyB64: keyB64(p.Key), Until: p.Until, Left: p.Until - now, Reason: p.Reason, By: p.By, At: p.At}
 		}
 	}
 	return best
