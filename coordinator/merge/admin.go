@@ -26,9 +26,15 @@ type KeyState struct {
 	Prev      int64            `json:"prev"`      // windowed: cost counted in Window-1
 	TAT       int64            `json:"tat_ns"`    // bucket: theoretical arrival time, ns
 	Isolates  int64            `json:"isolates"`  // isolates seen within 2 periods (in memory)
-	Leases    map[string]int64 `json:"leases"`    // strict: active lease per isolate
-	LeaseSum  int64            `json:"lease_sum"` // strict: sum of active leases
-	At        int64            `json:"at_ns"`     // coordinator time of the view, ns
+	Leases    map[string]int64 `json:"leases"`    // strict: budget of Window reserved per isolate (lease or standing lease)
+	LeaseSum  int64            `json:"lease_sum"` // strict: sum of Leases
+	// ExpiredLeaseSum (strict windowed) is the part of LeaseSum whose
+	// lease's life is over: its isolate stopped admitting under it
+	// (stopped, killed, or silent past the life) and may have admitted
+	// all of it without reporting, so it stays reserved, as spent, until
+	// Window ends; 0 when none.
+	ExpiredLeaseSum int64 `json:"expired_lease_sum"`
+	At              int64 `json:"at_ns"` // coordinator time of the view, ns
 	// Upstream is what the isolates learnt of the key's upstream (see
 	// upstream.go); absent when nothing.
 	Upstream *UpstreamState `json:"upstream,omitempty"`
@@ -88,6 +94,9 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 		if r := st.reservation(is, w, now); lim.Leased() && r > 0 {
 			ks.Leases[is.id] = r
 			ks.LeaseSum = addSat(ks.LeaseSum, r)
+			if m.leaseExpired(is, now) && !lim.IsBucket() {
+				ks.ExpiredLeaseSum = addSat(ks.ExpiredLeaseSum, r)
+			}
 		}
 	}
 	return ks, nil
