@@ -328,9 +328,9 @@ func Open(opts Options) (*Coordinator, error) {
 		bodies: newBodyBudget(&opts)}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
-	obs := observers{c.dash, c.met.lim}
+	obs := &observers{list: []merge.Observer{c.dash, c.met.lim}, limits: ctl.limits, cfg: opts.Config}
 	if rec := c.openHistory(); rec != nil {
-		obs = append(obs, rec)
+		obs.list = append(obs.list, rec)
 	}
 	m.SetObserver(obs)
 	if ss, ok := store.(merge.SharedStore); ok {
