@@ -14,9 +14,9 @@ func TestControlViewKeysThatAreNotUTF8(t *testing.T) {
 	_, _, srv := newTestServer(t, nil)
 	b64 := func(k string) string { return base64.RawURLEncoding.EncodeToString([]byte(k)) }
 	mustControl(t, srv, "PUT", "/v1/limiters/fw/overrides/"+b64("\xff")+"?encoding=base64url", `{"limit": 5}`, "")
-	v := mustControl(t, srv, "PUT", "/v1/limiters/fw/overrides/"+b64("\xfe")+"?encoding=base64url", `{"limit": 6}`, "")
+	mustControl(t, srv, "PUT", "/v1/limiters/fw/overrides/"+b64("\xfe")+"?encoding=base64url", `{"limit": 6}`, "")
 	mustControl(t, srv, "PUT", "/v1/limiters/fw/overrides/plain", `{"limit": 7}`, "")
-	v = mustControl(t, srv, "POST", "/v1/limiters/fw/pause/"+b64("\xfd")+"?encoding=base64url", `{"for": "10m", "reason": "test"}`, "")
+	v := mustControl(t, srv, "POST", "/v1/limiters/fw/pause/"+b64("\xfd")+"?encoding=base64url", `{"for": "10m", "reason": "test"}`, "")
 	l := v.Limiters[0]
 	if l.OverridesB64[b64("\xff")] != 5 || l.OverridesB64[b64("\xfe")] != 6 || len(l.OverridesB64) != 2 {
 		t.Fatalf("overrides_b64 %v, want both keys", l.OverridesB64)
