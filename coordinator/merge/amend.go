@@ -124,8 +124,8 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 			// sim/testdata/round-trip-window.json: 96.3% -> 91.0%),
 			// nor for an isolate busier than what it holds, whose held
 			// requests get what others give back (a hot isolate 150
-			// ms away, sim/testdata/far-hot-isolate.json, 98.2% ->
-			// 97.4%).
+			// ms away, sim/testdata/far-hot-isolate.json, 98.5% ->
+			// 97.9%).
 			v.Exhausted = true
 		}
 		return
