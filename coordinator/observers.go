@@ -11,7 +11,7 @@ import (
 type observers struct {
 	list   []merge.Observer
 	limits *merge.Limits // the limits in force
-	cfg    wire.Config   // the configuration file's
+	cfg    wire.Config   // the configuration at start
 }
 
 // Applied implements merge.Observer.
@@ -24,14 +24,17 @@ func (ob *observers) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 
 // boundedObserved returns b, or, when an entry of a windowed limiter
 // reports more admitted cost than its key's limit (the larger of the one
-// in force and the configuration file's), a copy with that entry's Delta
+// in force and the configuration's at start), a copy with that entry's Delta
 // at the limit: one isolate admits at most a window's limit of a key in a
 // window (a lease is within it; an approximate estimate and a fail policy
 // admit within it), so only a hostile or broken client reports more. The
 // observers' totals (admitted_total, the dashboard's, the history) are
 // sums over every batch, and one batch of 8,192 entries reporting 2^50
 // each pinned them at the largest int64 for as long as they are kept.
-// The counts applied to the keys are the store's: not changed here.
+// The counts applied to the keys are the store's: not changed here. Not
+// bounded: bucket limiters' entries (an entry covers the isolate's cost
+// since its last batch, however long ago) and denied cost (an isolate may
+// refuse any amount): a hostile batch can still pin those totals.
 func (ob *observers) boundedObserved(b *wire.Batch) *wire.Batch {
 	var out *wire.Batch
 	var g *merge.LimitsGen
@@ -61,7 +64,7 @@ func (ob *observers) boundedObserved(b *wire.Batch) *wire.Batch {
 
 // entryCap returns the most admitted cost entry e can honestly report: its
 // key's limit for a windowed limiter, the larger of the one in force (g;
-// nil: none) and the configuration file's; -1 (no bound) for buckets and
+// nil: none) and the configuration's at start; -1 (no bound) for buckets and
 // limiters it does not know.
 func (ob *observers) entryCap(g *merge.LimitsGen, e *wire.Delta) int64 {
 	l := ob.cfg.Limiter(e.Limiter)

@@ -106,7 +106,7 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 	}
 	free := max(0, st.limitFor(s.key, now)-st.usedIn(W, now)-sumL)
 	g := min(max(0, s.ask-me.granted), free)
-	if want := s.ask - me.granted; g < want && oneRequest(me, st.lim.Period, want, st.costUnit()) {
+	if want := s.ask - me.granted; g < want && oneRequest(me, st.lim.Period, want, st.costUnit(), st.fitShare()) {
 		g = 0 // short of the one request it holds, it admits none of it
 	}
 	m.markKey(st)

@@ -346,8 +346,8 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 				me.asks++
 			}
 			st.noteAsk(asked)
-			if asked > 0 && !frequent(me, lim.Period) {
-				st.noteSparseAsk(asked)
+			if s.unmet > 0 && !frequent(me, lim.Period) {
+				st.noteSparseAsk(s.unmet) // what it holds: mostly one request
 			}
 			if s.req && !lim.IsBucket() {
 				// After prune: an entry dropped there and made again by

@@ -7,8 +7,8 @@ import (
 
 // TestFitShare: the share of sparse isolates' asked cost in requests a unit
 // held ahead serves is 1 on a key of requests of cost 1, about the cost
-// share of the small requests on a key of mixed costs, and 1 until 16
-// units were asked.
+// share of the small requests on a key of mixed costs, and 1 until 8 asks
+// and 16 units were asked.
 func TestFitShare(t *testing.T) {
 	var ones keyState
 	for range 200 {
@@ -16,6 +16,10 @@ func TestFitShare(t *testing.T) {
 	}
 	if f := ones.fitShare(); f != 1 {
 		t.Fatalf("requests of cost 1: share %.3f, want 1", f)
+	}
+	var fresh keyState
+	if fresh.noteSparseAsk(40); fresh.fitShare() != 1 {
+		t.Fatalf("one ask of 40 on a fresh key: share %.3f, want 1 (one ask is no evidence)", fresh.fitShare())
 	}
 	var mixed keyState
 	for range 10 {

@@ -48,6 +48,7 @@ type keyState struct {
 	// divisor of what each asked, about the cost of one request
 	// (costUnit). Not stored.
 	unitAsks uint8
+	askN     uint8   // leased, in what was padding: sparse asks seen, up to 255 (fitShare). Not stored.
 	fitCost  float32 // leased, in what was padding: see fitShare. Not stored.
 	epoch    int64   // Merger.ckptEpoch when last logged
 	ckptSlot int32   // index of its op in Merger.ckptOps, when epoch is current

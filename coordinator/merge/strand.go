@@ -85,12 +85,15 @@ func (st *keyState) costUnit() int64 {
 }
 
 // noteSparseAsk records that an isolate that syncs the key less than four
-// times a window (not frequent) asked for cost asked in st: most such asks
-// hold one request, so they sample what the key's requests cost
-// (fitShare). Decayed by 1/64 per ask.
+// times a window (not frequent) was refused cost asked in st, which it
+// holds and asks for: mostly one request, so such asks sample what the
+// key's requests cost (fitShare); cost it admitted under a lease is not
+// one (a report of 90 admitted read as a request of 90). Decayed by 1/64
+// per ask.
 func (st *keyState) noteSparseAsk(asked int64) {
 	const keep = 63.0 / 64
 	st.askCost = st.askCost*keep + float32(asked)
+	st.askN = min(st.askN, 254) + 1
 	st.fitCost *= keep
 	if asked <= 3*st.costUnit() {
 		st.fitCost += float32(asked)
@@ -99,7 +102,8 @@ func (st *keyState) noteSparseAsk(asked int64) {
 
 // fitShare returns the share of the cost sparse isolates ask for that is
 // in requests a unit held ahead serves (noteSparseAsk: asks of at most
-// three units, oneRequest's bound), 1 until they have asked for 16 units.
+// three units, oneRequest's bound), 1 until they have asked 8 times and
+// for 16 units (one large ask, a burst on a fresh key, is not evidence).
 // An isolate's demand is counted in cost, and a unit held ahead is used
 // only by a request that fits it: on a key with requests of cost 1, 7 and
 // 40 (mixed-costs), an isolate whose pace was mostly requests of cost 40
@@ -109,7 +113,7 @@ func (st *keyState) noteSparseAsk(asked int64) {
 // standUnused), the holder's pace counts times this share; the fleet's
 // pace, which fills the window, is counted whole.
 func (st *keyState) fitShare() float64 {
-	if st.askCost < 16*float32(st.costUnit()) {
+	if st.askN < 8 || st.askCost < 16*float32(st.costUnit()) {
 		return 1
 	}
 	return min(1, float64(st.fitCost/st.askCost))
