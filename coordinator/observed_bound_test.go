@@ -10,8 +10,9 @@ import (
 )
 
 // TestObservedTotalsBounded: a batch reporting more admitted cost for a key
-// than its window's limit (only a hostile or broken client does) adds at
-// most the limit per entry to the totals (admitted_total, the dashboard's):
+// than any key of its limiter may admit in a window (only a hostile or
+// broken client does) adds at most the limiter's largest limit or override
+// per entry to the totals (admitted_total, the dashboard's):
 // before, one batch of entries at 2^50 pinned them at the largest int64,
 // and nothing admitted after it showed. The key's count is the store's, as
 // reported.
@@ -29,7 +30,7 @@ func TestObservedTotalsBounded(t *testing.T) {
 	if st, _, p := syncAs(t, srv, "", batch("good", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "g", Window: w, Delta: 5, Demand: 5})); st != 200 {
 		t.Fatalf("sync: %d %+v", st, p)
 	}
-	want := float64(100*100 + 1000 + 5)
+	want := float64(101*1000 + 5) // fw: 100, vip's override 1000
 	if got := metricValue(t, metricsText(t, srv.URL), `edgelimit_coordinator_admitted_total{limiter="fw"}`); got != want {
 		t.Fatalf("admitted_total %v, want %v", got, want)
 	}
