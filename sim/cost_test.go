@@ -45,7 +45,8 @@ func TestCostlyRequestsServed(t *testing.T) {
 // isolate refused a cost the window could not cover whole was granted
 // part of it, which admitted nothing and kept the units from the requests
 // of cost 1; it is now granted nothing (coordinator/merge: oneRequest):
-// 95.0% (the corpus row 96.6%).
+// 95.0% (the corpus row 96.6%). A unit held ahead is judged on the share
+// of the key's asks it serves (fitShare): 95.6% (97.2%).
 func TestMixedCostsServed(t *testing.T) {
 	sc := small(t, 64, 100, 60, "poisson", 20*time.Second)
 	sc.Traffic = append(sc.Traffic, Traffic{Limiter: "api", Rate: 10, Arrival: "poisson", Cost: 7},
