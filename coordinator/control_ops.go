@@ -112,7 +112,7 @@ func putOverride(utf map[string]int64, b64 *map[string]int64, key string, limit 
 	if *b64 == nil {
 		*b64 = map[string]int64{}
 	}
-	(*b64)[base64.RawURLEncoding.EncodeToString([]byte(key))] = limit
+	(*b64)[keyB64([]byte(key))] = limit
 }
 
 // keyB64 returns key's bytes in unpadded base64url ("" for none).

@@ -105,14 +105,15 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 		sumL = addSat(sumL, st.reservation(&st.isos[i], W, now))
 	}
 	free := max(0, st.limitFor(s.key, now)-st.usedIn(W, now)-sumL)
-	g := min(max(0, s.ask-me.granted), free)
-	if want := s.ask - me.granted; g < want && oneRequest(me, st.lim.Period, want, st.costUnit(), st.fitShare()) {
+	P := st.lim.Period
+	want := s.ask - me.granted // what the ask needs past what it was told
+	g := min(max(0, want), free)
+	if g < want && oneRequest(me, P, want, st.costUnit(), st.fitShare()) {
 		g = 0 // short of the one request it holds, it admits none of it
 	}
 	m.markKey(st)
 	if g <= 0 {
-		P := st.lim.Period
-		if want := s.ask - me.granted; free == 0 && want > 0 && v.Window == W &&
+		if free == 0 && want > 0 && v.Window == W &&
 			now+2*m.oneWay < (W+1)*P && me.perWindow(P) < 2*float64(want) {
 			// Nothing free, and the isolate's next batch would ask in
 			// W again: the reply says the window is exhausted, and the
