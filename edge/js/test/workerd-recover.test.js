@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { startCoordinator } from './coordinator.js';
 import { startWorkerd, workerdBin } from './workerd/run.js';
 import { offBoundary } from './helpers.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const skip = workerdBin() ? false : 'workerd is not installed (run `make tools-js` or `npm ci` in edge/js)';
@@ -157,4 +159,32 @@ test('workerd, default options, 4 Workers: bursts of 18 a second on a 6/s key us
   }
   console.log(`# bursts of 18/s on a 6/s key over 4 Workers: ${admitted} of ${6 * bursts} units of the limit used`);
   assert.ok(admitted >= 0.95 * 6 * bursts, `${admitted} admitted of a limit of ${6 * bursts}`);
+});
+
+test('workerd, default options, 4 Workers: quiet after the coordinator was killed and restarted (Pebble), requests on a full strict key are denied on a fresh view, not admitted by open', { skip, timeout: 90000 }, async () => {
+  const cfg = { limiters: [{ name: 'full', algorithm: 'fixed_window', limit: 10, period: '1h', mode: 'strict' }] };
+  // Not within 30 s of the hour's end: the key must stay in one window.
+  const toHour = 3600000 - (Date.now() % 3600000);
+  if (toHour < 30000) await sleep(toHour + 100);
+  const args = ['--data', mkdtempSync(path.join(os.tmpdir(), 'edgelimit-pebble-'))];
+  const coord = await startCoordinator(cfg, args);
+  running.push(coord);
+  const wd = await startWorkerd({ n: 4, workerFile: path.join(here, 'workerd/worker.js'),
+    bindings: { LIMITS: JSON.stringify(cfg), COORDINATOR: coord.url } });
+  running.push(wd);
+  let filled = 0;
+  for (let i = 0; i < 14; i++) if ((await limit(wd, wd.urls[i % 4], 'full', 'full')).success) filled++;
+  assert.equal(filled, 10);
+  await coord.kill();
+  // Each Worker fails its syncs on another key, then goes quiet.
+  for (let i = 0; i < 3; i++) { await Promise.all(wd.urls.map((u) => limit(wd, u, 'full', 'other'))); await sleep(300); }
+  const back = await startCoordinator(cfg, args, coord.port);
+  running.push(back);
+  await sleep(3000); // quiet with the coordinator back: no request probes it
+  const ds = await Promise.all(wd.urls.flatMap((u) => [0, 1, 2].map(() => limit(wd, u, 'full', 'full'))));
+  console.log(`# 12 requests on the full key after 3 s of quiet: ${ds.filter((d) => d.success).length} admitted, ${ds.filter((d) => d.stale).length} on a stale view`);
+  assert.deepEqual(ds.filter((d) => d.success || d.stale), [], 'no request on the full key is admitted or decided stale');
+  for (let i = 0; i < 5; i++) { await Promise.all(wd.urls.map((u) => limit(wd, u, 'full', 'other'))); await sleep(200); }
+  const count = (await (await fetch(`${back.url}/v1/limiters/full/keys/full`)).json()).count;
+  assert.ok(count <= 10, `the coordinator counts ${count} on a limit of 10`);
 });
