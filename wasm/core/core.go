@@ -265,12 +265,15 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	if len(c.ups) != 0 {
 		c.upCheck(lim, idx, e, cost, now, r)
 	}
-	if cost == 0 && r.Allowed && c.peekCold(&c.lims[lim], e, now) {
+	if l := &c.lims[lim]; cost == 0 && r.Allowed && c.peekCold(l, e, now) {
 		// A peek answers the global estimate, and this isolate knows
 		// none worth telling (it does not use the key): the next batch
 		// names the key and goes out at once, and a host that holds
-		// SyncRetry answers after its reply (resets.go, name).
-		r.SyncRetry, r.SyncWanted = true, true
+		// SyncRetry answers after its reply (resets.go, name). A
+		// limiter that decides alone (approximate) never waits: this
+		// peek answers what the isolate knows, the next ones the view
+		// the batch brings.
+		r.SyncRetry, r.SyncWanted = l.strict || l.readThru, true
 		c.beatNow = true
 		c.name(idx)
 	}

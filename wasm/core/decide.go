@@ -174,16 +174,18 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	}
 }
 
-// peekCold reports whether a peek (cost 0) on e at now must ask the
-// coordinator first to answer the global estimate: on a limiter that
-// coordinates (leased, or read-through), when e has no view, or none of
-// the current window, or one older than two sync intervals. An isolate
-// that uses the key has a fresher one from its own syncs; one that only
-// peeks (a dashboard, a header on another path) would otherwise answer
-// the whole limit for ever (a key another isolate had spent 30 of 100
-// in: remaining 100 on every peek).
+// peekCold reports whether a peek (cost 0) on e at now answers from no
+// global estimate worth telling: e has no view, or none of the current
+// window, or one older than two sync intervals (never for a standalone or
+// stopped isolate: it has nobody to ask). An isolate that uses the key has
+// a fresher one from its own syncs; one that only peeks (a dashboard, a
+// header on another path) would otherwise answer the whole limit for ever
+// (a key another isolate had spent 30 of 100 in: remaining 100 on every
+// peek, and on an approximate key 95 where 35 were left). The peek then
+// asks for a sync naming the key; on a limiter that coordinates (leased,
+// or read-through) it also waits for the reply (Decide).
 func (c *Core) peekCold(l *limiter, e *entry, now int64) bool {
-	if c.cfg.Standalone || c.stopped || !l.strict && !l.readThru {
+	if c.cfg.Standalone || c.stopped {
 		return false
 	}
 	if !e.hasView() {

@@ -46,8 +46,27 @@ func TestPeekOnAColdKeyAsksFirst(t *testing.T) {
 	if err := c.Decide(0, []byte("k"), 0, now+300e6, &r); err != nil || !r.SyncRetry {
 		t.Fatalf("peek on a view 280 ms old: %+v, %v; want SyncRetry", r, err)
 	}
-	if err := c.Decide(1, []byte("k"), 0, now, &r); err != nil || !r.Allowed || r.SyncRetry {
-		t.Fatalf("approximate peek: %+v, %v; want allowed at once", r, err)
+	if err := c.Decide(1, []byte("k"), 0, now, &r); err != nil || !r.Allowed || r.SyncRetry || !r.SyncWanted {
+		t.Fatalf("approximate peek on a key never seen: %+v, %v; want allowed at once, SyncWanted", r, err)
+	}
+	out, err = c.SyncOut(now+60e6, nil)
+	if err != nil || len(out) == 0 {
+		t.Fatalf("no batch after an approximate cold peek: %d bytes, %v", len(out), err)
+	}
+	named = false
+	for _, d := range batchOf(t, out).Entries {
+		named = named || d.Limiter == "a" && d.Key == "k" && d.Delta == 0 && d.Demand == 0
+	}
+	if !named {
+		t.Fatalf("the batch does not name the approximate key peeked: %+v", batchOf(t, out).Entries)
+	}
+	rp = wire.Reply{Version: wire.Version, Seq: c.seq, At: now + 80e6, Entries: []wire.View{
+		{Limiter: "a", Key: "k", Window: 2, Count: 65, Isolates: 3}}}
+	if err := c.SyncIn(rp.AppendMsg(nil), now+100e6); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Decide(1, []byte("k"), 0, now+110e6, &r); err != nil || !r.Allowed || r.SyncWanted || r.Remaining > 35 {
+		t.Fatalf("approximate peek after the reply: %+v, %v; want remaining at most 35, no sync wanted", r, err)
 	}
 	alone, err := New(wire.Config{Version: wire.Version, IsolateID: "i", Standalone: true, Limiters: cfg.Limiters})
 	if err != nil {

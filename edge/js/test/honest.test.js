@@ -10,7 +10,8 @@ import { wasmModule } from './helpers.js';
 const config = { limiters: [
   { name: 'fw', algorithm: 'fixed_window', limit: 100, period: '1h' },
   { name: 'gc', algorithm: 'gcra', limit: 100, period: '1h' },
-  { name: 'tb', algorithm: 'token_bucket', limit: 100, period: '1h', burst: 100 }] };
+  { name: 'tb', algorithm: 'token_bucket', limit: 100, period: '1h', burst: 100 },
+  { name: 'ap', algorithm: 'fixed_window', limit: 100, period: '1h', mode: 'approximate' }] };
 
 test('a peek on a key this isolate does not use asks the coordinator first', async () => {
   const coord = await startCoordinator(config);
@@ -35,6 +36,31 @@ test('a peek on a key this isolate does not use asks the coordinator first', asy
     await b.close();
   } finally { await coord.stop(); }
 });
+
+for (const background of ['requests', 'timers']) {
+  test(`${background}: an isolate that only peeks an approximate key answers the coordinator's view from its second peek`, async () => {
+    const coord = await startCoordinator(config);
+    const a = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url, background });
+    const b = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url, background });
+    try {
+      const key = `peek-ap-${Date.now()}`;
+      for (let i = 0; i < 65; i++) assert.equal((await a.limit({ limiter: 'ap', key })).success, true);
+      assert.equal(await a.sync(), true, a.lastError);
+      // Approximate mode never waits: the first peek answers what b knows
+      // (nothing: 100) and asks for a sync naming the key.
+      const first = b.decide({ limiter: 'ap', key, cost: 0 });
+      assert.deepEqual([first.success, first.syncRetry], [true, false]);
+      const until = Date.now() + 2000;
+      let d;
+      do {
+        await new Promise((r) => setTimeout(r, 50));
+        d = await b.limit({ limiter: 'ap', key, cost: 0 });
+      } while (d.remaining > 35 && Date.now() < until);
+      // Before, b answered 100 (then 95 after its own use) for as long as it only peeked.
+      assert.ok(d.remaining <= 35, `peeks after the sync: remaining ${d.remaining}, want at most 35 (65 of 100 spent)`);
+    } finally { await a.close(); await b.close(); await coord.stop(); }
+  });
+}
 
 test('a cost that can never pass leaves a bucket full for the others', async () => {
   const coord = await startCoordinator(config, ['--lease-life', '500ms']);
