@@ -421,3 +421,26 @@ func TestRedisFastClockDropsNoOthersCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisAheadEntryKeepsSlidingPrev: over Redis (approximate sliding
+// keys counted in place), an entry for the next window is counted in the
+// coordinator's current one, and the key keeps the previous window's
+// count, which a sliding window weighs (merge.TestAheadEntryKeepsSlidingPrev
+// for the merge's own path).
+func TestRedisAheadEntryKeepsSlidingPrev(t *testing.T) {
+	rs := openTestRedis(t, redisstore.Options{Buckets: 16})
+	clk := &fakeClock{}
+	clk.set(t0 + sec/2) // window 1000
+	c, err := Open(Options{Store: rs, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustSync(t, c, batch("honest", 1, clk.now(), wire.Delta{Limiter: "sw", Key: "k", Window: 1000, Delta: 100, Demand: 100}))
+	clk.set(t0 + sec + sec/50) // 20 ms into window 1001
+	mustSync(t, c, batch("fast", 1, clk.now(), wire.Delta{Limiter: "sw", Key: "k", Window: 1002, Delta: 3, Demand: 3}))
+	v := viewOf(t, mustSync(t, c, batch("honest", 2, clk.now(), wire.Delta{Limiter: "sw", Key: "k", Window: 1001, Demand: 1})), "sw", "k")
+	if v.Window != 1001 || v.Count != 3 || v.Prev != 100 {
+		t.Errorf("the honest isolate's view after an entry for the next window: window %d, count %d, prev %d; want 1001, 3 (the fast clock's, counted now), 100", v.Window, v.Count, v.Prev)
+	}
+}

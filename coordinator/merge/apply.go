@@ -258,8 +258,9 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 		return
 	}
 	w := e.Window
-	st.win, st.count, st.prev = limitmath.Roll(st.win, st.count, st.prev, w)
-	switch w {
+	cw := countWindow(lim, st.win, w, now) // where it is counted
+	st.win, st.count, st.prev = limitmath.Roll(st.win, st.count, st.prev, cw)
+	switch cw {
 	case st.win:
 		st.count = addSat(st.count, d)
 	case st.win - 1:

@@ -167,8 +167,9 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 			for i, e := range sb.entries {
 				buf = appendKeyStorageKey(buf[:0], e.Limiter, e.Key)
 				j := idx[string(buf)]
-				p.Adds[i] = CountAdd{Key: j, Window: e.Window, Delta: e.Delta}
-				newest[j] = max(newest[j], e.Window)
+				cw := countWindow(m.lims[e.Limiter], -1, e.Window, now)
+				p.Adds[i] = CountAdd{Key: j, Window: cw, Delta: e.Delta}
+				newest[j] = max(newest[j], cw)
 			}
 			w.Parts = append(w.Parts, p)
 			parts[gi] = append(parts[gi], sb)
