@@ -37,9 +37,35 @@ type upReport struct {
 	tok   uint64 // the reporter's token (Merger.reportToken); 0: one trusted fleet
 }
 
-// maxReporters bounds the announced limits kept per key: the oldest report
-// makes room.
+// maxReporters bounds the announced limits kept per key: a report of the
+// token with the most makes room (evictee).
 const maxReporters = 8
+
+// evictee returns the index of the report that makes room for a new one
+// when u holds maxReporters: the oldest of the token that holds the most
+// (the oldest of all when the tokens hold as many). So one token's
+// isolates, however many ids they sync under, displace only their own
+// reports once they hold the most, and the other tokens keep their votes
+// (agreedLimit). Before, the oldest report went whatever its token: one
+// token's 8 fresh isolate ids pushed out two other tokens' agreed limit of
+// 5, and the key went back to the configured 100.
+func (u *keyUpstream) evictee() int {
+	var n [maxReporters]int // reports per token, by index of the token's first report
+	most := 0
+	for i := range u.reps {
+		f := slices.IndexFunc(u.reps[:i+1], func(r upReport) bool { return r.tok == u.reps[i].tok })
+		n[f]++
+		most = max(most, n[f])
+	}
+	ev := -1
+	for i := range u.reps {
+		f := slices.IndexFunc(u.reps[:i+1], func(r upReport) bool { return r.tok == u.reps[i].tok })
+		if n[f] == most && (ev < 0 || u.reps[i].seen < u.reps[ev].seen) {
+			ev = i
+		}
+	}
+	return ev
+}
 
 // reportHorizon is how long an announced limit counts: ten periods, at
 // least a minute.
@@ -283,13 +309,7 @@ func (m *Merger) applySignal(st *keyState, isolate string, hash, tok uint64, sg 
 		case len(u.reps) < maxReporters:
 			u.reps = append(u.reps, upReport{hash, l, now, tok})
 		default:
-			oldest := 0
-			for j := range u.reps {
-				if u.reps[j].seen < u.reps[oldest].seen {
-					oldest = j
-				}
-			}
-			u.reps[oldest] = upReport{hash, l, now, tok}
+			u.reps[u.evictee()] = upReport{hash, l, now, tok}
 		}
 	}
 }
