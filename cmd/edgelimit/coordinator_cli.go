@@ -77,8 +77,8 @@ memory limit to what remains after the block cache and a reserve for
 memory outside the Go heap (32 MiB and an eighth: 576 MiB at the
 default); a flood of distinct keys then levels off below it (evicted keys
 live only in Pebble) from 192MiB on; under that, long keys go past it (a
-flood of 256-byte keys peaked at 163-173 MiB at 128MiB, more with several
-clients). GOMEMLIMIT, if set, overrides the Go limit.
+flood of 256-byte keys peaked at 163-173 MiB at 128MiB in the README's
+benchmark, more with larger batches). GOMEMLIMIT, if set, overrides the Go limit.
 
 --disk-reserve (default 64MiB) is the free space the store's writes leave
 on the disk of --data, for Pebble's own flushes and compactions: below it
