@@ -44,6 +44,43 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 	return out, nil
 }
 
+// refresh probes the coordinator before a request on s's stale view is
+// decided by the fail policy, when the view is stale because syncs failed
+// and no attempt began for twice Sync.ProbeInterval (a quiet host: its
+// loop backs off up to BackoffMax between attempts, so the coordinator
+// may have been answering for a while): it asks the loop for an attempt
+// and waits for it to end, within RetryWait, as do the requests that come
+// while that probe is on its way. It reports whether it waited (the
+// request is then decided at a new now: on a fresh view when the
+// coordinator answered). Before, such a request was decided by the policy
+// at once: under open, a burst on a full strict key after a quiet spell
+// was admitted past the limit with the coordinator up. While requests keep
+// coming through an outage they probe every ProbeInterval (probeSlot) and
+// none of them waits.
+func (h *Host) refresh(ctx context.Context, s *slot, now int64) bool {
+	p, w := int64(h.opts.Sync.ProbeInterval), h.opts.RetryWait
+	if s.loop == nil || p <= 0 || w <= 0 {
+		return false
+	}
+	s.syncMu.Lock()
+	ended := s.synced // before the kick: the probe's end closes it
+	s.syncMu.Unlock()
+	at := s.attemptAt.Load()
+	switch until := s.refreshUntil.Load(); {
+	case at != 0 && now < until: // the probe another request asked for
+	case at == 0 && s.failures.Load() > 0 && now-s.lastStart.Load() >= 2*p && s.refreshUntil.CompareAndSwap(until, now+int64(w)):
+		s.loop.Kick()
+	default:
+		return false
+	}
+	select {
+	case <-ended:
+	case <-s.clk.After(s.refreshUntil.Load() - now):
+	case <-ctx.Done():
+	}
+	return true
+}
+
 // probeSlot asks s's loop for a probe of the coordinator at now, and first
 // abandons an attempt in flight for longer than hungAfter: an attempt
 // started in a partition that drops packets silently (or to a coordinator

@@ -146,8 +146,12 @@ type slot struct {
 	lastOK    atomic.Int64 // ns of the last good sync (or of nothing to sync, or creation)
 	lastReply atomic.Int64 // ns of the last applied reply on the host's own clock (baseTime); 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
-	answered  atomic.Bool  // the attempt in flight was answered by an amendment's reply (applyReply)
-	cuts      atomic.Int64 // batches cut (a resend after an attempt without a reply is not one)
+	lastStart atomic.Int64 // ns the last attempt began
+	// refreshUntil: until when requests on a stale view wait for the
+	// probe one of them asked for after a quiet spell (refresh), ns.
+	refreshUntil atomic.Int64
+	answered     atomic.Bool  // the attempt in flight was answered by an amendment's reply (applyReply)
+	cuts         atomic.Int64 // batches cut (a resend after an attempt without a reply is not one)
 	// unanswered: the module's last batch was sent and no reply to it
 	// applied (lockedModule.SyncOut, applyReply); under mu.
 	unanswered bool
@@ -342,6 +346,9 @@ func (h *Host) Decide(ctx context.Context, checks []isolate.Check, now func() in
 	s := h.slots[h.next.Add(1)%uint64(len(h.slots))]
 	t := now()
 	after := int64(h.opts.Sync.StaleAfter)
+	if s.stale(t, after) && h.refresh(ctx, s, t) {
+		t = now()
+	}
 	if !s.stale(t, after) {
 		d, wait, held, err := s.decide(ctx, checks, t, false)
 		if err == nil && d.SyncRetry && s.loop != nil {
@@ -468,6 +475,7 @@ func (m lockedModule) SyncOut(ctx context.Context, now int64, dst []byte) ([]byt
 		// Under the lock too: an amendment's reply applied after it
 		// ends this attempt (applyReply).
 		m.s.attemptAt.Store(max(now, 1))
+		m.s.lastStart.Store(now)
 		m.s.unacked.Store(batchCost(b[len(dst):]))
 	}
 	m.s.mu.Unlock()
