@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/edgelimit/edgelimit/coordinator/dashboard"
-	"github.com/edgelimit/edgelimit/wasm/limitmath"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -100,12 +99,12 @@ func (lm *limiterMetrics) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		if l := lm.lims[e.Limiter]; l != nil {
-			l.admitted = limitmath.AddSat(l.admitted, e.Delta)
+			l.admitted = dashboard.AddTotal(l.admitted, e.Delta)
 		}
 	}
 	b.EachDenial(func(limiter, _ string, _, cost int64) {
 		if l := lm.lims[limiter]; l != nil {
-			l.denied = limitmath.AddSat(l.denied, cost)
+			l.denied = dashboard.AddTotal(l.denied, cost)
 		}
 	})
 	for i := range b.Signals {

@@ -117,14 +117,14 @@ func (d *Dashboard) Applied(b *wire.Batch, rp *wire.Reply, now int64) {
 	for i := range b.Entries {
 		e := &b.Entries[i]
 		if l := d.lims[e.Limiter]; l != nil {
-			l.admitted = limitmath.AddSat(l.admitted, e.Delta)
+			l.admitted = AddTotal(l.admitted, e.Delta)
 			sec := second(l)
 			sec.admitted = limitmath.AddSat(sec.admitted, e.Delta)
 		}
 	}
 	b.EachDenial(func(limiter, _ string, _, cost int64) {
 		if l := d.lims[limiter]; l != nil {
-			l.denied = limitmath.AddSat(l.denied, cost)
+			l.denied = AddTotal(l.denied, cost)
 			sec := second(l)
 			sec.denied = limitmath.AddSat(sec.denied, cost)
 		}
