@@ -122,7 +122,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
-	if slots, err = m.askSlots(b, slots, mark); err != nil {
+	if slots, err = m.askSlots(b, slots, mark, pf); err != nil {
 		return nil, err
 	}
 	for j := range slots {
@@ -142,7 +142,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			sigs = append(sigs, nil)
 			continue
 		}
-		st, err := m.loadKey(lim, sg.Key, nil, -1)
+		st, err := m.loadKey(lim, sg.Key, pf, len(b.Entries)+len(b.Asks)+i)
 		if err != nil {
 			return nil, err
 		}

@@ -107,23 +107,26 @@ func (m *Merger) Prefetch(b *wire.Batch) *Prefetched {
 	}
 	var pf *Prefetched
 	sg, many := m.store.(SortedGetter)
-	many = many && len(b.Entries) > 1
-	var skeys [][]byte // with many: the storage keys to read, with their entries in idx
+	n := prefetchItems(b)
+	many = many && n > 1
+	var skeys [][]byte // with many: the storage keys to read, with their items in idx
 	var idx []int
 	var buf [2 + 255 + wire.MaxKeyLen]byte
-	for i := range b.Entries {
-		e := &b.Entries[i]
-		lim := m.lims[e.Limiter]
+	for i := range n {
+		lim, key := m.prefetchItem(b, i)
 		if lim == nil {
-			return nil
+			if i < len(b.Entries) {
+				return nil // the batch is refused
+			}
+			continue // an ask or signal the merge skips
 		}
-		sk := appendKeyStorageKey(buf[:0], lim.Name, e.Key)
+		sk := appendKeyStorageKey(buf[:0], lim.Name, key)
 		s := r.slot(sk)
 		if r.cached[s].Load() > 0 {
 			continue
 		}
 		if pf == nil {
-			pf = &Prefetched{seq: r.seq.Load(), ents: make([]prefetchedKey, len(b.Entries))}
+			pf = &Prefetched{seq: r.seq.Load(), ents: make([]prefetchedKey, n)}
 		}
 		pf.ents[i].slot = s
 		if many {
@@ -155,10 +158,40 @@ func (m *Merger) Prefetch(b *wire.Batch) *Prefetched {
 	return pf
 }
 
-// prefetched returns the record of entry i read by Prefetch, when it may be
-// used for a key that is not cached.
+// prefetchItems returns how many keys of b Prefetch may read: its
+// entries', then its asks', then its signals' (prefetchItem).
+func prefetchItems(b *wire.Batch) int { return len(b.Entries) + len(b.Asks) + len(b.Signals) }
+
+// prefetchItem returns the limiter and key of item i of b (prefetchItems),
+// nil when the merge reads no record for it: an entry of an unknown
+// limiter (the batch is refused), an ask of a limiter that takes none
+// (asks), a signal of one that follows no upstream. The asks' and
+// signals' records are read beside the entries' (askSlots, ApplyAs):
+// read one by one by the committer, a batch of 8,192 signals for keys not
+// cached held every other sync behind it for up to seconds.
+func (m *Merger) prefetchItem(b *wire.Batch, i int) (*wire.LimiterConfig, string) {
+	switch {
+	case i < len(b.Entries):
+		e := &b.Entries[i]
+		return m.lims[e.Limiter], e.Key
+	case i < len(b.Entries)+len(b.Asks):
+		a := &b.Asks[i-len(b.Entries)]
+		if lim := m.lims[a.Limiter]; lim != nil && asks(lim) {
+			return lim, a.Key
+		}
+	default:
+		sg := &b.Signals[i-len(b.Entries)-len(b.Asks)]
+		if lim := m.lims[sg.Limiter]; lim != nil && lim.Upstream != nil {
+			return lim, sg.Key
+		}
+	}
+	return nil, ""
+}
+
+// prefetched returns the record of item i (prefetchItem) read by
+// Prefetch, when it may be used for a key that is not cached.
 func (m *Merger) prefetched(pf *Prefetched, i int) (p *prefetchedKey, ok bool) {
-	if pf == nil || m.res == nil || i >= len(pf.ents) || !pf.ents[i].read {
+	if pf == nil || m.res == nil || i < 0 || i >= len(pf.ents) || !pf.ents[i].read {
 		return nil, false
 	}
 	p = &pf.ents[i]

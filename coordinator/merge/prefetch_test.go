@@ -2,6 +2,7 @@ package merge
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -139,6 +140,68 @@ func TestPrefetchSorted(t *testing.T) {
 		ks, err := m.KeyState(key[0], key[1], now)
 		if err != nil || ks.Count != want {
 			t.Errorf("%s/%s: %+v %v, want count %d", key[0], key[1], ks, err, want)
+		}
+	}
+}
+
+// countingStore records the keys read one by one (Get).
+type countingStore struct {
+	sortedStore
+	gets []string
+}
+
+func (s *countingStore) Get(key []byte) ([]byte, bool, error) {
+	s.gets = append(s.gets, string(key))
+	return s.sortedStore.Get(key)
+}
+
+// Prefetch reads the records of a batch's asks' and signals' cold keys
+// with its entries' (one GetSorted), and the merge uses them: no key is
+// read again one by one. Before, a batch of 8,192 signals for keys not
+// cached was read key by key by the committer, holding every other sync
+// behind it (seconds under a flood).
+func TestPrefetchAsksAndSignals(t *testing.T) {
+	cfg := testConfig()
+	cfg.Limiters = append(cfg.Limiters, wire.LimiterConfig{Name: "llm", Algorithm: wire.FixedWindow, Limit: 10, Period: sec,
+		Upstream: &wire.UpstreamConfig{}})
+	store := &countingStore{sortedStore: sortedStore{memStore: newMemStore(), t: t}}
+	m, err := NewMerger(cfg, store, MergerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.EnablePrefetch()
+	now := 1000 * sec
+	b1 := batch("a", 1, now, wire.Delta{Limiter: "fw", Key: "e", Window: 1000, Delta: 1},
+		wire.Delta{Limiter: "sfw", Key: "a1", Window: 1000, Delta: 3}, wire.Delta{Limiter: "sfw", Key: "a2", Window: 1000, Delta: 4})
+	b1.Signals = []wire.Signal{{Limiter: "llm", Key: "s1", Limit: 5}, {Limiter: "llm", Key: "s2", Pause: sec}}
+	if _, err := m.Apply(b1, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Commit(now); err != nil {
+		t.Fatal(err)
+	}
+	m.dropCache() // every key cold again
+	b := batch("a", 2, now, wire.Delta{Limiter: "fw", Key: "e", Window: 1000, Delta: 1})
+	b.Asks = []wire.Ask{{Limiter: "sfw", Key: "a1", Window: 1000, Cost: 5}, {Limiter: "sfw", Key: "a2", Window: 1000, Cost: 6},
+		{Limiter: "fw", Key: "not-asked", Window: 1000, Cost: 1}} // approximate: takes no ask, read for nothing
+	b.Signals = []wire.Signal{{Limiter: "llm", Key: "s1", Limit: 5}, {Limiter: "llm", Key: "s2", Failures: 1}}
+	store.calls = 0
+	pf := m.Prefetch(b)
+	if pf == nil || store.calls != 1 {
+		t.Fatalf("prefetch: %+v, %d GetSorted calls", pf, store.calls)
+	}
+	store.gets = nil // GetSorted reads through Get
+	if _, err := m.ApplyPrefetched(b, now, pf); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range [][2]string{{"fw", "e"}, {"sfw", "a1"}, {"sfw", "a2"}, {"llm", "s1"}, {"llm", "s2"}} {
+		if slices.Contains(store.gets, keyStorageKey(k[0], k[1])) {
+			t.Errorf("the merge read %s/%s one by one after the prefetch", k[0], k[1])
+		}
+	}
+	for _, k := range [][2]string{{"sfw", "a1"}, {"sfw", "a2"}, {"llm", "s1"}} {
+		if ks, err := m.KeyState(k[0], k[1], now); err != nil || ks.Count == 0 && k[0] == "sfw" {
+			t.Errorf("%s/%s after the prefetched apply: %+v %v", k[0], k[1], ks, err)
 		}
 	}
 }
