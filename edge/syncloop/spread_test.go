@@ -144,3 +144,61 @@ func TestHTTPTransportLeavesHung(t *testing.T) {
 		t.Fatalf("%q %v after %v, in use %s", out, err, el, tr.Current())
 	}
 }
+
+// TestHTTPTransportLeavesAbandoned: an attempt the caller ends before the
+// coordinator answers (the edge host abandons an attempt in flight for a
+// second, shorter than the sync timeout) makes the next attempt start
+// with the next coordinator. Before, every attempt went to the same hung
+// one: edges under load never left a coordinator stopped with SIGSTOP.
+func TestHTTPTransportLeavesAbandoned(t *testing.T) {
+	stop := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hung.Close()
+	defer close(stop)
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer live.Close()
+	tr := &HTTPTransport{URL: hung.URL + "," + live.URL, Client: &http.Client{Timeout: time.Minute}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // abandoned
+	_, err := tr.Sync(ctx, []byte("batch"), nil)
+	cancel()
+	if err == nil || tr.Current() != live.URL || tr.Failovers() != 1 {
+		t.Fatalf("the abandoned attempt: %v, in use %s, %d failovers; want an error, the live one next, 1 failover", err, tr.Current(), tr.Failovers())
+	}
+	out, err := tr.Sync(context.Background(), []byte("batch"), nil)
+	if err != nil || string(out) != "ok" {
+		t.Fatalf("the next attempt: %q %v", out, err)
+	}
+}
+
+// TestHTTPTransportReturnTryBounded: while away from a preferred
+// coordinator that hangs, a return try waits ReturnTimeout, not the
+// client's timeout, and the same sync goes to the one in use.
+func TestHTTPTransportReturnTryBounded(t *testing.T) {
+	stop := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hung.Close()
+	defer close(stop)
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer live.Close()
+	tr := &HTTPTransport{URL: hung.URL + "," + live.URL, Client: &http.Client{Timeout: 300 * time.Millisecond},
+		ReturnAfter: time.Millisecond, ReturnTimeout: 50 * time.Millisecond} // no ID: it prefers the first URL
+	if out, err := tr.Sync(context.Background(), []byte("batch"), nil); err != nil || string(out) != "ok" || tr.Current() != live.URL {
+		t.Fatalf("first sync: %q %v, in use %s", out, err, tr.Current())
+	}
+	time.Sleep(5 * time.Millisecond) // a return try is due
+	start := time.Now()
+	out, err := tr.Sync(context.Background(), []byte("batch"), nil)
+	if el := time.Since(start); err != nil || string(out) != "ok" || el >= 250*time.Millisecond {
+		t.Fatalf("a sync with a return try to the hung one: %q %v after %v; want ok within the return timeout (50 ms), not the client's (300 ms)", out, err, el)
+	}
+}

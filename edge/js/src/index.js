@@ -114,6 +114,7 @@ export class EdgeLimit {
     this._prefIdx = 0;
     this._coordinator = coords[0] ?? '';
     this._returnAfter = 5000; // ms after leaving the preferred coordinator before trying it again (doubled per failed try, at most 8x)
+    this._returnTimeout = 250; // ms a try of the preferred coordinator while away from it waits (syncloop.DefaultReturnTimeout)
     this._returnGap = 0; // ms: the wait before _returnAt
     this._returnAt = 0; // ms: when to try the preferred coordinator again
     this._token = opts.token ?? '';
@@ -1319,7 +1320,12 @@ export class EdgeLimit {
     let err;
     for (const idx of order) {
       try {
-        const r = await this._postTo(sy.target = this._coordinators[idx], batch);
+        // A return try waits _returnTimeout at most: a preferred
+        // coordinator that hangs is not back, and the batch goes to the
+        // one in use in this sync (waiting the whole syncTimeout made
+        // the view stale at every return try).
+        const ms = returning && idx === pref ? Math.min(this._returnTimeout, this._syncTimeout) : this._syncTimeout;
+        const r = await this._postTo(sy.target = this._coordinators[idx], batch, ms);
         this._use(idx);
         return r;
       } catch (e) {
@@ -1473,10 +1479,10 @@ export class EdgeLimit {
     console.warn(`edgelimit: the coordinator does not count limiters ${names} (not granted to this token, or not in its configuration); the rest is counted`);
   }
 
-  async _postTo(coordinator, batch) {
+  async _postTo(coordinator, batch, ms = this._syncTimeout) {
     const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
-    const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: POST ${url}: timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
+    const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: POST ${url}: timed out after ${ms} ms`, 'sync_timeout')), ms);
     const post = { ac, url, at: this._clock() }; // _abandonHung
     this._posting = post;
     try {

@@ -69,3 +69,34 @@ test('isolates spread over two coordinators, move off a failing one and return a
     isolates.forEach((rl, i) => assert.equal(rl.counters.failovers, want[i] === 0 ? 1 : 0, 'a return is no failover'));
   } finally { for (const rl of isolates) rl.close(); }
 });
+
+test('a return try to a preferred coordinator that hangs waits the return timeout, and the sync goes to the one in use', async () => {
+  const config = { limiters: [{ name: 'a', algorithm: 'fixed_window', limit: 100000, period: '1m', mode: 'approximate' }] };
+  const c = await startCoordinator(config);
+  coords.push(c);
+  const port = new URL(c.url).port;
+  const urls = [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+  const isolateId = Array.from({ length: 64 }, (_, i) => `hang-${i}`).find((id) => preferredIndex(id, 2) === 0);
+  let aHangs = false;
+  // a hangs (as a coordinator stopped with SIGSTOP): its POSTs end only when aborted.
+  const spy = (url, init) => (url.startsWith(urls[0]) && aHangs
+    ? new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)))
+    : fetch(url, init));
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: urls, fetch: spy, background: 'requests',
+    isolateId, syncInterval: 60000, syncTimeout: 2000 });
+  try {
+    rl._returnAfter = 20;
+    aHangs = true;
+    rl.decide({ limiter: 'a', key: 'k' });
+    assert.equal(await rl.sync(), true, String(rl.lastError)); // a times out (2 s): moves to b
+    assert.equal(rl._coordinator, urls[1]);
+    await new Promise((r) => setTimeout(r, 30)); // a return try is due
+    rl.decide({ limiter: 'a', key: 'k' });
+    const t0 = Date.now();
+    assert.equal(await rl.sync(), true, String(rl.lastError));
+    const took = Date.now() - t0;
+    console.log(`# a sync with a return try to a hung coordinator took ${took} ms (return timeout 250 ms, sync timeout 2000 ms)`);
+    assert.ok(took < 1000, `the return try waited ${took} ms: want the return timeout (250 ms), not the sync timeout`);
+    assert.equal(rl._coordinator, urls[1], 'still on b');
+  } finally { rl.close(); }
+});
