@@ -23,6 +23,13 @@ import (
 // checks and metric scrapes share it).
 const probeEvery = 250 * time.Millisecond
 
+// outageQuiet is how long Redis must answer without a failed round trip
+// for an outage to end: with one master down the others answer between
+// failures, and ending the outage at the first answer logged one master's
+// failure as 3 outages (19 and 21 in 11 s with WAIT and one replica per
+// master, the probe failing on WAIT between writes that succeeded).
+const outageQuiet = time.Second
+
 // outage tracks the current run of failures, for the logs.
 type outage struct {
 	log   *slog.Logger
@@ -30,7 +37,8 @@ type outage struct {
 	mu    sync.Mutex
 	down  bool
 	since time.Time
-	nfail int64 // failed round trips in this outage
+	last  time.Time // the last failed round trip
+	nfail int64     // failed round trips in this outage
 }
 
 // failed records a failed round trip of op; the first of an outage is
@@ -40,6 +48,7 @@ func (o *outage) failed(op string, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.nfail++
+	o.last = time.Now()
 	if o.down {
 		return
 	}
@@ -48,12 +57,12 @@ func (o *outage) failed(op string, err error) {
 	o.log.Warn("redisstore: Redis unavailable; retrying (logged once, until it answers again)", "op", op, "err", err.Error())
 }
 
-// succeeded records a successful round trip; the first after an outage is
-// logged.
+// succeeded records a successful round trip; the first after an outage,
+// outageQuiet or more after its last failure, ends it and is logged.
 func (o *outage) succeeded() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.down {
+	if !o.down || time.Since(o.last) < outageQuiet {
 		return
 	}
 	o.down = false
