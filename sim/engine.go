@@ -394,7 +394,7 @@ func (e *engine) close() {
 
 // run simulates the scenario and fills e.res.
 func (e *engine) run() error {
-	var nreq int64
+	var nreq, nev int64
 	nextProgress := int64(1 << 16)
 	for {
 		// The next request of any source.
@@ -411,6 +411,14 @@ func (e *engine) run() error {
 		for e.heap.top() <= t && e.heap.top() < e.duration {
 			if err := e.handle(e.heap.pop()); err != nil {
 				return err
+			}
+			// Events between two requests can be many (a long quiet
+			// spell of sync ticks): the run stops within 2^16 events of
+			// a cancellation too, not only of requests.
+			if nev++; nev&(1<<16-1) == 0 {
+				if err := e.ctx.Err(); err != nil {
+					return fmt.Errorf("sim: %w", err)
+				}
 			}
 		}
 		if src == nil || t >= e.duration {
@@ -509,7 +517,7 @@ func (e *engine) record(gid int32, now, cost int64, allowed bool, added int64) {
 			tr.slideOver = max(tr.slideOver, weighted-k.cap)
 		}
 	} else {
-		e.res.Denied++
+		e.res.Denied += cost
 		tr.denied += cost
 	}
 }

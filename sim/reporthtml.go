@@ -466,7 +466,7 @@ svg text { font: 11px system-ui, sans-serif; }
 {{with .Description}}<p>{{.}}</p>{{end}}
 <h2>Results</h2>
 <table id="results">
-<thead><tr><th>strategy</th><th>sync</th><th>requests</th><th>admitted</th><th>denied</th><th>overrun</th><th>worst window</th><th>utilisation</th><th>unserved with room</th><th>stranded in leases</th><th>syncs/s</th><th>syncs per decision</th><th>waited</th><th>wait p50</th><th>wait p99</th></tr></thead>
+<thead><tr><th>strategy</th><th>sync</th><th>requests</th><th>admitted (cost)</th><th>denied (cost)</th><th>overrun</th><th>worst window</th><th>utilisation</th><th>unserved with room</th><th>stranded in leases</th><th>syncs/s</th><th>syncs per decision</th><th>waited</th><th>wait p50</th><th>wait p99</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr><td>{{.Strategy}}</td><td>{{.Sync}}</td><td>{{.Requests}}</td><td>{{.Admitted}}</td><td>{{.Denied}}</td><td>{{.Overrun}}</td><td>{{.Worst}}</td><td>{{.Util}}</td><td>{{.Unserved}}</td><td>{{.Stranded}}</td><td>{{.SyncPerSec}}</td><td>{{.SyncPerDecision}}</td><td>{{.Waited}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
 {{end}}</tbody>

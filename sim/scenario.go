@@ -470,8 +470,10 @@ func (s *Scenario) Validate() error {
 		bad("duration must be positive")
 	}
 	for _, d := range s.Sync {
-		if d <= 0 {
-			bad("sync intervals must be positive, got %v", time.Duration(d))
+		if d < Duration(time.Millisecond) || d > Duration(time.Hour) {
+			// (The module's bounds, wire.Config.SyncInterval: 1 ns ran
+			// for ever.)
+			bad("sync intervals must be between 1ms and 1h, got %v", time.Duration(d))
 		}
 	}
 	for _, st := range s.Strategies {

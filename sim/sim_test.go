@@ -248,7 +248,8 @@ func TestTraceReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Requests != 6 || r.Admitted != 4 || r.Denied != 2 || r.Overrun != 0 || r.Unserved != 0 {
+	// Admitted and denied are cost, as offered: 4 + 3 of 7.
+	if r.Requests != 6 || r.Offered != 7 || r.Admitted != 4 || r.Denied != 3 || r.Overrun != 0 || r.Unserved != 0 {
 		t.Fatalf("central on the trace: %+v", r)
 	}
 	// Local-only: isolate 0 sees a, b, and maybe the untargeted a;

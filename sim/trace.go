@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -46,12 +47,12 @@ type traceEvent struct {
 }
 
 type traceJSON struct {
-	T        float64 `json:"t"`
-	Isolate  *int    `json:"isolate"`
-	Location *int    `json:"location"`
-	Limiter  string  `json:"limiter"`
-	Key      string  `json:"key"`
-	Cost     int64   `json:"cost"`
+	T        *float64 `json:"t"`
+	Isolate  *int     `json:"isolate"`
+	Location *int     `json:"location"`
+	Limiter  string   `json:"limiter"`
+	Key      string   `json:"key"`
+	Cost     *int64   `json:"cost"`
 }
 
 // ParseTrace parses a trace (see the format above); jsonLines selects JSON
@@ -71,15 +72,18 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 			if err := dec.Decode(&j); err != nil {
 				return false, fmt.Errorf("sim: trace line %d: %w", line, err)
 			}
-			secs, ev.limiter, ev.key = j.T, j.Limiter, j.Key
+			if j.T == nil {
+				return false, fmt.Errorf("sim: trace line %d: no timestamp (\"t\")", line)
+			}
+			secs, ev.limiter, ev.key = *j.T, j.Limiter, j.Key
 			if j.Isolate != nil {
 				ev.isolate = *j.Isolate
 			}
 			if j.Location != nil {
 				ev.location = *j.Location
 			}
-			if j.Cost != 0 {
-				ev.cost = j.Cost
+			if j.Cost != nil {
+				ev.cost = *j.Cost // 0 is refused below, as in CSV
 			}
 		} else {
 			f := strings.Split(text, ",")
@@ -142,8 +146,16 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 			out[i].t -= first
 		}
 	}
+	if span := out[len(out)-1].t - out[0].t; span > maxTraceSpan {
+		// (A timestamp of 0 among Unix times made a 54-year run.)
+		return nil, fmt.Errorf("sim: trace: its requests span %v, more than %v: a timestamp of 0 among Unix times?",
+			time.Duration(span).Round(time.Hour), time.Duration(maxTraceSpan))
+	}
 	return out, nil
 }
+
+// maxTraceSpan is the longest a trace may last: 366 days.
+const maxTraceSpan = int64(366 * 24 * time.Hour)
 
 // epochAfter is the time (ns) after which a trace's first request marks
 // its timestamps as Unix times (1e7 s: 116 days).

@@ -102,6 +102,9 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 	if !validStrategy(o.Strategy) {
 		return Tuning{}, fmt.Errorf("sim: tune: unknown strategy %q", o.Strategy)
 	}
+	if o.Strategy == Central || o.Strategy == LocalOnly {
+		return Tuning{}, fmt.Errorf("sim: tune: %s does not depend on the sync interval: nothing to tune", o.Strategy)
+	}
 	if o.MaxWait == 0 {
 		o.MaxWait = time.Duration(roundTrip(sc))
 	}
@@ -136,6 +139,11 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 	if o.Max < o.Min || o.Target < 0 || math.IsNaN(o.Target) {
 		return t, fmt.Errorf("sim: tune: want 0 < min <= max and target >= 0, got %v, %v, %g", o.Min, o.Max, o.Target)
 	}
+	if o.Min < time.Millisecond || o.Max > time.Hour || o.Max > time.Duration(sc.Duration) {
+		// (A scan to 100h of a 10 s run picked 100h, where nothing synced.)
+		return t, fmt.Errorf("sim: tune: the intervals scanned (%v to %v) must be within 1ms and 1h, and no longer than the run (%v)",
+			o.Min, o.Max, time.Duration(sc.Duration))
+	}
 	ivs := logGrid(o.Min, o.Max, o.Points)
 	runs := len(ivs) * len(o.Seeds)
 	done := 0
@@ -150,6 +158,13 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 			return t, err
 		}
 		done += len(ivs)
+		for _, r := range rs {
+			if r.Requests == 0 {
+				// (Traffic that sends nothing met every bound at any
+				// interval: 2.5 s was picked.)
+				return t, fmt.Errorf("sim: tune: %s at %v sent no request (seed %d): nothing to tune on", r.Strategy, time.Duration(r.Sync), seed)
+			}
+		}
 		for i, r := range rs {
 			if len(t.Curve) <= i {
 				t.Curve = append(t.Curve, TunePoint{Interval: Duration(ivs[i]), Utilisation: math.Inf(1)})

@@ -116,6 +116,14 @@ func TestSimTuneOnATrace(t *testing.T) {
 	if err != nil || !strings.Contains(out, "tuning auto: worst key-window overrun <= 1% of the limit, wait p99 <= 1s, util >= 50%") {
 		t.Errorf("--target-strategy auto: %v\n%s%s", err, out, stderr)
 	}
+	// Bounds of 0 mean 0, not the defaults: a wait p99 of 0 (1ns at the
+	// histogram's resolution) and no utilisation bound (before, --min-util
+	// 0% tuned for 97%).
+	out, stderr, err = run(t, "sim", "--trace", trace, "--strategies", "auto", "--sync", "100ms", "--quiet",
+		"--target-overrun", "1%", "--target-points", "2", "--target-max", "1s", "--seeds", "1", "--max-wait", "0s", "--min-util", "0%")
+	if err != nil || !strings.Contains(out, "tuning auto: worst key-window overrun <= 1% of the limit, wait p99 <= 1ns on every seed") {
+		t.Errorf("--max-wait 0s --min-util 0%%: %v\n%s%s", err, out, stderr)
+	}
 }
 
 // -h on every command prints its flags and succeeds.

@@ -177,6 +177,15 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := sim.WriteTable(stdout, results); err != nil {
 		return err
 	}
+	for _, r := range results {
+		if r.Requests == 0 {
+			// (Traffic that sends nothing read as a run that met every
+			// target, utilisation 0%.)
+			fmt.Fprintf(stderr, "sim: warning: %s sent no request in the simulated %v: its figures say nothing (check the traffic or trace)\n",
+				r.Strategy, time.Duration(sc.Duration))
+			break
+		}
+	}
 	if n := results[0].TraceNotReplayed; n > 0 {
 		fmt.Fprintf(stderr, "sim: warning: %d requests of the trace fall after the simulated %v and were not replayed (set --duration or the scenario's duration)\n",
 			n, time.Duration(sc.Duration))
@@ -191,6 +200,17 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		o := sim.TuneOptions{Strategy: *targetStrategy, Metric: *targetMetric, Target: targetPct, MaxWait: *maxWait,
 			MinUtil: minUtilPct, Min: *targetMin, Max: *targetMax, Points: *targetPoints, Seeds: seeds, Parallel: *parallel}
+		// Given as 0, the bounds mean 0 (TuneOptions reads 0 as its
+		// default): a wait p99 of 0, a utilisation of at least 0% (no
+		// bound). Before, --min-util 0% tuned for 97%.
+		fs.Visit(func(f *flag.Flag) {
+			switch {
+			case f.Name == "max-wait" && o.MaxWait == 0:
+				o.MaxWait = time.Nanosecond
+			case f.Name == "min-util" && o.MinUtil == 0:
+				o.MinUtil = -1
+			}
+		})
 		bar := newProgressBar(stderr, *quiet)
 		o.Progress = bar.set
 		t, err := s.Tune(ctx, sc, o)
