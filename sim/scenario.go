@@ -517,6 +517,11 @@ func (s *Scenario) Validate() error {
 		if t.Pattern.Amplitude < 0 || t.Pattern.Amplitude >= 1 {
 			bad("%s.pattern.amplitude must be in [0, 1)", p)
 		}
+		if t.Pattern.Factor > 1000 {
+			// (Drawn by thinning at the peak rate: a factor of 1e9 sent
+			// no request at all, before the flash either.)
+			bad("%s.pattern.factor must be at most 1000, got %g", p, t.Pattern.Factor)
+		}
 		if t.Pattern.Factor <= 0 || t.Pattern.On <= 0 || t.Pattern.Off < 0 || t.Pattern.Period <= 0 || t.Pattern.Ramp < 0 || t.Pattern.Hold < 0 {
 			bad("%s.pattern: factor, on and period must be positive; off, ramp, hold >= 0", p)
 		}
