@@ -123,20 +123,29 @@ func TestHTTPTransportSpreadsAndReturns(t *testing.T) {
 	}
 }
 
-// TestHTTPTransportLeavesHung: a coordinator that never answers is left
-// after one client timeout, in the same sync.
-func TestHTTPTransportLeavesHung(t *testing.T) {
+// hungAndLive starts two coordinators for t: one that never answers (until
+// the client gives up) and one that answers "ok".
+func hungAndLive(t *testing.T) (hung, live *httptest.Server) {
 	stop := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hung = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-stop:
 		case <-r.Context().Done():
 		}
 	}))
-	defer hung.Close()
-	defer close(stop)
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	defer live.Close()
+	live = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	t.Cleanup(func() {
+		close(stop)
+		hung.Close()
+		live.Close()
+	})
+	return hung, live
+}
+
+// TestHTTPTransportLeavesHung: a coordinator that never answers is left
+// after one client timeout, in the same sync.
+func TestHTTPTransportLeavesHung(t *testing.T) {
+	hung, live := hungAndLive(t)
 	tr := &HTTPTransport{URL: hung.URL + "," + live.URL, Client: &http.Client{Timeout: 100 * time.Millisecond}}
 	start := time.Now()
 	out, err := tr.Sync(context.Background(), []byte("batch"), nil)
@@ -151,17 +160,7 @@ func TestHTTPTransportLeavesHung(t *testing.T) {
 // with the next coordinator. Before, every attempt went to the same hung
 // one: edges under load never left a coordinator stopped with SIGSTOP.
 func TestHTTPTransportLeavesAbandoned(t *testing.T) {
-	stop := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-stop:
-		case <-r.Context().Done():
-		}
-	}))
-	defer hung.Close()
-	defer close(stop)
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	defer live.Close()
+	hung, live := hungAndLive(t)
 	tr := &HTTPTransport{URL: hung.URL + "," + live.URL, Client: &http.Client{Timeout: time.Minute}}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // abandoned
 	_, err := tr.Sync(ctx, []byte("batch"), nil)
@@ -179,17 +178,7 @@ func TestHTTPTransportLeavesAbandoned(t *testing.T) {
 // coordinator that hangs, a return try waits ReturnTimeout, not the
 // client's timeout, and the same sync goes to the one in use.
 func TestHTTPTransportReturnTryBounded(t *testing.T) {
-	stop := make(chan struct{})
-	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-stop:
-		case <-r.Context().Done():
-		}
-	}))
-	defer hung.Close()
-	defer close(stop)
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	defer live.Close()
+	hung, live := hungAndLive(t)
 	tr := &HTTPTransport{URL: hung.URL + "," + live.URL, Client: &http.Client{Timeout: 300 * time.Millisecond},
 		ReturnAfter: time.Millisecond, ReturnTimeout: 50 * time.Millisecond} // no ID: it prefers the first URL
 	if out, err := tr.Sync(context.Background(), []byte("batch"), nil); err != nil || string(out) != "ok" || tr.Current() != live.URL {
