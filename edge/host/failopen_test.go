@@ -23,6 +23,12 @@ func leasedPolicyConfig() wire.Config {
 	}}
 }
 
+// minuteBackoff syncs every 20 ms, stale after 150 ms, and backs off a
+// minute after a failure: only requests' probes can see a coordinator
+// come back.
+var minuteBackoff = syncloop.Options{Interval: 20 * time.Millisecond, StaleAfter: 150 * time.Millisecond,
+	BackoffBase: time.Minute, BackoffMax: time.Minute}
+
 // tally sends n decisions of limiter on key and returns how many were
 // admitted, how many carried EdgeLimit-Fail-Policy, and the largest
 // retry_after_ns of a denial.
@@ -54,9 +60,7 @@ func TestFailPoliciesHoldInLeasedModes(t *testing.T) {
 	cfg := leasedPolicyConfig()
 	k := startCoord(t, dir, "127.0.0.1:0", cfg, nil)
 	defer func() { k.stop(t) }()
-	sync := syncloop.Options{Interval: 20 * time.Millisecond, StaleAfter: 150 * time.Millisecond,
-		BackoffBase: time.Minute, BackoffMax: time.Minute}
-	s := serve(t, Options{Config: cfg, Isolates: 4, Coordinator: "http://" + k.addr, Sync: sync,
+	s := serve(t, Options{Config: cfg, Isolates: 4, Coordinator: "http://" + k.addr, Sync: minuteBackoff,
 		SyncTimeout: 200 * time.Millisecond})
 	for _, lim := range []string{"auto-open", "strict-open", "auto-closed"} {
 		if a, _, _ := s.tally(t, lim, "k", 8); a != 8 {

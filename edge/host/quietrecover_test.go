@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgelimit/edgelimit/edge/syncloop"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -32,9 +31,7 @@ func TestQuietHostProbesBeforeThePolicy(t *testing.T) {
 	}
 	k := startCoord(t, dir, "127.0.0.1:0", cfg, nil)
 	defer func() { k.stop(t) }()
-	sync1 := syncloop.Options{Interval: 20 * time.Millisecond, StaleAfter: 150 * time.Millisecond,
-		BackoffBase: time.Minute, BackoffMax: time.Minute}
-	s := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr, Sync: sync1,
+	s := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr, Sync: minuteBackoff,
 		SyncTimeout: 200 * time.Millisecond})
 	if a, _, _ := s.tally(t, "full", "k", 12); a != 10 {
 		t.Fatalf("the full key admitted %d of 12, want its limit 10", a)
