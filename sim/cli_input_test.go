@@ -2,6 +2,9 @@ package sim
 
 import (
 	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,9 @@ func TestTraceAndScenarioInputRefused(t *testing.T) {
 		{"no t", `{"t": 1718000000, "limiter": "a", "key": "k"}` + "\n" + `{"limiter": "a", "key": "k"}`, true, "no timestamp"},
 		{"0 among Unix times", "1718000000,,a,k\n0,,a,k\n1718000001,,a,k\n", false, "span"},
 		{"jsonl cost 0", `{"t": 1, "limiter": "a", "key": "k", "cost": 0}`, true, "cost must be"},
+		// (It said "give an isolate or a location, not both".)
+		{"negative isolate", `{"t": 1, "isolate": -5, "limiter": "a", "key": "k"}`, true, "must be >= 0"},
+		{"negative location -1", `{"t": 1, "location": -1, "limiter": "a", "key": "k"}`, true, "must be >= 0"},
 	} {
 		if _, err := ParseTrace([]byte(c.data), c.jsonl); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error about %q", c.name, err, c.want)
@@ -35,6 +41,103 @@ func TestTraceAndScenarioInputRefused(t *testing.T) {
 		if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "between 1ms and 1h") {
 			t.Errorf("sync %v: %v; want refused", d, err)
 		}
+	}
+	// A 0 written in the file is not taken for an absent field: "isolates":
+	// 0 ran 64 isolates and "duration": "0s" a minute.
+	const head = `{"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"}]}, `
+	for _, c := range []struct{ body, want string }{
+		{`"isolates": 0}`, "isolates is 0"},
+		{`"duration": "0s"}`, "duration is 0"},
+		{`"locations": 0}`, "locations is 0"},
+		{`"traffic": [{"limiter": "a", "rate": 5, "cost": 0}]}`, "traffic[0].cost is 0"},
+	} {
+		if _, err := ParseScenario([]byte(head+c.body), ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error about %q", c.body, err, c.want)
+		}
+	}
+	if sc, err := ParseScenario([]byte(head+`"duration": "1d", "isolates": 2}`), ""); err != nil || time.Duration(sc.Duration) != 24*time.Hour {
+		t.Errorf(`"duration": "1d": %v; want a day`, err)
+	}
+}
+
+// Traces as users export them: a UTF-8 byte order mark before the first
+// line (a spreadsheet's CSV export) is skipped, where it made the first
+// request a header, and a JSONL or counts trace CSV; trace_offset skips
+// the start of a request trace too, and trace_scale, which cannot apply to
+// one, is refused (both were ignored).
+func TestTraceAsExported(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	if tr, err := ParseTrace([]byte(bom+"0.5,,a,k\n1,,a,k\n"), false); err != nil || len(tr) != 2 {
+		t.Errorf("CSV after a BOM: %d requests, %v; want 2", len(tr), err)
+	}
+	for _, c := range []struct{ data, want string }{
+		{bom + `{"t": 1, "limiter": "a", "key": "k"}`, TraceJSONLines},
+		{bom + "3 4 5\n", TraceCounts},
+	} {
+		if got := detectTraceFormat([]byte(c.data)); got != c.want {
+			t.Errorf("%q read as %s, want %s", c.data, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte("0,,a,k\n1.5,,a,k\n2,,a,k\n2.5,,a,k\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const head = `{"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"}]}, "trace": "t.csv", `
+	sc, err := ParseScenario([]byte(head+`"trace_offset": "1s"}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.trace) != 3 || sc.trace[0].t != 5e8 || time.Duration(sc.Duration) != 1500*time.Millisecond+1 {
+		t.Errorf("trace_offset 1s of requests at 0, 1.5, 2 and 2.5 s: %d requests from %d ns over %v; want 3 from 0.5 s over 1.5 s",
+			len(sc.trace), sc.trace[0].t, time.Duration(sc.Duration))
+	}
+	if _, err := ParseScenario([]byte(head+`"trace_scale": 2}`), dir); err == nil || !strings.Contains(err.Error(), "only a counts trace") {
+		t.Errorf("trace_scale 2 on a request trace: %v; want refused", err)
+	}
+}
+
+// A counts trace's bin of more requests than bigBin is generated in order
+// a part at a time (a count of 1e9 held 8 GB of request times): every
+// request in its bin, in time order, as many as the count.
+func TestCountsBigBinInOrder(t *testing.T) {
+	c := &countsSource{counts: []float64{3, 3*bigBin + 5, 2}, bin: 1e9, scale: 1}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var n, last int64
+	perBin := map[int64]int64{}
+	for c.fill(rng) {
+		if len(c.times) > bigBin {
+			t.Fatalf("%d times held at once; want at most %d", len(c.times), bigBin)
+		}
+		for _, x := range c.times {
+			if x < last {
+				t.Fatalf("request %d at %d after one at %d", n, x, last)
+			}
+			last = x
+			perBin[x/1e9]++
+			n++
+		}
+		c.times = c.times[:0]
+	}
+	if perBin[0] != 3 || perBin[1] != 3*bigBin+5 || perBin[2] != 2 || n != 3*bigBin+10 {
+		t.Errorf("bins held %v; want 3, %d, 2", perBin, 3*bigBin+5)
+	}
+	// The big bin's times spread over the whole second: its first and last
+	// tenths hold about a tenth each.
+	c = &countsSource{counts: []float64{10 * bigBin}, bin: 1e9, scale: 1}
+	var first, lastTenth int64
+	for c.fill(rng) {
+		for _, x := range c.times {
+			switch {
+			case x < 1e8:
+				first++
+			case x >= 9e8:
+				lastTenth++
+			}
+		}
+		c.times = c.times[:0]
+	}
+	if first < bigBin*9/10 || first > bigBin*11/10 || lastTenth < bigBin*9/10 || lastTenth > bigBin*11/10 {
+		t.Errorf("first and last tenths of a bin of %d: %d and %d; want about %d each", 10*bigBin, first, lastTenth, bigBin)
 	}
 }
 

@@ -83,37 +83,64 @@ type countsSource struct {
 	scale  float64
 	bi     int     // next bin to generate
 	times  []int64 // requests of the current bin not yet replayed, ascending
+
+	// A bin of more than bigBin requests is generated in order, bigBin at a
+	// time (a count of 1e9 held 8 GB of times): pending are its requests
+	// not generated yet, after the last at (ns), before binEnd.
+	pending    int
+	at, binEnd float64
 }
 
-// fill generates the requests of the next non-empty bin into c.times and
-// returns false when the trace is over.
+// bigBin is the most requests of one bin generated at once.
+const bigBin = 1 << 16
+
+// fill generates the requests of the next non-empty bin (or the next
+// part of a big one) into c.times and returns false when the trace is
+// over.
 func (c *countsSource) fill(rng *rand.Rand) bool {
 	for len(c.times) == 0 {
-		if c.bi >= len(c.counts) {
-			return false
+		if c.pending == 0 {
+			if c.bi >= len(c.counts) {
+				return false
+			}
+			x := c.counts[c.bi] * c.scale
+			n := int(x)
+			if rng.Float64() < x-math.Floor(x) {
+				n++
+			}
+			start := int64(c.bi) * c.bin
+			c.bi++
+			if n > bigBin {
+				c.pending, c.at, c.binEnd = n, float64(start), float64(start+c.bin)
+				continue
+			}
+			c.times = c.times[:0]
+			for range n {
+				c.times = append(c.times, start+rng.Int64N(c.bin))
+			}
+			slices.Sort(c.times)
+			continue
 		}
-		x := c.counts[c.bi] * c.scale
-		n := int(x)
-		if rng.Float64() < x-math.Floor(x) {
-			n++
-		}
-		start := int64(c.bi) * c.bin
+		// The next of k uniform times after at, in order: the least of k
+		// uniform draws in (at, binEnd) is at + (binEnd-at)(1-U^(1/k)).
 		c.times = c.times[:0]
-		for range n {
-			c.times = append(c.times, start+rng.Int64N(c.bin))
+		for range min(c.pending, bigBin) {
+			u := 1 - rng.Float64() // (0, 1]
+			c.at += (c.binEnd - c.at) * (1 - math.Pow(u, 1/float64(c.pending)))
+			c.pending--
+			c.times = append(c.times, min(int64(c.at), int64(c.binEnd)-1))
 		}
-		slices.Sort(c.times)
-		c.bi++
 	}
 	return true
 }
 
 // left returns the requests not replayed yet: those generated for the
-// current bin and the (scaled) counts of the bins after it.
+// current bin, those of a big bin not generated yet and the (scaled)
+// counts of the bins after it.
 func (c *countsSource) left() int64 {
 	var n float64
 	for _, x := range c.counts[c.bi:] {
 		n += x * c.scale
 	}
-	return int64(math.Round(n)) + int64(len(c.times))
+	return int64(math.Round(n)) + int64(len(c.times)) + int64(c.pending)
 }

@@ -227,7 +227,7 @@ func (e *engine) setup() error {
 		for k := range gids {
 			gids[k] = intern(li, keyName(t.Keys.Prefix, k))
 		}
-		e.sources = append(e.sources, newSource(t, li, gids, e.seed, i))
+		e.sources = append(e.sources, newSource(t, li, gids, e.seed, i, e.duration))
 	}
 	if len(sc.trace) > 0 {
 		s := &source{rng: rand.New(rand.NewPCG(e.seed, 0x7ace)), trace: sc.trace, next: sc.trace[0].t}

@@ -34,7 +34,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		*d = Duration(n)
 		return nil
 	}
-	v, err := time.ParseDuration(s)
+	v, err := wire.ParseDuration(s) // days too: "1d", "1d12h"
 	if err != nil {
 		return fmt.Errorf("sim: duration: %w", err)
 	}
@@ -111,9 +111,13 @@ type Scenario struct {
 	// "counts" (requests per bin, e.g. per second: the form published
 	// traces take). Default: from the content.
 	TraceFormat string `json:"trace_format,omitempty"`
-	// TraceScale multiplies a counts trace's counts. Default 1.
+	// TraceScale multiplies a counts trace's counts. Default 1; a request
+	// trace (CSV or JSON lines) is replayed as recorded and refuses any
+	// other value.
 	TraceScale float64 `json:"trace_scale,omitempty"`
-	// TraceOffset skips the start of a counts trace. Default 0.
+	// TraceOffset skips the start of a trace: a counts trace's first bins,
+	// a request trace's requests before it (the rest shifted to start
+	// there). Default 0.
 	TraceOffset Duration `json:"trace_offset,omitempty"`
 	// TraceBin is the time one count of a counts trace covers. Default 1s.
 	TraceBin Duration `json:"trace_bin,omitempty"`
@@ -611,11 +615,43 @@ func parseScenario(data []byte, dir, embedDir string) (*Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("sim: scenario: %w", err)
 	}
+	if err := explicitZeros(data); err != nil {
+		return nil, err
+	}
 	s.dir = dir
 	if err := s.Prepare(); err != nil {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// explicitZeros refuses a scenario file that writes 0 for a field whose
+// absence takes a default: the defaults apply to absent fields, and an
+// explicit "isolates": 0 ran 64 isolates, "duration": "0s" a minute.
+func explicitZeros(data []byte) error {
+	var top struct {
+		Fields  map[string]json.RawMessage
+		Traffic []map[string]json.RawMessage `json:"traffic"`
+	}
+	if json.Unmarshal(data, &top.Fields) != nil || json.Unmarshal(data, &top) != nil {
+		return nil // (the decode before took it: not reached)
+	}
+	zero := func(m map[string]json.RawMessage, field string) bool {
+		raw, ok := m[field]
+		var d Duration // numbers and duration strings alike
+		return ok && json.Unmarshal(raw, &d) == nil && d == 0
+	}
+	for _, f := range []string{"isolates", "locations", "duration"} {
+		if zero(top.Fields, f) {
+			return fmt.Errorf("sim: scenario: %s is 0: it must be positive (leave it out for the default)", f)
+		}
+	}
+	for i, t := range top.Traffic {
+		if zero(t, "cost") {
+			return fmt.Errorf("sim: scenario: traffic[%d].cost is 0: it must be at least 1 (leave it out for 1)", i)
+		}
+	}
+	return nil
 }
 
 // Prepare applies the defaults, validates s and loads its trace. A
@@ -669,6 +705,20 @@ func (s *Scenario) Prepare() error {
 		for _, ev := range tr {
 			if s.cfg.Limiter(ev.limiter) == nil {
 				return fmt.Errorf("sim: scenario: trace names unknown limiter %q", ev.limiter)
+			}
+		}
+		if s.TraceScale != 1 {
+			// (It was ignored: a request trace's requests are replayed as
+			// recorded.)
+			return fmt.Errorf("sim: scenario: trace_scale %v: only a counts trace can be scaled; %s is read as %s", s.TraceScale, p, format)
+		}
+		if off := int64(s.TraceOffset); off > 0 {
+			skip := sort.Search(len(tr), func(i int) bool { return tr[i].t >= off })
+			if tr = tr[skip:]; len(tr) == 0 {
+				return fmt.Errorf("sim: scenario: trace_offset %v skips the whole trace (in %s)", time.Duration(off), p)
+			}
+			for i := range tr {
+				tr[i].t -= off
 			}
 		}
 		s.trace = tr

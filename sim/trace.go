@@ -59,6 +59,17 @@ type traceJSON struct {
 // lines rather than CSV.
 func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 	var out []traceEvent
+	// Limiter names and keys repeat; one copy of each keeps a long
+	// trace's memory near its count of requests rather than its bytes.
+	names := map[string]string{}
+	intern := func(s string) string {
+		if c, ok := names[s]; ok {
+			return c
+		}
+		s = strings.Clone(s)
+		names[s] = s
+		return s
+	}
 	first := true
 	err := eachDataLine(data, func(line int, text string) (bool, error) {
 		isFirst := first
@@ -76,6 +87,11 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 				return false, fmt.Errorf("sim: trace line %d: no timestamp (\"t\")", line)
 			}
 			secs, ev.limiter, ev.key = *j.T, j.Limiter, j.Key
+			for _, n := range []*int{j.Isolate, j.Location} {
+				if n != nil && *n < 0 {
+					return false, fmt.Errorf("sim: trace line %d: isolate and location must be >= 0, got %d", line, *n)
+				}
+			}
 			if j.Isolate != nil {
 				ev.isolate = *j.Isolate
 			}
@@ -128,9 +144,10 @@ func ParseTrace(data []byte, jsonLines bool) ([]traceEvent, error) {
 			return false, fmt.Errorf("sim: trace line %d: limiter missing", line)
 		case ev.cost < 1 || ev.cost > wire.MaxCost:
 			return false, fmt.Errorf("sim: trace line %d: cost must be between 1 and 2^40", line)
-		case ev.isolate < -1 || ev.location < -1 || (ev.isolate >= 0 && ev.location >= 0):
+		case ev.isolate >= 0 && ev.location >= 0:
 			return false, fmt.Errorf("sim: trace line %d: give an isolate or a location, not both", line)
 		}
+		ev.limiter, ev.key = intern(ev.limiter), intern(ev.key)
 		out = append(out, ev)
 		return true, nil
 	})

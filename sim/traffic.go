@@ -20,6 +20,7 @@ type source struct {
 	pat     [9]float64
 	maxF    float64
 	next    int64
+	end     float64 // ns: the run's end, where a generated source stops
 
 	gids []int32 // key index -> global key id
 	dist byte    // 's'ingle, 'u'niform, 'z'ipf
@@ -55,8 +56,8 @@ const (
 	pShape
 )
 
-func newSource(t *Traffic, lim int, gids []int32, seed uint64, idx int) *source {
-	s := &source{rng: rand.New(rand.NewPCG(seed, 0x7a0ff1c+uint64(idx))), lim: lim, cost: t.Cost,
+func newSource(t *Traffic, lim int, gids []int32, seed uint64, idx int, end int64) *source {
+	s := &source{end: float64(end), rng: rand.New(rand.NewPCG(seed, 0x7a0ff1c+uint64(idx))), lim: lim, cost: t.Cost,
 		gap: 1e9 / t.Rate, poisson: t.Arrival == "poisson", gids: gids,
 		share: t.Skew.Share, hotN: t.Skew.Isolates, hotLoc: t.Skew.Location}
 	p := &t.Pattern
@@ -129,35 +130,54 @@ func (s *source) paretoPeriod(on bool) float64 {
 	return xm / math.Pow(u, 1/a)
 }
 
-// advance returns the time of the request after one at t (t = -1: the first).
+// advance returns the time of the request after one at t (t = -1: the
+// first), or never when it would fall at or past end.
 func (s *source) advance(t int64) int64 {
 	ft := float64(max(t, 0))
 	if s.poisson {
-		for i := 0; i < 1_000_000; i++ {
+		// Thinning at the peak rate. An on/off pattern's off period refuses
+		// every try; after a million refused in a row, the rest of it is
+		// skipped: arrivals are memoryless, so the first after it is its
+		// end plus an exponential gap. Each turn moves ft forward, by a
+		// gap at the peak rate or past an off period, so the loop ends at
+		// end.
+		for tries := 0; ft < s.end; tries++ {
 			ft += s.rng.ExpFloat64() * s.gap / s.maxF
-			if s.kind == 's' || s.rng.Float64()*s.maxF < s.factor(ft) {
-				return toNs(ft)
+			f := s.factor(ft)
+			if s.kind == 's' || s.rng.Float64()*s.maxF < f {
+				break
+			}
+			if tries >= 1_000_000 && f <= 0 && (s.kind == 'o' || s.kind == 'p') {
+				ft, tries = s.nextOn(ft), 0
 			}
 		}
-		return never
+		if ft >= s.end {
+			return never
+		}
+		return toNs(ft)
 	}
 	if t < 0 {
 		ft = s.rng.Float64() * s.gap
 	}
 	f := s.factor(ft)
 	if f <= 0 { // an off period: jump to the next on period
-		if s.kind == 'p' {
-			ft = s.perEnd
-		} else {
-			cyc := s.pat[pOn] + s.pat[pOff]
-			ft = (math.Floor(ft/cyc) + 1) * cyc
-		}
-		f = 1
+		ft, f = s.nextOn(ft), 1
 	}
 	if t < 0 {
 		return toNs(ft)
 	}
 	return toNs(ft + s.gap/f)
+}
+
+// nextOn is the start (ns) of the on period after ft, which falls in an off
+// period of an on/off or Pareto pattern (factor has moved the Pareto period
+// to the one holding ft).
+func (s *source) nextOn(ft float64) float64 {
+	if s.kind == 'p' {
+		return s.perEnd
+	}
+	cyc := s.pat[pOn] + s.pat[pOff]
+	return (math.Floor(ft/cyc) + 1) * cyc
 }
 
 func toNs(f float64) int64 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +50,12 @@ func TestSimRunsAndIsDeterministic(t *testing.T) {
 	}
 	if _, _, err := run(t, "sim", "--sync", "banana"); err == nil {
 		t.Fatal("bad --sync accepted")
+	}
+	// A missing corpus directory is named as missing (it said "no *.json
+	// scenarios in" it).
+	missing := filepath.Join(t.TempDir(), "nope")
+	if _, _, err := run(t, "sim", "--corpus-dir", missing); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+		t.Errorf("--corpus-dir %s: %v; want the directory named missing", missing, err)
 	}
 }
 
