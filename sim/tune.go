@@ -196,11 +196,21 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 	return t, nil
 }
 
+// WaitBoundChecked is the largest wait p99 the tuning accepted under
+// MaxWait: the upper bound of MaxWait's bucket of the wait histogram (12.5%
+// buckets), or -1 without a bound.
+func (t Tuning) WaitBoundChecked() Duration {
+	if t.MaxWait < 0 {
+		return -1
+	}
+	return Duration(upper(bucket(int64(t.MaxWait))))
+}
+
 // withinWait reports whether a wait quantile read from the wait histogram
 // (the upper bound of its bucket) is within bound at the histogram's
 // resolution: whether it is at most the upper bound of bound's bucket.
 func withinWait(w, bound Duration) bool {
-	return bound >= 0 && int64(w) <= upper(bucket(int64(bound)))
+	return bound >= 0 && w <= Tuning{MaxWait: bound}.WaitBoundChecked()
 }
 
 // logGrid returns n intervals log-spaced from lo to hi, rounded to the

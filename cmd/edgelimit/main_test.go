@@ -104,7 +104,7 @@ func TestSimTuneOnATrace(t *testing.T) {
 	if !strings.Contains(out, "pick: sync every") && !strings.Contains(out, "no interval in the scan meets every bound") {
 		t.Errorf("no answer:\n%s", out)
 	}
-	for _, want := range []string{"wait p99 <= 40ms, util >= 97%", "waited %", "wait p50", "util %"} {
+	for _, want := range []string{"wait p99 <= 40ms (read from 12.5% wait buckets: up to 41.94ms), util >= 97%", "waited %", "wait p50", "util %"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the curve lacks %q:\n%s", want, out)
 		}
@@ -120,7 +120,7 @@ func TestSimTuneOnATrace(t *testing.T) {
 	out, stderr, err = run(t, "sim", "--trace", trace, "--strategies", "approximate,auto", "--target-strategy", "auto",
 		"--sync", "100ms", "--quiet", "--target-overrun", "1%", "--target-points", "2", "--target-max", "1s", "--seeds", "1",
 		"--max-wait", "1s", "--min-util", "50%")
-	if err != nil || !strings.Contains(out, "tuning auto: worst key-window overrun <= 1% of the limit, wait p99 <= 1s, util >= 50%") {
+	if err != nil || !strings.Contains(out, "tuning auto: worst key-window overrun <= 1% of the limit, wait p99 <= 1s (read from 12.5% wait buckets: up to 1.00663s), util >= 50%") {
 		t.Errorf("--target-strategy auto: %v\n%s%s", err, out, stderr)
 	}
 	// Bounds of 0 mean 0, not the defaults: a wait p99 of 0 (1ns at the

@@ -385,6 +385,10 @@ func writeTuning(w io.Writer, t sim.Tuning) {
 	bounds := fmt.Sprintf("%s key-window overrun <= %g%% of the limit", t.Metric, t.Target)
 	if t.MaxWait >= 0 {
 		bounds += fmt.Sprintf(", wait p99 <= %v", time.Duration(t.MaxWait))
+		if c := t.WaitBoundChecked(); c != t.MaxWait {
+			// (The header showed the bound asked for alone.)
+			bounds += fmt.Sprintf(" (read from 12.5%% wait buckets: up to %s)", c.Short())
+		}
 	}
 	if t.MinUtil >= 0 {
 		bounds += fmt.Sprintf(", util >= %g%%", t.MinUtil)
