@@ -48,6 +48,9 @@ type node struct {
 	// it applied (the batch's or an amendment's): its next SyncOut sends
 	// it again, asking for nothing new.
 	unanswered bool
+	// tail: in requests mode (Scenario.Background), until when (ns) the
+	// sync after the last request may still start (0 or past: none).
+	tail int64
 }
 
 // waiter is a request the module answered with SyncRetry (a strict lease
@@ -147,6 +150,7 @@ type engine struct {
 	up                  *upstream // the upstream model, when the scenario has one
 	feedback            bool      // the isolates observe the upstream's answers
 	timeline            bool      // record Result.Timeline (timeline.go)
+	requestsMode        bool      // isolates sync only around requests (Scenario.Background)
 }
 
 func (e *engine) setup() error {
@@ -161,6 +165,8 @@ func (e *engine) setup() error {
 	ed, ok := st.(edge)
 	byLocation := ok && ed.byLocation
 	e.net = newNetwork(sc, e.seed, byLocation)
+	// Location counters are servers: their timers run.
+	e.requestsMode = sc.Background == BackgroundRequests && st.syncs() && !byLocation
 	e.retry = syncloop.RetryPolicy{MaxWait: time.Duration(sc.RetryWait)}
 	e.churn = rand.New(rand.NewPCG(e.seed, 0xc4a2))
 	e.res = Result{Scenario: sc.Name, Strategy: e.strategy, Sync: Duration(e.interval), Isolates: sc.Isolates,
@@ -340,7 +346,7 @@ func (e *engine) start(nd *node, now int64) error {
 	if err != nil {
 		return fmt.Errorf("sim: isolate: %w", err)
 	}
-	nd.iso, nd.applied, nd.amends, nd.unanswered = iso, 0, nd.amends[:0], false
+	nd.iso, nd.applied, nd.amends, nd.unanswered, nd.tail = iso, 0, nd.amends[:0], false, 0
 	// The fail policy's local shares, for every key this node may see.
 	nd.share = failpolicy.NewShare[int32](max(len(e.keys)*max(e.isolates, 1), 1))
 	nd.attempt++
@@ -461,12 +467,40 @@ func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) 
 		return nil
 	}
 	allowed, added, held, err := e.strat.decide(e, now, isoIdx, gid, lim, cost)
+	if err == nil && e.requestsMode {
+		err = e.pump(e.nodes[isoIdx], now)
+	}
 	if err != nil || held {
 		return err
 	}
 	e.record(gid, now, cost, allowed, added)
 	if allowed && e.up != nil {
 		return e.sendUpstream(isoIdx, gid, cost, now+added)
+	}
+	return nil
+}
+
+// pump is what a request does to the syncs of its isolate nd at now in
+// requests mode (Scenario.Background), as the JavaScript package's on
+// Workers: the sync starts now if it is due (the interval passed, the
+// module asked earlier, or a failing isolate's backoff or probe allows
+// one); otherwise the request leaves a tail that takes the next sync
+// due within three intervals (while the syncs do not fail), one sync,
+// as ctx.waitUntil keeps the request's own work alive after its answer.
+func (e *engine) pump(nd *node, now int64) error {
+	if !nd.sched.InFlight() && (nd.sched.Due(now) || nd.sched.Probe(now)) {
+		nd.tail = 0
+		c := causeRegular
+		if nd.sched.Failures() > 0 {
+			c = causeRetry
+		}
+		return e.startSync(nd, now, c)
+	}
+	if nd.tail < now && nd.sched.Failures() == 0 {
+		nd.tail = now + 3*e.interval
+		if !nd.sched.InFlight() {
+			e.armTimer(nd) // the timer an earlier tail's end let lapse
+		}
 	}
 	return nil
 }
@@ -750,6 +784,14 @@ func (e *engine) handle(ev event) error {
 	case evTimer:
 		if ev.gen != nd.gen || ev.tok != nd.timer || nd.sched.InFlight() {
 			return nil
+		}
+		if e.requestsMode {
+			// Only a request's tail or a held request syncs (pump).
+			if len(nd.waiting) == 0 && (now > nd.tail || nd.sched.Failures() > 0) {
+				nd.tail = 0
+				return nil
+			}
+			nd.tail = 0
 		}
 		c := nd.timerCause
 		if nd.sched.Failures() > 0 {

@@ -42,6 +42,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Scenario.Background values.
+const (
+	BackgroundTimers   = "timers"
+	BackgroundRequests = "requests"
+)
+
 // Strategy names.
 const (
 	LocalOnly   = "local-only"
@@ -133,6 +139,12 @@ type Scenario struct {
 	// default of limiters that set none (as the edge host's
 	// --fail-policy), applied once an isolate's view is stale.
 	FailPolicy string `json:"fail_policy,omitempty"`
+	// Background is when the isolates sync, as the JavaScript package's
+	// background option: "timers" (default: at every interval, as the
+	// edge host and Node do) or "requests" (as Cloudflare Workers do: only
+	// while a request runs, or within three intervals after one, one sync
+	// per request; an isolate without requests never syncs).
+	Background string `json:"background,omitempty"`
 	// RetryWait bounds how long a request the module answers with
 	// SyncRetry is held for syncs (as the edge host's --retry-wait).
 	// Default 1s; negative: such a request is denied at once.
@@ -365,6 +377,9 @@ func (s *Scenario) EnsureDefaults() {
 	if s.FailPolicy == "" {
 		s.FailPolicy = FailOpen
 	}
+	if s.Background == "" {
+		s.Background = BackgroundTimers
+	}
 	if s.SyncJitter == 0 {
 		s.SyncJitter = 0.1
 	}
@@ -489,6 +504,9 @@ func (s *Scenario) Validate() error {
 	case FailOpen, FailClosed, FailLocalShare:
 	default:
 		bad("unknown fail_policy %q (want open, closed or local-share)", s.FailPolicy)
+	}
+	if s.Background != BackgroundTimers && s.Background != BackgroundRequests {
+		bad("background: want timers or requests, got %q", s.Background)
 	}
 	if s.Upstream != nil {
 		s.Upstream.validate(bad)

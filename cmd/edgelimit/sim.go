@@ -59,6 +59,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	background := fs.String("background", "", "when the isolates sync: timers (every interval, as the edge host and Node) or requests (only around requests, as Cloudflare Workers with the JavaScript package's background: 'requests'); default: the scenario's, timers")
 	strand := fs.Float64("strand-budget", 0, "the simulated coordinator's --strand-budget: share of a window's limit that units held ahead by sparse isolates may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -68,7 +69,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	if *corpus || *corpusDir != "" {
-		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out, *strand)
+		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out, *strand, *background)
 	}
 	sc, err := loadScenario(*scenario)
 	if err != nil {
@@ -119,6 +120,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			sc.Sync = append(sc.Sync, sim.Duration(d))
 		}
+	}
+	if *background != "" {
+		sc.Background = *background
 	}
 	if *strategies != "" {
 		sc.Strategies = nil
@@ -436,7 +440,7 @@ func writeTuning(w io.Writer, t sim.Tuning) {
 }
 
 // runCorpus runs the scenario corpus and prints its table.
-func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string, strand float64) error {
+func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string, strand float64, background string) error {
 	var scs []*sim.Scenario
 	if dir == "" {
 		for _, n := range sim.CorpusScenarios() {
@@ -460,6 +464,14 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 				return err
 			}
 			scs = append(scs, sc)
+		}
+	}
+	if background != "" {
+		for _, sc := range scs {
+			sc.Background = background
+			if err := sc.Validate(); err != nil {
+				return fmt.Errorf("sim: --background: %w", err)
+			}
 		}
 	}
 	o := sim.CorpusOptions{Parallel: parallel}
