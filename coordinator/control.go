@@ -510,6 +510,7 @@ func (c *Coordinator) pollControl() {
 	defer close(c.ctlDone)
 	t := time.NewTicker(ControlPoll)
 	defer t.Stop()
+	failing := 0 // polls failed in a row
 	for {
 		select {
 		case <-c.ctlStop:
@@ -518,10 +519,22 @@ func (c *Coordinator) pollControl() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ControlPoll)
 		c.ctl.mu.Lock()
-		if err := c.pullControl(ctx); err != nil {
-			c.log.Warn("coordinator: control: reading the control record: "+err.Error(), "error", err.Error())
-		}
+		err := c.pullControl(ctx)
 		c.ctl.mu.Unlock()
 		cancel()
+		// Once per run of failures, and once when it reads again: it
+		// logged every poll (9 lines in 9 s of a Redis outage, besides the
+		// store's own one).
+		switch {
+		case err != nil && failing == 0:
+			c.log.Warn("coordinator: control: reading the control record: "+err.Error()+" (logged once, until it reads again)", "error", err.Error())
+		case err == nil && failing > 0:
+			c.log.Info("coordinator: control: the control record reads again", "failed_polls", failing)
+		}
+		if err != nil {
+			failing++
+		} else {
+			failing = 0
+		}
 	}
 }

@@ -2,10 +2,13 @@ package coordinator
 
 import (
 	"context"
+	"log/slog"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/edgelimit/edgelimit/coordinator/history"
 	"github.com/edgelimit/edgelimit/coordinator/redisstore"
 	"github.com/edgelimit/edgelimit/internal/rediscluster"
 	"github.com/edgelimit/edgelimit/internal/selfsigned"
@@ -46,7 +49,7 @@ func oneDelta(iso string, seq int64) *wire.Batch {
 
 // aclRules are the ACL rules docs/scale-out.md gives the coordinators'
 // Redis user: its keys, and the commands the store sends.
-const aclRules = "~el:* ~{el:* +@read +@write +@scripting +@connection +wait +info +dbsize +scan +cluster|slots +cluster|shards +cluster|info"
+const aclRules = "~el:* ~{el:* ~{elh:* +@read +@write +@scripting +@connection +multi +exec +wait +info +dbsize +scan +cluster|slots +cluster|shards +cluster|info"
 
 // TestRedisStandaloneTLSACL: one standalone redis-server serving TLS only,
 // with an ACL user limited to aclRules and the default user off. rediss://USER:PASSWORD@...
@@ -104,6 +107,19 @@ func TestRedisStandaloneTLSACL(t *testing.T) {
 		t.Fatalf("count %d, want 3", n)
 	}
 	waitHealth(t, url, 200)
+	// The history's keys are the user's too (the rules had no {elh:*: every
+	// history write failed with NOPERM, quietly, the counts going on).
+	pt := []history.Point{{Res: history.Minute, Bucket: history.Minute.Bucket(time.Now().UnixNano()),
+		Series: history.Series{Limiter: "total", Key: "key-0"}, Counts: history.Counts{Admitted: 3}}}
+	if err := rs.AddHistory("acl", pt); err != nil {
+		t.Errorf("history written by the ACL user: %v", err)
+	}
+	if err := rs.SaveKept("total", []history.Kept{{Key: "key-0"}}, nil); err != nil {
+		t.Errorf("kept keys written by the ACL user: %v", err)
+	}
+	if got, err := rs.ReadHistory(history.Minute, pt[0].Series, pt[0].Bucket, pt[0].Bucket+1); err != nil || len(got) != 1 || got[0].Admitted != 3 {
+		t.Errorf("history read by the ACL user: %v, %v; want admitted 3", got, err)
+	}
 }
 
 // TestRedisSentinel: a master, its replica and a Sentinel watching them
@@ -137,8 +153,18 @@ func TestRedisSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sentinel.Stop()
+	// A master name no Sentinel knows is said to be the problem (go-redis
+	// says every Sentinel is unreachable).
+	if s, err := openURL(ctx, "redis://"+sentinel.Addr+"?sentinel=nosuch", func(o *redisstore.Options) { o.Timeout = time.Second }); err == nil {
+		s.Close()
+		t.Error("a master no Sentinel watches opened")
+	} else if !strings.Contains(err.Error(), `master named "nosuch"`) {
+		t.Errorf("unknown master name: %v; want the name said to be unknown", err)
+	}
+	logs := &syncBuffer{}
 	rs, err := openURL(ctx, "redis://"+sentinel.Addr+"?sentinel=el", func(o *redisstore.Options) {
 		o.Wait, o.WaitDegraded = 1, true
+		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +206,11 @@ func TestRedisSentinel(t *testing.T) {
 	waitHealth(t, url, 200) // the probe sees the new master
 	if st := rs.Stats(); st.Failovers == 0 || st.WaitDegraded == 0 {
 		t.Errorf("store counted %+v: want a failover and degraded WAITs", st)
+	}
+	// go-redis's own line on the new master is one of the store's JSON
+	// lines (it wrote plain text to stderr).
+	if !strings.Contains(logs.String(), `"msg":"redisstore: go-redis: sentinel: new master`) {
+		t.Errorf("go-redis's failover line is not in the store's log:\n%s", logs.String())
 	}
 }
 
@@ -227,4 +258,123 @@ func TestRedisClusterTLS(t *testing.T) {
 		t.Fatalf("count %d, want 3", n)
 	}
 	waitHealth(t, url, 200)
+	// The history's keys are the user's too (the rules had no {elh:*: every
+	// history write failed with NOPERM, quietly, the counts going on).
+	pt := []history.Point{{Res: history.Minute, Bucket: history.Minute.Bucket(time.Now().UnixNano()),
+		Series: history.Series{Limiter: "total", Key: "key-0"}, Counts: history.Counts{Admitted: 3}}}
+	if err := rs.AddHistory("acl", pt); err != nil {
+		t.Errorf("history written by the ACL user: %v", err)
+	}
+	if err := rs.SaveKept("total", []history.Kept{{Key: "key-0"}}, nil); err != nil {
+		t.Errorf("kept keys written by the ACL user: %v", err)
+	}
+	if got, err := rs.ReadHistory(history.Minute, pt[0].Series, pt[0].Bucket, pt[0].Bucket+1); err != nil || len(got) != 1 || got[0].Admitted != 3 {
+		t.Errorf("history read by the ACL user: %v, %v; want admitted 3", got, err)
+	}
+}
+
+// TestRedisRefusingIsNoOutage: a standalone server without the replica
+// that --redis-wait 1 needs answers every round trip, and its probe fails:
+// /healthz is 503, logged once, and it is no outage (the outage log
+// flapped, "unavailable" and "answers again" every 1-2.5 s, as writes
+// that succeeded ended each). Then the server hangs (SIGSTOP): the probe
+// answers within its timeout, not go-redis's read timeout (5 s past a 2 s
+// probe timeout before), and that is an outage.
+func TestRedisRefusingIsNoOutage(t *testing.T) {
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := rediscluster.StartServer(ctx, rediscluster.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	rs, err := openURL(ctx, "redis://"+srv.Addr, func(o *redisstore.Options) {
+		o.Wait, o.Logger, o.Timeout, o.WaitTimeout = 1, log, 300*time.Millisecond, 5*time.Second
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	for range 6 {
+		if err := rs.Probe(ctx); err == nil || !strings.Contains(err.Error(), "WAIT needs 1") {
+			t.Fatalf("probe without a replica: %v; want refused for WAIT", err)
+		}
+		if _, err := rs.LoadKept("total"); err != nil { // a round trip that succeeds
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	text := logs.String()
+	if n := rs.Stats().Outages; n != 0 || strings.Contains(text, "Redis unavailable") {
+		t.Errorf("%d outages counted while Redis answered every round trip; logs:\n%s", n, text)
+	}
+	if n := strings.Count(text, "does not serve this coordinator's writes"); n != 1 {
+		t.Errorf("the refusal logged %d times, want once; logs:\n%s", n, text)
+	}
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Signal(syscall.SIGCONT)
+	time.Sleep(300 * time.Millisecond) // past the reuse of the last probe
+	start := time.Now()
+	err = rs.Probe(ctx)
+	if took := time.Since(start); err == nil || took > 3*time.Second {
+		t.Errorf("probe of a hung server: %v after %v; want an error within the 300 ms timeout (a generous 3 s)", err, took)
+	}
+	if rs.Stats().Outages != 1 {
+		t.Errorf("a hung server counted %d outages, want 1", rs.Stats().Outages)
+	}
+}
+
+// TestControlPollLogsOnce: a Redis that hangs for a few polls of the
+// control record is logged once when the reads fail and once when they
+// read again (every poll was logged: 9 lines in 9 s of an outage, besides
+// the store's own one line).
+func TestControlPollLogsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a Redis hung for 3.5 s; not in -short")
+	}
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := rediscluster.StartServer(ctx, rediscluster.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	rs, err := openURL(ctx, "redis://"+srv.Addr, func(o *redisstore.Options) { o.Timeout = 300 * time.Millisecond })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	logs := &syncBuffer{}
+	c, err := Open(Options{Store: rs, Config: totalConfig(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ControlPoll*3 + ControlPoll/2)
+	if err := srv.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "control record reads again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery logged 5 s after the server resumed; logs:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "level=WARN msg=\"coordinator: control: reading the control record"); n != 1 {
+		t.Errorf("%d lines for the failed reads of one outage, want 1; logs:\n%s", n, logs.String())
+	}
 }

@@ -346,6 +346,10 @@ func TestRedisSettingsStored(t *testing.T) {
 	if err := open(16); err == nil || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), fmt.Sprintf("format %d", redisstore.FormatVersion)) {
 		t.Errorf("format 99 in the cluster: %v", err)
 	}
+	// Both differ: both are named (the format alone was).
+	if err := open(32); err == nil || !strings.Contains(err.Error(), "format 99") || !strings.Contains(err.Error(), "16 buckets") {
+		t.Errorf("format 99 and 16 buckets in the cluster, a store of 32: %v; want both named", err)
+	}
 	// Format 1 (before counter records) is upgraded in place, with the
 	// same bucket count only.
 	if err := c.HSet(ctx, "el:meta", "format", "1").Err(); err != nil {
@@ -389,6 +393,61 @@ func TestRedisSettingsStored(t *testing.T) {
 	}
 	if err := open(64); err != nil {
 		t.Errorf("64 again refused: %v", err)
+	}
+}
+
+// TestRedisSettingsLostWhileRunning: Redis loses its settings (restarted
+// empty, flushed) under a running coordinator of 16 buckets, and another
+// starts with 32. Either the running one stored its settings again first
+// and the new one is refused, naming both counts, or the new one stored
+// its own and the running one refuses to write within a couple of
+// seconds, naming both: before, both wrote, and a key's count split in
+// two (400 admitted of a strict 200).
+func TestRedisSettingsLostWhileRunning(t *testing.T) {
+	cl := testCluster(t)
+	ctx := context.Background()
+	rs := openTestRedis(t, redisstore.Options{Buckets: 16})
+	clk := &fakeClock{}
+	clk.set(t0)
+	c, err := Open(Options{Store: rs, Config: testConfig(), Clock: clock.Func(clk.now), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1, Demand: 1}))
+	if err := cl.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Buckets: 32})
+	if err != nil {
+		if !strings.Contains(err.Error(), "16 buckets") || !strings.Contains(err.Error(), "has 32") {
+			t.Fatalf("the second coordinator refused with %v; want both bucket counts named", err)
+		}
+		t.Log("the running coordinator stored its settings again first")
+		return
+	}
+	defer other.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for seq := int64(2); ; seq++ {
+		// A new isolate each time (the flush took the isolates' marks).
+		_, err := c.Sync(ctx, batch(fmt.Sprint("b", seq), 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1, Demand: 1}))
+		if err != nil {
+			if !strings.Contains(err.Error(), "32 buckets") || !strings.Contains(err.Error(), "has 16") {
+				t.Fatalf("the running coordinator refused with %v; want both bucket counts named", err)
+			}
+			t.Logf("the running coordinator refused %v after the other stored its settings", time.Until(deadline.Add(-3*time.Second)).Abs())
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the running coordinator of 16 buckets still writes 3 s after another stored 32")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The probe says so too (its last result is reused for 250 ms).
+	for end := time.Now().Add(time.Second); rs.Probe(ctx) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the probe passes while the settings are another coordinator's")
+		}
 	}
 }
 

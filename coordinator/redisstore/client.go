@@ -41,6 +41,10 @@ func connect(ctx context.Context, o *Options) (redis.UniversalClient, error) {
 		c.Username, c.Password, c.TLSConfig = o.Username, o.Password, o.TLS
 		c.DialTimeout, c.ReadTimeout, c.WriteTimeout = o.Timeout, 2*o.Timeout+o.WaitTimeout, o.Timeout
 		c.PoolSize, c.MaxRetries, c.MinRetryBackoff, c.MaxRetryBackoff = o.PoolSize, 2, 10*time.Millisecond, 100*time.Millisecond
+		// A context's deadline bounds a round trip's reads too: without it
+		// a probe of a hung server (SIGSTOP) took the read timeout, 5 s,
+		// past its own 2 s.
+		c.ContextTimeoutEnabled = true
 	}
 	if o.Mode == ModeAuto {
 		o.Mode = ModeCluster
@@ -66,7 +70,8 @@ func connect(ctx context.Context, o *Options) (redis.UniversalClient, error) {
 		// rather than for a second inside go-redis's pipeline.
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password,
 			TLSConfig: o.TLS, DialTimeout: o.Timeout, ReadTimeout: 2*o.Timeout + o.WaitTimeout, WriteTimeout: o.Timeout,
-			PoolSize: o.PoolSize, MaxRedirects: 3, MaxRetries: 2, MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
+			PoolSize: o.PoolSize, MaxRedirects: 3, MaxRetries: 2, MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond,
+			ContextTimeoutEnabled: true})
 	case ModeStandalone:
 		if len(o.Addrs) != 1 {
 			return nil, fmt.Errorf("redisstore: a standalone server has one address, not %d", len(o.Addrs))
@@ -84,12 +89,18 @@ func connect(ctx context.Context, o *Options) (redis.UniversalClient, error) {
 			SentinelUsername: o.SentinelUsername, SentinelPassword: o.SentinelPassword,
 			Username: opts.Username, Password: opts.Password, TLSConfig: opts.TLSConfig,
 			DialTimeout: opts.DialTimeout, ReadTimeout: opts.ReadTimeout, WriteTimeout: opts.WriteTimeout,
-			PoolSize: opts.PoolSize, MaxRetries: opts.MaxRetries, MinRetryBackoff: opts.MinRetryBackoff, MaxRetryBackoff: opts.MaxRetryBackoff})
+			PoolSize: opts.PoolSize, MaxRetries: opts.MaxRetries, MinRetryBackoff: opts.MinRetryBackoff, MaxRetryBackoff: opts.MaxRetryBackoff,
+			ContextTimeoutEnabled: true})
 	default:
 		return nil, fmt.Errorf("redisstore: unknown mode %q (want cluster, standalone or sentinel)", o.Mode)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
+		if o.Mode == ModeSentinel && strings.Contains(err.Error(), "sentinels specified in configuration are unreachable") {
+			// go-redis says so too when the Sentinels answer but know no
+			// master of that name.
+			return nil, fmt.Errorf("redisstore: sentinel %s: no Sentinel answered with the master named %q (is the name right?): %w", strings.Join(o.Addrs, ","), o.SentinelMaster, err)
+		}
 		return nil, fmt.Errorf("redisstore: %s %s: %w", o.Mode, strings.Join(o.Addrs, ","), err)
 	}
 	return rdb, nil

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -75,6 +76,9 @@ type prober struct {
 	at      time.Time
 	err     error
 	masters []string // the masters the last successful probe saw, sorted
+	// refusing is why the probes fail while Redis answers (logged once),
+	// or "".
+	refusing string
 }
 
 // Probe reports whether Redis serves writes now: every master (of the
@@ -125,14 +129,31 @@ func (s *Store) Probe(ctx context.Context) error {
 		mu.Unlock()
 		return nil
 	})
+	if err == nil {
+		err = s.settingsOK(ctx)
+	}
 	s.pr.at = time.Now()
 	if err != nil {
 		s.pr.err = fmt.Errorf("redisstore: probe: %w", err)
-		s.health.failed("probe", err)
+		if retryable(err) || errors.Is(err, context.DeadlineExceeded) {
+			s.health.failed("probe", err) // no answer: an outage
+		} else if s.pr.refusing == "" {
+			// Redis answers, and says no (too few replicas for WAIT, a
+			// user without INFO, another coordinator's settings): not an
+			// outage, which the next write that succeeds would end (the
+			// outage log flapped every 1-2.5 s). Logged once, until the
+			// probe passes.
+			s.pr.refusing = err.Error()
+			s.opts.Logger.Warn("redisstore: Redis answers but does not serve this coordinator's writes; /healthz answers 503 (logged once, until it does)", "err", err.Error())
+		}
 		s.reloadLazy(ctx)
 		return s.pr.err
 	}
 	s.pr.err = nil
+	if s.pr.refusing != "" {
+		s.opts.Logger.Info("redisstore: Redis serves this coordinator's writes again", "was", s.pr.refusing)
+		s.pr.refusing = ""
+	}
 	s.health.succeeded()
 	slices.Sort(masters)
 	if s.pr.masters != nil && !slices.Equal(masters, s.pr.masters) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -78,20 +80,83 @@ func (s *Store) checkMeta(ctx context.Context, explicit bool) error {
 			return fmt.Errorf("redisstore: settings: %w", err)
 		}
 	}
-	v, err := metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom[0], upgradableFrom[1]).StringSlice()
+	v, err := s.runMeta(ctx)
 	if err != nil {
 		return fmt.Errorf("redisstore: settings: %w", err)
 	}
+	return s.compareMeta(v)
+}
+
+// runMeta runs metaScript with this coordinator's settings and returns
+// what the cluster holds (buckets, format).
+func (s *Store) runMeta(ctx context.Context) ([]string, error) {
+	return metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom[0], upgradableFrom[1]).StringSlice()
+}
+
+// compareMeta refuses settings v (buckets, format) other than this
+// coordinator's, naming every value that differs.
+func (s *Store) compareMeta(v []string) error {
 	if len(v) != 2 {
 		return fmt.Errorf("redisstore: settings: %s holds %q", metaKey, v)
 	}
-	if v[1] != strconv.Itoa(FormatVersion) {
-		return fmt.Errorf("redisstore: the cluster holds edgelimit state in format %s, this coordinator writes format %d: run a coordinator of the version that wrote it, or empty the cluster", v[1], FormatVersion)
-	}
+	var diff []string
 	if v[0] != strconv.Itoa(s.opts.Buckets) {
-		return fmt.Errorf("redisstore: the cluster was set up with %s buckets, this coordinator has %d (--redis-buckets): every coordinator of a cluster must use the same; start it with --redis-buckets %s", v[0], s.opts.Buckets, v[0])
+		diff = append(diff, fmt.Sprintf("it was set up with %s buckets, this coordinator has %d (--redis-buckets): every coordinator of a cluster must use the same; start it with --redis-buckets %s", v[0], s.opts.Buckets, v[0]))
+	}
+	if v[1] != strconv.Itoa(FormatVersion) {
+		diff = append(diff, fmt.Sprintf("it holds edgelimit state in format %s, this coordinator writes format %d: run a coordinator of the version that wrote it", v[1], FormatVersion))
+	}
+	if len(diff) > 0 {
+		return fmt.Errorf("redisstore: the cluster's settings (%s) are not this coordinator's: %s; or empty the cluster", metaKey, strings.Join(diff, "; and "))
 	}
 	return nil
+}
+
+// Settings while running. A Redis that lost metaKey (restarted without
+// persistence, flushed) while coordinators run lets the next coordinator
+// store its own bucket count there: before, one started with 64 buckets
+// beside one of 512 split a strict key of 200 into two counts, and 400
+// were admitted. So a running coordinator checks the settings again, at
+// most every metaEvery, before its writes (storing its own if they are
+// gone, as at Open) and refuses to write while they are another's; the
+// mismatch is logged once, and so is its end.
+
+// metaEvery is how often a running coordinator checks the cluster's
+// settings again: 1 s.
+const metaEvery = time.Second
+
+// metaCheck caches the last check of the settings.
+type metaCheck struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error // the settings are another coordinator's
+}
+
+// settingsOK returns the error of settings that are not this
+// coordinator's, checking them again if the last check is metaEvery old. A
+// check whose round trip fails changes nothing: the writes' own round
+// trips fail and retry then.
+func (s *Store) settingsOK(ctx context.Context) error {
+	m := &s.meta
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if time.Since(m.at) < metaEvery {
+		return m.err
+	}
+	v, err := s.runMeta(ctx)
+	if err != nil {
+		return m.err
+	}
+	m.at = time.Now()
+	err = s.compareMeta(v)
+	switch {
+	case err != nil && m.err == nil:
+		s.opts.Logger.Error("redisstore: refusing writes: "+err.Error(), "error", err.Error())
+	case err == nil && m.err != nil:
+		s.opts.Logger.Info("redisstore: the cluster's settings are this coordinator's again; writing")
+	}
+	m.err = err
+	return err
 }
 
 // dbSize returns the number of keys on every master.

@@ -150,13 +150,17 @@ func CredentialsFromEnv(o *Options) {
 // a write is acknowledged once the master applied it (and, with
 // Options.Wait, once that many replicas did).
 type Store struct {
-	rdb    redis.UniversalClient // *redis.ClusterClient, or *redis.Client (standalone, Sentinel)
-	opts   Options
-	rl     reloader
-	pr     prober
-	stats  stats
-	health outage
-	short  sync.Map // master address -> true while WAIT there falls short (WaitDegraded)
+	rdb     redis.UniversalClient // *redis.ClusterClient, or *redis.Client (standalone, Sentinel)
+	opts    Options
+	rl      reloader
+	pr      prober
+	stats   stats
+	health  outage
+	meta    metaCheck     // the settings checked while running (meta.go)
+	stop    chan struct{} // closed by Close: ends watch
+	done    chan struct{} // closed when watch returned
+	closing sync.Once
+	short   sync.Map // master address -> true while WAIT there falls short (WaitDegraded)
 }
 
 // Open connects to the cluster of o.Addrs, checks it answers, and checks
@@ -188,6 +192,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	setClientLog(o.Logger)
 	rdb, err := connect(ctx, &o)
 	if err != nil {
 		return nil, err
@@ -198,7 +203,32 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.watch()
 	return s, nil
+}
+
+// watchEvery is how often a store probes Redis on its own: 1 s.
+const watchEvery = time.Second
+
+// watch probes Redis every watchEvery until Close, besides the probes of
+// health checks and metric scrapes, so that a failover between two
+// scrapes, an outage and settings that changed under a running coordinator
+// are seen, counted and logged when they happen, not at the next scrape
+// (a Sentinel failover went uncounted by a coordinator nobody scraped
+// before it).
+func (s *Store) watch() {
+	defer close(s.done)
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Probe(context.Background())
+		}
+	}
 }
 
 // Client returns the client (for tests and benchmarks).
@@ -282,6 +312,9 @@ func (s *Store) Get(key []byte) ([]byte, bool, error) {
 // own). Sets and range deletes are refused: key records are written only
 // through WriteShared.
 func (s *Store) Commit(ops []merge.Op) error {
+	if err := s.settingsOK(context.Background()); err != nil {
+		return err
+	}
 	for _, op := range ops {
 		if !op.Delete || op.End != nil {
 			return errors.New("redisstore: only single-key deletes are committed directly")
@@ -351,7 +384,13 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) bool) erro
 }
 
 // Close closes the connections.
-func (s *Store) Close() error { return s.rdb.Close() }
+func (s *Store) Close() error {
+	if s.stop != nil {
+		s.closing.Do(func() { close(s.stop) })
+		<-s.done
+	}
+	return s.rdb.Close()
+}
 
 // ReadShared reads keys, marks and isolates' high-water marks in one
 // pipeline (one round trip per master).

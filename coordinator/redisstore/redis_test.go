@@ -21,6 +21,14 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+	// A database index other than 0 is refused (it was dropped: /3 wrote
+	// to database 0); /0 is database 0.
+	if _, err := ParseURL("redis://10.0.0.1:6379/3"); err == nil || !strings.Contains(err.Error(), "database /3") {
+		t.Errorf("database 3: %v; want refused, naming it", err)
+	}
+	if o, err := ParseURL("redis://10.0.0.1:6379/0?mode=standalone"); err != nil || o.Mode != ModeStandalone || len(o.Addrs) != 1 {
+		t.Errorf("database 0: %+v %v", o, err)
+	}
 }
 
 // TestCredentialsFromEnv: the environment fills what the URL left out.

@@ -11,7 +11,7 @@ import (
 
 // ParseURL parses a store URL into Options:
 //
-//	redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][?OPTIONS]
+//	redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/0][?OPTIONS]
 //	rediss://...   the same over TLS
 //
 // The addresses are a Redis Cluster's seed nodes, or one standalone server
@@ -46,7 +46,11 @@ func ParseURL(s string) (Options, error) {
 		o.Password, _ = u.User.Password()
 		rest = rest[at+1:]
 	}
-	rest, _, _ = strings.Cut(rest, "/")
+	rest, db, _ := strings.Cut(rest, "/")
+	if db != "" && db != "0" {
+		// (It was dropped: /3 wrote to database 0.)
+		return o, fmt.Errorf("redisstore: store %q: database /%s: edgelimit keeps its keys in database 0 (a Redis Cluster has no other); give it its own Redis, or an ACL user of its own keys", redact(s), db)
+	}
 	for _, a := range strings.Split(rest, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue

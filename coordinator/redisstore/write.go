@@ -99,6 +99,9 @@ func ms(ns int64) int64 { return max(ns/1e6, 1) }
 // again after each reload of the slot map.
 func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall, combine combiner) (res []any, ran []bool, err error) {
 	res, ran = make([]any, len(calls)), make([]bool, len(calls))
+	if err := s.settingsOK(ctx); err != nil {
+		return res, ran, err // none ran
+	}
 	pending := make([]int, len(calls))
 	for i := range pending {
 		pending[i] = i

@@ -119,6 +119,18 @@ func (nd *Node) Kill() {
 	nd.dead = true
 }
 
+// Signal sends sig to the node's process (SIGSTOP hangs it, SIGCONT
+// resumes it).
+func (nd *Node) Signal(sig os.Signal) error {
+	if nd.cmd == nil || nd.cmd.Process == nil || nd.dead {
+		return fmt.Errorf("rediscluster: %s is not running", nd.Addr)
+	}
+	if err := nd.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("rediscluster: signal %s: %w", nd.Addr, err)
+	}
+	return nil
+}
+
 // Stop kills the node and removes its directory.
 func (nd *Node) Stop() { nd.stop() }
 
