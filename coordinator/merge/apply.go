@@ -379,6 +379,9 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 	}
 	v.Lease = 0
 	if me == nil {
+		if !lim.IsBucket() {
+			v.Held = st.held(nil, W, now)
+		}
 		return
 	}
 	switch {
@@ -412,6 +415,9 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 	}
 	if !end {
 		v.Life = lifeLeft(me, now)
+	}
+	if !lim.IsBucket() {
+		v.Held = st.held(me, W, now)
 	}
 }
 

@@ -101,7 +101,18 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// request): past that the units stay reserved, unused, as long as
 	// the window lasts (reservation).
 	muMe := lambda * min(left, float64(m.opts.LeaseLife)/float64(P))
-	hold := m.holdsAhead(me, unit) && strandCost(pace*left, uNow+unusedCost(unit, muMe*fit, me.evidence(P), unit), room) <= budget
+	// Only a batch with a request in it holds ahead (here, and standing
+	// leases below, whose life runs into the next window). One that asks
+	// for nothing and reports nothing (a peek's, a heartbeat's) says the
+	// isolate's requests stopped: it is granted nothing more (need), and
+	// keeps what it holds only until its next batch. Given a unit ahead
+	// by each, an isolate kept one for as long as it peeked, which then
+	// expired unused and stayed reserved, as spent, for the rest of the
+	// window: a 100/day key peeked by 16 isolates after a few requests
+	// each admitted 84. Now its next batch gives the unit back (the batch
+	// reports everything the isolate admitted).
+	asking := delta > 0 || unmet > 0
+	hold := asking && m.holdsAhead(me, unit) && strandCost(pace*left, uNow+unusedCost(unit, muMe*fit, me.evidence(P), unit), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
@@ -126,6 +137,9 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		told = addSat(li, delta)
 	}
 	need := m.need(me, P, unmet, unit, hold, told)
+	if !asking {
+		need = 0 // a peek's batch: nothing more (hold)
+	}
 	if frequent(me, P) && need > unmet {
 		// A frequent isolate's units ahead of what it was refused are
 		// held ahead too: with many keys an isolate syncs often while
@@ -188,6 +202,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	stand, sparseStand := int64(0), false
 	switch {
 	case lim.Algorithm != wire.FixedWindow || sumD == 0:
+	case !asking: // a peek's batch: nothing ahead (hold, above)
 	case lambda >= busyPerWindow*float64(unit) && frequent(me, P):
 		// (Busy by its demand in units and by how often it syncs the
 		// key: an isolate with one request of cost 40 in a window read

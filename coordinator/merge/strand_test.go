@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -415,5 +416,61 @@ func TestCostUnit(t *testing.T) {
 	}
 	if unusedCost(3, 2, 0, 1) != unusedUnits(3, 2, 0) {
 		t.Fatal("unit 1 is not unusedUnits")
+	}
+}
+
+// A batch that asks for nothing and reports nothing (a peek's, a
+// heartbeat's) holds nothing ahead: an isolate whose requests stopped was
+// given a unit ahead by each such batch, which expired unused and stayed
+// reserved, as spent, for the rest of the window (a 100/day key peeked by
+// 16 isolates after a few requests each admitted 84). Such a batch after
+// the lease's life now leaves nothing reserved: it reports everything the
+// isolate admitted.
+func TestPeekHoldsNothingAhead(t *testing.T) {
+	const day = 24 * 3600 * sec
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) {
+		o.Config = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+			{Name: "day", Algorithm: wire.FixedWindow, Limit: 100, Period: day, Mode: wire.Strict}}}
+	})
+	W := t0 / day
+	at := t0
+	seq := int64(0)
+	send := func(d wire.Delta) wire.View {
+		t.Helper()
+		seq++
+		clk.set(at)
+		d.Limiter, d.Key, d.Window = "day", "k", W
+		return viewOf(t, mustSync(t, c, batch("a", seq, at, d)), "day", "k")
+	}
+	// Requests 50 ms apart, each asked for and reported: the isolate
+	// holds a unit ahead.
+	var v wire.View
+	for range 4 {
+		send(wire.Delta{Demand: 1})
+		at += sec / 100
+		v = send(wire.Delta{Delta: 1, Demand: 1})
+		at += sec / 25
+	}
+	if v.Lease != 1 {
+		t.Fatalf("after 4 requests reported: lease %d, want 1 (a unit ahead)", v.Lease)
+	}
+	// Its requests stop, and it peeks every 2 s: each peek renews
+	// nothing ahead, and one past the life of what it held (a life that
+	// the peeks do not carry into the next window) gives it back.
+	for range 3 {
+		at += 2 * sec
+		if v = send(wire.Delta{}); v.Lease > 1 || v.Stand != 0 {
+			t.Fatalf("a peek %v after the requests stopped: lease %d, stand %d; want at most the unit it held, and nothing for tomorrow",
+				time.Duration(at-t0), v.Lease, v.Stand)
+		}
+	}
+	if v.Lease != 0 {
+		t.Errorf("the last peek: lease %d, want 0", v.Lease)
+	}
+	at += 4 * sec
+	clk.set(at)
+	ks := getKey(t, c, "day", "k")
+	if ks.Count != 4 || ks.LeaseSum != 0 {
+		t.Errorf("after the peeks: count %d, %d reserved (%d expired); want 4 and none", ks.Count, ks.LeaseSum, ks.ExpiredLeaseSum)
 	}
 }

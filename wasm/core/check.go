@@ -54,7 +54,7 @@ func checkView(l *limiter, v *wire.View, now int64) bool {
 	// A coordinator configured with a larger limit grants leases up to
 	// it (the isolate then answers with that limit: View.Limit).
 	b := max64(l.bound, v.Limit)
-	if v.Lease < -1 || v.Lease > b || v.Stand < 0 || v.Stand > b || v.Isolates < 0 {
+	if v.Lease < -1 || v.Lease > b || v.Stand < 0 || v.Stand > b || v.Isolates < 0 || v.Held < 0 || v.Held > b {
 		return false
 	}
 	P := l.cfg.Period

@@ -93,6 +93,8 @@ func TestImpossibleRepliesRefused(t *testing.T) {
 		{Limiter: "w", Key: "k", Window: math.MaxInt64, Lease: 5, Isolates: 1},
 		{Limiter: "w", Key: "k", Window: 100, Count: -1, Lease: 5, Isolates: 1},
 		{Limiter: "w", Key: "k", Window: 100, Lease: 1 << 40, Isolates: 1},
+		{Limiter: "w", Key: "k", Window: 100, Lease: 5, Isolates: 1, Held: -1},
+		{Limiter: "w", Key: "k", Window: 100, Lease: 5, Isolates: 1, Held: 11}, // more than the limit of 10
 		{Limiter: "b", Key: "k", TAT: math.MaxInt64, Lease: -1, Isolates: 1},
 		{Limiter: "b", Key: "k", TAT: -5, Lease: -1, Isolates: 1},
 	}

@@ -483,6 +483,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 		return
 	}
 	s := c.tab.lease(e)
+	s.held = v.Held
 	if named && !v.Exhausted && s.asked == 0 && !l.bucket {
 		// A recheck (resets.go): the window has room again (a reset the
 		// coordinator sent no notice of): the dry spell ends, the next

@@ -68,15 +68,15 @@ const (
 	maxKeyBytes    = 3 + MaxKeyLen
 	maxArrayHeader = 3
 	// a View: [limiter, key, window, count, prev, tat, lease, isolates,
-	// stand, exhausted, life, limit]
-	maxViewBytes = 1 + maxNameBytes + maxKeyBytes + 9*maxIntBytes + 1
+	// stand, exhausted, life, limit, held]
+	maxViewBytes = 1 + maxNameBytes + maxKeyBytes + 10*maxIntBytes + 1
 	// an UpView: [limiter, key, pause, circuit, open, probe, limit, life]
 	maxUpViewBytes = 1 + maxNameBytes + maxKeyBytes + 5*maxIntBytes + 1
 	// a ResetKey: [limiter, key]
 	maxResetBytes = 1 + maxNameBytes + maxKeyBytes
 )
 
-// MaxReplyBytes is the size of the largest Reply, in bytes (9,060,422, 8.64 MiB):
+// MaxReplyBytes is the size of the largest Reply, in bytes (9,134,150, 8.71 MiB):
 // MaxBatchEntries views, upstream views and reset keys, each with a
 // limiter name of MaxNameLen bytes, a key of MaxKeyLen bytes and every
 // number at its longest, and every field of the reply's map. A reader of

@@ -593,3 +593,39 @@ func TestViewWithoutStand(t *testing.T) {
 		t.Fatalf("8-element view: %+v ok=%v err=%v", v, ok, rr.Err())
 	}
 }
+
+// Held is the view's 13th element, written (with limit, 0 or not) only
+// when it is not 0; a view of 12 elements reads as held 0, one of 14 is
+// refused.
+func TestViewHeld(t *testing.T) {
+	for _, v := range []wire.View{
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Held: 5},
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Held: 5, Limit: 100},
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Limit: 100},
+	} {
+		rp := wire.Reply{Version: wire.Version, Seq: 1, At: 1, Entries: []wire.View{v}}
+		var back wire.Reply
+		if err := back.UnmarshalMsg(rp.AppendMsg(nil)); err != nil || len(back.Entries) != 1 || back.Entries[0] != v {
+			t.Errorf("%+v read back as %+v, %v", v, back.Entries, err)
+		}
+	}
+	b := wire.AppendMapHeader(nil, 4)
+	b = wire.AppendString(b, "v")
+	b = wire.AppendInt(b, wire.Version)
+	b = wire.AppendString(b, "seq")
+	b = wire.AppendInt(b, 1)
+	b = wire.AppendString(b, "at")
+	b = wire.AppendInt(b, 1)
+	b = wire.AppendString(b, "e")
+	b = wire.AppendArrayHeader(b, 1)
+	b = wire.AppendArrayHeader(b, 14)
+	b = wire.AppendString(b, "l")
+	b = wire.AppendString(b, "k")
+	for range 12 {
+		b = wire.AppendInt(b, 0)
+	}
+	var rp wire.Reply
+	if err := rp.UnmarshalMsg(b); err == nil {
+		t.Error("a view of 14 elements accepted")
+	}
+}

@@ -183,6 +183,14 @@ type View struct {
 	// msgpack/v5 reflection encoding of View (tag "-": an array-encoded
 	// struct has a fixed length there); AppendMsg and ReplyReader carry it.
 	Limit int64 `msgpack:"-"`
+	// Held (leased windowed limiters): the budget of Window that other
+	// isolates held in leases now expired, which the coordinator counts
+	// as spent (they may have admitted it without reporting) until the
+	// window ends or they report: an isolate's remaining (its answers'
+	// and peeks') counts it as used.
+	// Optional on the wire: a view of 8 to 12 elements has 0. Not in the
+	// msgpack/v5 reflection encoding (as Limit).
+	Held int64 `msgpack:"-"`
 }
 
 // AppendMsg appends b encoded as msgpack.
@@ -451,10 +459,14 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 func (v *View) Notice() bool { return v.Lease == -1 && v.Exhausted }
 
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
-// lease, isolates, stand, exhausted, life].
+// lease, isolates, stand, exhausted, life(, limit(, held))]: limit when it
+// or held is not 0, held when it is not 0.
 func (v *View) AppendMsg(dst []byte) []byte {
 	n := 11
-	if v.Limit != 0 {
+	switch {
+	case v.Held != 0:
+		n = 13
+	case v.Limit != 0:
 		n = 12
 	}
 	dst = AppendArrayHeader(dst, n)
@@ -469,14 +481,17 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	dst = AppendInt(dst, v.Stand)
 	dst = AppendBool(dst, v.Exhausted)
 	dst = AppendInt(dst, v.Life)
-	if n == 12 {
+	if n >= 12 {
 		dst = AppendInt(dst, v.Limit)
+	}
+	if n == 13 {
+		dst = AppendInt(dst, v.Held)
 	}
 	return dst
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit))))]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit(, held)))))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -555,13 +570,13 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	n := r.ReadArrayHeader()
-	if (n < 8 || n > 12) && r.err == nil {
+	if (n < 8 || n > 13) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
-	v.Stand, v.Exhausted, v.Life, v.Limit = 0, false, 0, 0
+	v.Stand, v.Exhausted, v.Life, v.Limit, v.Held = 0, false, 0, 0, 0
 	if n >= 9 {
 		v.Stand = r.ReadInt()
 	}
@@ -571,8 +586,11 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	if n >= 11 {
 		v.Life = r.ReadInt()
 	}
-	if n == 12 {
+	if n >= 12 {
 		v.Limit = r.ReadInt()
+	}
+	if n == 13 {
+		v.Held = r.ReadInt()
 	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)

@@ -62,6 +62,31 @@ for (const background of ['requests', 'timers']) {
   });
 }
 
+test('a peek counts what others admitted under leases now expired, unreported', async () => {
+  // A fixed window's lease reports what it admitted lazily: a stops
+  // syncing with units admitted and unreported, its lease expires, and
+  // the coordinator counts them as spent. Before, b's peeks read the count
+  // alone (100 where 96 were left) until a reported.
+  const coord = await startCoordinator(config, ['--lease-life', '300ms']);
+  try {
+    const key = `held-${Date.now()}`;
+    const a = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url, background: 'requests' });
+    let admitted = 0;
+    for (let i = 0; i < 4; i++) if ((await a.limit({ limiter: 'fw', key })).success) admitted++;
+    assert.equal(admitted, 4);
+    // a sends nothing more (no request); its lease's life and grace pass.
+    await new Promise((r) => setTimeout(r, 1800));
+    const st = await (await fetch(`${coord.url}/v1/limiters/fw/keys/${key}`)).json();
+    assert.ok(st.count < admitted, `the coordinator counted ${st.count} of ${admitted}: the test needs units admitted unreported`);
+    assert.ok(st.expired_lease_sum > 0, `no expired lease: ${JSON.stringify(st)}`);
+    const b = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url });
+    const d = await b.limit({ limiter: 'fw', key, cost: 0 });
+    assert.ok(d.remaining <= 100 - admitted, `b's peek: remaining ${d.remaining}, want at most ${100 - admitted} (${admitted} admitted by a, ${st.count} reported)`);
+    await b.close();
+    await a.close();
+  } finally { await coord.stop(); }
+});
+
 test('a cost that can never pass leaves a bucket full for the others', async () => {
   const coord = await startCoordinator(config, ['--lease-life', '500ms']);
   try {
