@@ -183,7 +183,11 @@ type Coordinator struct {
 	gcStop   chan struct{}
 	gcDone   chan struct{}
 
-	storeDown  atomic.Bool          // the last commit failed
+	storeDown atomic.Bool // the last commit failed
+	// probeWrite's last write (health.go) and its answer; under probeMu.
+	probeMu    sync.Mutex
+	probeAt    time.Time
+	probeErr   error
 	ckpt       *ckptJob             // the checkpoint being committed, or nil (c.mu)
 	ckptLate   atomic.Bool          // another checkpoint is due: the one in flight stops resting
 	lastJob    *commitJob           // the commit job of the last stage (c.mu)
@@ -200,6 +204,7 @@ type Coordinator struct {
 	uncountedLog uncountedLog  // limiters of batches not counted, logged once (uncounted.go)
 	ctlStop      chan struct{} // closed by Close: ends the control poll (shared mode)
 	ctlDone      chan struct{} // closed when the control poll ended
+	recNotes     recordNotes   // what noteRecords logged (records.go); under mu
 }
 
 // ckptJob is a checkpoint on its way to the store: it is committed by its
@@ -542,6 +547,7 @@ func (c *Coordinator) loop() {
 				r.err = r.fn(c.m, now)
 			}
 		}
+		c.noteRecords()
 		rd := c.m.Ready(now, c.ckpt != nil)
 		job := &commitJob{group: group, ops: rd.Ops, gen: rd.Gen, aborts: rd.Aborts, done: make(chan struct{})}
 		c.lastJob = job

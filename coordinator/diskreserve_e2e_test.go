@@ -105,9 +105,16 @@ func TestDiskReserveKeepsTheCoordinatorUp(t *testing.T) {
 		t.Fatalf("no log line:\n%s", logs)
 	}
 
-	// Space comes back: the refused batch, retried, counts once.
+	// Space comes back: /healthz says so before any batch (it said 503
+	// until a commit succeeded, which a load balancer that routes by it
+	// never sent), and the refused batch, retried, counts once.
 	if err := os.Remove(fill); err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); healthz() != 200; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz still 503 5 s after space came back, no batch sent\n%s", logs)
+		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -3,6 +3,8 @@ package coordinator
 import (
 	"fmt"
 	"time"
+
+	"github.com/edgelimit/edgelimit/coordinator/merge"
 )
 
 // Store health. Pebble writes memtables to tables (flushes) and compacts
@@ -84,7 +86,40 @@ func (c *Coordinator) healthy() error {
 		return c.sharedHealthy()
 	}
 	if c.storeDown.Load() {
-		return fmt.Errorf("%w: the last commit failed", ErrUnavailable)
+		if err := c.storeErr(); err != nil {
+			return err // the cause, when the store knows it (free space below the reserve)
+		}
+		return c.probeWrite()
 	}
 	return c.storeErr()
+}
+
+// healthKey is the storage key probeWrite writes: a prefix ('z') no scan
+// of the merge visits.
+var healthKey = []byte("z/health")
+
+// probeEvery is how often probeWrite writes: a second.
+const probeEvery = time.Second
+
+// probeWrite answers the health of a store whose last commit failed by
+// writing healthKey (at most every probeEvery; between, the last answer):
+// a write that succeeds means the next commit will, and the store is up
+// again. Only a commit with work cleared a failed one before, and a load
+// balancer that routes syncs by /healthz sent none: 503 long after the
+// disk had room again.
+func (c *Coordinator) probeWrite() error {
+	c.probeMu.Lock()
+	defer c.probeMu.Unlock()
+	if time.Since(c.probeAt) < probeEvery {
+		return c.probeErr
+	}
+	c.probeAt = time.Now()
+	err := c.store.Commit([]merge.Op{{Key: healthKey, Value: []byte(c.probeAt.UTC().Format(time.RFC3339Nano))}})
+	if err != nil {
+		c.probeErr = fmt.Errorf("%w: the last commit failed, and a write now: %w", ErrUnavailable, err)
+		return c.probeErr
+	}
+	c.probeErr = nil
+	c.setStoreDown(false)
+	return nil
 }

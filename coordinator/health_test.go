@@ -152,6 +152,22 @@ func TestCommitFailureIsFailing(t *testing.T) {
 		t.Fatalf("failing for %g s after a failed commit 20 ms ago", f)
 	}
 	fs.failing.Store(false)
+	// /healthz says the store is back before any batch commits (it said
+	// 503 until one did, which a load balancer that routes by it never
+	// sent).
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(srv.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz 3 s after writes work again, no batch sent: %d", resp.StatusCode)
+		}
+	}
 	if st := post(1); st != 200 {
 		t.Fatalf("after recovery: %d", st)
 	}

@@ -95,6 +95,8 @@ func newMetrics(c *Coordinator) *metrics {
 			}),
 		counter("deltas_applied_total", "Batch entries applied.", func(s merge.MergeStats) int64 { return s.DeltasApplied }),
 		counter("deltas_stale_total", "Windowed entries older than the previous window, dropped.", func(s merge.MergeStats) int64 { return s.DeltasStale }),
+		counter("records_corrupt_total", "Key records that did not decode, started again (their counts unknown).", func(s merge.MergeStats) int64 { return s.CorruptRecords }),
+		counter("records_refit_total", "Key records written under another period (windows ahead of the clock, a TAT past the bucket's reach), fitted to the configuration.", func(s merge.MergeStats) int64 { return s.RecordsRefit }),
 		counter("gc_deleted_total", "Records deleted by GC.", func(s merge.MergeStats) int64 { return s.GCDeleted }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "keys_cached", Help: "Key states held in memory."},
 			func() float64 {

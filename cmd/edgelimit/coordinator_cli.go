@@ -257,6 +257,11 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		"limiters", len(cfg.Limiters), "opened_in", time.Since(start).Round(time.Millisecond))
 	if *config != "" {
 		reloadOnHUP(ctx, c, *config, log) // the limits, as the control API changes them
+	} else {
+		// (Its default action ended the process: no clean shutdown.)
+		onHUP(ctx, func() {
+			log.Info("coordinator: SIGHUP ignored: started without --config, there is nothing to read again")
+		})
 	}
 	serr := c.Serve(ctx, ln)
 	cerr := c.Close()

@@ -120,6 +120,11 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log.Info(fmt.Sprintf("edge: %d isolates listening on %s", *isolates, ln.Addr()), "addr", ln.Addr().String(),
 		"isolates", *isolates, "coordinator", *coord, "fail_policy", fp.String(), "stale_after", h.StaleAfter())
+	// SIGHUP's default action ended the process, its unsynced cost and
+	// leases with it: the host has nothing to read again.
+	onHUP(ctx, func() {
+		log.Info("edge: SIGHUP ignored: the edge host reads nothing again (restart it to change its flags)")
+	})
 	if err := h.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("edge: %w", err)
 	}

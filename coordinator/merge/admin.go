@@ -61,7 +61,7 @@ func (m *Merger) KeyState(limiter, key string, now int64) (*KeyState, error) {
 	if err := m.recovered(); err != nil {
 		return nil, err
 	}
-	st, err := m.loadKey(lim, key, nil, 0)
+	st, err := m.loadKey(lim, key, nil, 0, now)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (m *Merger) Reset(limiter, key string) error {
 	if err := m.recovered(); err != nil {
 		return err
 	}
-	st, err := m.loadKey(lim, key, nil, 0)
+	st, err := m.loadKey(lim, key, nil, 0, 0) // cleared: nothing to fit
 	if err != nil {
 		return err
 	}

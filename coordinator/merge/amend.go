@@ -42,14 +42,14 @@ func asks(lim *wire.LimiterConfig) bool {
 // askSlots adds b's asks to slots (loading their keys; a key not among the
 // entries gets a slot of its own, so the reply has its view) and returns
 // slots. mark is the Apply's mark (keyState.mark); pf what Prefetch read.
-func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64, pf *Prefetched) ([]slot, error) {
+func (m *Merger) askSlots(b *wire.Batch, slots []slot, mark int64, pf *Prefetched, now int64) ([]slot, error) {
 	for i := range b.Asks {
 		a := &b.Asks[i]
 		lim := m.lims[a.Limiter]
 		if !asks(lim) {
 			continue
 		}
-		st, err := m.loadKey(lim, a.Key, pf, len(b.Entries)+i)
+		st, err := m.loadKey(lim, a.Key, pf, len(b.Entries)+i, now)
 		if err != nil {
 			return slots, err
 		}

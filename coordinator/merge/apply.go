@@ -106,7 +106,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	}()
 	for i := range b.Entries {
 		e := &b.Entries[i]
-		st, err := m.loadKey(m.lims[e.Limiter], e.Key, pf, i)
+		st, err := m.loadKey(m.lims[e.Limiter], e.Key, pf, i, now)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +122,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 		s.unmet = addSat(s.unmet, max(e.Demand-e.Delta, 0))
 		at = append(at, j)
 	}
-	if slots, err = m.askSlots(b, slots, mark, pf); err != nil {
+	if slots, err = m.askSlots(b, slots, mark, pf, now); err != nil {
 		return nil, err
 	}
 	for j := range slots {
@@ -142,7 +142,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 			sigs = append(sigs, nil)
 			continue
 		}
-		st, err := m.loadKey(lim, sg.Key, pf, len(b.Entries)+len(b.Asks)+i)
+		st, err := m.loadKey(lim, sg.Key, pf, len(b.Entries)+len(b.Asks)+i, now)
 		if err != nil {
 			return nil, err
 		}
@@ -456,7 +456,7 @@ func (m *Merger) iso(st *keyState, key, id string, now int64) *isoState {
 
 // loadKey returns the cached state of (lim, key), reading it from the store
 // on a miss (or taking entry i of pf, when it is still current).
-func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i int) (*keyState, error) {
+func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i int, now int64) (*keyState, error) {
 	m.buf = appendKeyStorageKey(m.buf[:0], lim.Name, key)
 	if st, ok := m.keys[string(m.buf)]; ok {
 		return st, nil
@@ -474,9 +474,20 @@ func (m *Merger) loadKey(lim *wire.LimiterConfig, key string, pf *Prefetched, i 
 	st := newKeyState(lim, string(m.buf))
 	if found {
 		if err := st.decode(v, m.opts.MaxIsolatesPerKey); err != nil {
-			return nil, fmt.Errorf("merge: read key %q of limiter %q: %w", key, lim.Name, err)
+			// A record no version wrote (a disk's damage, a hand edit):
+			// its counts are unknown. It starts again, counted and
+			// logged (MergeStats.CorruptRecords), and the next commit
+			// writes it whole. Refused, it failed every batch that named
+			// the key, the other keys' deltas with it, and the key could
+			// not even be reset.
+			st = newKeyState(lim, string(m.buf))
+			m.stats.CorruptRecords++
+			m.markKey(st)
 		}
 		m.isoEntries += len(st.isos)
+		if now > 0 && m.refit(st, key, now) {
+			m.markKey(st)
+		}
 	}
 	m.cacheKey(st.skey, st)
 	m.residentAdd(st)

@@ -47,7 +47,15 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 			name, _, ok := splitKeyStorageKey(k)
 			lim := m.lims[name]
 			if !ok || lim == nil {
-				del = true
+				// A limiter no longer configured: kept for OrphanGrace
+				// from this configuration's first GC, so that one
+				// removed by mistake and restored keeps its counts
+				// (deleted 2 s after a start without it, a day's
+				// quota started again).
+				if m.gcStart == 0 {
+					m.gcStart = now
+				}
+				del = now-m.gcStart >= int64(m.opts.OrphanGrace)
 				break
 			}
 			st = keyState{lim: lim}
@@ -103,7 +111,8 @@ func (m *Merger) expired(st *keyState, now int64) bool {
 	if st.lim.IsBucket() {
 		return st.tat <= now
 	}
-	return st.win < limitmath.Window(now, P)-1
+	w := limitmath.Window(now, P)
+	return st.win < w-1 || st.win > w+1 // (past the next: another period's, refit.go)
 }
 
 var _ = wire.Version

@@ -36,6 +36,11 @@ type MergeStats struct {
 	// LeasesReclaimed counts leases charged and given up to make room
 	// for a new isolate on a key whose every entry held one (reclaim.go).
 	LeasesReclaimed int64
+	// CorruptRecords counts key records that did not decode, started
+	// again (loadKey); RecordsRefit those written under another period
+	// (windows ahead of the clock, a TAT past the bucket's reach) and
+	// fitted to the limiter's configuration (refit.go).
+	CorruptRecords, RecordsRefit int64
 }
 
 // Merger is the merge state machine: it applies batches to the state of
@@ -73,6 +78,7 @@ type Merger struct {
 	recover    bool  // the cache was dropped after a failure: replay the log first
 	aborts     int64 // times the cache was dropped (Abort, failed Committed)
 	gcCursor   []byte
+	gcStart    int64 // ns: the first GC, from which OrphanGrace counts
 	stats      MergeStats
 	res        *residency  // nil unless EnablePrefetch
 	applySeq   int64       // numbers the Apply calls (keyState.mark)

@@ -14,6 +14,7 @@ const (
 	DefaultMaxIsolateEntries  = 1 << 20 // 1048576 (key, isolate) entries
 	DefaultMaxCachedIsolates  = 1 << 16 // 65536 high-water marks
 	DefaultIsolateTTL         = 24 * time.Hour
+	DefaultOrphanGrace        = 24 * time.Hour
 	DefaultCheckpointBytes    = 64 << 20 // 64 MiB of log
 	DefaultCheckpointInterval = 10 * time.Second
 	DefaultLeaseLife          = time.Second
@@ -48,6 +49,11 @@ type MergerOptions struct {
 	// its high-water mark. A batch retried after that is applied again, so
 	// it must exceed any retry horizon. Default DefaultIsolateTTL (24 h).
 	IsolateTTL time.Duration
+	// OrphanGrace is how long GC keeps the key records of a limiter that
+	// is no longer configured, from the first GC of this Merger (its
+	// configuration): restored within it, the limiter keeps its counts.
+	// Default DefaultOrphanGrace (24 h).
+	OrphanGrace time.Duration
 	// MaxClockSkew is how far an isolate's clock may run ahead of the
 	// coordinator's: a batch cut later than now+MaxClockSkew, or a windowed
 	// entry in a window past the coordinator's current one, or past the
@@ -122,6 +128,9 @@ func (o *MergerOptions) EnsureDefaults() {
 	}
 	if o.MaxCachedIsolates == 0 {
 		o.MaxCachedIsolates = DefaultMaxCachedIsolates
+	}
+	if o.OrphanGrace <= 0 {
+		o.OrphanGrace = DefaultOrphanGrace
 	}
 	if o.IsolateTTL == 0 {
 		o.IsolateTTL = DefaultIsolateTTL

@@ -464,7 +464,7 @@ func (m *Merger) Pause(limiter, key string, d, now int64) (int64, error) {
 	if err := m.recovered(); err != nil {
 		return 0, err
 	}
-	st, err := m.loadKey(lim, key, nil, 0)
+	st, err := m.loadKey(lim, key, nil, 0, now)
 	if err != nil {
 		return 0, err
 	}

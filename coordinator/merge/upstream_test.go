@@ -95,7 +95,7 @@ func TestUpstreamStateMergedAndDurable(t *testing.T) {
 	if u := ks.Upstream; u == nil || u.PausedNS != 59e9 || u.Circuit == "closed" || u.Announced != 6 || ks.Limit != 6 {
 		t.Fatalf("admin view: %+v %+v", ks, ks.Upstream)
 	}
-	st, err := m.loadKey(m.lims["llm"], "k", nil, -1)
+	st, err := m.loadKey(m.lims["llm"], "k", nil, -1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
