@@ -100,6 +100,9 @@ func OpenWith(fs vfs.FS, dir string, o Options) (*Store, error) {
 		if err := space.check(); err != nil {
 			return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
 		}
+		if err := foreignDir(fs, dir); err != nil {
+			return nil, err
+		}
 	}
 	s, err := openPebbleFS(dir, fs, inMemory, newBGHealth(), o)
 	if err != nil {
@@ -138,7 +141,7 @@ func openPebbleFS(dir string, fs vfs.FS, noSync bool, bg *bgHealth, o Options) (
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %q: %w", dir, err)
+		return nil, openError(dir, err)
 	}
 	// On an in-memory filesystem there is no disk to sync to: committing
 	// with Sync would only wake the WAL flusher for nothing.
