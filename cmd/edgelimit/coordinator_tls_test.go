@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,15 +40,7 @@ func TestCoordinatorTLSAndSIGHUP(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	re := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			addr = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no listening line:\n%s", stderr.String())
-		}
-	}
+	addr := listenAddr(t, "coordinator", &stderr)
 	// The serial number of the certificate a new connection gets.
 	serial := func() string {
 		t.Helper()

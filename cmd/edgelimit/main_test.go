@@ -6,8 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgelimit/edgelimit/benchmarks"
 )
@@ -172,6 +174,21 @@ func TestBenchReadme(t *testing.T) {
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+// listenAddr waits up to 10 s for the "listening on ADDR" line a command
+// running in the test writes to stderr and returns ADDR.
+func listenAddr(t *testing.T, name string, stderr *syncBuffer) string {
+	t.Helper()
+	re := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no listening line:\n%s", name, stderr.String())
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,15 +32,7 @@ func TestSIGHUPIgnoredWhereNothingReloads(t *testing.T) {
 		var stderr syncBuffer
 		done := make(chan error, 1)
 		go func() { done <- c.run(ctx, &stderr) }()
-		re := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
-		var addr string
-		for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-			if m := re.FindStringSubmatch(stderr.String()); m != nil {
-				addr = m[1]
-			} else if time.Now().After(deadline) {
-				t.Fatalf("%s: no listening line:\n%s", c.name, stderr.String())
-			}
-		}
+		addr := listenAddr(t, c.name, &stderr)
 		if err := syscall.Kill(syscall.Getpid(), syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
