@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/edgelimit/edgelimit/coordinator/merge"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -50,6 +51,14 @@ func (ct *control) decorate(b *wire.Batch, rp *wire.Reply, now int64) {
 	if ps == nil || ps.end <= now {
 		return
 	}
+	// Every limiter paused as a whole, in every reply (wire/pause.go): the
+	// isolate denies its keys not named here too.
+	for name, until := range ps.limiters {
+		if until > now {
+			rp.Paused = append(rp.Paused, wire.LimiterPause{Limiter: name, Left: until - now})
+		}
+	}
+	slices.SortFunc(rp.Paused, func(a, b wire.LimiterPause) int { return strings.Compare(a.Limiter, b.Limiter) })
 	var ups map[[2]string]int // index of rp.Upstream, made at the first paused key
 	for i := range rp.Entries {
 		v := &rp.Entries[i]

@@ -220,6 +220,11 @@ func TestControlPauseResume(t *testing.T) {
 	if p1, p2 := upPause(rp, "fw", "k1"), upPause(rp, "fw", "k2"); p1 != 599*sec || p2 != 599*sec {
 		t.Fatalf("limiter pause told %d, %d ns, want 599 s", p1, p2)
 	}
+	// Every reply names the paused limiter, whichever keys its batch
+	// names (a key pause is not a limiter's).
+	if rp := sync("b", d("tb", "x")); len(rp.Paused) != 1 || rp.Paused[0].Limiter != "fw" || rp.Paused[0].Left != 599*sec {
+		t.Fatalf("a reply to a batch of another limiter: paused %+v, want fw for 599 s", rp.Paused)
+	}
 	if p, o := upPause(rp, "sw", "only"), upPause(rp, "sw", "other"); p != 59*sec || o != 0 {
 		t.Fatalf("key pause told %d (want 59 s) and %d for another key (want 0)", p, o)
 	}
@@ -242,6 +247,9 @@ func TestControlPauseResume(t *testing.T) {
 	// Resume the limiter: its keys told are noticed, and no longer paused.
 	mustControl(t, srv, "DELETE", "/v1/limiters/fw/pause?reason=fixed", "", "")
 	rp = sync("a", d("fw", "k3"))
+	if len(rp.Paused) != 0 {
+		t.Fatalf("after resume: paused %+v, want none", rp.Paused)
+	}
 	if upPause(rp, "fw", "k3") != 0 || !named(rp, "fw", "k1") || !named(rp, "fw", "k2") {
 		t.Fatalf("after resume: up %+v resets %+v, want no pause and notices of k1, k2", rp.Upstream, rp.Resets)
 	}

@@ -96,6 +96,14 @@ func (c *Core) checkReplyRest() error {
 			return badInput(err)
 		}
 	}
+	if ok && rr.HasPauses() {
+		err := rr.LimiterPauses(func(_ []byte, left int64) {
+			ok = ok && checkPause(left)
+		})
+		if err != nil {
+			return badInput(err)
+		}
+	}
 	if ok && rr.HasResets() {
 		if err := rr.Resets(func(_, _ []byte) {}); err != nil {
 			return badInput(err)

@@ -14,6 +14,9 @@ type limiter struct {
 	readThru  bool
 	bound     int64 // the largest limit, burst or lease any key may have (check.go)
 	overrides map[string]int64
+	// pausedUntil: the limiter is paused as a whole until then, ns (0:
+	// not paused; limpause.go).
+	pausedUntil int64
 }
 
 // Core is the limiter state of one isolate. It is not safe for concurrent
@@ -265,6 +268,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	if len(c.ups) != 0 {
 		c.upCheck(lim, idx, e, cost, now, r)
 	}
+	c.limPaused(lim, now, r)
 	if l := &c.lims[lim]; cost == 0 && r.Allowed && c.peekCold(l, e, now) {
 		// A peek answers the global estimate, and this isolate knows
 		// none worth telling (it does not use the key): the next batch
@@ -354,6 +358,7 @@ merge:
 		if len(c.ups) != 0 {
 			c.upCheck(ch.Limiter, idx, e, ch.Cost, times[i], &one)
 		}
+		c.limPaused(ch.Limiter, times[i], &one)
 		sync = sync || one.SyncWanted
 		switch {
 		case i == 0:

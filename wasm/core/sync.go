@@ -387,6 +387,12 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	if len(c.ups) != 0 && !late {
 		c.unheard(views)
 	}
+	if !late && !prior { // the reply to the batch: an amendment's may be made apart
+		if err := c.limPauses(now); err != nil {
+			c.dropViews(n)
+			return err
+		}
+	}
 	c.dropViews(n) // drop the references into reply
 	if prior {
 		c.prior, c.amendPrev = false, false

@@ -74,17 +74,21 @@ const (
 	maxUpViewBytes = 1 + maxNameBytes + maxKeyBytes + 5*maxIntBytes + 1
 	// a ResetKey: [limiter, key]
 	maxResetBytes = 1 + maxNameBytes + maxKeyBytes
+	// a LimiterPause: [limiter, left]
+	maxPauseBytes = 1 + maxNameBytes + maxIntBytes
 )
 
-// MaxReplyBytes is the size of the largest Reply, in bytes (9,134,150, 8.71 MiB):
-// MaxBatchEntries views, upstream views and reset keys, each with a
+// MaxReplyBytes is the size of the largest Reply, in bytes (9,153,612, 8.73 MiB):
+// MaxBatchEntries views, upstream views and reset keys and MaxLimiters
+// paused limiters, each with a
 // limiter name of MaxNameLen bytes, a key of MaxKeyLen bytes and every
 // number at its longest, and every field of the reply's map. A reader of
 // replies (the edge host's sync transport) must take this many bytes: a
 // coordinator may answer a batch of MaxBatchEntries keys of MaxKeyLen bytes
 // with a view and an upstream view of each (a paused limiter), well past
 // the 4 MiB of the largest batch.
-const MaxReplyBytes = 1 + // the map header (8 fields at most); each field's name is a fixstr
+const MaxReplyBytes = 1 + // the map header (9 fields at most); each field's name is a fixstr
+	3 + maxArrayHeader + MaxLimiters*maxPauseBytes + // "lp"
 	3 + maxArrayHeader + MaxBatchEntries*maxUpViewBytes + // "up"
 	3 + maxIntBytes + // "rg"
 	3 + maxArrayHeader + MaxBatchEntries*maxResetBytes + // "rs"

@@ -19,6 +19,9 @@ func TestMaxReplyBytes(t *testing.T) {
 		rp.Upstream = append(rp.Upstream, UpView{Limiter: lim, Key: key, Pause: n, Circuit: n, Open: n, Probe: true, Limit: n, Life: n})
 		rp.Resets = append(rp.Resets, ResetKey{Limiter: lim, Key: key})
 	}
+	for i := 0; i < MaxLimiters; i++ {
+		rp.Paused = append(rp.Paused, LimiterPause{Limiter: lim, Left: n})
+	}
 	b := rp.AppendMsg(nil)
 	if len(b) != MaxReplyBytes {
 		t.Fatalf("the largest reply is %d bytes, MaxReplyBytes says %d", len(b), MaxReplyBytes)

@@ -145,6 +145,9 @@ type Reply struct {
 	// dry spells and the limits it adopted from the fleet. Encoded only
 	// when true.
 	ResetAll bool `msgpack:"ra,omitempty"`
+	// Paused: the limiters paused as a whole while this reply was made
+	// (pause.go), at most MaxLimiters. Encoded only when there are some.
+	Paused []LimiterPause `msgpack:"lp,omitempty"`
 }
 
 // View is the global state of one key, encoded as the array [limiter, key,
@@ -425,7 +428,7 @@ func (b *Batch) Validate() error {
 // AppendMsg appends r encoded as msgpack.
 func (rp *Reply) AppendMsg(dst []byte) []byte {
 	n := 4
-	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen != 0, len(rp.Resets) > 0, rp.ResetAll} {
+	for _, on := range [...]bool{len(rp.Upstream) > 0, rp.ResetGen != 0, len(rp.Resets) > 0, rp.ResetAll, len(rp.Paused) > 0} {
 		if on {
 			n++
 		}
@@ -439,6 +442,13 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 		}
 	}
 	dst = rp.appendResets(dst)
+	if len(rp.Paused) > 0 {
+		dst = AppendString(dst, "lp")
+		dst = AppendArrayHeader(dst, len(rp.Paused))
+		for i := range rp.Paused {
+			dst = rp.Paused[i].AppendMsg(dst)
+		}
+	}
 	dst = AppendString(dst, "v")
 	dst = AppendInt(dst, rp.Version)
 	dst = AppendString(dst, "seq")
@@ -510,13 +520,14 @@ type ReplyReader struct {
 	ResetGen int64
 	ResetAll bool
 	rsStart  int // offset of the resets array; -1 when absent
+	lpStart  int // offset of the paused limiters array; -1 when absent
 }
 
 // Reset starts reading src. The map's fields may come in any order.
 func (rr *ReplyReader) Reset(src []byte) error {
 	// Field by field: under TinyGo a whole-struct zeroing is a memory.fill.
 	rr.Version, rr.Seq, rr.At, rr.left, rr.eEnd, rr.entries, rr.upStart = 0, 0, 0, 0, 0, false, -1
-	rr.ResetGen, rr.ResetAll, rr.rsStart = 0, false, -1
+	rr.ResetGen, rr.ResetAll, rr.rsStart, rr.lpStart = 0, false, -1, -1
 	rr.r.Reset(src)
 	r := &rr.r
 	eStart := 0
@@ -542,6 +553,9 @@ func (rr *ReplyReader) Reset(src []byte) error {
 			rr.ResetAll = r.ReadBool()
 		case Equal("rs", f):
 			rr.rsStart = r.off
+			r.Skip()
+		case Equal("lp", f):
+			rr.lpStart = r.off
 			r.Skip()
 		default:
 			r.Skip()
@@ -661,6 +675,11 @@ func (rp *Reply) UnmarshalMsg(src []byte) error {
 		w := *u
 		w.Limiter, w.Key = string(lim), string(key)
 		rp.Upstream = append(rp.Upstream, w)
+	}); err != nil {
+		return err
+	}
+	if err := rr.LimiterPauses(func(lim []byte, left int64) {
+		rp.Paused = append(rp.Paused, LimiterPause{Limiter: string(lim), Left: left})
 	}); err != nil {
 		return err
 	}
