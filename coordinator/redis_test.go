@@ -451,6 +451,44 @@ func TestRedisSettingsLostWhileRunning(t *testing.T) {
 	}
 }
 
+// TestRedisPeriodRaisedRefits: over Redis too, a strict limiter's period
+// raised across a restart fits its keys' records to the new period (their
+// windows of the old one read as far ahead, and every delta was dropped).
+func TestRedisPeriodRaisedRefits(t *testing.T) {
+	rs := openTestRedis(t, redisstore.Options{Buckets: 16})
+	const minute, hour = 60 * sec, 3600 * sec
+	cfg := func(p int64) wire.Config {
+		return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+			{Name: "p", Algorithm: wire.FixedWindow, Limit: 20, Period: p, Mode: wire.Strict}}}
+	}
+	clk := &fakeClock{}
+	clk.set(t0)
+	c, err := Open(Options{Store: rs, Config: cfg(minute), Clock: clock.Func(clk.now), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "p", Key: "u1", Window: t0 / minute, Delta: 10, Demand: 10}))
+	c.Close() // (and its store)
+	clk.set(t0 + sec)
+	rs2, err := redisstore.Open(context.Background(), redisstore.Options{Addrs: testCluster(t).Addrs(), Buckets: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Open(Options{Store: rs2, Config: cfg(hour), Clock: clock.Func(clk.now), GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	mustSync(t, c2, batch("b", 1, clk.now(), wire.Delta{Limiter: "p", Key: "u1", Window: clk.now() / hour, Delta: 5, Demand: 5}))
+	ks, err := c2.KeyState(context.Background(), "p", "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.Window != clk.now()/hour || ks.Count != 5 {
+		t.Errorf("1 m raised to 1 h over Redis: window %d, count %d; want %d and 5", ks.Window, ks.Count, clk.now()/hour)
+	}
+}
+
 // TestRedisFastClockDropsNoOthersCounts: over Redis, where approximate
 // windowed keys are counted in place by a script, an entry for the next
 // window (a fast clock) does not make the others' late reports of the

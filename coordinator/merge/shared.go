@@ -275,16 +275,22 @@ func decodeShared(st *keyState, rec []byte, maxIsos int) error {
 // seedKey puts the state of v (not found: a fresh key) in m's cache. A
 // counter record (a limiter that was countable when it was written) gives
 // its counts.
-func (m *Merger) seedKey(lim *wire.LimiterConfig, skey string, v Versioned) (*keyState, error) {
+func (m *Merger) seedKey(lim *wire.LimiterConfig, skey string, v Versioned, now int64) (*keyState, error) {
 	if v.Counter != nil {
 		return m.seedCounter(lim, skey, v.Counter), nil
 	}
 	st := newKeyState(lim, skey)
 	if rec := v.Value; v.Version != 0 {
 		if err := decodeShared(st, rec, m.opts.MaxIsolatesPerKey); err != nil {
-			return nil, fmt.Errorf("merge: read %q: %w", skey, err)
+			// As loadKey: started again, counted; written whole by the
+			// bucket's next write (its version checked as read).
+			st = newKeyState(lim, skey)
+			m.stats.CorruptRecords++
 		}
 		m.isoEntries += len(st.isos)
+		if _, key, ok := splitKeyStorageKey([]byte(skey)); ok {
+			m.refit(st, key, now)
+		}
 	}
 	m.cacheKey(skey, st)
 	return st, nil
@@ -701,7 +707,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		for _, k := range g.keys {
 			v := rd.vals[k]
 			name, _, _ := splitKeyStorageKey([]byte(k))
-			if _, err := m.seedKey(m.lims[name], k, v); err != nil && bad == nil {
+			if _, err := m.seedKey(m.lims[name], k, v, now); err != nil && bad == nil {
 				bad = err
 			}
 			versions[k] = v.Version
@@ -833,7 +839,7 @@ func (s *SharedMerger) KeyState(ctx context.Context, limiter, key string, now in
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if _, err := m.seedKey(lim, skey, vals[0]); err != nil {
+	if _, err := m.seedKey(lim, skey, vals[0], now); err != nil {
 		return nil, err
 	}
 	return m.KeyState(limiter, key, now)
