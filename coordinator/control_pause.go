@@ -194,7 +194,7 @@ func (ct *control) takeTold(limiter string) []string {
 // notices), by naming each lifted key in the Resets of the replies to
 // batches that name it without cost (liftWindow).
 func (c *Coordinator) liftPauses(old, rec *controlRecord) {
-	ct := c.ctl
+	ct, now := c.ctl, c.opts.Clock.Now()
 	var keys [][2]string
 	var targets [][2]string
 	for _, p := range old.Pauses {
@@ -208,14 +208,19 @@ func (c *Coordinator) liftPauses(old, rec *controlRecord) {
 			continue
 		}
 		for _, k := range ct.takeTold(p.Limiter) {
-			keys = append(keys, [2]string{p.Limiter, k})
+			// Not a key still paused on its own: the notice makes the
+			// edge forget the key's pause with the limiter's, and an
+			// approximate edge then admitted it until its next reply.
+			if !pausedKey(rec, p.Limiter, k, now) {
+				keys = append(keys, [2]string{p.Limiter, k})
+			}
 		}
 	}
 	if len(targets) == 0 {
 		return
 	}
 	if !ct.notices {
-		ct.lift(targets, c.opts.Clock.Now())
+		ct.lift(targets, now)
 		return
 	}
 	c.do(context.Background(), func(m *merge.Merger, now int64) error {
@@ -223,6 +228,13 @@ func (c *Coordinator) liftPauses(old, rec *controlRecord) {
 			m.Notice(k[0], k[1], now)
 		}
 		return nil
+	})
+}
+
+// pausedKey reports whether rec pauses (limiter, key) on its own at now.
+func pausedKey(rec *controlRecord, limiter, key string, now int64) bool {
+	return slices.ContainsFunc(rec.Pauses, func(q pauseRecord) bool {
+		return q.Limiter == limiter && string(q.Key) == key && q.Until > now
 	})
 }
 

@@ -491,3 +491,32 @@ func BenchmarkDecoratePaused(b *testing.B) {
 		}
 	}
 }
+
+// A limiter's resume sends no reset notice of a key still paused on its
+// own: the notice made the edge forget the key's pause with the
+// limiter's, and an approximate edge admitted the key until its next
+// reply told it again (9 of 265 requests in a probe).
+func TestLimiterResumeKeepsKeyPauses(t *testing.T) {
+	c, clk, srv := newTestServer(t, nil)
+	w := clk.now() / sec
+	seq := int64(0)
+	sync := func(ds ...wire.Delta) *wire.Reply {
+		seq++
+		b := batch("a", seq, clk.now(), ds...)
+		b.ResetGen = clk.now() // as if it had heard this coordinator: it gets notices
+		return mustSync(t, c, b)
+	}
+	d := func(key string) wire.Delta { return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1, Demand: 1} }
+	mustControl(t, srv, "POST", "/v1/limiters/fw/pause/own", `{"for": "5m", "reason": "abuse"}`, "")
+	mustControl(t, srv, "POST", "/v1/limiters/fw/pause", `{"for": "10m", "reason": "outage"}`, "")
+	clk.add(sec)
+	sync(d("own"), d("other")) // both told, with the limiter's pause
+	mustControl(t, srv, "DELETE", "/v1/limiters/fw/pause?reason=back", "", "")
+	rp := sync(d("third"))
+	if named(rp, "fw", "own") || !named(rp, "fw", "other") {
+		t.Fatalf("after the limiter's resume: resets %+v; want other noticed and own, still paused, not", rp.Resets)
+	}
+	if rp = sync(d("own")); upPause(rp, "fw", "own") <= 0 {
+		t.Fatalf("the key's own pause is not told after the limiter's resume: %+v", rp.Upstream)
+	}
+}

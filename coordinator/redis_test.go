@@ -443,6 +443,11 @@ func TestRedisSettingsLostWhileRunning(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Nor does it write the fleet's control record (limits, pauses): that
+	// reached every coordinator.
+	if err := c.PauseFleet(ctx, "test", "fw", "", time.Minute, "x"); err == nil || !strings.Contains(err.Error(), "32 buckets") {
+		t.Errorf("a pause through the refusing coordinator: %v; want refused, naming the counts", err)
+	}
 	// The probe says so too (its last result is reused for 250 ms).
 	for end := time.Now().Add(time.Second); rs.Probe(ctx) == nil; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {

@@ -78,6 +78,11 @@ func (s *Store) LoadControl(ctx context.Context, known int64) ([]byte, int64, er
 // the stored record is no longer of generation prev (0: none): then it
 // stores nothing and returns false.
 func (s *Store) SaveControl(ctx context.Context, prev, gen int64, value []byte) (bool, error) {
+	if err := s.settingsOK(ctx); err != nil {
+		// (A coordinator refusing to write counts still wrote the fleet's
+		// limits and pauses.)
+		return false, err
+	}
 	var n int64
 	err := s.retry(ctx, "control", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
