@@ -506,7 +506,9 @@ func TestLimiterResumeKeepsKeyPauses(t *testing.T) {
 		b.ResetGen = clk.now() // as if it had heard this coordinator: it gets notices
 		return mustSync(t, c, b)
 	}
-	d := func(key string) wire.Delta { return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1, Demand: 1} }
+	d := func(key string) wire.Delta {
+		return wire.Delta{Limiter: "fw", Key: key, Window: w, Delta: 1, Demand: 1}
+	}
 	mustControl(t, srv, "POST", "/v1/limiters/fw/pause/own", `{"for": "5m", "reason": "abuse"}`, "")
 	mustControl(t, srv, "POST", "/v1/limiters/fw/pause", `{"for": "10m", "reason": "outage"}`, "")
 	clk.add(sec)
