@@ -268,16 +268,9 @@ func TestRedisClusterTLS(t *testing.T) {
 // answers within its timeout, not go-redis's read timeout (5 s past a 2 s
 // probe timeout before), and that is an outage.
 func TestRedisRefusingIsNoOutage(t *testing.T) {
-	if err := rediscluster.Available(); err != nil {
-		t.Skipf("SKIPPED: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err := rediscluster.StartServer(ctx, rediscluster.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := startRedisServer(ctx, t)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	rs, err := openURL(ctx, "redis://"+srv.Addr, func(o *redisstore.Options) {
@@ -326,16 +319,9 @@ func TestControlPollLogsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a Redis hung for 3.5 s; not in -short")
 	}
-	if err := rediscluster.Available(); err != nil {
-		t.Skipf("SKIPPED: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err := rediscluster.StartServer(ctx, rediscluster.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv := startRedisServer(ctx, t)
 	rs, err := openURL(ctx, "redis://"+srv.Addr, func(o *redisstore.Options) { o.Timeout = 300 * time.Millisecond })
 	if err != nil {
 		t.Fatal(err)
@@ -364,4 +350,19 @@ func TestControlPollLogsOnce(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=WARN msg=\"coordinator: control: reading the control record"); n != 1 {
 		t.Errorf("%d lines for the failed reads of one outage, want 1; logs:\n%s", n, logs.String())
 	}
+}
+
+// startRedisServer starts one plain redis-server for the test (skipped
+// where Redis is not installed), stopped when the test ends.
+func startRedisServer(ctx context.Context, t *testing.T) *rediscluster.Node {
+	t.Helper()
+	if err := rediscluster.Available(); err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	srv, err := rediscluster.StartServer(ctx, rediscluster.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
 }
