@@ -464,7 +464,8 @@ func TestRedisPeriodRaisedRefits(t *testing.T) {
 	const minute, hour = 60 * sec, 3600 * sec
 	cfg := func(p int64) wire.Config {
 		return wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-			{Name: "p", Algorithm: wire.FixedWindow, Limit: 20, Period: p, Mode: wire.Strict}}}
+			{Name: "p", Algorithm: wire.FixedWindow, Limit: 20, Period: p, Mode: wire.Strict},
+			{Name: "q", Algorithm: wire.FixedWindow, Limit: 20, Period: p, Mode: wire.Approximate}}}
 	}
 	clk := &fakeClock{}
 	clk.set(t0)
@@ -472,7 +473,8 @@ func TestRedisPeriodRaisedRefits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "p", Key: "u1", Window: t0 / minute, Delta: 10, Demand: 10}))
+	mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "p", Key: "u1", Window: t0 / minute, Delta: 10, Demand: 10},
+		wire.Delta{Limiter: "q", Key: "u1", Window: t0 / minute, Delta: 10, Demand: 10}))
 	c.Close() // (and its store)
 	clk.set(t0 + sec)
 	rs2, err := redisstore.Open(context.Background(), redisstore.Options{Addrs: testCluster(t).Addrs(), Buckets: 16})
@@ -484,13 +486,18 @@ func TestRedisPeriodRaisedRefits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	mustSync(t, c2, batch("b", 1, clk.now(), wire.Delta{Limiter: "p", Key: "u1", Window: clk.now() / hour, Delta: 5, Demand: 5}))
-	ks, err := c2.KeyState(context.Background(), "p", "u1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ks.Window != clk.now()/hour || ks.Count != 5 {
-		t.Errorf("1 m raised to 1 h over Redis: window %d, count %d; want %d and 5", ks.Window, ks.Count, clk.now()/hour)
+	mustSync(t, c2, batch("b", 1, clk.now(), wire.Delta{Limiter: "p", Key: "u1", Window: clk.now() / hour, Delta: 5, Demand: 5},
+		wire.Delta{Limiter: "q", Key: "u1", Window: clk.now() / hour, Delta: 5, Demand: 5}))
+	// p's key record (merge's refit) and q's counter record (the count
+	// script) alike.
+	for _, lim := range []string{"p", "q"} {
+		ks, err := c2.KeyState(context.Background(), lim, "u1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Window != clk.now()/hour || ks.Count != 5 {
+			t.Errorf("%s, 1 m raised to 1 h over Redis: window %d, count %d; want %d and 5", lim, ks.Window, ks.Count, clk.now()/hour)
+		}
 	}
 }
 

@@ -105,6 +105,12 @@ for sg = 1, ns do
     local v = vals[np+j]
     if v and #v == 97 and string.byte(v, 1) == 67 then
       win[base+j], cnt[base+j], prv[base+j] = struct.unpack('<i8i8i8', v, 2)
+      -- A record of another period (its window past the coordinator's
+      -- next): started again, sketch too, as merge's refit does.
+      if win[base+j] > struct.unpack('<i8', ARGV[mk+np+nk], 16*j - 7) + 1 then
+        win[base+j], cnt[base+j], prv[base+j] = 0, 0, 0
+        vals[np+j] = false
+      end
     else
       win[base+j], cnt[base+j], prv[base+j] = 0, 0, 0
       vals[np+j] = false
