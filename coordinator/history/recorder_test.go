@@ -323,3 +323,37 @@ func TestPendingWhileStoreRefuses(t *testing.T) {
 		t.Fatalf("after 300 refused minutes of 1001 series: %+v, want the oldest dropped within MaxPending", st)
 	}
 }
+
+// TestKilledLosesAtMostAPart: the counts of the current minute are written
+// in parts every 10 s (Tick), which the store adds up, so a coordinator
+// killed without Stop loses at most the part since; before, the whole
+// minute (a probe lost 102,460 acknowledged units of history in one kill).
+func TestKilledLosesAtMostAPart(t *testing.T) {
+	s := openMem(t)
+	defer s.Close()
+	r := history.NewRecorder(testConfig(), s, 0)
+	sec := int64(time.Second)
+	for _, at := range []struct{ t, adm int64 }{{1, 5}, {5, 7}, {12, 3}, {25, 4}} {
+		now := t0 + at.t*sec
+		apply(r, now, "a", at.adm, at.adm, at.adm)
+		r.Tick(now)
+		if err := r.Flush(now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Killed here, 25 s into the minute: the store has every part sealed.
+	tot := history.Series{Limiter: "inbox", Total: true}
+	m := history.Minute.Bucket(t0)
+	got, err := s.ReadHistory(history.Minute, tot, m, m+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Admitted != 19 {
+		t.Errorf("stored after 25 s of a minute: %+v, want the 19 admitted (parts sealed at 1, 12 and 25 s)", got)
+	}
+	// Read (stored plus unwritten) counts each unit once.
+	all, err := r.Read(history.Minute, tot, m, m+1)
+	if err != nil || all[0].Admitted != 19 {
+		t.Errorf("read: %+v %v, want 19", all, err)
+	}
+}
