@@ -111,8 +111,7 @@ func (m *Merger) expired(st *keyState, now int64) bool {
 	if st.lim.IsBucket() {
 		return st.tat <= now
 	}
-	w := limitmath.Window(now, P)
-	return st.win < w-1 || st.win > w+1 // (past the next: another period's, refit.go)
+	return st.win < limitmath.Window(now, P)-1 || aheadOfConfig(st, now)
 }
 
 var _ = wire.Version
