@@ -70,12 +70,15 @@ func checkView(l *limiter, v *wire.View, now int64) bool {
 		v.Count >= 0 && v.Count <= top && v.Prev >= 0 && v.Prev <= top
 }
 
+// maxPause is the longest pause or open circuit a reply may tell, ns: 372
+// days, the longest pause a limiter may honour (wire.MaxPeriod * 12).
+const maxPause = wire.MaxPeriod * 12
+
 // checkUpView reports whether v is an upstream view a coordinator could
 // have sent: durations within 372 days (the longest pause a limiter may
 // honour), a known circuit state, a limit within 2^50.
 func checkUpView(v *wire.UpView) bool {
-	const long = wire.MaxPeriod * 12
-	return v.Pause >= 0 && v.Pause <= long && v.Open >= 0 && v.Open <= long &&
+	return v.Pause >= 0 && v.Pause <= maxPause && v.Open >= 0 && v.Open <= maxPause &&
 		v.Circuit >= wire.CircuitClosed && v.Circuit <= wire.CircuitHalfOpen &&
 		v.Limit >= 0 && v.Limit <= wire.MaxLimit && v.Life >= 0
 }

@@ -1,7 +1,5 @@
 package core
 
-import "github.com/edgelimit/edgelimit/wasm/wire"
-
 // Limiter pauses (wire/pause.go): an operator's pause of a whole limiter,
 // told in every reply while it holds. The isolate denies every key of a
 // paused limiter until the pause ends or a reply no longer names it, keys
@@ -37,5 +35,5 @@ func (c *Core) limPaused(lim int, now int64, r *Result) {
 }
 
 // checkPause reports whether a paused limiter's left is one a coordinator
-// could have sent: positive, within 372 days (the longest pause).
-func checkPause(left int64) bool { return left > 0 && left <= wire.MaxPeriod*12 }
+// could have sent: positive, within maxPause.
+func checkPause(left int64) bool { return left > 0 && left <= maxPause }

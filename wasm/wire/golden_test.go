@@ -566,9 +566,21 @@ func TestEncodingSpotChecks(t *testing.T) {
 	}
 }
 
-// A view of 8 elements (a coordinator without standing leases) still
-// decodes, with no standing lease.
-func TestViewWithoutStand(t *testing.T) {
+// replyOfView encodes a reply holding one view of limiter "l", key "k"
+// and the numbers nums after them, as a coordinator of any version
+// would write it (the view's length is 2 + len(nums)).
+func replyOfView(nums ...int64) []byte {
+	v := wire.AppendArrayHeader(nil, 2+len(nums))
+	v = wire.AppendString(v, "l")
+	v = wire.AppendString(v, "k")
+	for _, n := range nums {
+		v = wire.AppendInt(v, n)
+	}
+	return replyOfRawView(v)
+}
+
+// replyOfRawView encodes a reply whose one entry is the encoded view v.
+func replyOfRawView(v []byte) []byte {
 	b := wire.AppendMapHeader(nil, 4)
 	b = wire.AppendString(b, "v")
 	b = wire.AppendInt(b, wire.Version)
@@ -578,12 +590,13 @@ func TestViewWithoutStand(t *testing.T) {
 	b = wire.AppendInt(b, 5)
 	b = wire.AppendString(b, "e")
 	b = wire.AppendArrayHeader(b, 1)
-	b = wire.AppendArrayHeader(b, 8)
-	b = wire.AppendString(b, "l")
-	b = wire.AppendString(b, "k")
-	for _, v := range []int64{9, 4, 2, 0, 3, 2} {
-		b = wire.AppendInt(b, v)
-	}
+	return append(b, v...)
+}
+
+// A view of 8 elements (a coordinator without standing leases) still
+// decodes, with no standing lease.
+func TestViewWithoutStand(t *testing.T) {
+	b := replyOfView(9, 4, 2, 0, 3, 2)
 	var rr wire.ReplyReader
 	if err := rr.Reset(b); err != nil {
 		t.Fatal(err)
@@ -609,23 +622,15 @@ func TestViewHeld(t *testing.T) {
 			t.Errorf("%+v read back as %+v, %v", v, back.Entries, err)
 		}
 	}
-	b := wire.AppendMapHeader(nil, 4)
-	b = wire.AppendString(b, "v")
-	b = wire.AppendInt(b, wire.Version)
-	b = wire.AppendString(b, "seq")
-	b = wire.AppendInt(b, 1)
-	b = wire.AppendString(b, "at")
-	b = wire.AppendInt(b, 1)
-	b = wire.AppendString(b, "e")
-	b = wire.AppendArrayHeader(b, 1)
-	b = wire.AppendArrayHeader(b, 14)
-	b = wire.AppendString(b, "l")
-	b = wire.AppendString(b, "k")
-	for range 12 {
-		b = wire.AppendInt(b, 0)
+	// A well-formed view of 13 with a 14th element: its array header
+	// (fixarray 0x9d) made 0x9e and a number appended.
+	v13 := (&wire.View{Limiter: "l", Key: "k", Held: 5}).AppendMsg(nil)
+	if v13[0] != 0x9d {
+		t.Fatalf("a view with held starts %x, want a fixarray of 13", v13[0])
 	}
+	v14 := wire.AppendInt(append([]byte{0x9e}, v13[1:]...), 7)
 	var rp wire.Reply
-	if err := rp.UnmarshalMsg(b); err == nil {
+	if err := rp.UnmarshalMsg(replyOfRawView(v14)); err == nil {
 		t.Error("a view of 14 elements accepted")
 	}
 }
