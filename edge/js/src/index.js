@@ -597,8 +597,9 @@ export class EdgeLimit {
     return d;
   }
 
-  // A view stale because syncs failed a while ago, with no attempt for
-  // twice probeInterval since (an idle Worker in requests mode, where
+  // A view stale because syncs failed a while ago, with no attempt begun
+  // or failed for twice probeInterval since (Scheduler.quiet: an idle
+  // Worker in requests mode, where
   // nothing probes between requests; or a backoff longer than the quiet),
   // is refreshed before limit() decides: the request probes the
   // coordinator and waits for its answer, within retryWait, and is
@@ -620,7 +621,7 @@ export class EdgeLimit {
       return;
     }
     const probe = this._schedOpts.probeInterval;
-    if (probe < 0 || s.inflight || s.failures === 0 || now - s.lastStart < 2 * probe || this._holdOff(now)) return;
+    if (probe < 0 || !s.quiet(now, 2 * probe) || this._holdOff(now)) return;
     this._refreshUntil = now + this._retryWait;
     let first = true;
     await this._waitSync(this._retryWait, ctx, () => { const go = first; first = false; return go; });

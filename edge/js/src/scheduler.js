@@ -36,6 +36,7 @@ export class Scheduler {
     this.rand = rand;
     this.lastOK = now;
     this.lastStart = 0;
+    this.lastEnd = 0; // when the last attempt failed (quiet)
     this.started = false;
     this.inflight = false;
     this.failures = 0;
@@ -48,14 +49,31 @@ export class Scheduler {
   /**
    * Whether the view is stale at now (the fail policies apply): the last
    * good sync is older than staleAfter and syncs fail (the last attempt
-   * failed, or the one in flight began more than SLOW_ATTEMPT_MS ago, or
+   * failed, or the one in flight began SLOW_ATTEMPT_MS ago or more, or
    * staleAfter if longer: a coordinator that answers slowly keeps the view
    * fresh, as in the Go host's syncloop.IsStale). An isolate that was
-   * only idle is not stale: its next sync refreshes it.
+   * only idle is not stale: its next sync refreshes it. An attempt in
+   * flight for SLOW_ATTEMPT_MS exactly counts: in workerd the clock stands
+   * still between I/O, so a request that waited retryWait (1 s) for the
+   * attempt its own ask began found it 1000 ms old to the millisecond, and
+   * its denial for want of a lease stood under open.
    */
   stale(now) {
     if (now - this.lastOK <= this.staleAfter) return false;
-    return this.failures > 0 || (this.inflight && now - this.lastStart > Math.max(this.staleAfter, SLOW_ATTEMPT_MS));
+    return this.failures > 0 || (this.inflight && now - this.lastStart >= Math.max(this.staleAfter, SLOW_ATTEMPT_MS));
+  }
+
+  /**
+   * Whether the syncs fail and no attempt began or failed within d ms of
+   * now: what the isolate knows of the coordinator is that old (an idle
+   * Worker's, or one backing off). An attempt that ended by failing is as
+   * recent a word as one that began: against a coordinator that hangs,
+   * each attempt is abandoned a second after it began, and measured from
+   * its start every request found the isolate quiet and waited for a
+   * probe of its own (limit() took up to a second, every second).
+   */
+  quiet(now, d) {
+    return !this.inflight && this.failures > 0 && now - Math.max(this.lastStart, this.lastEnd) >= d;
   }
 
   /**
@@ -91,6 +109,7 @@ export class Scheduler {
   shift(d) {
     this.lastOK += d;
     this.lastStart += d;
+    this.lastEnd += d;
     this.next += d;
   }
 
@@ -114,6 +133,7 @@ export class Scheduler {
   // syncloop.Scheduler.Failure).
   failure(now) {
     this.inflight = false;
+    this.lastEnd = now;
     if (this.failures === 0) this.failedAt = now;
     this.failures++;
     let d = this.backoffBase;
