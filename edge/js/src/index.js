@@ -8,7 +8,7 @@ import { Module, MAX_KEY_LEN } from './module.js';
 import { EdgeLimitError, ERROR_CODES, codeError, CODES } from './errors.js';
 import { normalizeConfig, toWire, parseDuration } from './config.js';
 import { checkOptions } from './options.js';
-import { refusal, unreachable } from './syncerror.js';
+import { misconfigured, refusal, unreachable } from './syncerror.js';
 import { Scheduler, SLOW_ATTEMPT_MS } from './scheduler.js';
 import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
 import { Share, OPEN, LOCAL_SHARE, CLOSED } from './failpolicy.js';
@@ -148,6 +148,7 @@ export class EdgeLimit {
     this._background = opts.background ?? (inWorkers() ? 'requests' : 'timers');
     this._onError = opts.onError ?? null;
     this._saidForeign = false; // _sayForeign
+    this._saidRefused = false; // _fail
     this._schedOpts = {
       interval: this._interval, staleAfter: opts.staleAfter, backoffMax: opts.backoffMax, jitter: opts.jitter,
       probeInterval: opts.probeInterval ?? 500,
@@ -1125,6 +1126,7 @@ export class EdgeLimit {
   // applied to mod: the sync succeeded.
   _applied(sy, mod) {
     this._unanswered = false;
+    this._saidRefused = false;
     this._sched.success(this._clock());
     this.counters.syncs++;
     if (!this._saidForeign) this._sayForeign(mod);
@@ -1261,6 +1263,7 @@ export class EdgeLimit {
     const cur = this._cur;
     if (this._inflight && cur && !cur.done && cur.cut === a.cut) return this._applied(cur, mod);
     this._unanswered = false;
+    this._saidRefused = false;
     this._sched.success(this._clock());
     if (this._background === 'timers') this._arm(); // not a backoff's timer any more
     this.counters.syncs++;
@@ -1293,6 +1296,14 @@ export class EdgeLimit {
   _fail(e) {
     this.counters.syncErrors++;
     this.lastError = e;
+    if (misconfigured(e) && !this._saidRefused) {
+      // No retry mends it: said once on the console until a sync
+      // succeeds. Before, a wrong token or a URL naming no coordinator
+      // showed only in lastError, while the fail policies decided every
+      // request: under open, each isolate admitted up to the limit alone.
+      this._saidRefused = true;
+      console.error(`edgelimit: ${e.message}; the fail policies decide every request until a sync succeeds (check the token and the coordinator URL)`);
+    }
     if (this._onError) {
       try { this._onError(e); } catch { /* the callback's own errors are not ours */ }
     }

@@ -72,3 +72,12 @@ export function refusal(url, status, body) {
   err.failover = status === 502 || status === 503 || status === 504;
   return err;
 }
+
+/**
+ * Whether e is a refusal no retry mends: the coordinator answered 401 or
+ * 403 (a token it does not accept, or one without the edge role), 404 or
+ * 405 (the URL names no coordinator's sync endpoint).
+ */
+export function misconfigured(e) {
+  return e?.code === 'sync_refused' && [401, 403, 404, 405].includes(e.status);
+}
