@@ -108,3 +108,37 @@ func TestMemoryOf100kKeys(t *testing.T) {
 		})
 	}
 }
+
+// An isolate deciding its default max_keys distinct keys of the longest
+// length (wire.MaxKeyLen) stays within the default memory cap: with 64
+// MiB the module ran out of memory and trapped at key 87,011, losing what
+// it had not synced (DefaultMemoryLimitPages).
+func TestLongestKeysFitTheMemoryCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 keys of 256 bytes")
+	}
+	ctx := context.Background()
+	_, iso := newTestIsolate(t, memCfg(), Options{})
+	key := make([]byte, wire.MaxKeyLen)
+	for i := range key {
+		key[i] = 'k'
+	}
+	const now = int64(1_800_000_000_000_000_000)
+	for i := 0; i < memKeys; i++ {
+		s := strconv.Itoa(i)
+		copy(key[len(key)-len(s):], s)
+		if _, err := iso.DecideBytes(ctx, 0, key, 1, now+int64(i)*1000); err != nil {
+			t.Fatalf("key %d of %d bytes: %v", i, len(key), err)
+		}
+	}
+	if r := iso.Restarts(); r != 0 {
+		t.Fatalf("%d restarts", r)
+	}
+	st, err := iso.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Keys != memKeys {
+		t.Fatalf("%d keys held, want %d", st.Keys, memKeys)
+	}
+}

@@ -15,7 +15,8 @@ type Options struct {
 	// edgelimit module (wasm.Module).
 	Module []byte
 	// MemoryLimitPages caps each isolate's linear memory, in 64 KiB pages.
-	// 0 means 1024 pages (64 MiB), enough for the default cap of 100,000 keys.
+	// 0 means DefaultMemoryLimitPages (2048 pages, 128 MiB), enough for the
+	// default cap of 100,000 keys of up to 256 bytes.
 	MemoryLimitPages uint32
 	// Interpreter runs the module in wazero's interpreter instead of
 	// compiling it to machine code (slower; for platforms without the
@@ -23,8 +24,11 @@ type Options struct {
 	Interpreter bool
 }
 
-// DefaultMemoryLimitPages is the default per-isolate memory cap, in 64 KiB pages (64 MiB).
-const DefaultMemoryLimitPages = 1024
+// DefaultMemoryLimitPages is the default per-isolate memory cap, in 64 KiB pages (128 MiB):
+// an isolate deciding its default max_keys (100,000) distinct keys of the longest length
+// (256 bytes) needs it (with 64 MiB the module ran out of memory and trapped at 87,011;
+// TestLongestKeysFitTheMemoryCap). A cap, not a reservation: memory grows as used.
+const DefaultMemoryLimitPages = 2048
 
 // Runtime holds the compiled module; isolates are instantiated from it.
 // It is safe for concurrent use; each Isolate is not.
