@@ -385,6 +385,14 @@ func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, err
 
 func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err error) {
 	defer func() {
+		var seq *merge.SeqError
+		if errors.As(err, &seq) && seq.Anomaly == merge.SeqIdentity {
+			// Not the isolate's batch (it lacks the incarnation's
+			// secret): nothing of it is the isolate's to show. Counted
+			// against it, five forged batches turned a healthy isolate
+			// "failing" on the dashboard, with the refusal as its error.
+			return
+		}
 		work := len(b.Entries) > 0 || len(b.Denials) > 0 || len(b.Signals) > 0
 		c.dash.Synced(scopeOf(ctx), b.Isolate, work, err, c.opts.Clock.Now())
 		if err == nil && b.End {

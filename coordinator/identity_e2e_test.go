@@ -21,7 +21,8 @@ import (
 // under the host's isolate ids, with the sequence numbers that used to
 // force a new incarnation (hw+1 and beyond, seq 1). Every forged batch is
 // refused, the host's isolates keep their ids (no "~" incarnation appears
-// at the coordinator) and every request they admitted is counted.
+// at the coordinator), every request they admitted is counted, and the
+// dashboard shows no refusal against them.
 func TestForgedBatchesForceNoReincarnation(t *testing.T) {
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "api", Algorithm: wire.FixedWindow, Limit: 1_000_000, Period: int64(time.Hour), Mode: wire.Approximate}}}
@@ -94,6 +95,11 @@ func TestForgedBatchesForceNoReincarnation(t *testing.T) {
 	for _, is := range iv.Isolates {
 		if strings.Contains(is.ID, "~") {
 			t.Fatalf("isolate %s: a new incarnation appeared after the forged batches (%+v)", is.ID, iv.Isolates)
+		}
+		// The forged batches are not the isolate's: the dashboard shows
+		// none of their refusals against it.
+		if is.Errors != 0 || is.LastError != "" || is.State == "failing" {
+			t.Fatalf("isolate %s shows the forged batches' refusals: state %q, %d errors, last %q", is.ID, is.State, is.Errors, is.LastError)
 		}
 	}
 	if len(iv.Isolates) != 2 {
