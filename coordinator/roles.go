@@ -208,6 +208,9 @@ func (p *principal) grantedViews(rp *wire.Reply) {
 	}
 	if p.limiters != nil {
 		rp.Resets = kept(rp.Resets, func(r *wire.ResetKey) bool { return p.limiters[r.Limiter] })
+		// Limiters paused as a whole: only those granted (a token of one
+		// limiter learnt of every other limiter's pause).
+		rp.Paused = kept(rp.Paused, func(lp *wire.LimiterPause) bool { return p.limiters[lp.Limiter] })
 	}
 	rp.Entries = kept(rp.Entries, func(v *wire.View) bool {
 		return (p.limiters == nil || p.limiters[v.Limiter]) && (!v.Notice() || p.may(RoleRead))

@@ -345,3 +345,26 @@ func syncUncounted(t *testing.T, srv *httptest.Server, token string, b *wire.Bat
 	}
 	return st, h.Get("Edgelimit-Uncounted"), &rp
 }
+
+// A limiter paused as a whole is told only to tokens granted it: a token of
+// other limiters learnt of every limiter's pause (its name and how long).
+func TestLimiterPauseToldOnlyToGrantedTokens(t *testing.T) {
+	_, clk, srv := rolesServer(t)
+	now := clk.now()
+	for _, lim := range []string{"fw", "sw"} {
+		if st, body := postJSON(t, srv, "/v1/limiters/"+lim+"/pause", "admin", `{"for": "10m", "reason": "test"}`); st != 200 {
+			t.Fatalf("admin pauses %s: %d %s", lim, st, body)
+		}
+	}
+	st, rp, p := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 1)))
+	if st != 200 {
+		t.Fatalf("edge-a: %d %+v", st, p)
+	}
+	if len(rp.Paused) != 1 || rp.Paused[0].Limiter != "fw" {
+		t.Fatalf("edge-a (granted fw and sfw) told the paused limiters %+v, want fw only", rp.Paused)
+	}
+	st, rp, p = syncAs(t, srv, "edge-b", batch("b1", 1, now, fwDelta("k", 1)))
+	if st != 200 || len(rp.Paused) != 2 {
+		t.Fatalf("edge-b (every limiter): %d, told %+v (%+v), want fw and sw", st, rp.Paused, p)
+	}
+}
