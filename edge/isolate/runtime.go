@@ -15,7 +15,7 @@ type Options struct {
 	// edgelimit module (wasm.Module).
 	Module []byte
 	// MemoryLimitPages caps each isolate's linear memory, in 64 KiB pages.
-	// 0 means DefaultMemoryLimitPages (2048 pages, 128 MiB), enough for the
+	// 0 means DefaultMemoryLimitPages (4096 pages, 256 MiB), enough for the
 	// default cap of 100,000 keys of up to 256 bytes.
 	MemoryLimitPages uint32
 	// Interpreter runs the module in wazero's interpreter instead of
@@ -24,11 +24,13 @@ type Options struct {
 	Interpreter bool
 }
 
-// DefaultMemoryLimitPages is the default per-isolate memory cap, in 64 KiB pages (128 MiB):
-// an isolate deciding its default max_keys (100,000) distinct keys of the longest length
-// (256 bytes) needs it (with 64 MiB the module ran out of memory and trapped at 87,011;
-// TestLongestKeysFitTheMemoryCap). A cap, not a reservation: memory grows as used.
-const DefaultMemoryLimitPages = 2048
+// DefaultMemoryLimitPages is the default per-isolate memory cap, in 64 KiB pages (256 MiB):
+// an isolate holding its default max_keys (100,000) distinct keys of the longest length
+// (256 bytes) with upstream records needs it, as the module's allocator doubles its heap
+// (with 64 MiB the module ran out of memory and trapped at key 87,011 deciding and 49,152
+// observing, with 128 MiB at 98,304 observing; TestLongestKeysFitTheMemoryCap). A cap, not a
+// reservation: memory grows as used (32 MiB for 100,000 keys of 32 bytes).
+const DefaultMemoryLimitPages = 4096
 
 // Runtime holds the compiled module; isolates are instantiated from it.
 // It is safe for concurrent use; each Isolate is not.
