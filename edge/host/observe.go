@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
@@ -53,10 +55,19 @@ func (h *Host) Observe(ctx context.Context, q ObserveRequest, now int64) (wire.O
 	}
 	reporter := int(fnv32(q.Limiter, q.Key) % uint32(len(h.slots)))
 	var out wire.Observed
+	var trapped error
 	for i, s := range h.slots {
 		s.mu.Lock()
 		o, err := s.iso.Observe(ctx, q.Limiter, q.Key, q.Status, hs, i != reporter, now)
 		s.mu.Unlock()
+		if errors.Is(err, isolate.ErrTrap) {
+			// That isolate restarted; the others still hear of the
+			// upstream's answer (before, those after it never did, and
+			// the trap went unlogged).
+			s.log.Error("host: the isolate trapped and restarted; what it had not synced is lost", "err", err)
+			trapped = cmp.Or(trapped, err)
+			continue
+		}
 		if err != nil {
 			return out, fmt.Errorf("host: %w", err)
 		}
@@ -66,6 +77,9 @@ func (h *Host) Observe(ctx context.Context, q ObserveRequest, now int64) (wire.O
 				s.loop.Kick()
 			}
 		}
+	}
+	if trapped != nil {
+		return out, fmt.Errorf("host: %w", trapped)
 	}
 	return out, nil
 }

@@ -2,7 +2,10 @@ package host
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -291,4 +294,46 @@ func TestSilentPartitionRecoversInASecond(t *testing.T) {
 		t.Errorf("healthy again %v after the link came back, want within about a second (hungAfter)", took.Round(time.Millisecond))
 	}
 	waitCount(t, k, "k", admitted)
+}
+
+// An isolate that traps on an upstream observation (memory exhausted by
+// distinct keys under a tiny cap) is logged as one that traps deciding
+// is, and the host's other isolates still hear of the answer: before, the
+// trap went unlogged and Observe returned at the first isolate that
+// failed, so those after it never applied the observation.
+func TestObserveTrapLoggedOthersHear(t *testing.T) {
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "up", Algorithm: wire.FixedWindow, Limit: 1_000_000, Period: int64(time.Hour), Upstream: &wire.UpstreamConfig{}}}}
+	var logs lockedBuffer
+	s := serve(t, Options{Config: cfg, Isolates: 2, Runtime: isolate.Options{MemoryLimitPages: 8},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := context.Background()
+	long := strings.Repeat("o", 200)
+	now := time.Now().UnixNano()
+	var err error
+	n := 0
+	for ; n < 50_000 && err == nil; n++ {
+		_, err = s.h.Observe(ctx, ObserveRequest{Limiter: "up", Key: long + strconv.Itoa(n), Status: 429,
+			Headers: map[string]string{"Retry-After": "3000"}}, now)
+	}
+	if !errors.Is(err, isolate.ErrTrap) {
+		t.Fatalf("after %d observations: %v, want a trap under an 8-page memory cap", n, err)
+	}
+	if !strings.Contains(logs.String(), "the isolate trapped and restarted") {
+		t.Fatalf("the trap was not logged: %s", logs.String())
+	}
+	// Each isolate got the observation that trapped the first: both
+	// restarted (they hold the same keys), or the second holds the pause.
+	last := long + strconv.Itoa(n-1)
+	for i, sl := range s.h.slots {
+		if sl.iso.Restarts() > 0 {
+			continue
+		}
+		sl.mu.Lock()
+		d, derr := sl.iso.Decide(ctx, 0, last, 1, now)
+		sl.mu.Unlock()
+		if derr != nil || d.Allowed {
+			t.Errorf("isolate %d neither restarted nor paused on the observed key: %+v %v", i, d, derr)
+		}
+	}
 }
