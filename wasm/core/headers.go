@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -372,7 +373,14 @@ func parseHTTPDate(v string) (int64, bool) {
 		t[i] = n
 	}
 	days := daysFromCivil(int64(year), int64(mon/3+1), int64(day))
-	return ((days*24+int64(t[0]))*60+int64(t[1]))*60*1e9 + int64(t[2])*1e9, true
+	secs := ((days*24+int64(t[0]))*60+int64(t[1]))*60 + int64(t[2])
+	if secs > math.MaxInt64/int64(1e9) {
+		// Past 2262 in ns: as far ahead as a time can be (the caller caps
+		// the pause). Multiplied out, it wrapped: a date in 2326 read as
+		// past, one in 2611 as two minutes ahead.
+		return math.MaxInt64, true
+	}
+	return secs * 1e9, true
 }
 
 // daysFromCivil is the number of days from 1970-01-01 to y-m-d (proleptic

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -83,6 +84,18 @@ func TestHTTPDateMatchesCivilCalendar(t *testing.T) {
 		got, ok := parseHTTPDate(tc.s)
 		if !ok || got != tc.unix*1e9 {
 			t.Errorf("%s: %d %v, want %d", tc.s, got/1e9, ok, tc.unix)
+		}
+	}
+	// Past 2262 a date is as far ahead as a time can be, and a
+	// Retry-After of it is out of range like any past 372 days (it
+	// wrapped: 2326 read as past, 2611 as two minutes ahead).
+	for _, s := range []string{"Thu, 16 Sep 2326 00:00:00 GMT", "Tue, 18 Jun 2611 18:24:56 GMT", "Fri, 31 Dec 9999 23:59:59 GMT"} {
+		if got, ok := parseHTTPDate(s); !ok || got != math.MaxInt64 {
+			t.Errorf("%s: %d %v, want MaxInt64", s, got, ok)
+		}
+		h := parseHeaders([][2]string{{"Retry-After", s}}, hdrNow)
+		if h.retryAfter != -1 || !strings.Contains(strings.Join(h.ignored, "; "), "out of range") {
+			t.Errorf("Retry-After %s: %d ns, ignored %q; want it ignored as out of range", s, h.retryAfter, h.ignored)
 		}
 	}
 }
