@@ -35,7 +35,20 @@ func waitHealth(t *testing.T, url string, want int) {
 
 func metricsText(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	return metricsTextAs(t, url, "")
+}
+
+// metricsTextAs is metricsText with a bearer token (none when empty).
+func metricsTextAs(t *testing.T, url, token string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ const MsgpackContentType = "application/msgpack"
 //	                                         (each: ?encoding=base64url takes {key} as the key's bytes in base64url)
 //	GET    /v1/control, PUT .../limit, .../overrides/{key}, POST/DELETE .../pause[/{key}]   live control (control_http.go)
 //	GET    /healthz                          200 "ok", 503 while commits fail or the store reports background errors
-//	GET    /metrics                          Prometheus metrics
+//	GET    /metrics                          Prometheus metrics (read role)
 //	GET    /ui, /v1/limiters, /v1/limiters/{name}/keys, /v1/isolates   the dashboard (package dashboard)
 //
 // /v1/* require "Authorization: Bearer TOKEN" when Options.Tokens or
@@ -73,7 +73,9 @@ func (c *Coordinator) Handler() http.Handler {
 		}
 		w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.met.reg, promhttp.HandlerOpts{}))
+	// The metrics name the limiters and their totals, as GET /v1/limiters
+	// does: the read role (before, any client could read them).
+	mux.Handle("GET /metrics", c.auth(RoleRead, promhttp.HandlerFor(c.met.reg, promhttp.HandlerOpts{})))
 	h := c.sameOrigin(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(clock.Header, strconv.FormatInt(c.opts.Clock.Now(), 10))

@@ -368,3 +368,21 @@ func TestLimiterPauseToldOnlyToGrantedTokens(t *testing.T) {
 		t.Fatalf("edge-b (every limiter): %d, told %+v (%+v), want fw and sw", st, rp.Paused, p)
 	}
 }
+
+// The metrics name the limiters and their totals, as GET /v1/limiters
+// does: they need the read role (before, any client read them).
+func TestMetricsNeedTheReadRole(t *testing.T) {
+	_, _, srv := rolesServer(t)
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {"edge-a", 403}, {"reader", 200}, {"fleet", 200}} {
+		st, body := call(t, srv, "GET", "/metrics", tc.token)
+		if st != tc.want {
+			t.Errorf("GET /metrics with %q: %d, want %d (%.100s)", tc.token, st, tc.want, body)
+		}
+		if st == 200 && !strings.Contains(string(body), "edgelimit_coordinator_") {
+			t.Errorf("GET /metrics with %q: no coordinator series", tc.token)
+		}
+	}
+}

@@ -56,7 +56,7 @@ func TestUpstreamSignalsWhoMay(t *testing.T) {
 	if ks := getKey(t, c, "fw", "k"); ks.Upstream != nil || ks.Count != 1 {
 		t.Fatalf("fw/k after a signal: upstream %+v count %d, want none and 1", ks.Upstream, ks.Count)
 	}
-	if got := metricValue(t, metricsText(t, srv.URL), "edgelimit_coordinator_upstream_signals_ignored_total"); got != 1 {
+	if got := metricValue(t, metricsTextAs(t, srv.URL, "tok-a"), "edgelimit_coordinator_upstream_signals_ignored_total"); got != 1 {
 		t.Fatalf("signals ignored %v, want 1", got)
 	}
 	for i, tc := range []struct {
