@@ -156,5 +156,6 @@ func TestLongestKeysFitTheMemoryCap(t *testing.T) {
 		if st.Keys != memKeys {
 			t.Fatalf("observe %v: %d keys held, want %d", observe, st.Keys, memKeys)
 		}
+		t.Logf("observe %v: %d keys of %d bytes in %d MiB of linear memory", observe, memKeys, len(key), iso.MemoryBytes()>>20)
 	}
 }

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EdgeLimit, EdgeLimitError, ERROR_CODES, Module } from '../src/index.js';
 import { encode, decode } from '../src/msgpack.js';
-import { wasmModule, fakeClock, root } from './helpers.js';
+import { wasmModule, fakeClock, root, hangUntilAborted } from './helpers.js';
 import { startCoordinator, freePort } from './coordinator.js';
 
 const coords = [];
@@ -129,7 +129,7 @@ test('sync errors name the URL and the cause', async () => {
   assert.equal(garbage.lastError.code, 'sync_reply', garbage.lastError.message);
   // A timeout names the URL too.
   const slow = await EdgeLimit.create({ wasm: wasmModule, config: config({ mode: 'approximate' }), coordinator: 'http://coordinator.test', background: 'requests', syncTimeout: 20,
-    fetch: (u, init) => new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason))) });
+    fetch: (u, init) => hangUntilAborted(init) });
   slow.decide({ key: 'k' });
   assert.equal(await slow.sync(), false);
   assert.equal(slow.lastError.code, 'sync_timeout');

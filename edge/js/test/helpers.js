@@ -8,6 +8,13 @@ export const wasmPath = path.join(root, 'wasm/edgelimit.wasm');
 export const wasmBytes = readFileSync(wasmPath);
 export const wasmModule = new WebAssembly.Module(wasmBytes);
 
+/**
+ * A fetch's answer that never comes (a coordinator stopped with SIGSTOP, a
+ * partition that drops packets silently): it ends only when init's signal
+ * aborts it.
+ */
+export const hangUntilAborted = (init) => new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)));
+
 /** A clock the test moves by hand (ms). */
 export function fakeClock(start = 1_800_000_000_000) {
   const c = () => c.now;

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
 import { Scheduler, SLOW_ATTEMPT_MS } from '../src/scheduler.js';
 import { startCoordinator } from './coordinator.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, hangUntilAborted } from './helpers.js';
 
 for (const mode of ['auto', 'approximate']) {
   test(`a hung coordinator: ${mode} requests decide at once past its first second, open admits`, async () => {
@@ -20,7 +20,7 @@ for (const mode of ['auto', 'approximate']) {
     const coord = await startCoordinator(config);
     let hung = false;
     const hangFetch = (url, init) => hung
-      ? new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)))
+      ? hangUntilAborted(init)
       : fetch(url, init);
     try {
       const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url, fetch: hangFetch, background: 'requests' });

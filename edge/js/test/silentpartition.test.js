@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit } from '../src/index.js';
 import { startCoordinator, globalView } from './coordinator.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, hangUntilAborted } from './helpers.js';
 
 test('a silent partition ends and the next results are fresh within about a second', async () => {
   const config = { limiters: [{ name: 'api', algorithm: 'fixed_window', limit: 1_000_000, period: '1h', mode: 'approximate' }] };
@@ -17,7 +17,7 @@ test('a silent partition ends and the next results are fresh within about a seco
   let silent = false;
   // The partition: a POST neither answered nor reset until it is aborted.
   const partFetch = (url, init) => silent
-    ? new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)))
+    ? hangUntilAborted(init)
     : fetch(url, init);
   try {
     const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: coord.url, fetch: partFetch, background: 'requests' });

@@ -3,7 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit, preferredIndex } from '../src/index.js';
-import { wasmModule } from './helpers.js';
+import { wasmModule, hangUntilAborted } from './helpers.js';
 import { startCoordinator } from './coordinator.js';
 
 const coords = [];
@@ -80,7 +80,7 @@ test('a return try to a preferred coordinator that hangs waits the return timeou
   let aHangs = false;
   // a hangs (as a coordinator stopped with SIGSTOP): its POSTs end only when aborted.
   const spy = (url, init) => (url.startsWith(urls[0]) && aHangs
-    ? new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)))
+    ? hangUntilAborted(init)
     : fetch(url, init));
   const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: urls, fetch: spy, background: 'requests',
     isolateId, syncInterval: 60000, syncTimeout: 2000 });
