@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,11 +39,11 @@ func (h *heldBody) Read(p []byte) (int, error) {
 	return 0, io.EOF
 }
 
-// holdBodies starts n syncs to srv, each a heldBody of size bytes whose
-// last byte waits for release. sent[i] is closed when the i-th sent all
-// but its last byte; statuses gets each answer's status (0: no answer);
-// wg ends with them.
-func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan struct{}) (sent []chan struct{}, statuses chan int, wg *sync.WaitGroup) {
+// holdBodies starts n syncs to srv with the headers hdr, each a heldBody
+// of size bytes whose last byte waits for release. sent[i] is closed when
+// the i-th sent all but its last byte; statuses gets each answer's status
+// (0: no answer); wg ends with them.
+func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan struct{}, hdr map[string]string) (sent []chan struct{}, statuses chan int, wg *sync.WaitGroup) {
 	statuses, wg = make(chan int, n), &sync.WaitGroup{}
 	for range n {
 		s := make(chan struct{})
@@ -53,6 +54,9 @@ func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan st
 			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: s, release: release})
 			req.ContentLength = int64(size)
 			req.Header.Set("Content-Type", MsgpackContentType)
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
 			resp, err := srv.Client().Do(req)
 			if err != nil {
 				statuses <- 0
@@ -79,7 +83,7 @@ func TestBodiesInMemoryBounded(t *testing.T) {
 	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
 	const n, size = 12, 4 << 20
 	release := make(chan struct{})
-	sent, statuses, wg := holdBodies(t, srv, n, size, release)
+	sent, statuses, wg := holdBodies(t, srv, n, size, release, nil)
 	busy := 0
 	for i := range n {
 		select {
@@ -130,7 +134,7 @@ func TestManySmallBodiesBounded(t *testing.T) {
 	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
 	const n, size = 250, 60 << 10
 	release := make(chan struct{})
-	sent, _, wg := holdBodies(t, srv, n, size, release)
+	sent, _, wg := holdBodies(t, srv, n, size, release, nil)
 	for i := range n {
 		select {
 		case <-sent[i]:
@@ -158,5 +162,61 @@ func TestManySmallBodiesBounded(t *testing.T) {
 	st, body := httpPost(t, srv, MsgpackContentType, batch("honest", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}).AppendMsg(nil), nil)
 	if st != 200 {
 		t.Fatalf("an ordinary batch after the held bodies ended: %d %s", st, body)
+	}
+}
+
+// TestOneTokenHoldsOnlyItsShareOfBodies: one edge token holds 200 uploads
+// of 200 KiB open (the last byte held back) on a coordinator sized for
+// 256 MiB, far past both body pools. Its bodies take at most its share
+// (half of each pool), so another token's ordinary batch, and a batch of
+// 1 MiB, are applied while the uploads hang. Before, the held uploads took
+// both pools whole and every client's sync was answered 503.
+func TestOneTokenHoldsOnlyItsShareOfBodies(t *testing.T) {
+	c, clk, srv := newTestServer(t, func(o *Options) {
+		o.MaxMemory = 256 << 20
+		o.Tokens = []string{"holder", "other"}
+	})
+	const n, size = 200, 200 << 10
+	release := make(chan struct{})
+	sent, _, wg := holdBodies(t, srv, n, size, release, map[string]string{"Authorization": "Bearer holder"})
+	for i := range n {
+		select {
+		case <-sent[i]:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the bodies were not sent")
+		}
+	}
+	// The server reads what was sent, up to the holder's share.
+	share := c.bodies.shareMax + c.bodies.shareAllowMax
+	var held int64
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		held = max(held, c.bodies.used.Load()+c.bodies.allowed.Load())
+	}
+	if held > share+size || held < share/2 {
+		t.Errorf("the holder's bodies hold %d bytes, want up to its share %d and no further", held, share)
+	}
+	t.Logf("%d uploads of %d bytes held: at most %d bytes in the pools (share %d, pools %d + %d)", n, size, held, share, c.bodies.max, c.bodies.allowMax)
+	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	small := batch("other-1", 1, clk.now(), wire.Delta{Limiter: "fw", Key: "k", Window: 1000, Delta: 1}).AppendMsg(nil)
+	if st, body := httpPost(t, srv, MsgpackContentType, small, as("other")); st != 200 {
+		t.Errorf("another token's ordinary batch while the uploads hang: %d %s", st, body)
+	}
+	var ds []wire.Delta
+	for i := 0; len(ds)*200 < 1<<20; i++ {
+		ds = append(ds, wire.Delta{Limiter: "fw", Key: fmt.Sprintf("%0190d", i), Window: 1000, Delta: 1})
+	}
+	large := batch("other-2", 1, clk.now(), ds...).AppendMsg(nil)
+	if st, body := httpPost(t, srv, MsgpackContentType, large, as("other")); st != 200 {
+		t.Errorf("another token's batch of %d bytes while the uploads hang: %d %.200s", len(large), st, body)
+	}
+	close(release)
+	wg.Wait()
+	if used, allowed := c.bodies.used.Load(), c.bodies.allowed.Load(); used != 0 || allowed != 0 {
+		t.Errorf("%d + %d body bytes still counted after every request ended", used, allowed)
+	}
+	c.bodies.mu.Lock()
+	defer c.bodies.mu.Unlock()
+	if len(c.bodies.shares) != 0 {
+		t.Errorf("%d token shares kept after every request ended", len(c.bodies.shares))
 	}
 }

@@ -108,7 +108,7 @@ func (c *Coordinator) sameOrigin(h http.Handler) http.Handler {
 // Options.AllowedHosts are refused 403 (hostguard.go).
 func (c *Coordinator) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: c.guardHost(ln, c.Handler()), ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+		ReadTimeout: serverReadTimeout, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -295,16 +295,22 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 			bufPool.Put(buf)
 		}
 	}()
-	body := c.bodies.reader(http.MaxBytesReader(w, r.Body, c.opts.MaxBodyBytes))
+	paced := pacedBody(w, r.Body) // bodyrate.go
+	body := c.bodies.reader(http.MaxBytesReader(w, paced, c.opts.MaxBodyBytes), scopeOf(r.Context()))
 	defer body.release() // after the reply is written from buf (bodybudget.go)
-	if _, err := buf.ReadFrom(body); err != nil {
+	_, err := buf.ReadFrom(body)
+	paced.done()
+	if err != nil {
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
 			c.failErr(w, err)
 		case errors.Is(err, errBodyBudget):
 			c.fail(w, http.StatusServiceUnavailable, "busy", "body", "Coordinator busy",
-				"the request bodies being read hold the memory allowed for them; resend the batch")
+				"the request bodies being read hold the memory allowed for them (this token's share of it, with tokens); resend the batch")
+		case errors.Is(err, errBodyTooSlow):
+			w.Header().Set("Connection", "close")
+			c.fail(w, http.StatusRequestTimeout, "slow_body", "body", "Request body too slow", err.Error())
 		default:
 			c.fail(w, http.StatusBadRequest, "malformed", "body", "Unreadable body", err.Error())
 		}
