@@ -17,7 +17,11 @@ import (
 // scheduler itself belongs to the loop's goroutine). An idle isolate is
 // not stale.
 func (s *slot) stale(now, after int64) bool {
-	return s.loop != nil && syncloop.IsStale(now, s.lastOK.Load(), s.attemptAt.Load(), int(s.failures.Load()), after)
+	inflight := s.attemptAt.Load()
+	if inflight == 0 {
+		inflight = s.reading.Load() // timeread.go
+	}
+	return s.loop != nil && syncloop.IsStale(now, s.lastOK.Load(), inflight, int(s.failures.Load()), after)
 }
 
 // decideStale decides checks at now on a slot whose view is stale: it
@@ -50,7 +54,12 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 // loop backs off up to BackoffMax between attempts, so the coordinator
 // may have been answering for a while): it asks the loop for an attempt
 // and waits for it to end, within RetryWait, as do the requests that come
-// while that probe is on its way. It reports whether it waited (the
+// while that probe is on its way. An attempt that failed or was abandoned
+// as hung is as recent as one begun (lastEnd): before, the request that
+// came between an abandoned attempt and the next found the host quiet
+// (the abandoned one began a second before) and waited for a probe that
+// hung in turn, the whole RetryWait, with every request after it (a
+// quarter of requests waited ~1 s while a coordinator hung). It reports whether it waited (the
 // request is then decided at a new now: on a fresh view when the
 // coordinator answered). Before, such a request was decided by the policy
 // at once: under open, a burst on a full strict key after a quiet spell
@@ -66,9 +75,13 @@ func (h *Host) refresh(ctx context.Context, s *slot, now int64) bool {
 	ended := s.synced // before the kick: the probe's end closes it
 	s.syncMu.Unlock()
 	at := s.attemptAt.Load()
+	if at == 0 {
+		at = s.reading.Load() // timeread.go
+	}
 	switch until := s.refreshUntil.Load(); {
 	case at != 0 && now < until: // the probe another request asked for
-	case at == 0 && s.failures.Load() > 0 && now-s.lastStart.Load() >= 2*p && s.refreshUntil.CompareAndSwap(until, now+int64(w)):
+	case at == 0 && s.failures.Load() > 0 && now-max(s.lastStart.Load(), s.lastEnd.Load()) >= 2*p &&
+		s.refreshUntil.CompareAndSwap(until, now+int64(w)):
 		s.loop.Kick()
 	default:
 		return false
@@ -93,8 +106,12 @@ func (h *Host) probeSlot(s *slot, now int64) {
 	if at := s.attemptAt.Load(); at != 0 && now-at > h.hungAfter() && s.attemptAt.CompareAndSwap(at, 0) {
 		// A failed attempt (the loop reports no error for one it was
 		// told to end): the view stays stale until a sync succeeds.
-		s.loop.EndAttempt()
+		s.loop.AbandonAttempt()
 		s.attemptFailed(fmt.Errorf("host: sync attempt abandoned after %v without an answer", time.Duration(now-at).Round(time.Millisecond)))
+	} else if at := s.reading.Load(); at != 0 && now-at > h.hungAfter() && s.reading.CompareAndSwap(at, 0) {
+		// The same for a read of the coordinator's time (timeread.go).
+		s.loop.AbandonAttempt()
+		s.attemptFailed(fmt.Errorf("host: reading the coordinator's time abandoned after %v without an answer", time.Duration(now-at).Round(time.Millisecond)))
 	}
 	s.loop.Kick()
 }

@@ -147,6 +147,8 @@ type slot struct {
 	lastReply atomic.Int64 // ns of the last applied reply on the host's own clock (baseTime); 0 before the first
 	attemptAt atomic.Int64 // ns the attempt in flight began; 0 when none is
 	lastStart atomic.Int64 // ns the last attempt began
+	lastEnd   atomic.Int64 // ns the last attempt failed (or was abandoned)
+	reading   atomic.Int64 // ns the attempt in flight began reading the coordinator's time (timeread.go); 0 when none is
 	// refreshUntil: until when requests on a stale view wait for the
 	// probe one of them asked for after a quiet spell (refresh), ns.
 	refreshUntil atomic.Int64
@@ -284,7 +286,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		// coordinator, so the host's isolates spread over the list.
 		s.tr = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: cfg.IsolateID, Token: opts.Token, Client: client, Time: offset,
 			Uncounted: h.uncounted}
-		tr := timedTransport{tr: s.tr, m: h.met}
+		tr := readMark{timedTransport{tr: s.tr, m: h.met}, s}
 		if s.loop, err = syncloop.NewLoop(opts.Sync, opts.Clock, tr, lockedModule{s}, uint64(i)); err != nil {
 			h.Close()
 			return nil, fmt.Errorf("host: %w", err)
@@ -564,6 +566,7 @@ func (m lockedModule) SyncIn(ctx context.Context, reply []byte, now int64) error
 // stay off.
 func (s *slot) attemptFailed(err error) {
 	s.attemptAt.Store(0)
+	s.lastEnd.Store(s.clk.Now())
 	if !s.answered.Swap(false) && s.failures.Add(1) == 1 {
 		s.log.Warn("host: sync failing; the fail policies decide once the view is stale, until a sync succeeds", "err", err)
 	}

@@ -221,7 +221,7 @@ func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, er
 		} else {
 			out, retry, err = t.syncOne(ctx, urls[idx], batch, dst)
 		}
-		if retry && ctx.Err() != nil && n > 1 && !(returning && idx == pref) {
+		if retry && hung(ctx) && n > 1 && !(returning && idx == pref) {
 			// Ended from outside before an answer: a request found the
 			// attempt hung and abandoned it (the edge host's probeSlot,
 			// after a second, shorter than a sync timeout). The next
@@ -234,6 +234,10 @@ func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, er
 			if idx == pref {
 				t.left(time.Now())
 			}
+			// An attempt ended because another reply answered its batch
+			// (EndAttempt) is no failover: before, each such end moved
+			// the isolate on (53 failovers in 7 s between two healthy
+			// coordinators, and back to a hung one within a second).
 			t.cur.Store(int64((idx + 1) % n))
 			return out, err
 		}
@@ -368,4 +372,12 @@ func isProblem(body []byte, prefix string) bool {
 		Type string `json:"type"`
 	}
 	return json.Unmarshal(body, &p) == nil && strings.HasPrefix(p.Type, prefix)
+}
+
+// hung reports whether ctx, an attempt's, ended as hung: abandoned
+// (Loop.AbandonAttempt) or past its deadline, not ended because its batch
+// was answered (Loop.EndAttempt) or the loop stopped.
+func hung(ctx context.Context) bool {
+	c := context.Cause(ctx)
+	return errors.Is(c, ErrAbandoned) || errors.Is(c, context.DeadlineExceeded)
 }

@@ -98,7 +98,7 @@ type Loop struct {
 	// The attempt in flight's cancel (EndAttempt), and when the batch of
 	// a failed attempt was answered since (Recovered; 0: not).
 	attemptMu   sync.Mutex
-	endAttempt  context.CancelFunc
+	endAttempt  context.CancelCauseFunc
 	recoveredAt atomic.Int64
 
 	// OnError, when set, is called with every failed attempt's error.
@@ -137,13 +137,28 @@ func (l *Loop) Kick() {
 // (the next batch would wait as long). Its transport call is cancelled,
 // and it counts as a good sync when the Module's Answered says so. It
 // never blocks.
-func (l *Loop) EndAttempt() {
+func (l *Loop) EndAttempt() { l.end(context.Canceled) }
+
+// AbandonAttempt ends the attempt in flight as hung (the edge host's
+// probeSlot: a request found it in flight past a second): its transport
+// call is cancelled with the cause ErrAbandoned, so the next attempt goes
+// to the next coordinator of the list (HTTPTransport.Sync), and it counts
+// as a failed sync. The attempt may still be reading the coordinator's
+// time (Reader): that read is abandoned too. It never blocks.
+func (l *Loop) AbandonAttempt() { l.end(ErrAbandoned) }
+
+// end cancels the attempt in flight with cause.
+func (l *Loop) end(cause error) {
 	l.attemptMu.Lock()
 	if l.endAttempt != nil {
-		l.endAttempt()
+		l.endAttempt(cause)
 	}
 	l.attemptMu.Unlock()
 }
+
+// ErrAbandoned is the cause of an attempt's context that was abandoned as
+// hung (AbandonAttempt).
+var ErrAbandoned = errors.New("syncloop: the attempt was abandoned as hung")
 
 // Recovered tells the loop that at now another reply (an amendment's)
 // answered the batch of its last attempt, which had failed: the sync
@@ -181,8 +196,11 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
+// report tells OnError of err, an attempt's failure, unless the attempt
+// was ended from outside (EndAttempt, AbandonAttempt: whoever ended it
+// knows) or the loop stopped.
 func (l *Loop) report(err error) {
-	if err != nil && l.OnError != nil && !errors.Is(err, context.Canceled) {
+	if err != nil && l.OnError != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrAbandoned) {
 		l.OnError(err)
 	}
 }
@@ -190,9 +208,27 @@ func (l *Loop) report(err error) {
 // SyncOnce runs one attempt now, whatever the schedule: cut (or re-send)
 // the batch, send it, apply the reply.
 func (l *Loop) SyncOnce(ctx context.Context) error {
+	// The attempt's context, from its start: EndAttempt and AbandonAttempt
+	// end it, the read of the coordinator's time included (a coordinator
+	// that hangs from the start held that read for the whole sync timeout,
+	// 5 s, where nothing could abandon it).
+	actx, cancel := context.WithCancelCause(ctx)
+	l.attemptMu.Lock()
+	l.endAttempt = cancel
+	l.attemptMu.Unlock()
+	defer func() {
+		l.attemptMu.Lock()
+		l.endAttempt = nil
+		l.attemptMu.Unlock()
+		cancel(context.Canceled)
+	}()
+	ctx = actx
 	now := l.clock.Now()
 	if rd, ok := l.tr.(Reader); ok {
 		if err := rd.Ready(ctx); err != nil {
+			// An attempt that began at now (Probe spaces the next one
+			// from it) and failed.
+			l.sched.Begin(now)
 			l.sched.Failure(l.clock.Now())
 			return fmt.Errorf("syncloop: the coordinator's time: %w", err)
 		}
@@ -214,17 +250,6 @@ func (l *Loop) SyncOnce(ctx context.Context) error {
 		return fmt.Errorf("%w: %d bytes, more than %d", ErrBatchTooLarge, len(b), l.sched.opts.MaxBatchBytes)
 	}
 	l.sched.Begin(now)
-	actx, cancel := context.WithCancel(ctx)
-	l.attemptMu.Lock()
-	l.endAttempt = cancel
-	l.attemptMu.Unlock()
-	defer func() {
-		l.attemptMu.Lock()
-		l.endAttempt = nil
-		l.attemptMu.Unlock()
-		cancel()
-	}()
-	ctx = actx // the attempt's: EndAttempt ends it
 	r, err := l.tr.Sync(ctx, b, l.reply[:0])
 	if ri, ok := l.mod.(Reincarnator); ok && errors.Is(err, ErrSequence) {
 		if r, err = l.reincarnate(ctx, ri, err); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Probe asks the coordinator in use whether it answers this transport's
@@ -56,7 +57,24 @@ func (t *HTTPTransport) Ready(ctx context.Context) error {
 	start := int(t.cur.Load()) % len(urls)
 	var err error
 	for i := range urls {
-		if err = t.probe(ctx, urls[(start+i)%len(urls)]); t.answered.Load() || ctx.Err() != nil {
+		if err = t.probe(ctx, urls[(start+i)%len(urls)]); t.answered.Load() {
+			break
+		}
+		if ctx.Err() != nil {
+			if hung(ctx) && len(urls) > 1 {
+				// Abandoned as hung (Loop.AbandonAttempt): the next read
+				// starts with the next coordinator, as a sync does
+				// (Sync); before, each read began with the same hung one.
+				idx := (start + i) % len(urls)
+				t.mu.Lock()
+				pref := t.pref
+				t.mu.Unlock()
+				if idx == pref {
+					t.left(time.Now())
+				}
+				t.failovers.Add(1)
+				t.cur.Store(int64((idx + 1) % len(urls)))
+			}
 			break
 		}
 	}
