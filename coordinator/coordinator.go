@@ -73,12 +73,30 @@ type Options struct {
 	// MaxGroup is the most requests merged into one group commit.
 	// Default DefaultMaxGroup (1024).
 	MaxGroup int
-	// GCInterval is the time between two GC steps. Default
+	// GCInterval is the time between two GC steps while there is nothing
+	// to collect, and the longest between two steps while GC finds
+	// garbage (unless a step took over a third of it: see GCPass). Default
 	// DefaultGCInterval (2 s); negative disables GC.
 	GCInterval time.Duration
-	// GCBudget is the most stored records one GC step visits. Default
-	// DefaultGCBudget (20000).
+	// GCBudget is the most stored records one GC step visits. With
+	// GCInterval it sets the pace of a store with nothing to collect:
+	// GCBudget records every GCInterval (10,000 records a second by
+	// default). Default DefaultGCBudget (20000).
 	GCBudget int
+	// GCPass is the time a full GC pass over the stored records aims at
+	// while GC finds garbage (the pass in progress, or the last one,
+	// deleted at least 1% of the records it visited): the steps then come
+	// as often as visiting the records the last pass counted within
+	// GCPass takes, and at least GCBudget records every GCInterval, so the
+	// expired records of a key flood wait about GCPass however many
+	// records the store holds. Such a step visits what fits in about 5 ms
+	// at the previous step's cost per record (at least 1000 records, at
+	// most GCBudget), and the next one waits at least three times as long
+	// as it held the committer: GC takes at most a quarter of the
+	// committer's time (the first pass after Open, before the records are
+	// counted, goes as fast as that allows). Default DefaultGCPass (30 s);
+	// negative: the steps keep the GCInterval pace whatever they find.
+	GCPass time.Duration
 	// Merger bounds the in-memory state; see MergerOptions. Its zero
 	// cache bounds are sized from MaxMemory.
 	Merger merge.MergerOptions
@@ -104,9 +122,14 @@ const DefaultMaxBodyBytes = 4 << 20
 
 // Defaults of Options.
 const (
-	DefaultMaxGroup   = 1024
+	// DefaultMaxGroup is Options.MaxGroup's default: 1024 requests.
+	DefaultMaxGroup = 1024
+	// DefaultGCInterval is Options.GCInterval's default: 2 s.
 	DefaultGCInterval = 2 * time.Second
-	DefaultGCBudget   = 20000
+	// DefaultGCBudget is Options.GCBudget's default: 20000 records.
+	DefaultGCBudget = 20000
+	// DefaultGCPass is Options.GCPass's default: 30 s.
+	DefaultGCPass = 30 * time.Second
 )
 
 // EnsureDefaults sets every zero field of o (and of o.Merger) to its
@@ -129,6 +152,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.GCBudget == 0 {
 		o.GCBudget = DefaultGCBudget
+	}
+	if o.GCPass == 0 {
+		o.GCPass = DefaultGCPass
 	}
 	o.applyMemory()
 	o.Merger.EnsureDefaults()
@@ -618,15 +644,33 @@ func (c *Coordinator) commit(j *commitJob) {
 
 func (c *Coordinator) gcLoop() {
 	defer close(c.gcDone)
-	t := time.NewTicker(c.opts.GCInterval)
-	defer t.Stop()
+	c.gcRun(newGCPacer(c.opts.GCInterval, c.opts.GCBudget, c.opts.GCPass), c.opts.Clock.After, c.gcStop)
+}
+
+// gcRun runs GC steps paced by p (gcpace.go) until stop is closed,
+// waiting between two steps with after (Clock.After).
+func (c *Coordinator) gcRun(p *gcPacer, after func(ns int64) <-chan struct{}, stop <-chan struct{}) {
+	wait, budget := p.interval, p.budget
 	for {
 		select {
-		case <-c.gcStop:
+		case <-stop:
 			return
-		case <-t.C:
-			c.GC(context.Background())
+		case <-after(int64(wait)):
 		}
+		var r merge.GCResult
+		var took time.Duration
+		err := c.do(context.Background(), func(m *merge.Merger, now int64) (err error) {
+			start := time.Now()
+			r, err = m.GCStep(now, budget)
+			took = time.Since(start)
+			return err
+		})
+		if err != nil {
+			// The store fails or the coordinator closes: the idle pace.
+			wait, budget = p.interval, p.budget
+			continue
+		}
+		wait, budget = p.next(r, took)
 	}
 }
 

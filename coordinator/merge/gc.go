@@ -18,11 +18,31 @@ import (
 // Keys currently cached are skipped (they are live). Deletes are staged for
 // the next Commit. It returns the number of records staged for deletion.
 func (m *Merger) GC(now int64, budget int) (int, error) {
+	r, err := m.GCStep(now, budget)
+	return r.Deleted, err
+}
+
+// GCResult is what one GC step did (Merger.GCStep).
+type GCResult struct {
+	// Visited is the number of stored records the step read, at most its
+	// budget.
+	Visited int
+	// Deleted is the number of records it staged for deletion.
+	Deleted int
+	// PassDone reports that the step ended a pass: the next step starts
+	// again at the first record.
+	PassDone bool
+}
+
+// GCStep is GC, returning what the step did, so that a caller can pace
+// the steps (the coordinator's GC loop runs them sooner while passes find
+// garbage).
+func (m *Merger) GCStep(now int64, budget int) (GCResult, error) {
 	if budget <= 0 {
-		return 0, nil
+		return GCResult{}, nil
 	}
 	if err := m.recovered(); err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
 	deleted, visited := 0, 0
 	prefix := []byte{prefixKey}
@@ -83,8 +103,9 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 		return true
 	})
 	if err != nil {
-		return 0, err
+		return GCResult{}, err
 	}
+	r := GCResult{Visited: min(visited, budget), Deleted: deleted}
 	switch {
 	case visited > budget:
 		m.gcCursor = last // resume at the first key not visited
@@ -92,9 +113,10 @@ func (m *Merger) GC(now int64, budget int) (int, error) {
 		m.gcCursor = []byte{prefixHWM}
 	default:
 		m.gcCursor = nil
+		r.PassDone = true
 	}
 	m.stats.GCDeleted += int64(deleted)
-	return deleted, nil
+	return r, nil
 }
 
 // expired reports whether st is equivalent to a fresh key at time now.
