@@ -235,12 +235,43 @@ func TestGCPacerCaps(t *testing.T) {
 	if b != gcMinStep {
 		t.Fatalf("very slow step: next with %d records, want %d", b, gcMinStep)
 	}
-	// A small store with garbage: the idle pace is the slowest.
+	// A store of 400,000 records: a pass in 30 s is 13,333 records a
+	// second, a step of 20,000 every 1.5 s...
 	p = newGCPacer(interval, budget, pass)
-	p.next(merge.GCResult{Visited: 1000, Deleted: 0, PassDone: true}, ms)
-	w, _ = p.next(merge.GCResult{Visited: 1000, Deleted: 500, PassDone: true}, ms)
-	if w != 100*ms { // 1,000 records at 10,000 a second
-		t.Fatalf("small store with garbage: next in %v, want 100ms", w)
+	for i := range 20 {
+		p.next(merge.GCResult{Visited: budget, PassDone: i == 19}, ms)
+	}
+	if w, _ = p.next(merge.GCResult{Visited: budget, Deleted: budget}, ms); w != 1500*ms {
+		t.Fatalf("400,000 records with garbage: next in %v, want 1.5s", w)
+	}
+	// ...one of 200,000, 6,667 a second: the idle pace is the slowest.
+	p = newGCPacer(interval, budget, pass)
+	for i := range 10 {
+		p.next(merge.GCResult{Visited: budget, PassDone: i == 9}, ms)
+	}
+	if w, _ = p.next(merge.GCResult{Visited: budget, Deleted: budget}, ms); w != interval {
+		t.Fatalf("200,000 records with garbage: next in %v, want %v", w, interval)
+	}
+	// ...and never slower than the idle pace: 100,000 records at 1 µs a
+	// record, steps of 5,000 records every 0.5 s.
+	p = newGCPacer(interval, budget, pass)
+	for i := range 5 {
+		p.next(merge.GCResult{Visited: budget, PassDone: i == 4}, 20*ms)
+	}
+	if w, b = p.next(merge.GCResult{Visited: budget, Deleted: budget}, 20*ms); w != interval || b != 5000 {
+		t.Fatalf("100,000 records with garbage: next in %v with %d records, want %v with 5000", w, b, interval)
+	}
+	if w, b = p.next(merge.GCResult{Visited: 5000, Deleted: 5000}, 5*ms); w != 500*ms || b != 5000 {
+		t.Fatalf("100,000 records with garbage, steps of 5,000: next in %v with %d records, want 500ms with 5000", w, b)
+	}
+	// A small store with garbage in every pass (each pass a step) is not
+	// stepped more often than an idle one.
+	p = newGCPacer(interval, budget, pass)
+	p.next(merge.GCResult{Visited: 10, PassDone: true}, ms/100)
+	for range 5 {
+		if w, _ = p.next(merge.GCResult{Visited: 10, Deleted: 1, PassDone: true}, ms/100); w != interval {
+			t.Fatalf("small store with garbage: next in %v, want %v", w, interval)
+		}
 	}
 	// Under 1% of the visited records deleted: idle.
 	p = newGCPacer(interval, budget, pass)
