@@ -72,6 +72,24 @@ func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan st
 	return sent, statuses, wg
 }
 
+// mostHeld waits until every body of sent was sent (20 s at most), then
+// returns the most body bytes c held over the next 2 s.
+func mostHeld(t *testing.T, c *Coordinator, sent []chan struct{}) int64 {
+	t.Helper()
+	for _, s := range sent {
+		select {
+		case <-s:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the bodies were not sent")
+		}
+	}
+	var held int64
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		held = max(held, c.bodies.used.Load()+c.bodies.allowed.Load())
+	}
+	return held
+}
+
 // TestBodiesInMemoryBounded: 12 clients each send a body of 4 MiB (the
 // largest a sync takes) and hold back its last byte, on a coordinator sized
 // for 128 MiB (bodies beyond 64 KiB each bounded by 8 MiB). The bodies the
@@ -135,21 +153,9 @@ func TestManySmallBodiesBounded(t *testing.T) {
 	const n, size = 250, 60 << 10
 	release := make(chan struct{})
 	sent, _, wg := holdBodies(t, srv, n, size, release, nil)
-	for i := range n {
-		select {
-		case <-sent[i]:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the bodies were not sent")
-		}
-	}
 	// The server reads what was sent, up to the bound.
 	bound := c.bodies.max + c.bodies.allowMax
-	var held int64
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if h := c.bodies.used.Load() + c.bodies.allowed.Load(); h > held {
-			held = h
-		}
-	}
+	held := mostHeld(t, c, sent)
 	if held > bound+32<<10 || held < bound/2 {
 		t.Errorf("bodies in flight hold %d bytes, want up to the bound %d (allowances %d, the rest %d) and no further", held, bound, c.bodies.allowMax, c.bodies.max)
 	}
@@ -179,19 +185,9 @@ func TestOneTokenHoldsOnlyItsShareOfBodies(t *testing.T) {
 	const n, size = 200, 200 << 10
 	release := make(chan struct{})
 	sent, _, wg := holdBodies(t, srv, n, size, release, map[string]string{"Authorization": "Bearer holder"})
-	for i := range n {
-		select {
-		case <-sent[i]:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the bodies were not sent")
-		}
-	}
 	// The server reads what was sent, up to the holder's share.
 	share := c.bodies.shareMax + c.bodies.shareAllowMax
-	var held int64
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		held = max(held, c.bodies.used.Load()+c.bodies.allowed.Load())
-	}
+	held := mostHeld(t, c, sent)
 	if held > share+size || held < share/2 {
 		t.Errorf("the holder's bodies hold %d bytes, want up to its share %d and no further", held, share)
 	}
