@@ -159,7 +159,7 @@ export class EdgeLimit {
     this._inflight = null; // the promise of the sync in flight
     this._inflightDeadline = 0; // ms: the sync in flight is abandoned after it (see _busy)
     this._cur = null; // the state of the sync in flight, or of the last one (see _sync)
-    this._posting = null; // the POST in flight: {ac, url, at} (_abandonHung)
+    this._posting = null; // the attempt's POST (or GET of the time: _readAny) in flight: {ac, url, at} (_abandonHung)
     this._amends = []; // the amendments in flight (see _amendNow), of the last batch and the one before
     // The amendments sent of the last cut amended (any attempt of it) and
     // those refused for their times: a batch refused for its times is
@@ -321,13 +321,18 @@ export class EdgeLimit {
   // packets silently waited out the whole syncTimeout, the probes held
   // behind it, after the coordinator was back. The attempt then tries the
   // next coordinator of the list, or fails; its batch is sent again
-  // (applied once).
+  // (applied once). Only the attempt's own request is ended (its batch's
+  // POST, or its reading of the time before the first batch: _readAny),
+  // never an amendment's: before, an amendment sent while the batch was
+  // in flight took its place here, and the batch's POST to a hung
+  // coordinator ran out the whole syncTimeout (5 s) behind it: the view
+  // was stale that long with a second coordinator answering.
   _abandonHung(now) {
     const p = this._posting;
     const hungAfter = Math.min(Math.max(2 * this._schedOpts.probeInterval, SLOW_ATTEMPT_MS), this._syncTimeout);
     if (!p || now - p.at <= hungAfter) return;
     this._posting = null;
-    p.ac.abort(new EdgeLimitError(`sync: POST ${p.url}: no answer within ${Math.round(now - p.at)} ms (abandoned as hung)`, 'sync_timeout'));
+    p.ac.abort(new EdgeLimitError(`sync: ${p.method} ${p.url}: no answer within ${Math.round(now - p.at)} ms (abandoned as hung)`, 'sync_timeout'));
   }
 
   // The module's result for status word st.
@@ -1016,7 +1021,14 @@ export class EdgeLimit {
       // does. The cost decided meanwhile is in windows of the isolate's
       // own clock; told the step, the module moves it to the
       // coordinator's (wasm/core retime.go), which a batch cut before
-      // would not carry.
+      // would not carry. The reading is this attempt's first request:
+      // it is in flight for the scheduler (stale past SLOW_ATTEMPT_MS)
+      // and a request on the stale view abandons it as hung
+      // (_abandonHung). Before, a coordinator that hung after refusing the
+      // first reading held it for the whole syncTimeout (5 s) with
+      // nothing stale: strict and auto keys denied every request after
+      // its retryWait (1 s), under every fail policy, open too.
+      s.begin(this._clock());
       const err = await this._readAny();
       if (sy.done) return false;
       if (err) {
@@ -1226,7 +1238,7 @@ export class EdgeLimit {
   async _sendAmendment(a, mod, url, out) {
     let r = null;
     try {
-      r = await this._postTo(url, out);
+      r = await this._postTo(url, out, this._syncTimeout, false);
     } catch { /* lost: see above */ }
     this._amends = this._amends.filter((x) => x !== a);
     if (a.inc !== this._inc) a.void = true; // of an earlier incarnation (see the reincarnation in _syncAttempt)
@@ -1442,7 +1454,8 @@ export class EdgeLimit {
 
   // Reads the coordinator's time from the first coordinator of the list
   // that answers GET /healthz (the one in use first, each bounded by
-  // syncTimeout); returns null, or the last one's error when none
+  // syncTimeout, and abandoned as hung as a batch's POST is:
+  // _abandonHung); returns null, or the last one's error when none
   // answered.
   async _readAny() {
     const n = this._coordinators.length;
@@ -1452,6 +1465,8 @@ export class EdgeLimit {
       const url = `${this._coordinators[(start + i) % n]}/healthz`;
       const ac = new AbortController();
       const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: GET ${url}: timed out after ${this._syncTimeout} ms`, 'sync_timeout')), this._syncTimeout);
+      const get = { ac, url, at: this._clock(), method: 'GET' };
+      this._posting = get;
       try {
         const sent = this._ownClock();
         const resp = await this._fetch(url, { signal: ac.signal });
@@ -1461,7 +1476,10 @@ export class EdgeLimit {
         return null;
       } catch (e) {
         err = unreachable(url, ac.signal.aborted ? ac.signal.reason : e, 'GET');
-      } finally { clearTimeout(t); }
+      } finally {
+        if (this._posting === get) this._posting = null;
+        clearTimeout(t);
+      }
     }
     return err;
   }
@@ -1491,12 +1509,15 @@ export class EdgeLimit {
     console.warn(`edgelimit: the coordinator does not count limiters ${names} (not granted to this token, or not in its configuration); the rest is counted`);
   }
 
-  async _postTo(coordinator, batch, ms = this._syncTimeout) {
+  // POSTs batch to coordinator's /v1/sync within ms. attempt: it is the
+  // sync attempt's own POST, which a request on a stale view may abandon
+  // as hung (_abandonHung); false for an amendment's.
+  async _postTo(coordinator, batch, ms = this._syncTimeout, attempt = true) {
     const url = `${coordinator}/v1/sync`;
     const ac = new AbortController();
     const t = setTimeout(() => ac.abort(new EdgeLimitError(`sync: POST ${url}: timed out after ${ms} ms`, 'sync_timeout')), ms);
-    const post = { ac, url, at: this._clock() }; // _abandonHung
-    this._posting = post;
+    const post = { ac, url, at: this._clock(), method: 'POST' }; // _abandonHung
+    if (attempt) this._posting = post;
     try {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
