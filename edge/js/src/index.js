@@ -1329,7 +1329,9 @@ export class EdgeLimit {
   // same batch is retried later). Resending is safe: coordinators sharing
   // a store apply a batch at most once per (isolate, sequence number).
   // counters.failovers counts the moves on from a coordinator that failed
-  // (not a failed try of the preferred one while away from it). sy.target
+  // (not a failed try of the preferred one while away from it, nor the
+  // failure of a batch already answered by its amendment's reply: the
+  // isolate stays). sy.target
   // is the coordinator tried (sync sy's amendments go there).
   async _post(batch, sy) {
     const n = this._coordinators.length;
@@ -1355,6 +1357,12 @@ export class EdgeLimit {
       } catch (e) {
         err = e;
         if (!e.failover) { this._use(idx); throw e; } // it answered
+        // An attempt that ended meanwhile (its batch answered by an
+        // amendment's reply, or abandoned: _busy) moves nowhere: its
+        // batch needs no other coordinator. Before, a batch whose own
+        // POST failed after its amendment's reply answered it was sent
+        // to the next coordinator, and the isolate moved there.
+        if (sy.done) throw e;
         if (returning && idx === pref) continue; // still down: no failover
         this.counters.failovers++;
         if (idx === pref) { this._returnGap = 0; this._returnAt = this._clock() + this._returnAfter; }

@@ -3,7 +3,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EdgeLimit, preferredIndex } from '../src/index.js';
-import { wasmModule, hangUntilAborted } from './helpers.js';
+import { wasmModule, hangUntilAborted, problem } from './helpers.js';
+import { decode } from '../src/msgpack.js';
 import { startCoordinator } from './coordinator.js';
 
 const coords = [];
@@ -100,3 +101,50 @@ test('a return try to a preferred coordinator that hangs waits the return timeou
     assert.equal(rl._coordinator, urls[1], 'still on b');
   } finally { rl.close(); }
 });
+
+// A batch answered by its amendment's reply (a request held for a strict
+// lease amended it) whose own POST fails afterwards (here a 503, 300 ms
+// after the coordinator took it): the sync succeeded, so the isolate stays
+// with its coordinator and sends the batch nowhere else. Before, the
+// failed POST of the ended attempt moved the isolate to the next
+// coordinator (7-10 failovers in 7 s per isolate, in both modes), as the
+// Go host's loop did for an attempt its amendment's reply ended.
+for (const background of ['requests', 'timers']) {
+  test(`${background}: a batch answered by its amendment's reply moves no isolate when its own POST then fails`, { timeout: 30000 }, async () => {
+    const config = { limiters: [{ name: 's', algorithm: 'fixed_window', limit: 400, period: '1s', mode: 'strict', fail_policy: 'open' }] };
+    const c = await startCoordinator(config);
+    coords.push(c);
+    const port = new URL(c.url).port;
+    const urls = [`http://127.0.0.1:${port}`, `http://localhost:${port}`];
+    const isolateId = Array.from({ length: 64 }, (_, i) => `amended-${background}-${i}`).find((id) => preferredIndex(id, 2) === 0);
+    const amended = new Set(); // the sequence numbers of the batches an amendment of which a answered
+    let answered = 0; // batches answered by their amendment whose own POST then failed
+    const spy = async (url, init) => {
+      if (!init?.body || !url.startsWith(urls[0])) return fetch(url, init);
+      const b = decode(init.body);
+      const r = await fetch(url, init);
+      const body = await r.arrayBuffer();
+      if (b.ak !== undefined) amended.add(b.seq);
+      else {
+        await new Promise((res) => setTimeout(res, 300));
+        if (amended.has(b.seq)) { answered++; return problem(503, 'urn:edgelimit:problem:unavailable'); }
+      }
+      return new Response(body, { status: r.status, headers: r.headers });
+    };
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: urls, fetch: spy, background, isolateId });
+    const ctx = { waitUntil: (p) => p?.catch?.(() => {}) };
+    try {
+      const t0 = Date.now();
+      await Promise.all(Array.from({ length: 8 }, async () => {
+        while (Date.now() - t0 < 3000 && answered < 5) {
+          await rl.limit({ limiter: 's', key: 'k' }, ctx);
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      }));
+      console.log(`# ${background}: ${rl.counters.amendments} amendments, ${answered} batches answered by one failed on their own POST, ${rl.counters.failovers} failovers`);
+      assert.ok(answered > 0, 'no batch was answered by its amendment: the test tests nothing');
+      assert.equal(rl.counters.failovers, 0, 'failovers');
+      assert.equal(rl._coordinator, urls[0], 'still on its own coordinator');
+    } finally { await rl.close(); }
+  });
+}
