@@ -59,11 +59,12 @@ func (h *Host) decideStale(ctx context.Context, s *slot, checks []isolate.Check,
 // came between an abandoned attempt and the next found the host quiet
 // (the abandoned one began a second before) and waited for a probe that
 // hung in turn, the whole RetryWait, with every request after it (a
-// quarter of requests waited ~1 s while a coordinator hung). It reports whether it waited (the
-// request is then decided at a new now: on a fresh view when the
-// coordinator answered). Before, such a request was decided by the policy
-// at once: under open, a burst on a full strict key after a quiet spell
-// was admitted past the limit with the coordinator up. While requests keep
+// quarter of requests waited ~1 s while a coordinator hung). It reports
+// whether it waited (the request is then decided at a new now: on a fresh
+// view when the coordinator answered). Before, such a request was decided
+// by the policy at once: under open, a burst on a full strict key after a
+// quiet spell was admitted past the limit with the coordinator up. While
+// requests keep
 // coming through an outage they probe every ProbeInterval (probeSlot) and
 // none of them waits.
 func (h *Host) refresh(ctx context.Context, s *slot, now int64) bool {
