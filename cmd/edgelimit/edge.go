@@ -102,6 +102,9 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("edge: --fail-policy: %w", err)
 	}
+	if *isolates < 1 || *isolates > host.MaxIsolates {
+		return fmt.Errorf("edge: --isolates must be 1 to %d, got %d", host.MaxIsolates, *isolates)
+	}
 	if *staleAfter < 0 {
 		return fmt.Errorf("edge: --stale-after must be >= 0, got %v", *staleAfter)
 	}

@@ -38,6 +38,11 @@ func TestEdgeFailFlagsRejected(t *testing.T) {
 		{"edge", "--fail-policy", "half-open"},
 		{"edge", "--stale-after", "-1s"},
 		{"edge", "--retry-wait", "20s"}, // longer than the write timeout
+		// Before, 0 and -3 ran the default 4, and 100000000 built
+		// isolates until memory ran out, deaf to SIGTERM.
+		{"edge", "--isolates", "0"},
+		{"edge", "--isolates", "-3"},
+		{"edge", "--isolates", "100000000"},
 	} {
 		if _, _, err := run(t, args...); err == nil || !strings.HasPrefix(err.Error(), "edge: ") {
 			t.Errorf("%v: err %v", args, err)

@@ -30,7 +30,8 @@ type Options struct {
 	// Config holds the limiters; IsolateID is ignored (each isolate gets
 	// IDPrefix-N).
 	Config wire.Config
-	// Isolates is the number of isolates. Default 4.
+	// Isolates is the number of isolates, at most MaxIsolates (256).
+	// Default DefaultIsolates (4) when <= 0.
 	Isolates int
 	// Coordinator is the coordinator's base URL ("http://127.0.0.1:7070"),
 	// or several comma-separated URLs of coordinators sharing one store
@@ -100,6 +101,13 @@ type Options struct {
 
 // DefaultIsolates is the default number of isolates.
 const DefaultIsolates = 4
+
+// MaxIsolates is the most isolates one host runs: 256. Each is a module
+// instance with its own memory (up to isolate.DefaultMemoryLimitPages)
+// and sync loop; more belong on more hosts. Before the bound, --isolates
+// 100000000 built isolates until memory ran out (3.7 GB at 25,000, deaf
+// to SIGTERM).
+const MaxIsolates = 256
 
 // DefaultRetryWait is the default wait of a SyncRetry request.
 const DefaultRetryWait = time.Second
@@ -195,6 +203,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Isolates <= 0 {
 		opts.Isolates = DefaultIsolates
 	}
+	if opts.Isolates > MaxIsolates {
+		return nil, fmt.Errorf("host: Options.Isolates is %d, more than MaxIsolates (%d)", opts.Isolates, MaxIsolates)
+	}
 	if opts.ShareIsolates <= 0 {
 		opts.ShareIsolates = opts.Isolates
 	}
@@ -259,6 +270,10 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	start := opts.Clock.Now()
 	for i := 0; i < opts.Isolates; i++ {
+		if err := ctx.Err(); err != nil { // stopped while starting
+			h.Close()
+			return nil, fmt.Errorf("host: %w", err)
+		}
 		cfg := opts.Config
 		cfg.IsolateID = opts.IDPrefix + "-" + strconv.Itoa(i)
 		if opts.Sync.Interval > 0 {
