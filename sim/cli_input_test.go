@@ -36,10 +36,21 @@ func TestTraceAndScenarioInputRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	simr, err := New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer simr.Close(context.Background())
 	for _, d := range []time.Duration{time.Nanosecond, 2 * time.Hour} {
 		sc.Sync = []Duration{Duration(d)}
 		if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), "between 1ms and 1h") {
 			t.Errorf("sync %v: %v; want refused", d, err)
+		}
+		// The corpus's and the tuner's path (Sweep) too: 1 ns ran for
+		// ever with --corpus.
+		sc.Sync = nil
+		if _, err := simr.Sweep(context.Background(), sc, SweepOptions{Intervals: []time.Duration{d}}); err == nil || !strings.Contains(err.Error(), "between 1ms and 1h") {
+			t.Errorf("Sweep at %v: %v; want refused", d, err)
 		}
 	}
 	// A 0 written in the file is not taken for an absent field: "isolates":
@@ -50,6 +61,12 @@ func TestTraceAndScenarioInputRefused(t *testing.T) {
 		{`"duration": "0s"}`, "duration is 0"},
 		{`"locations": 0}`, "locations is 0"},
 		{`"traffic": [{"limiter": "a", "rate": 5, "cost": 0}]}`, "traffic[0].cost is 0"},
+		// Text after the object was ignored, and with it the zeros'
+		// check (this ran 64 isolates).
+		{`"isolates": 0} x`, "more than one JSON object"},
+		{`"isolates": 4} {}`, "more than one JSON object"},
+		// A lifetime of 1 ns replaced isolates for ever.
+		{`"churn": {"lifetime": "1ns"}}`, "churn.lifetime must be 0"},
 	} {
 		if _, err := ParseScenario([]byte(head+c.body), ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error about %q", c.body, err, c.want)

@@ -419,9 +419,9 @@ func (e *engine) run() error {
 				return err
 			}
 			// Events between two requests can be many (a long quiet
-			// spell of sync ticks): the run stops within 2^16 events of
+			// spell of sync ticks): the run stops within 2^10 events of
 			// a cancellation too, not only of requests.
-			if nev++; nev&(1<<16-1) == 0 {
+			if nev++; nev&(1<<10-1) == 0 {
 				if err := e.ctx.Err(); err != nil {
 					return fmt.Errorf("sim: %w", err)
 				}
@@ -440,6 +440,8 @@ func (e *engine) run() error {
 			if e.progress != nil {
 				e.progress(float64(t) / float64(e.duration))
 			}
+		}
+		if nreq&(1<<10-1) == 0 {
 			if err := e.ctx.Err(); err != nil {
 				return fmt.Errorf("sim: %w", err)
 			}
@@ -642,7 +644,11 @@ func (nd *node) lastAmends() int {
 // batch; else they wait for a reply.
 func (e *engine) ask(nd *node, now int64) error {
 	unasked := false
-	for i := range nd.waiting {
+	// Newest first: the request just held is the likeliest unasked, and
+	// a scan from the oldest made many held requests cost their square
+	// (2,000,000 requests at 10^7/s took 54 s, and 10^8/s stopped 2 min
+	// after an interrupt).
+	for i := len(nd.waiting) - 1; i >= 0; i-- {
 		if !nd.asked(&nd.waiting[i]) {
 			unasked = true
 			break

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -331,7 +332,8 @@ type Partition struct {
 // exponentially distributed time, then is replaced by a cold one with a new
 // id; its unsynced (and in-flight) deltas are lost.
 type Churn struct {
-	// Lifetime is the mean isolate lifetime. 0 (default) means no churn.
+	// Lifetime is the mean isolate lifetime, at least 100ms. 0 (default)
+	// means no churn.
 	Lifetime Duration `json:"lifetime,omitempty"`
 }
 
@@ -489,10 +491,8 @@ func (s *Scenario) Validate() error {
 		bad("duration must be positive")
 	}
 	for _, d := range s.Sync {
-		if d < Duration(time.Millisecond) || d > Duration(time.Hour) {
-			// (The module's bounds, wire.Config.SyncInterval: 1 ns ran
-			// for ever.)
-			bad("sync intervals must be between 1ms and 1h, got %v", time.Duration(d))
+		if err := CheckSyncInterval(time.Duration(d)); err != nil {
+			bad("%v", err)
 		}
 	}
 	for _, st := range s.Strategies {
@@ -595,8 +595,9 @@ func (s *Scenario) Validate() error {
 			bad("network.partitions[%d]: start must be >= 0 and duration positive", i)
 		}
 	}
-	if s.Churn.Lifetime < 0 {
-		bad("churn.lifetime must be >= 0")
+	if s.Churn.Lifetime < 0 || s.Churn.Lifetime > 0 && s.Churn.Lifetime < Duration(100*time.Millisecond) {
+		// (1 ns replaced isolates for ever.)
+		bad("churn.lifetime must be 0 (no churn) or at least 100ms, got %v", time.Duration(s.Churn.Lifetime))
 	}
 	s.validateKills(bad)
 	return errors.Join(errs...)
@@ -632,6 +633,11 @@ func parseScenario(data []byte, dir, embedDir string) (*Scenario, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("sim: scenario: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		// Before, text after the object was ignored, and with it the
+		// check of explicit zeros below ("isolates": 0 ran 64).
+		return nil, errors.New("sim: scenario: the file holds more than one JSON object")
 	}
 	if err := explicitZeros(data); err != nil {
 		return nil, err
@@ -815,4 +821,13 @@ func (s *Scenario) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("sim: scenario: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// CheckSyncInterval reports an error for a sync interval outside 1ms-1h,
+// the module's bounds (wire.Config.SyncInterval): 1 ns ran for ever.
+func CheckSyncInterval(d time.Duration) error {
+	if d < time.Millisecond || d > time.Hour {
+		return fmt.Errorf("sync intervals must be between 1ms and 1h, got %v", d)
+	}
+	return nil
 }

@@ -102,6 +102,11 @@ func (s *Simulator) Sweep(ctx context.Context, sc *Scenario, o SweepOptions) ([]
 			o.Intervals = append(o.Intervals, time.Duration(d))
 		}
 	}
+	for _, d := range o.Intervals {
+		if err := CheckSyncInterval(d); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+	}
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}

@@ -59,6 +59,23 @@ func TestSimRunsAndIsDeterministic(t *testing.T) {
 	if _, _, err := run(t, "sim", "--corpus-dir", missing); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
 		t.Errorf("--corpus-dir %s: %v; want the directory named missing", missing, err)
 	}
+	// With --corpus, a sync interval outside 1ms-1h is refused (1ns ran
+	// for ever, 0s and -5s ran 100ms), and so are flags the corpus's
+	// scenarios set (they were ignored without a word).
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sync", "1ns"}, "between 1ms and 1h"},
+		{[]string{"--sync", "0s"}, "between 1ms and 1h"},
+		{[]string{"--sync", "-5s"}, "between 1ms and 1h"},
+		{[]string{"--isolates", "5", "--duration", "1s"}, "--duration, --isolates: not with --corpus"},
+		{[]string{"--target-overrun", "1%"}, "--target-overrun: not with --corpus"},
+	} {
+		if _, _, err := run(t, append([]string{"sim", "--corpus", "--quiet"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("sim --corpus %v: %v; want an error about %q", c.args, err, c.want)
+		}
+	}
 }
 
 func TestBenchRunsOneBenchmark(t *testing.T) {

@@ -69,6 +69,20 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 
 	if *corpus || *corpusDir != "" {
+		// The corpus's scenarios are its own: a flag that would change
+		// one scenario is refused rather than ignored (--isolates,
+		// --duration, --scenario and the tuner's ran without a word).
+		used := map[string]bool{"corpus": true, "corpus-dir": true, "sync": true, "strategies": true, "seeds": true,
+			"parallel": true, "quiet": true, "out": true, "strand-budget": true, "background": true}
+		var ignored []string
+		fs.Visit(func(f *flag.Flag) {
+			if !used[f.Name] {
+				ignored = append(ignored, "--"+f.Name)
+			}
+		})
+		if len(ignored) > 0 {
+			return fmt.Errorf("sim: %s: not with --corpus (its scenarios set them)", strings.Join(ignored, ", "))
+		}
 		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out, *strand, *background)
 	}
 	sc, err := loadScenario(*scenario)
@@ -479,6 +493,9 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 		d, err := wire.ParseDuration(syncList)
 		if err != nil {
 			return fmt.Errorf("sim: --sync with --corpus: want one interval: %w", err)
+		}
+		if err := sim.CheckSyncInterval(d); err != nil {
+			return fmt.Errorf("sim: --sync: %w", err)
 		}
 		o.Interval = d
 	}
