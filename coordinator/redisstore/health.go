@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -83,7 +84,8 @@ type prober struct {
 
 // Probe reports whether Redis serves writes now: every master (of the
 // cluster's slot map, reloaded first; or the one master) answers, is a
-// master, and, when Options.Wait is set and Options.WaitDegraded is not,
+// master, is not out of memory (memoryRefuses), and, when Options.Wait is
+// set and Options.WaitDegraded is not,
 // has at least Wait replicas online; and a cluster's state is ok. The result is reused for 250 ms. A
 // change in the set of masters since the previous successful probe is
 // counted as a failover (Stats.Failovers) and logged.
@@ -105,6 +107,13 @@ func (s *Store) Probe(ctx context.Context) error {
 		}
 		if !strings.Contains(info, "role:master") {
 			return fmt.Errorf("master %s: no longer a master", addr)
+		}
+		mem, err := c.Info(ctx, "memory").Result()
+		if err != nil {
+			return fmt.Errorf("master %s: %w", addr, err)
+		}
+		if err := memoryRefuses(mem); err != nil {
+			return fmt.Errorf("master %s: %w", addr, err)
 		}
 		if s.opts.Wait > 0 && !s.opts.WaitDegraded {
 			if n := strings.Count(info, "state=online"); n < s.opts.Wait {
@@ -172,4 +181,41 @@ func infoField(info, name string) string {
 		}
 	}
 	return ""
+}
+
+// memoryRefuses returns an error when an INFO memory reply says the master
+// refuses writes: its maxmemory is set, its policy evicts nothing
+// (noeviction), and the memory it counts for eviction (used_memory less
+// mem_not_counted_for_evict) is past maxmemory, where Redis answers every
+// write OOM. Before, /healthz answered 200 all the while (the probe asked
+// only whether each master answered), and load balancers kept sending
+// syncs that all failed.
+func memoryRefuses(info string) error {
+	num := func(name string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSpace(infoField(info, name)), 10, 64)
+		return n
+	}
+	limit := num("maxmemory")
+	if limit <= 0 || strings.TrimSpace(infoField(info, "maxmemory_policy")) != "noeviction" {
+		return nil
+	}
+	if used := num("used_memory") - num("mem_not_counted_for_evict"); used > limit {
+		return fmt.Errorf("out of memory: %d bytes used of maxmemory %d under noeviction; every write is refused (OOM)", used, limit)
+	}
+	return nil
+}
+
+// refusal reports whether err is an error reply by which Redis refuses a
+// write while it answers (out of memory, a failed background save, too few
+// replicas, a busy script, a user without the permission): it fails every
+// write until an operator or time ends it, so it counts as an outage for
+// the logs and metrics (outage.failed), though retrying at once would not
+// help.
+func refusal(err error) bool {
+	for _, p := range []string{"OOM", "MISCONF", "NOREPLICAS", "BUSY", "NOPERM"} {
+		if redis.HasErrorPrefix(err, p) || strings.Contains(err.Error(), p+" ") {
+			return true
+		}
+	}
+	return false
 }

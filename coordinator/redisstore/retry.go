@@ -120,6 +120,9 @@ func (s *Store) retry(ctx context.Context, op string, attempt func(ctx context.C
 		case retryable(err), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			s.health.failed(op, err) // Redis did not answer
 		default:
+			if refusal(err) {
+				s.health.failed(op, err) // Redis answers, and refuses writes
+			}
 			return err // Redis answered (an error reply), or the caller gave up
 		}
 		if !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(end) {

@@ -122,6 +122,9 @@ func (s *Store) evalOnMasters(ctx context.Context, calls []scriptCall, combine c
 				continue
 			}
 			failed = append(failed, e.err)
+			if refusal(e.err) {
+				s.health.failed("write", e.err) // Redis answers, and refuses writes
+			}
 			if retryable(e.err) {
 				s.health.failed("write", e.err)
 				retry = true
