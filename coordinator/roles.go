@@ -101,6 +101,10 @@ func ParseTokens(spec string) (tokens []string, grants []Grant, err error) {
 		}
 		grants = append(grants, g)
 	}
+	if len(tokens) == 0 && len(grants) == 0 && strings.TrimSpace(spec) != "" {
+		// (--token "," started a coordinator without tokens.)
+		return nil, nil, fmt.Errorf("coordinator: the token list %q names no token", spec)
+	}
 	return tokens, grants, nil
 }
 

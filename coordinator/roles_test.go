@@ -190,6 +190,11 @@ func TestParseTokens(t *testing.T) {
 	if !reflect.DeepEqual(toks, []string{"k0"}) || !reflect.DeepEqual(grants, want) {
 		t.Fatalf("tokens %q grants %+v", toks, grants)
 	}
+	for _, empty := range []string{",", " , ,"} {
+		if _, _, err := ParseTokens(empty); err == nil {
+			t.Errorf("ParseTokens(%q): no error; a list that names no token ran a coordinator without tokens", empty)
+		}
+	}
 	for _, bad := range []string{"secret-token:writer", "secret-token:read=api", "secret-token:", "secret-token:edge+"} {
 		if _, _, err := ParseTokens(bad); err == nil || strings.Contains(err.Error(), "secret-token") {
 			t.Errorf("ParseTokens(%q) = %v, want an error that does not show the token", bad, err)

@@ -71,6 +71,10 @@ func TestSimRunsAndIsDeterministic(t *testing.T) {
 		{[]string{"--sync", "-5s"}, "between 1ms and 1h"},
 		{[]string{"--isolates", "5", "--duration", "1s"}, "--duration, --isolates: not with --corpus"},
 		{[]string{"--target-overrun", "1%"}, "--target-overrun: not with --corpus"},
+		// Taken for the defaults before.
+		{[]string{"--parallel", "0"}, "--parallel must be at least 1"},
+		{[]string{"--target-points", "0"}, "--target-points must be at least 2"},
+		{[]string{"--target-min", "-1s"}, "--target-min must be positive"},
 	} {
 		if _, _, err := run(t, append([]string{"sim", "--corpus", "--quiet"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("sim --corpus %v: %v; want an error about %q", c.args, err, c.want)

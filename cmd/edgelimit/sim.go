@@ -67,6 +67,16 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
 	}
+	// Values that were taken for the default without a word.
+	if *parallel < 1 {
+		return fmt.Errorf("sim: --parallel must be at least 1, got %d", *parallel)
+	}
+	if *targetPoints < 2 {
+		return fmt.Errorf("sim: --target-points must be at least 2, got %d", *targetPoints)
+	}
+	if *targetMin <= 0 {
+		return fmt.Errorf("sim: --target-min must be positive, got %v", *targetMin)
+	}
 
 	if *corpus || *corpusDir != "" {
 		// The corpus's scenarios are its own: a flag that would change
