@@ -67,6 +67,13 @@ func TestTraceAndScenarioInputRefused(t *testing.T) {
 		{`"isolates": 4} {}`, "more than one JSON object"},
 		// A lifetime of 1 ns replaced isolates for ever.
 		{`"churn": {"lifetime": "1ns"}}`, "churn.lifetime must be 0"},
+		// Partitions of isolates or locations the scenario does not have
+		// cut nothing, and a negative spacing changed the results: all
+		// accepted before.
+		{`"isolates": 4, "network": {"partitions": [{"isolate": 999, "start": "0s", "duration": "1s"}]}}`, "isolate 999 is not one of"},
+		{`"isolates": 4, "network": {"partitions": [{"isolate": -1, "start": "0s", "duration": "1s"}]}}`, "isolate -1 is not one of"},
+		{`"locations": 4, "network": {"partitions": [{"location": 77, "start": "0s", "duration": "1s"}]}}`, "location 77 is not one of"},
+		{`"early_spacing": "-1s"}`, "early_spacing must be >= 0"},
 	} {
 		if _, err := ParseScenario([]byte(head+c.body), ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error about %q", c.body, err, c.want)

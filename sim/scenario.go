@@ -319,9 +319,10 @@ type Latency struct {
 // Partition cuts one isolate or one location off the coordinator from
 // Start for Duration: every message to or from it is lost.
 type Partition struct {
-	// Isolate is the isolate index cut off, or -1 / absent.
+	// Isolate is the isolate index cut off (0 to Isolates-1), or absent.
 	Isolate *int `json:"isolate,omitempty"`
-	// Location is the location index cut off, or absent.
+	// Location is the location index cut off (0 to Locations-1), or
+	// absent.
 	Location *int `json:"location,omitempty"`
 	// Start and Duration place the partition in simulated time.
 	Start    Duration `json:"start"`
@@ -594,6 +595,17 @@ func (s *Scenario) Validate() error {
 		if p.Start < 0 || p.Duration <= 0 {
 			bad("network.partitions[%d]: start must be >= 0 and duration positive", i)
 		}
+		// (One naming an isolate or a location the scenario does not
+		// have was accepted, and cut nothing.)
+		if p.Isolate != nil && (*p.Isolate < 0 || *p.Isolate >= s.Isolates) {
+			bad("network.partitions[%d]: isolate %d is not one of the scenario's %d (0 to %d)", i, *p.Isolate, s.Isolates, s.Isolates-1)
+		}
+		if p.Location != nil && (*p.Location < 0 || *p.Location >= s.Locations) {
+			bad("network.partitions[%d]: location %d is not one of the scenario's %d (0 to %d)", i, *p.Location, s.Locations, s.Locations-1)
+		}
+	}
+	if s.EarlySpacing < 0 {
+		bad("early_spacing must be >= 0, got %v", time.Duration(s.EarlySpacing))
 	}
 	if s.Churn.Lifetime < 0 || s.Churn.Lifetime > 0 && s.Churn.Lifetime < Duration(100*time.Millisecond) {
 		// (1 ns replaced isolates for ever.)
