@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -27,8 +28,8 @@ const (
 )
 
 // errBodyTooSlow is the error of a body that came slower than its pace.
-var errBodyTooSlow = errors.New("coordinator: the request body came slower than " +
-	"128 KiB/s after a 5 s grace")
+var errBodyTooSlow = fmt.Errorf("coordinator: the request body came slower than %d KiB/s after a %v grace",
+	minBodyRate>>10, bodyGrace)
 
 // paceReader reads a body under the pace above, setting the connection's
 // read deadline before each read.
@@ -52,7 +53,7 @@ func (p *paceReader) Read(b []byte) (int, error) {
 	_ = p.rc.SetReadDeadline(due)
 	n, err := p.r.Read(b)
 	p.n += int64(n)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return n, errBodyTooSlow
 	}
 	return n, err

@@ -17,11 +17,17 @@ import (
 // scheduler itself belongs to the loop's goroutine). An idle isolate is
 // not stale.
 func (s *slot) stale(now, after int64) bool {
-	inflight := s.attemptAt.Load()
-	if inflight == 0 {
-		inflight = s.reading.Load() // timeread.go
+	return s.loop != nil && syncloop.IsStale(now, s.lastOK.Load(), s.inFlightSince(), int(s.failures.Load()), after)
+}
+
+// inFlightSince returns when the attempt in flight began (ns): its batch's
+// send, or its read of the coordinator's time (timeread.go); 0 when none
+// is in flight.
+func (s *slot) inFlightSince() int64 {
+	if at := s.attemptAt.Load(); at != 0 {
+		return at
 	}
-	return s.loop != nil && syncloop.IsStale(now, s.lastOK.Load(), inflight, int(s.failures.Load()), after)
+	return s.reading.Load()
 }
 
 // decideStale decides checks at now on a slot whose view is stale: it
@@ -75,10 +81,7 @@ func (h *Host) refresh(ctx context.Context, s *slot, now int64) bool {
 	s.syncMu.Lock()
 	ended := s.synced // before the kick: the probe's end closes it
 	s.syncMu.Unlock()
-	at := s.attemptAt.Load()
-	if at == 0 {
-		at = s.reading.Load() // timeread.go
-	}
+	at := s.inFlightSince()
 	switch until := s.refreshUntil.Load(); {
 	case at != 0 && now < until: // the probe another request asked for
 	case at == 0 && s.failures.Load() > 0 && now-max(s.lastStart.Load(), s.lastEnd.Load()) >= 2*p &&
