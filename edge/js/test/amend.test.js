@@ -38,6 +38,7 @@ function far(sent, { hook = () => null, there = () => 0, back = () => 0 } = {}) 
     if (fake) return fake;
     const r = await fetch(url, init);
     const body = await r.arrayBuffer();
+    rec.status = r.status;
     await sleep(ONE_WAY + back(rec));
     return new Response(body, { status: r.status, headers: r.headers });
   };
@@ -234,10 +235,16 @@ test('the batch\'s reply granting none of the amended ask does not deny the requ
       const synced = rl.sync();
       await until(() => sent.length > before, 'batch in flight');
       const d = await rl.limit({ limiter: 's', key: k });
-      assert.equal(d.success, true, `${background}: ${JSON.stringify(d)}, ${rl.lastError}`);
-      assert.equal(await synced, true);
+      const admittedAt = Date.now();
+      // What each POST carried and was answered, and the package's
+      // counters: a failure says which reply admitted the request.
+      const trace = () => `${background}: sent ${JSON.stringify(sent.slice(before).map((s) => [s.seq, s.ak?.length ?? 0, s.status ?? 'none', s.at - sent[before].at]))}, admitted at +${admittedAt - sent[before].at} ms, ${JSON.stringify(rl.stats())}, lastError ${rl.lastError}`;
+      assert.equal(d.success, true, `${JSON.stringify(d)}; ${trace()}`);
+      assert.equal(await synced, true, trace());
       const seq = sent[before].seq;
-      assert.deepEqual(sent.slice(before).map((s) => [s.seq, s.ak?.map((x) => x[1]) ?? null]), [[seq, null], [seq, [k]]], background);
+      // The batch, then its amendment asking for k (the request held),
+      // and no other batch: the amendment's reply admitted it.
+      assert.deepEqual(sent.slice(before).map((s) => [s.seq, s.ak?.map((x) => x[1]) ?? null]), [[seq, null], [seq, [k]]], trace());
     } finally { await rl.close(); }
   }
 });
