@@ -12,10 +12,11 @@ import (
 
 // Validate reports every problem at once, and Open refuses what it reports.
 func TestOptionsValidateReportsEverything(t *testing.T) {
-	o := Options{Config: testConfig(), MaxGroup: -1, Merger: merge.MergerOptions{IsolateTTL: -5, CheckpointKeys: -1}}
+	o := Options{Config: testConfig(), MaxGroup: -1, Merger: merge.MergerOptions{IsolateTTL: -5, CheckpointKeys: -1,
+		LeaseLife: 2 * merge.MaxDurationOption, MaxClockSkew: -1}}
 	o.EnsureDefaults()
 	err := o.Validate()
-	for _, want := range []string{"no data directory", "MaxGroup", "IsolateTTL", "CheckpointKeys"} {
+	for _, want := range []string{"no data directory", "MaxGroup", "IsolateTTL", "CheckpointKeys", "LeaseLife must be positive and at most 1h0m0s", "MaxClockSkew"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want it to name %s", err, want)
 		}

@@ -120,6 +120,24 @@ flags:
 // runCoordinator runs `edgelimit coordinator` with args (without the subcommand
 // name) until ctx ends (SIGINT/SIGTERM in the CLI), then shuts down
 // gracefully: stops accepting, finishes in-flight commits, closes Pebble.
+// zeroOr accepts 0 (the option's default) and what check accepts.
+func zeroOr(check func(time.Duration) error) func(time.Duration) error {
+	return func(d time.Duration) error {
+		if d == 0 {
+			return nil
+		}
+		return check(d)
+	}
+}
+
+// positive accepts a duration above 0, and 0 (the option's default).
+func positive(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("must be positive (0 takes the default), got %v", d)
+	}
+	return nil
+}
+
 func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -132,16 +150,16 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	insecure := fs.Bool("insecure", false, "allow serving without a token on a non-loopback address")
 	allowedHosts := fs.String("allowed-hosts", "", "on a loopback --listen, the comma-separated host `NAMES` answered besides localhost, *.localhost, 127.0.0.0/8 and [::1] (a reverse proxy's); other Host headers are refused 403 (DNS rebinding); * answers any (default: none)")
 	ckptKeys := fs.Int("checkpoint-keys", 0, "checkpoint once `N` distinct keys were logged (default 131072)")
-	ckptEvery := durationFlag(fs, "checkpoint-interval", 0, "checkpoint at least this often when anything was logged (default 10s)")
+	ckptEvery := checkedDurationFlag(fs, "checkpoint-interval", 0, positive, "checkpoint at least this often when anything was logged (default 10s)")
 	storeURL := fs.String("store", "", "shared store `URL` (replaces --data): redis://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...] a Redis Cluster, or one standalone server; rediss://... over TLS (?ca=FILE: trust FILE's certificates); ?sentinel=NAME: the addresses are Sentinels watching master NAME")
 	redisBuckets := fs.Int("redis-buckets", 0, "with a redis store: hash slots the keys are spread over, at least 4 per master; stored in the cluster by the first coordinator, and a coordinator with another value refuses to start, or, running, to write (changing it means emptying the cluster) (default 512: up to 128 masters)")
 	redisWait := fs.Int("redis-wait", 0, "with a redis store: replicas that must acknowledge each write (WAIT `N`) before a batch is answered (default 0: none)")
 	redisDegraded := fs.Bool("redis-wait-degraded", false, "with --redis-wait: when a master has fewer replicas than N (after a failover with one replica), accept its writes with those there are (counted, logged) instead of refusing them with 503 until a replica is back")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with the PEM certificate chain in `FILE` (with --tls-key; both read again on SIGHUP)")
 	tlsKey := fs.String("tls-key", "", "the PEM private key `FILE` of --tls-cert")
-	skew := durationFlag(fs, "max-clock-skew", 0, "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
-	leaseLife := durationFlag(fs, "lease-life", 0, "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands (default 1s)")
-	leaseGrace := durationFlag(fs, "lease-grace", 0, "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
+	skew := checkedDurationFlag(fs, "max-clock-skew", 0, zeroOr(merge.CheckDurationOption), "how far an edge's clock may run ahead of this server's: later batch times, and windows past the current one but for the next starting within it, are refused with 400 (default 2s)")
+	leaseLife := checkedDurationFlag(fs, "lease-life", 0, zeroOr(merge.CheckDurationOption), "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands (default 1s)")
+	leaseGrace := checkedDurationFlag(fs, "lease-grace", 0, zeroOr(merge.CheckDurationOption), "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
 	strand := fs.Float64("strand-budget", 0, "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
 	maxMemory := bytesFlag(fs, "max-memory", 0, func(v int64) error { _, err := coordinator.BudgetFor(v); return err }, "the memory this server is sized for, `SIZE` in bytes or with KiB, MiB, GiB (at least 128MiB): caches and the Go memory limit (default 768MiB)")
 	diskReserve := bytesFlag(fs, "disk-reserve", 0, func(v int64) error {

@@ -84,3 +84,29 @@ func TestCoordinatorCLI(t *testing.T) {
 		t.Fatalf("stderr:\n%s", s)
 	}
 }
+
+// The coordinator's duration flags are checked as they are read, and the
+// error names the flag: a lease life of 100,000 days was accepted (a dead
+// edge's lease stranded for ever), a negative one was refused only by
+// merge.MergerOptions, in nanoseconds.
+func TestCoordinatorDurationFlagsBounded(t *testing.T) {
+	for _, tc := range []struct{ flag, val, want string }{
+		{"--lease-life", "100000d", `invalid value "100000d" for flag -lease-life: must be positive and at most 1h0m0s`},
+		{"--lease-life", "-5s", `for flag -lease-life: must be positive and at most 1h0m0s (0 takes the default), got -5s`},
+		{"--lease-grace", "2h", `for flag -lease-grace: must be positive and at most 1h0m0s`},
+		{"--max-clock-skew", "1d", `for flag -max-clock-skew: must be positive and at most 1h0m0s`},
+		{"--checkpoint-interval", "-1s", `for flag -checkpoint-interval: must be positive (0 takes the default), got -1s`},
+	} {
+		_, _, err := run(t, "coordinator", "--in-memory", tc.flag, tc.val, "--listen", "256.0.0.1:1")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v, want %q", tc.flag, tc.val, err, tc.want)
+		}
+	}
+	// The bounds themselves are taken (the listen address then fails).
+	for _, args := range [][]string{{"--lease-life", "1h"}, {"--lease-grace", "1ms"}, {"--max-clock-skew", "1h"}, {"--lease-life", "0"}} {
+		_, _, err := run(t, append([]string{"coordinator", "--in-memory", "--listen", "256.0.0.1:1"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "256.0.0.1") {
+			t.Errorf("%v: %v, want the listen error", args, err)
+		}
+	}
+}

@@ -31,6 +31,34 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
+// checkedDuration is a durationValue that check accepts (run on every
+// value set, the flag's error names the flag and the value).
+type checkedDuration struct {
+	durationValue
+	check func(time.Duration) error
+}
+
+// Set parses s with wire.ParseDuration and checks it.
+func (d *checkedDuration) Set(s string) error {
+	v, err := wire.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if err := d.check(v); err != nil {
+		return err
+	}
+	d.durationValue = durationValue(v)
+	return nil
+}
+
+// checkedDurationFlag is durationFlag with check run on the value given
+// (the default is not checked).
+func checkedDurationFlag(fs *flag.FlagSet, name string, def time.Duration, check func(time.Duration) error, usage string) *time.Duration {
+	d := &checkedDuration{durationValue: durationValue(def), check: check}
+	fs.Var(d, name, usage)
+	return (*time.Duration)(&d.durationValue)
+}
+
 // durationFlag defines a duration flag on fs like fs.Duration, but
 // parsed by wire.ParseDuration (so "1d" is a day).
 func durationFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {

@@ -21,6 +21,7 @@ func TestEnvironmentValidatedLikeFlags(t *testing.T) {
 		{"coordinator", "EDGELIMIT_IN_MEMORY", "yes please", "EDGELIMIT_IN_MEMORY"},
 		{"coordinator", "EDGELIMIT_STRAND_BUDGET", "lots", "EDGELIMIT_STRAND_BUDGET"},
 		{"coordinator", "EDGELIMIT_LEASE_LIFE", "1w", "24h = 1d"},
+		{"coordinator", "EDGELIMIT_LEASE_LIFE", "100000d", "EDGELIMIT_LEASE_LIFE for flag --lease-life: must be positive and at most 1h0m0s"},
 		{"edge", "EDGELIMIT_LOG_LEVEL", "loud", "--log-level"},
 		{"edge", "EDGELIMIT_COORDINATOR", "127.0.0.1:7070", "want http://HOST[:PORT]"},
 	} {
@@ -41,7 +42,7 @@ func TestEnvironmentValidatedLikeFlags(t *testing.T) {
 	// A good variable is used (in-memory: no --data error; the listen address then fails).
 	t.Setenv("EDGELIMIT_CHECKPOINT_KEYS", "")
 	t.Setenv("EDGELIMIT_IN_MEMORY", "true")
-	t.Setenv("EDGELIMIT_LEASE_LIFE", "1d")
+	t.Setenv("EDGELIMIT_LEASE_LIFE", "1h")
 	if err := runCoordinator(ctx, []string{"--listen", "256.0.0.1:1"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "256.0.0.1") {
 		t.Fatalf("good variables: %v, want the listen error", err)
 	}
@@ -70,7 +71,7 @@ func TestDurationsTakeDays(t *testing.T) {
 		t.Errorf("--stale-after 1w: %v, want the hint", err)
 	}
 	p := filepath.Join(t.TempDir(), "c.json")
-	cfg := `{"coordinator": {"in-memory": true, "lease-life": "1d", "listen": "256.0.0.1:1"},
+	cfg := `{"coordinator": {"in-memory": true, "lease-life": "1h", "listen": "256.0.0.1:1"},
  "limiters": [{"name": "d", "algorithm": "fixed_window", "limit": 5, "period": "1d"}]}`
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

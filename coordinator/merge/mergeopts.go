@@ -19,6 +19,11 @@ const (
 	DefaultCheckpointInterval = 10 * time.Second
 	DefaultLeaseLife          = time.Second
 	DefaultLeaseGrace         = time.Second
+	// MaxDurationOption is the longest MaxClockSkew, LeaseLife and
+	// LeaseGrace Validate takes (1 h): a lease that lives longer strands a
+	// dead edge's budget for that long, and a skew that large takes
+	// batches cut in another hour.
+	MaxDurationOption = time.Hour
 	DefaultStrandBudget       = 0.01
 	// DefaultCheckpointKeys is CheckpointKeys with the default
 	// MaxCachedKeys: 131072.
@@ -172,14 +177,30 @@ func (o *MergerOptions) Validate() error {
 	check("MaxIsolateEntries", int64(o.MaxIsolateEntries))
 	check("MaxCachedIsolates", int64(o.MaxCachedIsolates))
 	check("IsolateTTL", int64(o.IsolateTTL))
-	check("MaxClockSkew", int64(o.MaxClockSkew))
 	check("CheckpointKeys", int64(o.CheckpointKeys))
 	check("CheckpointBytes", o.CheckpointBytes)
 	check("CheckpointInterval", int64(o.CheckpointInterval))
-	check("LeaseLife", int64(o.LeaseLife))
-	check("LeaseGrace", int64(o.LeaseGrace))
+	for _, d := range [...]struct {
+		name string
+		v    time.Duration
+	}{{"MaxClockSkew", o.MaxClockSkew}, {"LeaseLife", o.LeaseLife}, {"LeaseGrace", o.LeaseGrace}} {
+		if err := CheckDurationOption(d.v); err != nil {
+			errs = append(errs, fmt.Errorf("merge: MergerOptions.%s %w", d.name, err))
+		}
+	}
 	if math.IsNaN(o.StrandBudget) || math.IsInf(o.StrandBudget, 0) || o.StrandBudget > 1 {
 		errs = append(errs, fmt.Errorf("merge: MergerOptions.StrandBudget must be a share of the limit, at most 1 (negative: nothing ahead), got %g", o.StrandBudget))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckDurationOption reports why d cannot be one of the bounded duration
+// options (MaxClockSkew, LeaseLife, LeaseGrace): not positive,
+// or longer than MaxDurationOption. The error reads after the option's
+// name ("must be ...").
+func CheckDurationOption(d time.Duration) error {
+	if d <= 0 || d > MaxDurationOption {
+		return fmt.Errorf("must be positive and at most %v (0 takes the default), got %v", MaxDurationOption, d)
+	}
+	return nil
 }
