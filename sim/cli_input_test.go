@@ -74,6 +74,17 @@ func TestTraceAndScenarioInputRefused(t *testing.T) {
 		{`"isolates": 4, "network": {"partitions": [{"isolate": -1, "start": "0s", "duration": "1s"}]}}`, "isolate -1 is not one of"},
 		{`"locations": 4, "network": {"partitions": [{"location": 77, "start": "0s", "duration": "1s"}]}}`, "location 77 is not one of"},
 		{`"early_spacing": "-1s"}`, "early_spacing must be >= 0"},
+		// An empty list took the default list ("strategies": [] ran all
+		// six), a list naming one twice ran it twice.
+		{`"strategies": [ ]}`, "strategies is an empty list"},
+		{`"sync": []}`, "sync is an empty list"},
+		{`"traffic": []}`, "traffic is an empty list"},
+		{`"strategies": ["auto", "strict", "auto"]}`, `strategy "auto" is listed twice`},
+		{`"sync": ["100ms", "0.1s"]}`, "sync interval 100ms is listed twice"},
+		// 10,000,000 keys took 5 GB before a run began.
+		{`"traffic": [{"limiter": "a", "rate": 5, "keys": {"dist": "uniform", "count": 10000000}}]}`, "count must be between 1 and 1000000"},
+		{`"traffic": [{"limiter": "a", "rate": 5, "keys": {"dist": "uniform", "count": 600000}},
+		  {"limiter": "a", "rate": 5, "keys": {"dist": "uniform", "count": 600000, "prefix": "b"}}]}`, "names 1200000 keys in all"},
 	} {
 		if _, err := ParseScenario([]byte(head+c.body), ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error about %q", c.body, err, c.want)

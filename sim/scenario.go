@@ -254,6 +254,12 @@ func (k *Keys) ensureDefaults() {
 	}
 }
 
+// MaxKeys is the most keys a scenario's traffic sources and trace keys
+// may name in all (Keys.Count summed). Each key takes the simulator about
+// 350 bytes for each run in flight, made before it starts: 10,000,000
+// keys took 5 GB and 18 s before a run of 2 s began (1,000,000: 360 MB).
+const MaxKeys = 1_000_000
+
 // validate reports the problems of k, named with prefix p.
 func (k *Keys) validate(p string, bad func(string, ...any)) {
 	switch k.Dist {
@@ -261,8 +267,8 @@ func (k *Keys) validate(p string, bad func(string, ...any)) {
 	default:
 		bad("%s.dist: want single, uniform or zipf, got %q", p, k.Dist)
 	}
-	if k.Count < 1 || k.Count > 10_000_000 {
-		bad("%s.count must be between 1 and 10000000", p)
+	if k.Count < 1 || k.Count > MaxKeys {
+		bad("%s.count must be between 1 and %d", p, MaxKeys)
 	}
 	if k.Dist == "zipf" && !(k.S > 1) {
 		bad("%s.s must be > 1 for zipf", p)
@@ -491,15 +497,26 @@ func (s *Scenario) Validate() error {
 	if s.Duration <= 0 {
 		bad("duration must be positive")
 	}
+	seenSync := map[Duration]bool{}
 	for _, d := range s.Sync {
 		if err := CheckSyncInterval(time.Duration(d)); err != nil {
 			bad("%v", err)
 		}
+		if seenSync[d] {
+			// (Each ran again, and the table showed it twice.)
+			bad("sync interval %v is listed twice", time.Duration(d))
+		}
+		seenSync[d] = true
 	}
+	seenStrategy := map[string]bool{}
 	for _, st := range s.Strategies {
 		if !validStrategy(st) {
 			bad("unknown strategy %q (want one of %s)", st, strings.Join(AllStrategies, ", "))
 		}
+		if seenStrategy[st] {
+			bad("strategy %q is listed twice", st)
+		}
+		seenStrategy[st] = true
 	}
 	switch s.FailPolicy {
 	case FailOpen, FailClosed, FailLocalShare:
@@ -555,6 +572,16 @@ func (s *Scenario) Validate() error {
 		if t.Skew.Share < 0 || t.Skew.Share > 1 || t.Skew.Isolates < 1 {
 			bad("%s.skew: share must be in [0, 1] and isolates >= 1", p)
 		}
+	}
+	total := 0
+	for _, t := range s.Traffic {
+		total += min(max(t.Keys.Count, 0), MaxKeys) // (one past it is said above)
+	}
+	if s.Trace != "" {
+		total += min(max(s.TraceKeys.Count, 0), MaxKeys) // (a counts trace's)
+	}
+	if total > MaxKeys {
+		bad("the traffic names %d keys in all (keys.count summed): at most %d", total, MaxKeys)
 	}
 	if s.Trace != "" {
 		switch s.TraceFormat {
@@ -680,6 +707,13 @@ func explicitZeros(data []byte) error {
 	for _, f := range []string{"isolates", "locations", "duration"} {
 		if zero(top.Fields, f) {
 			return fmt.Errorf("sim: scenario: %s is 0: it must be positive (leave it out for the default)", f)
+		}
+	}
+	for _, f := range []string{"strategies", "sync", "traffic"} {
+		// An empty list took the default list: "strategies": [] ran all six.
+		var list []json.RawMessage
+		if raw, ok := top.Fields[f]; ok && json.Unmarshal(raw, &list) == nil && list != nil && len(list) == 0 {
+			return fmt.Errorf("sim: scenario: %s is an empty list: name at least one (leave it out for the default)", f)
 		}
 	}
 	for i, t := range top.Traffic {

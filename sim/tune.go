@@ -86,24 +86,25 @@ type Tuning struct {
 	Curve    []TunePoint `json:"curve"` // every interval scanned, ascending
 }
 
-// Tune scans a grid of sync intervals for strategy on sc, each with
-// several seeds, and picks the largest interval whose metric stays within
-// the target on every seed. It does not assume the overrun grows with the
-// interval (phase effects between the interval and the window make it
-// jump up and down), so it runs the whole grid.
-func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuning, error) {
+// Resolve returns o with the defaults taken for sc (the one strategy sc
+// runs, a round trip's wait, DefaultMinUtil, MetricWorst, 10 ms to the
+// smaller of 5 s and a quarter of the run, 12 points, seeds 1, 2, 3), or
+// an error naming the option out of range. Tune resolves its options
+// first; a caller resolves them before a sweep to refuse them before it
+// runs.
+func (o TuneOptions) Resolve(sc *Scenario) (TuneOptions, error) {
 	if o.Strategy == "" {
 		if len(sc.Strategies) != 1 {
-			return Tuning{}, fmt.Errorf("sim: tune: the scenario runs %d strategies (%s): name the one to tune",
+			return o, fmt.Errorf("sim: tune: the scenario runs %d strategies (%s): name the one to tune",
 				len(sc.Strategies), strings.Join(sc.Strategies, ", "))
 		}
 		o.Strategy = sc.Strategies[0]
 	}
 	if !validStrategy(o.Strategy) {
-		return Tuning{}, fmt.Errorf("sim: tune: unknown strategy %q", o.Strategy)
+		return o, fmt.Errorf("sim: tune: unknown strategy %q", o.Strategy)
 	}
 	if o.Strategy == Central || o.Strategy == LocalOnly {
-		return Tuning{}, fmt.Errorf("sim: tune: %s does not depend on the sync interval: nothing to tune", o.Strategy)
+		return o, fmt.Errorf("sim: tune: %s does not depend on the sync interval: nothing to tune", o.Strategy)
 	}
 	if o.MaxWait == 0 {
 		o.MaxWait = time.Duration(roundTrip(sc))
@@ -126,23 +127,35 @@ func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuni
 	if len(o.Seeds) == 0 {
 		o.Seeds = []uint64{1, 2, 3}
 	}
-	t := Tuning{Strategy: o.Strategy, Metric: o.Metric, Target: o.Target, MaxWait: Duration(o.MaxWait),
-		MinUtil: o.MinUtil, Seeds: o.Seeds}
-	metric := func(r Result) float64 { return r.WorstOverrunPct }
-	switch o.Metric {
-	case MetricWorst:
-	case MetricP99:
-		metric = func(r Result) float64 { return r.P99OverrunPct }
-	default:
-		return t, fmt.Errorf("sim: tune: unknown metric %q (want %s or %s)", o.Metric, MetricWorst, MetricP99)
+	if o.Metric != MetricWorst && o.Metric != MetricP99 {
+		return o, fmt.Errorf("sim: tune: unknown metric %q (want %s or %s)", o.Metric, MetricWorst, MetricP99)
 	}
 	if o.Max < o.Min || o.Target < 0 || math.IsNaN(o.Target) {
-		return t, fmt.Errorf("sim: tune: want 0 < min <= max and target >= 0, got %v, %v, %g", o.Min, o.Max, o.Target)
+		return o, fmt.Errorf("sim: tune: want 0 < min <= max and target >= 0, got %v, %v, %g", o.Min, o.Max, o.Target)
 	}
 	if o.Min < time.Millisecond || o.Max > time.Hour || o.Max > time.Duration(sc.Duration) {
 		// (A scan to 100h of a 10 s run picked 100h, where nothing synced.)
-		return t, fmt.Errorf("sim: tune: the intervals scanned (%v to %v) must be within 1ms and 1h, and no longer than the run (%v)",
+		return o, fmt.Errorf("sim: tune: the intervals scanned (%v to %v) must be within 1ms and 1h, and no longer than the run (%v)",
 			o.Min, o.Max, time.Duration(sc.Duration))
+	}
+	return o, nil
+}
+
+// Tune scans a grid of sync intervals for strategy on sc, each with
+// several seeds, and picks the largest interval whose metric stays within
+// the target on every seed. It does not assume the overrun grows with the
+// interval (phase effects between the interval and the window make it
+// jump up and down), so it runs the whole grid.
+func (s *Simulator) Tune(ctx context.Context, sc *Scenario, o TuneOptions) (Tuning, error) {
+	o, err := o.Resolve(sc)
+	if err != nil {
+		return Tuning{}, err
+	}
+	t := Tuning{Strategy: o.Strategy, Metric: o.Metric, Target: o.Target, MaxWait: Duration(o.MaxWait),
+		MinUtil: o.MinUtil, Seeds: o.Seeds}
+	metric := func(r Result) float64 { return r.WorstOverrunPct }
+	if o.Metric == MetricP99 {
+		metric = func(r Result) float64 { return r.P99OverrunPct }
 	}
 	ivs := logGrid(o.Min, o.Max, o.Points)
 	runs := len(ivs) * len(o.Seeds)

@@ -183,6 +183,38 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 
+	// The tuner's options and --out are checked before anything runs
+	// (they were read after the sweep, or at the end of the tuning).
+	var tune *sim.TuneOptions
+	if *target != "" {
+		seeds, err := parseSeeds(*seedList)
+		if err != nil {
+			return err
+		}
+		o := sim.TuneOptions{Strategy: *targetStrategy, Metric: *targetMetric, Target: targetPct, MaxWait: *maxWait,
+			MinUtil: minUtilPct, Min: *targetMin, Max: *targetMax, Points: *targetPoints, Seeds: seeds, Parallel: *parallel}
+		// Given as 0, the bounds mean 0 (TuneOptions reads 0 as its
+		// default): a wait p99 of 0, a utilisation of at least 0% (no
+		// bound). Before, --min-util 0% tuned for 97%.
+		fs.Visit(func(f *flag.Flag) {
+			switch {
+			case f.Name == "max-wait" && o.MaxWait == 0:
+				o.MaxWait = time.Nanosecond
+			case f.Name == "min-util" && o.MinUtil == 0:
+				o.MinUtil = -1
+			}
+		})
+		if o, err = o.Resolve(sc); err != nil {
+			return err
+		}
+		tune = &o
+	}
+	if *out != "" {
+		if err := checkOutDir(*out); err != nil {
+			return err
+		}
+	}
+
 	s, err := sim.New(ctx)
 	if err != nil {
 		return err
@@ -221,27 +253,10 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprint(stdout, "\n"+sim.Legend)
 
 	var tgt *sim.Tuning
-	if *target != "" {
-		seeds, err := parseSeeds(*seedList)
-		if err != nil {
-			return err
-		}
-		o := sim.TuneOptions{Strategy: *targetStrategy, Metric: *targetMetric, Target: targetPct, MaxWait: *maxWait,
-			MinUtil: minUtilPct, Min: *targetMin, Max: *targetMax, Points: *targetPoints, Seeds: seeds, Parallel: *parallel}
-		// Given as 0, the bounds mean 0 (TuneOptions reads 0 as its
-		// default): a wait p99 of 0, a utilisation of at least 0% (no
-		// bound). Before, --min-util 0% tuned for 97%.
-		fs.Visit(func(f *flag.Flag) {
-			switch {
-			case f.Name == "max-wait" && o.MaxWait == 0:
-				o.MaxWait = time.Nanosecond
-			case f.Name == "min-util" && o.MinUtil == 0:
-				o.MinUtil = -1
-			}
-		})
+	if tune != nil {
 		bar := newProgressBar(stderr, *quiet)
-		o.Progress = bar.set
-		t, err := s.Tune(ctx, sc, o)
+		tune.Progress = bar.set
+		t, err := s.Tune(ctx, sc, *tune)
 		bar.done()
 		if err != nil {
 			return err
@@ -293,6 +308,21 @@ func checkTimeline(choice, out string, sc *sim.Scenario) error {
 		ivs = append(ivs, time.Duration(d).String())
 	}
 	return fmt.Errorf("sim: --timeline %q: %v is not among the sync intervals run (%s)", choice, iv, strings.Join(ivs, ", "))
+}
+
+// checkOutDir makes dir (the --out directory) if missing and checks that
+// a file can be written there, so a run whose results could not be
+// written is refused before it runs (it ran the whole sweep first).
+func checkOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sim: --out: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".edgelimit-check-*")
+	if err != nil {
+		return fmt.Errorf("sim: --out: %s is not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 func writeSimOut(dir string, rep sim.Report) error {
@@ -519,6 +549,11 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 		return err
 	}
 	o.Seeds = seeds
+	if out != "" {
+		if err := checkOutDir(out); err != nil {
+			return err
+		}
+	}
 	s, err := sim.New(ctx)
 	if err != nil {
 		return err

@@ -57,3 +57,32 @@ func TestSimOutTimeline(t *testing.T) {
 		}
 	}
 }
+
+// The tuner's options and --out are refused before anything runs: a
+// scan past the run's length, or an --out that cannot be written, was
+// refused only after the whole sweep had run (the tuning's options after
+// the sweep, --out after the tuning too).
+func TestSimRefusesBeforeItRuns(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target-overrun", "1%", "--target-max", "20s"}, "no longer than the run"},
+		{[]string{"--target-overrun", "1%", "--target-metric", "p99", "--target-min", "2s", "--target-max", "1s"}, "min <= max"},
+		{[]string{"--out", filepath.Join(file, "out")}, "sim: --out"},
+		{[]string{"--target-overrun", "1%", "--out", filepath.Join(file, "out")}, "sim: --out"},
+	} {
+		args := append([]string{"sim", "--duration", "5s", "--strategies", "auto", "--sync", "100ms", "--quiet"}, tc.args...)
+		stdout, _, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+		if stdout != "" {
+			t.Errorf("%v: refused after it ran: %q", tc.args, stdout)
+		}
+	}
+}
