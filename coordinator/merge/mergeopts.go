@@ -23,8 +23,8 @@ const (
 	// LeaseGrace Validate takes (1 h): a lease that lives longer strands a
 	// dead edge's budget for that long, and a skew that large takes
 	// batches cut in another hour.
-	MaxDurationOption = time.Hour
-	DefaultStrandBudget       = 0.01
+	MaxDurationOption   = time.Hour
+	DefaultStrandBudget = 0.01
 	// DefaultCheckpointKeys is CheckpointKeys with the default
 	// MaxCachedKeys: 131072.
 	DefaultCheckpointKeys = DefaultMaxCachedKeys / 2
