@@ -112,6 +112,16 @@ type Options struct {
 	// history). Default history.DefaultKeysPerLimiter (1000); negative:
 	// the limiters' totals only.
 	HistoryKeys int
+	// TokenKeysPerHour is the most distinct keys one token's batches may
+	// name in an hour; past it the token's batches are refused 429 until
+	// the hour ends (quota.go). Default DefaultTokenKeysPerHour
+	// (1,000,000); negative: no quota. Only with tokens.
+	TokenKeysPerHour int
+	// TokenIsolatesPerHour is the most distinct isolate ids one token's
+	// batches may name in an hour (quota.go). Default
+	// DefaultTokenIsolatesPerHour (100,000); negative: no quota. Only
+	// with tokens.
+	TokenIsolatesPerHour int
 	// Logger receives the coordinator's log lines: the audit lines of the
 	// live control (control.go). Default slog.Default().
 	Logger *slog.Logger
@@ -155,6 +165,12 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.GCPass == 0 {
 		o.GCPass = DefaultGCPass
+	}
+	if o.TokenKeysPerHour == 0 {
+		o.TokenKeysPerHour = DefaultTokenKeysPerHour
+	}
+	if o.TokenIsolatesPerHour == 0 {
+		o.TokenIsolatesPerHour = DefaultTokenIsolatesPerHour
 	}
 	o.applyMemory()
 	o.Merger.EnsureDefaults()
@@ -225,6 +241,7 @@ type Coordinator struct {
 	hist        *histRun     // the usage history, or nil (historyrun.go)
 
 	bodies       *bodyBudget   // request bodies in memory (bodybudget.go)
+	quota        *quotas       // what each token named this hour (quota.go)
 	ctl          *control      // live control: run-time limits and pauses (control.go)
 	log          *slog.Logger  // Options.Logger
 	uncountedLog uncountedLog  // limiters of batches not counted, logged once (uncounted.go)
@@ -356,7 +373,7 @@ func Open(opts Options) (*Coordinator, error) {
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{}),
 		ctl: ctl, log: opts.Logger, ctlStop: make(chan struct{}), ctlDone: make(chan struct{}),
-		bodies: newBodyBudget(&opts)}
+		bodies: newBodyBudget(&opts), quota: newQuotas(opts.TokenKeysPerHour, opts.TokenIsolatesPerHour, opts.Logger)}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
 	obs := &observers{list: []merge.Observer{c.dash, c.met.lim}, limits: ctl.limits, cfg: opts.Config}
@@ -429,6 +446,9 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if err := c.storeErr(); err != nil {
+		return nil, err
+	}
+	if err := c.quota.admit(scopeOf(ctx), b, c.opts.Clock.Now()); err != nil {
 		return nil, err
 	}
 	if c.shared != nil {

@@ -160,7 +160,12 @@ func (c *Coordinator) failErr(w http.ResponseWriter, err error) {
 	var fe *wire.FieldError
 	var mbe *http.MaxBytesError
 	var se *merge.SeqError
+	var qe *QuotaError
 	switch {
+	case errors.As(err, &qe):
+		left := qe.Until.UnixNano() - c.opts.Clock.Now()
+		w.Header().Set("Retry-After", strconv.FormatInt(max((left+int64(time.Second)-1)/int64(time.Second), 1), 10))
+		c.fail(w, http.StatusTooManyRequests, "quota", "", "Token over its quota", qe.Error())
 	case errors.As(err, &se) && se.Anomaly == merge.SeqIdentity:
 		c.fail(w, http.StatusConflict, "seq_identity", "sec", "Batch of another incarnation", se.Error())
 	case errors.As(err, &se):

@@ -96,6 +96,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"FutureAskAndDenialRefused", TestFutureAskAndDenialRefused},
 		{"LeasesCannotFillAKey", TestLeasesCannotFillAKey},
 		{"HugeCostBucketRecovers", TestHugeCostBucketRecovers},
+		{"TokenQuotas", TestTokenQuotas},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

@@ -32,6 +32,7 @@ func init() {
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D] [--tls-cert FILE --tls-key FILE]
        [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-memory SIZE] [--disk-reserve SIZE] [--history-keys N]
+       [--token-keys N] [--token-isolates N]
    or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N [--redis-wait-degraded]] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
@@ -168,6 +169,8 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		return nil
 	}, "the free space, `SIZE`, the store's writes leave on the disk of --data: below it syncs and /healthz answer 503 and the server does not start (default 64MiB)")
+	tokenKeys := fs.Int("token-keys", 0, "with tokens: the most distinct keys one token's batches may name in an hour, `N`; past it its batches are refused 429 until the hour ends (default 1000000; negative: no quota)")
+	tokenIsolates := fs.Int("token-isolates", 0, "with tokens: the most distinct isolate ids one token's batches may name in an hour, `N` (default 100000; negative: no quota)")
 	historyKeys := fs.Int("history-keys", 0, "keys per limiter whose per-minute history and last view the store keeps for the dashboard, `N` (default 1000; negative: the limiters' totals only)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -232,7 +235,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, DiskReserve: *diskReserve, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
 		AllowedHosts: hostcheck.Parse(*allowedHosts),
-		HistoryKeys:  *historyKeys,
+		HistoryKeys:  *historyKeys, TokenKeysPerHour: *tokenKeys, TokenIsolatesPerHour: *tokenIsolates,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}, Logger: log}
 	where := *data
@@ -318,6 +321,7 @@ var flagEnv = map[string]string{
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
+	"token-keys": "EDGELIMIT_TOKEN_KEYS", "token-isolates": "EDGELIMIT_TOKEN_ISOLATES",
 	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY", "max-memory": "EDGELIMIT_MAX_MEMORY", "disk-reserve": "EDGELIMIT_DISK_RESERVE", "history-keys": "EDGELIMIT_HISTORY_KEYS",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }
