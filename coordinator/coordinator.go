@@ -8,6 +8,7 @@ import (
 	"github.com/edgelimit/edgelimit/clock"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -447,6 +448,14 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 	}
 	if err := c.storeErr(); err != nil {
 		return nil, err
+	}
+	if c.shared != nil && strings.ContainsAny(b.Isolate, "{}") {
+		// Redis Cluster hashes a key on the first {...} in it, and the
+		// isolate's mark (el:h<isolate>) has no tag before the id: such
+		// an id would put the marks of all a client's isolates on the
+		// master of its choice. Generated ids never hold braces.
+		return nil, fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "iso",
+			Err: errors.New("with a Redis store an isolate id must not contain { or } (they would choose the hash slot of its mark)")})
 	}
 	if err := c.quota.admit(scopeOf(ctx), b, c.opts.Clock.Now()); err != nil {
 		return nil, err

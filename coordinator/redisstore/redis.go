@@ -33,7 +33,8 @@ import (
 //	{el:B}<storage key>     or a counter record (count.go: approximate windowed limiters)
 //	{el:B}m<isolate>        the isolate's mark in bucket B: the last Seq applied there
 //	{el:B}n<isolate>        the same for its counted part there (count.go)
-//	el:h<isolate>           hash: s = Seq, v = the isolate's high-water mark (hwmState)
+//	el:h<isolate>           hash: s = Seq, v = the isolate's high-water mark (hwmState);
+//	                        no tag before the id: the coordinator refuses ids with { or }
 //
 // B = FNV-1a(storage key) mod Options.Buckets: one hash tag, so one
 // hash slot, per bucket; a sub-batch's keys and its mark share that slot
