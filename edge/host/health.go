@@ -110,7 +110,7 @@ func (h *Host) Health(now int64) Health {
 // CheckHealth is Health at the host clock's now, and, when the syncs do
 // not fail but no isolate has heard from the coordinator within the stale
 // bound (the host never synced, or was idle), a probe of the coordinator
-// (syncloop.HTTPTransport.Probe, bounded by the sync timeout): "unreachable"
+// (syncloop.HTTPTransport.Probe, bounded by hungAfter): "unreachable"
 // when it fails. Concurrent calls share one probe. While the syncs fail it
 // kicks every isolate's loop, which starts an attempt past the backoff
 // once per probe interval, as a request does: the next check sees them
@@ -137,7 +137,11 @@ func (h *Host) CheckHealth(ctx context.Context) Health {
 	if hl = h.Health(h.opts.Clock.Now()); hl.Status != "ok" || h.heardWithin(hl) {
 		return hl // another call probed meanwhile
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.opts.SyncTimeout)
+	// Bounded as an attempt is before it counts as hung (hungAfter: 1 s
+	// by default), not by the sync timeout: against a coordinator that
+	// hangs (a black hole, SIGSTOP) the check answered after 5 s, past
+	// the health-check timeout of most load balancers.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(h.hungAfter()))
 	defer cancel()
 	if err := h.probe.Probe(ctx); err != nil {
 		hl.Status, hl.ProbeError = "unreachable", err.Error()

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgelimit/edgelimit/edge/syncloop"
 )
 
 // hungLoad sends a decision of limiter on keys in turn every 10 ms from 4
@@ -93,5 +95,37 @@ func TestCoordinatorHungFromStartServedByPolicy(t *testing.T) {
 		if slow > 0 || admitted != n {
 			t.Errorf("%s, hung from the start, seconds 2-4: %d of %d decisions took 500 ms or more, %d admitted; want none waiting, all admitted (open)", lim, slow, n, admitted)
 		}
+	}
+}
+
+// TestHealthProbeOfAHungCoordinator: an idle edge's /healthz probes its
+// coordinator (nothing heard within the stale bound); when the coordinator
+// hangs (a black hole, SIGSTOP), the probe gives up as an attempt does
+// (hungAfter: a second here) and answers 503 unreachable. Before, it waited
+// out the whole sync timeout (5 s by default, 10 s here), past the
+// health-check timeout of most load balancers.
+func TestHealthProbeOfAHungCoordinator(t *testing.T) {
+	cfg := leasedPolicyConfig()
+	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
+	defer k.stop(t)
+	p := newFaultyProxy(t, "http://"+k.addr)
+	s := serve(t, Options{Config: cfg, Isolates: 2, Coordinator: p.srv.URL, SyncTimeout: 10 * time.Second, Heartbeat: -1,
+		Sync: syncloop.Options{Interval: 100 * time.Millisecond, StaleAfter: 300 * time.Millisecond}})
+	if a, _, _ := s.tally(t, "auto-open", "k", 4); a != 4 {
+		t.Fatalf("with the coordinator up: %d of 4 admitted", a)
+	}
+	time.Sleep(500 * time.Millisecond) // idle past the stale bound: /healthz probes
+	if st, hl := s.health(t); st != http.StatusOK {
+		t.Fatalf("idle, coordinator up: %d %+v", st, hl)
+	}
+	p.mode.Store(proxyHang)
+	time.Sleep(500 * time.Millisecond)
+	began := time.Now()
+	st, hl := s.health(t)
+	took := time.Since(began)
+	p.mode.Store(proxyPass) // (the graceful stop's last sync then goes through)
+	t.Logf("coordinator hung: /healthz %d %s after %v", st, hl.Status, took.Round(time.Millisecond))
+	if st != http.StatusServiceUnavailable || hl.Status != "unreachable" || took >= 5*time.Second {
+		t.Errorf("coordinator hung: /healthz %d %q after %v; want 503 unreachable within the hung bound (1 s), not the sync timeout (10 s)", st, hl.Status, took)
 	}
 }
