@@ -415,10 +415,12 @@ func Open(opts Options) (*Coordinator, error) {
 // Handler; none otherwise, see scope.go). A retry of the isolate's last
 // applied batch is not applied again and gets the current views and leases.
 // Errors: a *wire.FieldError (bad batch, unknown limiter, time ahead of the
-// clock: ErrClockSkew; nothing applied), a *SeqError (ErrSequence: a
-// sequence number that is neither the next nor a retry; nothing applied),
-// ErrUnavailable (commit failed or the store reports errors; nothing
-// applied; retry with the same Seq), ErrClosed.
+// clock: ErrClockSkew; over a Redis store, an isolate id with braces;
+// nothing applied), a *SeqError (ErrSequence: a sequence number that is
+// neither the next nor a retry; nothing applied), a *QuotaError (ErrQuota:
+// the token named more keys or isolates this hour than its quota, quota.go;
+// nothing applied), ErrUnavailable (commit failed or the store reports
+// errors; nothing applied; retry with the same Seq), ErrClosed.
 func (c *Coordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, error) {
 	r, err := c.sync(ctx, b)
 	if err != nil {
