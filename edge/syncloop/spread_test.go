@@ -57,7 +57,7 @@ func TestHTTPTransportSpreadsAndReturns(t *testing.T) {
 	perPref := [2]int{}
 	for i := 0; i < isolates; i++ {
 		id := fmt.Sprintf("edge-%d", i)
-		trs = append(trs, &HTTPTransport{URL: a.URL + "," + b.URL, ID: id, ReturnAfter: 50 * time.Millisecond})
+		trs = append(trs, &HTTPTransport{URL: a.URL + "," + b.URL, ID: id, ReturnAfter: 500 * time.Millisecond})
 		perPref[Preferred(id, 2)]++
 	}
 	if perPref[0] == 0 || perPref[1] == 0 {
@@ -94,20 +94,23 @@ func TestHTTPTransportSpreadsAndReturns(t *testing.T) {
 		}
 	}
 	// Still down past ReturnAfter: the try fails, no failover is counted.
-	time.Sleep(60 * time.Millisecond)
+	// (Waits of half a second: sixteen syncs on a loaded machine took
+	// longer than the 100 ms these were, and an isolate's wait ran out
+	// before the next round.)
+	time.Sleep(600 * time.Millisecond)
 	syncAll()
 	for i, tr := range trs {
 		if tr.Current() != b.URL || tr.Returns() != 0 || tr.Failovers() > 1 {
 			t.Fatalf("a still down: isolate %d uses %s, returns %d, failovers %d", i, tr.Current(), tr.Returns(), tr.Failovers())
 		}
 	}
-	// a recovers: past the doubled wait (100 ms), its isolates return.
+	// a recovers: past the doubled wait (1 s), its isolates return.
 	aDown.Store(false)
 	syncAll()
 	if n := hits[0].Load(); n != int64(perPref[0]) {
 		t.Fatalf("returned before the wait: a hits %d", n)
 	}
-	time.Sleep(110 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	syncAll()
 	for i, tr := range trs {
 		want, wantR := urls[Preferred(tr.ID, 2)], int64(0)
