@@ -38,16 +38,16 @@ type checkedDuration struct {
 	check func(time.Duration) error
 }
 
-// Set parses s with wire.ParseDuration and checks it.
+// Set parses s as durationValue does and checks it.
 func (d *checkedDuration) Set(s string) error {
-	v, err := wire.ParseDuration(s)
-	if err != nil {
+	var v durationValue
+	if err := v.Set(s); err != nil {
 		return err
 	}
-	if err := d.check(v); err != nil {
+	if err := d.check(time.Duration(v)); err != nil {
 		return err
 	}
-	d.durationValue = durationValue(v)
+	d.durationValue = v
 	return nil
 }
 
