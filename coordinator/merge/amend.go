@@ -131,19 +131,17 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 		}
 		return
 	}
-	if me.standUntil == W+1 && st.reservation(me, W+1, now) == 0 {
-		// A standing lease for W+1 whose life is over is void (and
-		// free); renewing the life below must not revive it unchecked.
-		me.stand, me.standRes = 0, 0
+	if me.standUntil > W && st.reservation(me, W+1, now) == 0 {
+		// A standing lease for W+1 (and on) whose life is over is void
+		// (and free); renewing the life below must not revive it
+		// unchecked.
+		me.stand, me.standRes, me.standUntil = 0, 0, 0
 	}
 	me.lease, me.granted = addSat(me.lease, g), addSat(me.granted, g)
 	m.renew(me, now)
 	m.stats.AsksGranted += g
 	if v.Window == W {
 		v.Lease, v.Life, v.Exhausted = me.granted, lifeLeft(me, now), false
-		v.Stand = 0
-		if me.standUntil == W+1 {
-			v.Stand = me.stand
-		}
+		me.tellStand(W, v)
 	}
 }

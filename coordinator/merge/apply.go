@@ -95,6 +95,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	isolate := h.id
 	m.oneWay = min(max(now-b.At, 0), maxOneWay)
 	m.cutAt = b.At
+	m.spans = b.Spans
 	// Load every key first: after this point nothing can fail.
 	m.applySeq++
 	mark := m.applySeq
@@ -259,6 +260,7 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 	}
 	w := e.Window
 	cw := countWindow(lim, st.win, w, now) // where it is counted
+	st.noteRoll(cw)
 	st.win, st.count, st.prev = limitmath.Roll(st.win, st.count, st.prev, cw)
 	switch cw {
 	case st.win:
@@ -284,7 +286,7 @@ func (m *Merger) applyDelta(s *slot, isolate string, e *wire.Delta, t, now int64
 		m.stats.DeltasStale++
 		return
 	}
-	if me != nil && me.leaseWin < w && w == me.standUntil {
+	if me != nil && me.leaseWin < w && w <= me.standUntil {
 		// The isolate's first cost in w: it began w on a standing lease,
 		// the last one told or (if that reply reached it after w began)
 		// the one before; standRes covers both, and until it has seen a
@@ -328,7 +330,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 		st.sk.add(hash, limitmath.Window(now, P))
 	case applied:
 		m.markKey(st)
-		m.isoEntries -= st.prune(now)
+		m.isoEntries -= st.prune(now, m.keepFor(lim.Period))
 		me = m.iso(st, s.key, isolate, now)
 		if me != nil {
 			if gap := now - me.seen; me.seen > 0 && gap > 0 {
@@ -410,9 +412,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 	if applied {
 		me.owed = min(s.unmet, max(v.Lease, 0))
 	}
-	if me.standUntil == W+1 {
-		v.Stand = me.stand
-	}
+	me.tellStand(W, v)
 	if !end {
 		v.Life = lifeLeft(me, now)
 	}

@@ -82,6 +82,10 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		if is.seen >= horizon {
 			sumD = addSat(sumD, is.demand)
 			pace += lam
+		} else if g := max(is.gap, now-is.seen); g > 0 {
+			// Not seen for two periods (kept: keepFor): its pace
+			// over the time since, at most its own.
+			pace += float64(is.demand) / demandScale * float64(P) / float64(g)
 		}
 	}
 	if me.seen >= horizon {
@@ -112,14 +116,17 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// each admitted 84. Now its next batch gives the unit back (the batch
 	// reports everything the isolate admitted).
 	asking := delta > 0 || unmet > 0
-	hold := asking && m.holdsAhead(me, unit) && strandCost(pace*left, uNow+unusedCost(unit, muMe*fit, me.evidence(P), unit), room) <= budget
+	// The fleet's demand in a window: its pace, or what the key's
+	// windows held if more, as spread as they were (spread.go).
+	dmu, dsd := st.windowDemand(pace)
+	hold := asking && m.holdsAhead(me, unit) && strandCostSD(dmu*left, dsd*math.Sqrt(left), uNow+unusedCost(unit, muMe*fit, me.evidence(P), unit), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
 	live := !m.leaseExpired(me, now)
 	switch {
 	case !live: // it admits nothing more under an expired lease
 	case me.leaseWin == W:
 		li = min(me.granted, me.lease)
-	case me.leaseWin < W && W == me.standUntil:
+	case me.leaseWin < W && W <= me.standUntil:
 		li = me.standRes // its standing lease, not yet reported in W
 	}
 	free = max(0, limit-used-sumL)
@@ -133,7 +140,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// sparse one (a request now and then) gets what it was refused in this
 	// batch, plus a unit ahead while hold (need).
 	told := int64(-1) // the lease it held, when it lasted until this batch (need)
-	if live && unmet == 0 && (me.leaseWin == W || W == me.standUntil) && P > int64(m.opts.LeaseLife) {
+	if live && unmet == 0 && (me.leaseWin == W || me.leaseWin < W && W <= me.standUntil) && P > int64(m.opts.LeaseLife) {
 		told = addSat(li, delta)
 	}
 	need := m.need(me, P, unmet, unit, hold, told)
@@ -147,7 +154,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// its demand per sync would then sit in every isolate's pocket.
 		// Past what the window can spare it holds a unit ahead (hold)
 		// or nothing.
-		if strandCost(pace*left, uNow+unusedCost(need, muMe, me.evidence(P), unit), room) > budget {
+		if strandCostSD(dmu*left, dsd*math.Sqrt(left), uNow+unusedCost(need, muMe, me.evidence(P), unit), room) > budget {
 			if hold {
 				need = max(unmet, unit)
 			} else {
@@ -200,6 +207,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	}
 	me.granted, me.lease, me.leaseWin = grant, max(li, grant), W
 	stand, sparseStand := int64(0), false
+	standTo, standLife := W+1, (W+1)*P+int64(m.opts.LeaseLife) // a sparse standing unit's last window and life's end
 	switch {
 	case lim.Algorithm != wire.FixedWindow || sumD == 0:
 	case !asking: // a peek's batch: nothing ahead (hold, above)
@@ -226,7 +234,7 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		lr := lambda / float64(unit)
 		stand = unit * int64(lr-3*math.Sqrt(lr))
 		stand = max(0, min(stand, max(need, unit), mulDiv(limit, me.demand, sumD), limit-sumNext))
-	case m.holdsAhead(me, unit) && limit-sumNext >= unit && lim.Upstream == nil:
+	case me.asks >= measuredAsks && limit-sumNext >= unit && lim.Upstream == nil:
 		// Not busy: a unit to start W+1 with, so that its first request
 		// there decides locally, while the budget such units are
 		// expected to strand in W+1 (the fleet's pace against the whole
@@ -235,10 +243,20 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 		// of the circuit closing by asking at a window's start (with
 		// standing units, the corpus's outage test saw the circuit let
 		// 27 through after the outage instead of 60).
-		mu := lambda * fit * min(float64(m.opts.LeaseLife)/float64(P), 1)                     // renewFrom below
+		// An isolate with fewer requests than windows stands in each
+		// window until it probably asked twice (spanWindows): its
+		// next request, some windows on, decides locally too. Only
+		// one that probably asks within the unit's life (holdFloor,
+		// as holdsAhead) and with a measured pace (measuredAsks).
+		to, life := m.spanWindows(st, me, W, now, limit, pace, budget)
+		within := float64(life-(W+1)*P) / float64(P) // windows of life from W+1's start
+		if lambda*within < holdFloor*float64(unit) {
+			break
+		}
+		mu := lambda * fit * min(within, 1)                                                   // renewFrom below
 		u := max(unusedCost(unit, mu, me.evidence(P), unit), float64(unit)*st.stopFloor(now)) // carry.go
-		if strandCost(pace, uNext+u, float64(limit)) <= budget {
-			stand, sparseStand = unit, true
+		if strandCostSD(dmu, dsd, uNext+u, float64(limit)) <= budget {
+			stand, sparseStand, standTo, standLife = unit, true, to, life
 		}
 	}
 	if unmet > 0 && lim.Algorithm == wire.FixedWindow && lim.Upstream == nil && now+m.oneWay >= (W+1)*P {
@@ -256,21 +274,27 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	if stand < unit {
 		stand = 0 // under one request's cost it admits nothing, and strands
 	}
-	// The isolate may still start W+1 on the standing lease it was told
-	// last: reserve the larger until it has seen this one.
-	if me.standUntil == W+1 && live {
+	// The isolate may still start W+1 (and the windows after it, under
+	// a sparse standing unit) on the standing lease it was told last:
+	// reserve the larger, in every window either stands in, until it
+	// has seen this one.
+	if me.standUntil > W && live {
 		me.standRes = max(me.stand, stand)
+		standTo = max(standTo, me.standUntil)
 	} else {
 		me.standRes = stand
 	}
-	me.stand, me.standUntil = stand, W+1
+	if me.standRes == 0 {
+		standTo = W + 1
+	}
+	me.stand, me.standUntil = stand, standTo
 	m.renew(me, now)
 	if sparseStand {
 		// A sparse isolate's standing unit lives from the window it is
 		// for: held a lifetime into W+1 whenever in W it was granted (a
 		// busy isolate syncs again before W ends: its life runs from
-		// then).
-		m.renewFrom(me, now, (W+1)*P)
+		// then), or through the windows it stands in (spanWindows).
+		m.renewFrom(me, now, standLife-int64(m.opts.LeaseLife))
 	}
 	return max(0, limit-used-(sumL-mine+me.lease))
 }
@@ -420,6 +444,76 @@ func oneRequest(me *isoState, P, need, unit int64, fit float64) bool {
 // a window: it then holds twice its demand per sync (need).
 func frequent(me *isoState, P int64) bool { return me.gap*4 <= P }
 
+// spanRequests is how many requests a sparse isolate's standing unit
+// waits for (spanWindows): the unit stands until the isolate probably
+// asked that many times, so its next request finds it with probability
+// 1 - e^-2 (86%) where it has a request every few windows.
+const spanRequests = 2
+
+// spanWindows returns the last window a sparse isolate's standing unit
+// granted in W at now stands in, and the end of its life (ns): a
+// lifetime into W+1 (W+1 alone) unless the isolate reads
+// wire.View.StandTo and its requests come further apart than that; then
+// until it probably asked spanRequests times at its pace, within
+// wire.MaxStandWindows windows, through the last window where the unit
+// fits: its budget has the unit free (count and every other isolate's
+// reservation: the unit is reserved in each window and admitted at most
+// once in each), and the budget that units held and never used are
+// expected to strand there (every isolate's standing units in it, this
+// one's with the chance that it stopped by then) stays within budget
+// for a fleet asking pace per window (grantWindow's check of W+1, for
+// each window after it).
+func (m *Merger) spanWindows(st *keyState, me *isoState, W, now, limit int64, pace, budget float64) (to, life int64) {
+	P := st.lim.Period
+	unit := st.costUnit()
+	fit := st.fitShare()
+	to, life = W+1, addSat((W+1)*P, int64(m.opts.LeaseLife))
+	lam := me.perWindow(P) * fit // cost per window, in requests that fit a unit
+	if !m.spans || lam <= 0 {
+		return to, life
+	}
+	want := now + int64(min(spanRequests*float64(unit)/lam*float64(P), float64(wire.MaxStandWindows*P), float64(wire.MaxStandWindows*int64(m.opts.LeaseLife))))
+	if want <= life {
+		return to, life
+	}
+	last := min(limitmath.Window(want-1, P), W+wire.MaxStandWindows)
+	if last <= W+1 {
+		return to, life
+	}
+	own := unusedCost(unit, lam, me.evidence(P), unit) // in a whole window
+	mu, sd := st.windowDemand(pace)
+	stop := st.stopFloor(now)
+	for w := W + 2; w <= last; w++ {
+		sum, _ := st.windowCounts(w)
+		var unused float64
+		for i := range st.isos {
+			is := &st.isos[i]
+			if is == me {
+				continue
+			}
+			r := st.reservation(is, w, now)
+			if r == 0 {
+				continue
+			}
+			sum = addSat(sum, r)
+			l := is.perWindow(P)
+			if r <= unit {
+				l *= fit
+			}
+			unused += st.standUnused(is, r, l, w, now)
+		}
+		gone := float64(unit) * (1 - math.Pow(1-stop, float64(w-W))) // stopped by w
+		if limit-sum < unit || strandCostSD(mu, sd, unused+max(own, gone), float64(limit-sum+unit)) > budget {
+			break
+		}
+		to = w
+	}
+	if to == last {
+		return to, max(life, want)
+	}
+	return to, max(life, (to+1)*P)
+}
+
 // holdsAhead reports whether isolate me asks often enough to hold a
 // request's cost (unit) ahead of need: at least holdFloor requests within
 // a lease's life, so it will probably use what it holds before the lease
@@ -453,9 +547,17 @@ func (m *Merger) renew(me *isoState, now int64) { m.renewFrom(me, now, now) }
 
 // renewFrom is renew for a lease whose life starts at from (>= now: a
 // standing lease for a window that starts then); the reply tells the
-// isolate the life from now (lifeLeft).
+// isolate the life from now (lifeLeft). A life never shortens while a
+// standing lease over several windows is alive.
 func (m *Merger) renewFrom(me *isoState, now, from int64) {
-	me.usable = addSat(max(now, from), int64(m.opts.LeaseLife))
+	u := addSat(max(now, from), int64(m.opts.LeaseLife))
+	if me.standUntil > me.leaseWin+1 && me.usable > now {
+		// A standing lease over several windows keeps its life: until
+		// the isolate has seen the reply that shortens it, it may
+		// still admit under it.
+		u = max(u, me.usable)
+	}
+	me.usable = u
 	me.expires = addSat(me.usable, int64(m.opts.LeaseGrace))
 }
 
@@ -547,4 +649,31 @@ func (m *Merger) grantBucket(st *keyState, me *isoState, key string, now, unmet 
 		me.lease += g
 	}
 	m.renew(me, now)
+}
+
+// tellStand sets v's standing lease (wire.View.Stand, StandTo) for a view
+// of window W: what is may admit without asking in the windows after W it
+// stands in (none when its standing lease is for W or before).
+func (is *isoState) tellStand(W int64, v *wire.View) {
+	v.Stand, v.StandTo = 0, 0
+	if is.standUntil > W {
+		v.Stand = is.stand
+	}
+	if is.standUntil > W+1 && is.stand > 0 {
+		v.StandTo = is.standUntil
+	}
+}
+
+// keepFor returns how long the coordinator keeps what it knows of an
+// isolate on a key of period P after its last batch (keyState.prune): two
+// periods, or as long as a sparse standing unit may stand (spanWindows:
+// wire.MaxStandWindows windows, at most that many lease lives), so an
+// isolate with a request every few windows keeps its measured pace
+// (measuredAsks) from one request to the next. Dropped after two periods,
+// such an isolate asked twice, waiting each time, before it held a unit
+// ahead again: at half a limit of 100/s over 64 isolates (0.8 requests
+// per isolate per window), a fifth of the requests came more than two
+// windows after the isolate's last.
+func (m *Merger) keepFor(P int64) int64 {
+	return max(2*P, min(wire.MaxStandWindows*P, wire.MaxStandWindows*int64(m.opts.LeaseLife)))
 }

@@ -84,6 +84,7 @@ type Merger struct {
 	applySeq   int64       // numbers the Apply calls (keyState.mark)
 	oneWay     int64       // the batch being applied: how long it took to come, ns (now - At, within [0, maxOneWay]); its reply takes as long
 	cutAt      int64       // the batch being applied: its cut (wire.Batch.At, the isolate's clock), ns
+	spans      bool        // the batch being applied reads wire.View.StandTo (wire.Batch.Spans)
 	slots      []slot      // scratch of Apply
 	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
 	at         []int32     // scratch of Apply

@@ -70,6 +70,11 @@ type keyState struct {
 	askCost           float32 // leased, in what was padding: see fitShare. Not stored.
 	carryWin          int64
 	fullWin           int64 // 1 + the window last logged as full (fullnotice.go); 0: none. Not stored.
+	// The mean and variance of the key's count per window (leased
+	// fixed windows, spread.go), over winN windows (up to 255). Not
+	// stored.
+	winMean, winVar float32
+	winN            uint8
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
@@ -83,9 +88,11 @@ type isoState struct {
 	demand   int64 // strict: EWMA of demand per sync, scaled by demandScale
 	gap      int64 // strict: EWMA of the time between the isolate's batches with this key, ns
 	// Standing lease (strict fixed windows, see lease.go): the isolate may
-	// admit up to stand in window standUntil without asking; standRes
-	// (>= stand) is what the coordinator reserves for it there until the
-	// isolate has seen its last stand.
+	// admit up to stand in each window after leaseWin through standUntil
+	// without asking (one window, leaseWin+1, but for a sparse isolate's
+	// standing unit: spanWindows); standRes (>= stand) is what the
+	// coordinator reserves for it in each of them until the isolate has
+	// seen its last stand.
 	stand, standRes, standUntil int64
 	// prevRes (strict sliding windows): what the isolate held of its
 	// lease for window leaseWin-1 when its lease moved to leaseWin on a
@@ -448,7 +455,7 @@ func (s *keyState) reservation(is *isoState, W, now int64) int64 {
 		return max(is.lease, 0)
 	case is.leaseWin == W+1 && s.lim.Algorithm == wire.SlidingWindow:
 		return max(is.prevRes, 0)
-	case is.leaseWin < W && W == is.standUntil:
+	case is.leaseWin < W && W <= is.standUntil:
 		return max(is.standRes, 0)
 	}
 	return 0
@@ -471,15 +478,18 @@ func (s *keyState) held(me *isoState, W, now int64) int64 {
 	return n
 }
 
-// prune drops isolates not seen within 2 periods that hold no active lease
-// (a bucket lease stays active until used: the isolate may spend it at any
-// time, so forgetting it would give its reservation to others twice), and
-// returns how many it dropped.
-func (s *keyState) prune(now int64) int {
-	horizon := now - 2*s.lim.Period
-	if s.oldest >= horizon {
+// prune drops isolates not seen within keep (Merger.keepFor: at least 2
+// periods) that hold no active lease (a bucket lease stays active until
+// used: the isolate may spend it at any time, so forgetting it would give
+// its reservation to others twice), and returns how many it dropped. An
+// isolate not seen for 2 periods, kept or not, makes its observation of
+// carry.go then (it stopped), as a dropped one did.
+func (s *keyState) prune(now, keep int64) int {
+	quiet := now - 2*s.lim.Period
+	if s.oldest >= quiet {
 		return 0 // every isolate was seen within 2 periods
 	}
+	horizon := now - keep
 	w := limitmath.Window(now, s.lim.Period)
 	if !s.lim.IsBucket() && s.win > w {
 		w = s.win
@@ -488,8 +498,11 @@ func (s *keyState) prune(now int64) int {
 	oldest := int64(math.MaxInt64)
 	for i := range s.isos {
 		is := s.isos[i]
-		if is.seen < horizon && !s.leaseActive(&is, w, now) {
+		if is.seen < quiet {
 			s.noteDropped(&is, now)
+			is.reqAfter = 0 // observed: its next request observes nothing
+		}
+		if is.seen < horizon && !s.leaseActive(&is, w, now) {
 			continue
 		}
 		oldest = min(oldest, is.seen)

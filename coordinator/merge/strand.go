@@ -167,14 +167,20 @@ func (is *isoState) evidence(P int64) float64 {
 // fleet asks a Poisson cost of mean mu until the window ends and room is
 // the budget neither counted nor spent.
 func strandCost(mu, u, room float64) float64 {
+	return strandCostSD(mu, math.Sqrt(max(mu, 0)), u, room)
+}
+
+// strandCostSD is strandCost for a fleet demand of mean mu and standard
+// deviation sd (spread.go's windowDemand).
+func strandCostSD(mu, sd, u, room float64) float64 {
 	if u <= 0 {
 		return 0
 	}
 	m := mu + u - room
-	if mu <= 0 {
+	if mu <= 0 && sd <= 0 {
 		return max(0, min(m, u))
 	}
-	return min(normalPositivePart(m, math.Sqrt(mu)), u)
+	return min(normalPositivePart(m, sd), u)
 }
 
 // normalPositivePart returns E[Y+] for Y ~ Normal(m, s^2).

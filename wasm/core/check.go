@@ -57,6 +57,9 @@ func checkView(l *limiter, v *wire.View, now int64) bool {
 	if v.Lease < -1 || v.Lease > b || v.Stand < 0 || v.Stand > b || v.Isolates < 0 || v.Held < 0 || v.Held > b {
 		return false
 	}
+	if v.StandTo != 0 && (l.bucket || v.StandTo <= v.Window || v.StandTo-v.Window > wire.MaxStandWindows) {
+		return false
+	}
 	P := l.cfg.Period
 	if l.bucket {
 		// The TAT runs ahead of now by at most the burst's refill time

@@ -140,8 +140,9 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 		// Void: the coordinator takes an expired lease back.
 	case s.hasLease && s.leaseWin == w:
 		lease = max64(s.lease, 0)
-	case s.hasLease && !l.bucket && s.leaseWin < w && w == s.standUntil && s.standA > 0:
-		// A new window under the standing lease: no need to ask.
+	case s.hasLease && !l.bucket && s.leaseWin < w && w <= s.standUntil && s.standA > 0:
+		// A new window under the standing lease (one of the windows it
+		// stands in): no need to ask.
 		s.lease, s.leaseGrant, s.leaseWin = s.standA, s.standA, w
 		lease = s.standA
 	}

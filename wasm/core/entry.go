@@ -75,8 +75,8 @@ type leaseRec struct {
 	lease      int64 // cost still admissible within the lease
 	leaseGrant int64 // size of the last grant
 	leaseWin   int64 // window the lease is for
-	standA     int64 // standing lease, cost admissible in window standUntil without asking
-	standUntil int64 // the window the standing lease is for
+	standA     int64 // standing lease, cost admissible in each window after leaseWin through standUntil without asking
+	standUntil int64 // the last window the standing lease is for (wire.View.StandTo)
 	asked      int64 // cost refused for want of a lease, in the batch in flight
 	unsent     int64 // cost of requests held (SyncRetry) since batch unsentSeq was cut: their ask is not sent yet
 	unsentSeq  int64 // the batch (Core.seq) unsent is counted since

@@ -120,7 +120,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.outAt = now
 	c.stats.Batches++
 	c.outEnd = end
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, true, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, wire.CapLimits|wire.CapSpans, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -222,7 +222,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 // holds them encoded, one per inflight item). Reincarnate and Amend resend it so.
 func (c *Core) rebuildOut(ak []byte) {
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.outAt,
-		c.upBuf, c.denBuf, ak, false, c.rgen, true, len(c.inflight))
+		c.upBuf, c.denBuf, ak, false, c.rgen, wire.CapLimits|wire.CapSpans, len(c.inflight))
 	c.outBuf = append(c.outBuf, c.entBuf...)
 }
 
@@ -499,8 +499,10 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 	if v.Lease >= 0 {
 		s.expires = leaseExpiry(cut, v.Life)
 		s.longLife = v.Life >= l.cfg.Period
-		// The standing lease is for the window after the view's.
-		s.standA, s.standUntil = max64(v.Stand, 0), v.Window+1
+		// The standing lease is for the window after the view's, or
+		// for each window through StandTo (a sparse isolate's, which
+		// may next ask some windows later).
+		s.standA, s.standUntil = max64(v.Stand, 0), max64(v.Window+1, v.StandTo)
 		if s.hasLease && !l.bucket && v.Window < s.leaseWin && s.leaseWin <= window(now, l.cfg.Period) {
 			// A reply made before a window ended, arriving after this
 			// isolate began the next one on its standing lease: keep

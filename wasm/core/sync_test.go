@@ -24,6 +24,9 @@ type fakeCoord struct {
 	applied   map[string]int64         // isolate -> highest seq applied
 	lease     func(iso string, k lkey, window int64) int64
 	stand     int64 // strict: the standing lease every reply gives for the next window
+	standFor  int64 // strict: with stand, the windows after the view's it stands in (View.StandTo - Window); 0: one
+	life      int64 // strict: every reply's View.Life; 0: none
+	spans     bool  // the last batch said it reads View.StandTo (Batch.Spans)
 	exhausted bool  // strict: every reply says the window's budget is all counted or reserved
 	batches   int
 }
@@ -48,6 +51,7 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 	if err := b.UnmarshalMsg(batch); err != nil {
 		fc.t.Fatalf("coordinator: bad batch: %v", err)
 	}
+	fc.spans = b.Spans
 	fresh := b.Seq > fc.applied[b.Isolate]
 	if fresh {
 		if b.Seq != fc.applied[b.Isolate]+1 {
@@ -94,6 +98,10 @@ func (fc *fakeCoord) handle(batch []byte, now int64) []byte {
 		if fc.lease != nil && l.Mode == wire.Strict {
 			v.Lease = fc.lease(b.Isolate, k, v.Window)
 			v.Stand = fc.stand
+			v.Life = fc.life
+			if fc.standFor > 0 {
+				v.StandTo = v.Window + fc.standFor
+			}
 		}
 		done[k] = len(rp.Entries)
 		rp.Entries = append(rp.Entries, v)
@@ -925,5 +933,87 @@ func TestStrictNothingFreeDeniesLocally(t *testing.T) {
 	// The next window asks again.
 	if err := c.Decide(0, []byte("k"), 1, P+sec, &r); err != nil || !r.SyncRetry {
 		t.Fatalf("next window: %+v %v, want a sync retry", r, err)
+	}
+}
+
+// A standing lease over several windows (View.StandTo: a sparse isolate's
+// unit, coordinator/merge spanWindows) admits up to Stand in each window
+// after the view's through StandTo without asking, and a request past it
+// asks; so does one past the lease's life. The module says it reads
+// StandTo (Batch.Spans); a view whose StandTo is not after its window, or
+// more than wire.MaxStandWindows after it, is refused.
+func TestStandingLeaseOverSeveralWindows(t *testing.T) {
+	P := sec
+	cfg := strictCfg(wire.FixedWindow, 100, P)
+	c := mustCore(t, cfg)
+	fc := newFakeCoord(t, cfg)
+	fc.lease = func(string, lkey, int64) int64 { return 0 }
+	fc.stand, fc.standFor, fc.life = 1, 4, 10*sec
+	var r core.Result
+	dec := func(now int64) core.Result {
+		t.Helper()
+		if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	dec(P / 2) // no lease yet: asks
+	if !fc.sync(c, P/2) || !fc.spans {
+		t.Fatalf("no batch, or one that does not say it reads StandTo (spans %v)", fc.spans)
+	}
+	// Windows 1 to 4: one request each decided at once, a second in the
+	// same window asks. The isolate syncs nothing meanwhile.
+	before := fc.batches
+	for w := int64(1); w <= 4; w++ {
+		if r := dec(w*P + P/3); !r.Allowed {
+			t.Fatalf("window %d, first request: %+v, want admitted on the standing unit", w, r)
+		}
+		if r := dec(w*P + P/2); r.Allowed || !r.SyncRetry {
+			t.Fatalf("window %d, second request: %+v, want a sync retry", w, r)
+		}
+	}
+	if fc.batches != before {
+		t.Fatalf("%d batches sent while standing, want none", fc.batches-before)
+	}
+	if r := dec(5*P + P/3); r.Allowed || !r.SyncRetry {
+		t.Fatalf("window 5, past StandTo: %+v, want a sync retry", r)
+	}
+
+	// Past its life (2.5 windows from the cut) the unit is void.
+	c2 := mustCore(t, cfg)
+	fc2 := newFakeCoord(t, cfg)
+	fc2.lease = func(string, lkey, int64) int64 { return 0 }
+	fc2.stand, fc2.standFor, fc2.life = 1, 4, 5*P/2
+	if err := c2.Decide(0, []byte("k"), 1, P/2, &r); err != nil {
+		t.Fatal(err)
+	}
+	fc2.sync(c2, P/2)
+	if err := c2.Decide(0, []byte("k"), 1, 2*P+P/3, &r); err != nil || !r.Allowed {
+		t.Fatalf("window 2, within the life: %+v %v", r, err)
+	}
+	if err := c2.Decide(0, []byte("k"), 1, 3*P+P/3, &r); err != nil || r.Allowed || !r.SyncRetry {
+		t.Fatalf("window 3, past the life: %+v %v, want a sync retry", r, err)
+	}
+
+	// Views a coordinator could not have sent are refused whole.
+	const at = 2*sec + sec/2 // window 2
+	for _, to := range []int64{-1, 1, 2, 2 + wire.MaxStandWindows + 1} {
+		c3 := mustCore(t, cfg)
+		if err := c3.Decide(0, []byte("k"), 1, at, &r); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c3.SyncOut(at, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b wire.Batch
+		if err := b.UnmarshalMsg(out); err != nil {
+			t.Fatal(err)
+		}
+		rp := wire.Reply{Version: wire.Version, Seq: b.Seq, At: at, Entries: []wire.View{{Limiter: "api", Key: "k",
+			Window: 2, Lease: 0, Isolates: 1, Stand: 1, StandTo: to, Life: 10 * sec}}}
+		if err := c3.SyncIn(rp.AppendMsg(nil), at); err == nil {
+			t.Errorf("StandTo %d (a view of window 2) accepted", to)
+		}
 	}
 }

@@ -52,6 +52,9 @@ const (
 	// and 1 h, ns.
 	MinSyncInterval = int64(1e6)
 	MaxSyncInterval = int64(3600e9)
+	// MaxStandWindows is the most windows one standing lease stands in
+	// (View.StandTo - View.Window): 16.
+	MaxStandWindows = 16
 	// DefaultMaxKeys is the default cap on keys one isolate tracks.
 	DefaultMaxKeys = 100000
 )

@@ -72,6 +72,7 @@ var (
 	fixBatchAmended = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07", Seq: 4, At: 1_763_700_001_000_000_000,
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Delta: 0, Demand: 1}},
 		Limits:  true,
+		Spans:   true,
 		Asks:    []wire.Ask{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 2}, {Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
@@ -166,6 +167,9 @@ func batchGeneric(b *wire.Batch) map[string]any {
 	}
 	if b.Limits {
 		m["lim"] = true
+	}
+	if b.Spans {
+		m["sp"] = true
 	}
 	if b.ReportsDenials() {
 		dn := []any{}
@@ -608,29 +612,40 @@ func TestViewWithoutStand(t *testing.T) {
 }
 
 // Held is the view's 13th element, written (with limit, 0 or not) only
-// when it is not 0; a view of 12 elements reads as held 0, one of 14 is
-// refused.
+// when it or StandTo is not 0; StandTo the 14th, written only when it is
+// not 0; a view of 12 elements reads as held 0, one of 13 as standto 0,
+// one of 15 is refused.
 func TestViewHeld(t *testing.T) {
 	for _, v := range []wire.View{
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Held: 5},
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Held: 5, Limit: 100},
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Limit: 100},
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Stand: 1, StandTo: 9},
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Stand: 1, StandTo: 9, Held: 2, Limit: 100},
 	} {
 		rp := wire.Reply{Version: wire.Version, Seq: 1, At: 1, Entries: []wire.View{v}}
 		var back wire.Reply
 		if err := back.UnmarshalMsg(rp.AppendMsg(nil)); err != nil || len(back.Entries) != 1 || back.Entries[0] != v {
 			t.Errorf("%+v read back as %+v, %v", v, back.Entries, err)
 		}
+		var rr wire.ReplyReader
+		if err := rr.Reset(rp.AppendMsg(nil)); err != nil {
+			t.Fatal(err)
+		}
+		got := wire.View{StandTo: 99}
+		if _, _, ok := rr.Next(&got); !ok || got.StandTo != v.StandTo || got.Held != v.Held || got.Limit != v.Limit {
+			t.Errorf("%+v read by the guest's reader as %+v", v, got)
+		}
 	}
-	// A well-formed view of 13 with a 14th element: its array header
-	// (fixarray 0x9d) made 0x9e and a number appended.
-	v13 := (&wire.View{Limiter: "l", Key: "k", Held: 5}).AppendMsg(nil)
-	if v13[0] != 0x9d {
-		t.Fatalf("a view with held starts %x, want a fixarray of 13", v13[0])
+	if b := (&wire.View{Limiter: "l", Key: "k", StandTo: 4}).AppendMsg(nil); b[0] != 0x9e {
+		t.Fatalf("a view with standto starts %x, want a fixarray of 14", b[0])
 	}
-	v14 := wire.AppendInt(append([]byte{0x9e}, v13[1:]...), 7)
+	// A well-formed view of 14 with a 15th element: its array header
+	// (fixarray 0x9e) made 0x9f and a number appended.
+	v14 := (&wire.View{Limiter: "l", Key: "k", StandTo: 5}).AppendMsg(nil)
+	v15 := wire.AppendInt(append([]byte{0x9f}, v14[1:]...), 7)
 	var rp wire.Reply
-	if err := rp.UnmarshalMsg(replyOfRawView(v14)); err == nil {
-		t.Error("a view of 14 elements accepted")
+	if err := rp.UnmarshalMsg(replyOfRawView(v15)); err == nil {
+		t.Error("a view of 15 elements accepted")
 	}
 }

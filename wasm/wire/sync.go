@@ -40,6 +40,11 @@ type Batch struct {
 	// own limit for each key (a module that does not send it reads views
 	// of at most 11 elements). Encoded only when true.
 	Limits bool `msgpack:"lim,omitempty"`
+	// Spans: the isolate reads View.StandTo, so the coordinator may give
+	// it a standing lease over several windows (a module that does not
+	// send it reads views of at most 13 elements, and stands only in the
+	// window after the view's). Encoded only when true.
+	Spans bool `msgpack:"sp,omitempty"`
 	// Denials: the cost each key's requests were refused for good (a
 	// final denial: not one answered SyncRetry, which the host decides
 	// again) since the isolate's previous batch; at most MaxBatchEntries.
@@ -194,7 +199,23 @@ type View struct {
 	// Optional on the wire: a view of 8 to 12 elements has 0. Not in the
 	// msgpack/v5 reflection encoding (as Limit).
 	Held int64 `msgpack:"-"`
+	// StandTo (strict fixed windows, sent only to a batch that says
+	// Batch.Spans): the last window Stand stands in; the isolate may
+	// admit up to Stand in each window from Window+1 through StandTo (in
+	// each one it has not asked in) without asking, within Life. 0: only
+	// Window+1. Optional on the wire: a view of 8 to 13 elements has 0.
+	// Not in the msgpack/v5 reflection encoding (as Limit).
+	StandTo int64 `msgpack:"-"`
 }
+
+// Capabilities of a module, as AppendBatchHeader takes them: what the
+// isolate reads of a reply (Batch.Limits, Batch.Spans).
+const (
+	// CapLimits is Batch.Limits.
+	CapLimits uint8 = 1 << iota
+	// CapSpans is Batch.Spans.
+	CapSpans
+)
 
 // AppendMsg appends b encoded as msgpack.
 func (b *Batch) AppendMsg(dst []byte) []byte {
@@ -221,7 +242,14 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 			ak = AppendKeyCost(ak, d.Limiter, d.Key, d.Window, d.Cost)
 		}
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, ak, b.End, b.ResetGen, b.Limits, len(b.Entries))
+	var caps uint8
+	if b.Limits {
+		caps |= CapLimits
+	}
+	if b.Spans {
+		caps |= CapSpans
+	}
+	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, ak, b.End, b.ResetGen, caps, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -235,11 +263,13 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
 // (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
-// Batch.Secret (written when set); lim is Batch.Limits (written when true);
+// Batch.Secret (written when set); caps says what the isolate reads
+// (CapLimits: Batch.Limits, CapSpans: Batch.Spans, each written when set);
 // dn is the encoded array of the batch's denials (AppendKeyCost after an
 // array header; Batch.Denials), nil when the isolate does not report them;
 // ak the encoded array of its asks (Batch.Asks), nil or empty for none.
-func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn, ak []byte, end bool, rg int64, lim bool, n int) []byte {
+func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn, ak []byte, end bool, rg int64, caps uint8, n int) []byte {
+	lim, sp := caps&CapLimits != 0, caps&CapSpans != 0
 	fields := 5
 	if dn != nil {
 		fields++
@@ -251,6 +281,9 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 		fields++
 	}
 	if lim {
+		fields++
+	}
+	if sp {
 		fields++
 	}
 	if len(up) > 0 {
@@ -269,6 +302,10 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 	}
 	if lim {
 		dst = AppendString(dst, "lim")
+		dst = AppendBool(dst, true)
+	}
+	if sp {
+		dst = AppendString(dst, "sp")
 		dst = AppendBool(dst, true)
 	}
 	if rg > 0 {
@@ -368,6 +405,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.ResetGen = r.ReadInt()
 		case Equal("lim", f):
 			b.Limits = r.ReadBool()
+		case Equal("sp", f):
+			b.Spans = r.ReadBool()
 		default:
 			r.Skip()
 		}
@@ -469,11 +508,14 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 func (v *View) Notice() bool { return v.Lease == -1 && v.Exhausted }
 
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
-// lease, isolates, stand, exhausted, life(, limit(, held))]: limit when it
-// or held is not 0, held when it is not 0.
+// lease, isolates, stand, exhausted, life(, limit(, held(, standto)))]:
+// limit when it, held or standto is not 0, held when it or standto is not
+// 0, standto when it is not 0.
 func (v *View) AppendMsg(dst []byte) []byte {
 	n := 11
 	switch {
+	case v.StandTo != 0:
+		n = 14
 	case v.Held != 0:
 		n = 13
 	case v.Limit != 0:
@@ -494,14 +536,17 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	if n >= 12 {
 		dst = AppendInt(dst, v.Limit)
 	}
-	if n == 13 {
+	if n >= 13 {
 		dst = AppendInt(dst, v.Held)
+	}
+	if n == 14 {
+		dst = AppendInt(dst, v.StandTo)
 	}
 	return dst
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit(, held)))))]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit(, held(, standto))))))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -584,13 +629,13 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	n := r.ReadArrayHeader()
-	if (n < 8 || n > 13) && r.err == nil {
+	if (n < 8 || n > 14) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
-	v.Stand, v.Exhausted, v.Life, v.Limit, v.Held = 0, false, 0, 0, 0
+	v.Stand, v.Exhausted, v.Life, v.Limit, v.Held, v.StandTo = 0, false, 0, 0, 0, 0
 	if n >= 9 {
 		v.Stand = r.ReadInt()
 	}
@@ -603,8 +648,11 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	if n >= 12 {
 		v.Limit = r.ReadInt()
 	}
-	if n == 13 {
+	if n >= 13 {
 		v.Held = r.ReadInt()
+	}
+	if n == 14 {
+		v.StandTo = r.ReadInt()
 	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)

@@ -1,0 +1,148 @@
+package merge
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
+
+// spanIsolate plays one module's side of a strict fixed-window key, as
+// wasm/core does: a lease for one window, a standing lease for each window
+// after it through standTo (wire.View.StandTo), both void past the life.
+type spanIsolate struct {
+	id                  string
+	seq                 int64
+	n, win              int64 // what it may still admit in window win
+	stand, standTo      int64
+	standFrom           int64 // the window of the reply that told the standing lease
+	expires             int64 // 0: never
+	pending             map[int64]int64
+	dead                bool
+	spans               bool // it says it reads StandTo (wire.Batch.Spans)
+	lastSync, lastCheck int64
+}
+
+// TestStandingUnitsOverSeveralWindows runs sparse isolates (a request every
+// few windows each) against a strict 100/s key, far under the limit, then
+// at three times it, then far under again, with a fifth of the isolates
+// killed holding what they hold. Isolates that read View.StandTo are
+// given standing units over several windows where the key is far from its
+// limit, and decide their next request locally some windows later; no
+// window admits more than the limit, whatever the isolates held. Isolates
+// that do not say they read StandTo (an older module) are never told one.
+func TestStandingUnitsOverSeveralWindows(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		told, far, local, asked, admitted := runSpanFleet(t, true, seed)
+		_, oldFar, oldLocal, oldAsked, oldAdmitted := runSpanFleet(t, false, seed)
+		t.Logf("seed %d: reading StandTo: %d admitted, %d locally (%d on a unit two or more windows after the reply that gave it), %d asks, %d views with StandTo; older module: %d admitted, %d locally, %d asks",
+			seed, admitted, local, far, asked, told, oldAdmitted, oldLocal, oldAsked)
+		if oldFar != 0 {
+			t.Fatalf("seed %d: an older module admitted %d on units two or more windows on, want none", seed, oldFar)
+		}
+		if told == 0 || far == 0 || local < 2*oldLocal {
+			t.Fatalf("seed %d: %d views with StandTo, %d local decisions (%d two or more windows on) against an older module's %d: want sparse isolates to stand over several windows far from the limit, and at least twice the local decisions",
+				seed, told, local, far, oldLocal)
+		}
+	}
+}
+
+// runSpanFleet runs the fleet of TestStandingUnitsOverSeveralWindows with
+// seed and returns how many views told StandTo past the next window,
+// admissions on a standing unit two or more windows after the reply that
+// gave it, local admissions, asks, and admissions. It fails t on any
+// window over the limit.
+func runSpanFleet(t *testing.T, spans bool, seed uint64) (told, farLocal, local, asked, admitted int64) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	rng := rand.New(rand.NewPCG(seed, 99))
+	const isolates, limit, step = 80, 100, sec / 100
+	isos := make([]*spanIsolate, isolates)
+	for i := range isos {
+		isos[i] = &spanIsolate{id: "sp-" + string(rune('A'+i%26)) + string(rune('a'+i/26)), pending: map[int64]int64{}, spans: spans}
+	}
+	perWindow := map[int64]int64{}
+	sync := func(is *spanIsolate, now, ask int64) *wire.View {
+		w := now / sec
+		var entries []wire.Delta
+		for win, d := range is.pending {
+			if win != w {
+				entries = append(entries, wire.Delta{Limiter: "sfw", Key: "k", Window: win, Delta: d, Demand: d})
+			}
+		}
+		entries = append(entries, wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: is.pending[w], Demand: is.pending[w] + ask})
+		is.seq++
+		b := batch(is.id, is.seq, now, entries...)
+		b.Spans = is.spans
+		rp := mustSync(t, c, b)
+		checkLeaseInvariant(t, c)
+		clear(is.pending)
+		for i := range rp.Entries {
+			if v := &rp.Entries[i]; v.Window == w {
+				is.n, is.win, is.stand, is.standTo, is.standFrom = v.Lease, w, v.Stand, max(v.StandTo, w+1), w
+				is.expires = 0
+				if v.Life != 0 {
+					is.expires = now + v.Life
+				}
+				if v.StandTo > w+1 {
+					told++
+				}
+				return v
+			}
+		}
+		t.Fatalf("no view of window %d", w)
+		return nil
+	}
+	admit := func(is *spanIsolate, w int64) {
+		is.pending[w]++
+		perWindow[w]++
+		admitted++
+		if perWindow[w] > limit {
+			t.Fatalf("window %d admitted %d > limit %d", w-t0/sec, perWindow[w], limit)
+		}
+	}
+	end := t0 + 40*sec
+	for now := clk.now(); now < end; now = clk.add(step) {
+		w := now / sec
+		rate := 0.25 // requests per isolate per second: 20/s, a fifth of the limit
+		if now >= t0+15*sec && now < t0+20*sec {
+			rate = 4 // 320/s
+		}
+		if now == t0+20*sec {
+			for _, is := range isos[:isolates/5] {
+				is.dead = true // killed with what it holds
+			}
+		}
+		for _, is := range isos {
+			if is.dead || rng.Float64() >= rate*float64(step)/float64(sec) {
+				continue
+			}
+			if is.expires != 0 && now >= is.expires {
+				is.n, is.stand = 0, 0
+			}
+			switch {
+			case is.win == w && is.n > 0:
+				is.n--
+				local++
+				admit(is, w)
+			case is.win < w && w <= is.standTo && is.stand > 0:
+				is.win, is.n = w, is.stand-1
+				local++
+				if w >= is.standFrom+2 {
+					farLocal++
+				}
+				admit(is, w)
+			default:
+				asked++
+				if v := sync(is, now, 1); v.Lease >= 1 {
+					is.n = v.Lease - 1
+					admit(is, w)
+				}
+				continue
+			}
+			if rng.IntN(2) == 0 { // reported at once, or with the next batch
+				sync(is, now, 0)
+			}
+		}
+	}
+	return told, farLocal, local, asked, admitted
+}
