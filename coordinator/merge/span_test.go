@@ -11,16 +11,15 @@ import (
 // wasm/core does: a lease for one window, a standing lease for each window
 // after it through standTo (wire.View.StandTo), both void past the life.
 type spanIsolate struct {
-	id                  string
-	seq                 int64
-	n, win              int64 // what it may still admit in window win
-	stand, standTo      int64
-	standFrom           int64 // the window of the reply that told the standing lease
-	expires             int64 // 0: never
-	pending             map[int64]int64
-	dead                bool
-	spans               bool // it says it reads StandTo (wire.Batch.Spans)
-	lastSync, lastCheck int64
+	id             string
+	seq            int64
+	n, win         int64 // what it may still admit in window win
+	stand, standTo int64
+	standFrom      int64 // the window of the reply that told the standing lease
+	expires        int64 // 0: never
+	pending        map[int64]int64
+	dead           bool
+	spans          bool // it says it reads StandTo (wire.Batch.Spans)
 }
 
 // TestStandingUnitsOverSeveralWindows runs sparse isolates (a request every
