@@ -324,6 +324,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 		W = max(limitmath.Window(now, P), s.maxWin)
 	}
 	var me *isoState
+	back := false
 	switch {
 	case applied && !lim.Leased():
 		m.markKey(st)
@@ -333,6 +334,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 		m.isoEntries -= st.prune(now, m.keepFor(lim.Period))
 		me = m.iso(st, s.key, isolate, now)
 		if me != nil {
+			back = me.seen > 0 && now-me.seen > 2*P // after a silence (grantWindow)
 			if gap := now - me.seen; me.seen > 0 && gap > 0 {
 				me.gap = (me.gap + gap) / 2
 			}
@@ -400,7 +402,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 			// nothing, which the isolate would take for a dry window.
 			unmet := s.unmet
 			st.notePrev(me, W, m.cutAt)
-			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet, s.delta) == 0
+			v.Exhausted = m.grantWindow(st, me, s.key, W, now, unmet, s.delta, back) == 0
 		}
 	}
 	switch {

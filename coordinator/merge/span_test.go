@@ -145,3 +145,44 @@ func runSpanFleet(t *testing.T, spans bool, seed uint64) (told, farLocal, local,
 	}
 	return told, farLocal, local, asked, admitted
 }
+
+// Isolates back together after a silence longer than two periods (kept:
+// keepFor) hold nothing ahead on their first batch back: four that filled
+// a key of 6 a second, idle 2.5 s, then each with one request at once, are
+// each granted their request. Holding a unit ahead on the pace each had
+// before the silence, three took two units each and the fourth found the
+// window all reserved (edge/js/test/workerd-idle.test.js in workerd).
+func TestBackFromSilenceHoldsNothingAhead(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) {
+		o.Config = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+			{Name: "s6", Algorithm: wire.FixedWindow, Limit: 6, Period: sec, Mode: wire.Strict}}}
+	})
+	ids := []string{"w-a", "w-b", "w-c", "w-d"}
+	seq := map[string]int64{}
+	owed := map[string]int64{} // admitted, to report with the next batch
+	ask := func(id string, now int64) wire.View {
+		t.Helper()
+		seq[id]++
+		b := batch(id, seq[id], now, wire.Delta{Limiter: "s6", Key: "k", Window: now / sec, Delta: owed[id], Demand: owed[id] + 1})
+		b.Spans = true
+		owed[id] = 0
+		rp := mustSync(t, c, b)
+		v := viewOf(t, rp, "s6", "k")
+		if v.Lease >= 1 {
+			owed[id] = 1
+		}
+		return v
+	}
+	clk.set(t0/sec*sec + 10*sec + sec/5)
+	for round := 0; round < 5; round++ { // 20 requests against 6: the window fills
+		for _, id := range ids {
+			ask(id, clk.add(sec/100))
+		}
+	}
+	clk.add(2500 * sec / 1000)
+	for _, id := range ids {
+		if v := ask(id, clk.add(sec/1000)); v.Lease < 1 {
+			t.Fatalf("%s, back after 2.5 s with one request in a window of 6: granted %d (exhausted %v), want its request", id, v.Lease, v.Exhausted)
+		}
+	}
+}
