@@ -44,15 +44,27 @@ func (st *keyState) noteRoll(cw int64) {
 
 // noteWindowCount adds one window's final count to the spread.
 func (st *keyState) noteWindowCount(n int64) {
-	x := float32(min(n, wire.MaxLimit))
-	if st.winN == 0 {
-		st.winMean, st.winVar, st.winN = x, 0, 1
+	x := float64(min(n, wire.MaxLimit))
+	mean, v, k := st.spread()
+	if k == 0 {
+		st.setSpread(x, 0, 1)
 		return
 	}
-	d := x - st.winMean
-	st.winMean += spreadWeight * d
-	st.winVar = (1 - spreadWeight) * (st.winVar + spreadWeight*d*d)
-	st.winN = min(st.winN, 254) + 1
+	d := x - mean
+	st.setSpread(mean+spreadWeight*d, (1-spreadWeight)*(v+spreadWeight*d*d), min(k+1, 255))
+}
+
+// spread returns the mean and variance of the key's count per window and
+// how many windows they rest on (up to 255). A leased key keeps them in
+// its isolate sketch, which only approximate keys use (a leased key's
+// isolates are entries): no memory more per key. Not stored.
+func (st *keyState) spread() (mean, variance float64, n uint64) {
+	return math.Float64frombits(st.sk.cur[0]), math.Float64frombits(st.sk.cur[1]), st.sk.cur[2]
+}
+
+// setSpread sets what spread returns.
+func (st *keyState) setSpread(mean, variance float64, n uint64) {
+	st.sk.cur[0], st.sk.cur[1], st.sk.cur[2] = math.Float64bits(mean), math.Float64bits(variance), n
 }
 
 // windowDemand returns the demand a window of the key is expected to
@@ -61,9 +73,9 @@ func (st *keyState) noteWindowCount(n int64) {
 // deviation, the larger of Poisson's and the windows' own.
 func (st *keyState) windowDemand(pace float64) (mu, sd float64) {
 	mu, v := pace, pace
-	if st.winN >= spreadMin {
-		mu = max(mu, float64(st.winMean))
-		v = max(mu, float64(st.winVar))
+	if mean, variance, n := st.spread(); n >= spreadMin {
+		mu = max(mu, mean)
+		v = max(mu, variance)
 	}
 	return mu, math.Sqrt(v)
 }

@@ -41,7 +41,7 @@ type keyState struct {
 	prev  int64      // windowed: count in win-1
 	tat   int64      // bucket: theoretical arrival time, ns
 	isos  []isoState // strict limiters: the isolates' leases and demand
-	sk    isoSketch  // approximate limiters: how many isolates report the key
+	sk    isoSketch  // approximate limiters: how many isolates report the key (leased ones: the spread, spread.go)
 	dirty bool       // changed since the last Stage
 	// unitAsks and unit (leased; in what was padding): how many batches
 	// asked for cost in the key (up to 255) and the greatest common
@@ -70,11 +70,6 @@ type keyState struct {
 	askCost           float32 // leased, in what was padding: see fitShare. Not stored.
 	carryWin          int64
 	fullWin           int64 // 1 + the window last logged as full (fullnotice.go); 0: none. Not stored.
-	// The mean and variance of the key's count per window (leased
-	// fixed windows, spread.go), over winN windows (up to 255). Not
-	// stored.
-	winMean, winVar float32
-	winN            uint8
 }
 
 // isoState is what the coordinator remembers about one isolate for one key:
