@@ -102,7 +102,9 @@ type MergerOptions struct {
 	// brought it, on its own clock (wire.View.Life); every grant renews
 	// it. It bounds how long budget held by a dead or silent isolate
 	// stays reserved, and what a dead isolate may have admitted without
-	// reporting. Default DefaultLeaseLife (1 s).
+	// reporting. A sparse isolate's standing unit over several windows
+	// (wire.View.StandTo) lives until its span ends, at most
+	// wire.MaxStandWindows lease lives. Default DefaultLeaseLife (1 s).
 	LeaseLife time.Duration
 	// LeaseGrace is how long after a lease's life the coordinator still
 	// reserves it, for the isolate to report what it admitted under it
