@@ -492,27 +492,47 @@ func (m *Merger) spanWindows(st *keyState, me *isoState, W, now, limit int64, pa
 	own := unusedCost(unit, lam, me.evidence(P), unit) // in a whole window
 	mu, sd := st.windowDemand(pace)
 	stop := st.stopFloor(now)
-	for w := W + 2; w <= last; w++ {
-		sum, _ := st.windowCounts(w)
-		var unused float64
-		for i := range st.isos {
-			is := &st.isos[i]
-			if is == me {
-				continue
-			}
+	// What the others hold in each window of the span, and expect to
+	// leave unused there: one pass over the isolates (most hold nothing
+	// past W+1), then one per window.
+	n := int(last - W - 1)
+	var sums [wire.MaxStandWindows]int64
+	var unused [wire.MaxStandWindows]float64
+	for i := range st.isos {
+		is := &st.isos[i]
+		if is == me || max(is.leaseWin, is.standUntil) < W+2 {
+			continue
+		}
+		l := is.perWindow(P)
+		full := -1.0 // unused in a window wholly within its life
+		for j := range n {
+			w := W + 2 + int64(j)
 			r := st.reservation(is, w, now)
 			if r == 0 {
 				continue
 			}
-			sum = addSat(sum, r)
-			l := is.perWindow(P)
+			sums[j] = addSat(sums[j], r)
+			lw := l
 			if r <= unit {
-				l *= fit
+				lw *= fit
 			}
-			unused += st.standUnused(is, r, l, w, now)
+			switch {
+			case standShare(is, w, P) < 1 || r != is.standRes:
+				unused[j] += st.standUnused(is, r, lw, w, now)
+			case full < 0:
+				full = st.standUnused(is, r, lw, w, now)
+				fallthrough
+			default:
+				unused[j] += full
+			}
 		}
+	}
+	for j := range n {
+		w := W + 2 + int64(j)
+		cnt, _ := st.windowCounts(w)
+		sum := addSat(cnt, sums[j])
 		gone := float64(unit) * (1 - math.Pow(1-stop, float64(w-W))) // stopped by w
-		if limit-sum < unit || strandCostSD(mu, sd, unused+max(own, gone), float64(limit-sum+unit)) > budget {
+		if limit-sum < unit || strandCostSD(mu, sd, unused[j]+max(own, gone), float64(limit-sum+unit)) > budget {
 			break
 		}
 		to = w
