@@ -838,13 +838,7 @@ func TestStrictStandingLease(t *testing.T) {
 	fc.lease = func(string, lkey, int64) int64 { return 2 }
 	fc.stand = 3
 	var r core.Result
-	dec := func(now int64) core.Result {
-		t.Helper()
-		if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	dec := decideOne(t, c)
 	dec(sec) // no lease yet: asks
 	if !fc.sync(c, sec) {
 		t.Fatal("no batch")
@@ -950,13 +944,7 @@ func TestStandingLeaseOverSeveralWindows(t *testing.T) {
 	fc.lease = func(string, lkey, int64) int64 { return 0 }
 	fc.stand, fc.standFor, fc.life = 1, 4, 10*sec
 	var r core.Result
-	dec := func(now int64) core.Result {
-		t.Helper()
-		if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	dec := decideOne(t, c)
 	dec(P / 2) // no lease yet: asks
 	if !fc.sync(c, P/2) || !fc.spans {
 		t.Fatalf("no batch, or one that does not say it reads StandTo (spans %v)", fc.spans)
@@ -1015,5 +1003,18 @@ func TestStandingLeaseOverSeveralWindows(t *testing.T) {
 		if err := c3.SyncIn(rp.AppendMsg(nil), at); err == nil {
 			t.Errorf("StandTo %d (a view of window 2) accepted", to)
 		}
+	}
+}
+
+// decideOne returns a function deciding one request of cost 1 on limiter
+// 0's key "k" of c at a time, failing t on an error.
+func decideOne(t *testing.T, c *core.Core) func(now int64) core.Result {
+	return func(now int64) core.Result {
+		t.Helper()
+		var r core.Result
+		if err := c.Decide(0, []byte("k"), 1, now, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
 }
