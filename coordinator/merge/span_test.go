@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -184,5 +185,55 @@ func TestBackFromSilenceHoldsNothingAhead(t *testing.T) {
 		if v := ask(id, clk.add(sec/1000)); v.Lease < 1 {
 			t.Fatalf("%s, back after 2.5 s with one request in a window of 6: granted %d (exhausted %v), want its request", id, v.Lease, v.Exhausted)
 		}
+	}
+}
+
+// A sparse isolate's span reaches as far as its pace asks while the key is
+// far from its limit, however many units stand there: 80 isolates with a
+// request every 4 s each (20/s against a strict 100/s) are told spans of
+// about 8 windows (two requests) with some 60 units standing in each
+// window, most of them unused. Spans were cut at the window after next
+// once about half the limit stood there: the strand check took the
+// standing units off the room as well as counting the unused ones.
+func TestSpansReachPastHalfTheLimitStanding(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	const isolates, every = 80, 4 * sec
+	start := (t0/sec + 1) * sec
+	seq := map[int]int64{}
+	standTo := map[int]int64{} // the last window each isolate stands in, as told
+	var asks, long, standing int64
+	for k := int64(0); k < 6; k++ {
+		for i := range isolates {
+			now := start + k*every + int64(i)*every/isolates + sec/10
+			clk.set(now)
+			w := now / sec
+			seq[i]++
+			b := batch(fmt.Sprintf("sp-%d", i), seq[i], now, wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})
+			b.Spans = true
+			v := viewOf(t, mustSync(t, c, b), "sfw", "k")
+			checkLeaseInvariant(t, c)
+			if v.Lease < 1 {
+				t.Fatalf("isolate %d at %v: granted %d, want its request (20/s against 100/s)", i, now-t0, v.Lease)
+			}
+			if k >= 3 { // paces measured, spans formed
+				asks++
+				for j, to := range standTo {
+					if j != i && to >= w+2 {
+						standing++
+					}
+				}
+				if v.StandTo >= w+5 {
+					long++
+				}
+			}
+			standTo[i] = max(v.StandTo, w+1)
+		}
+	}
+	t.Logf("%d of %d asks told a span of 5 windows or more; %.1f other isolates standing in the window after next, on average", long, asks, float64(standing)/float64(asks))
+	if long*10 < asks*9 {
+		t.Fatalf("%d of %d asks told a span of 5 windows or more, want at least 90%%", long, asks)
+	}
+	if standing < asks*45 {
+		t.Fatalf("%.1f isolates standing on average, want at least 45 (the case this test is for)", float64(standing)/float64(asks))
 	}
 }
