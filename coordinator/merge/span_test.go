@@ -191,7 +191,7 @@ func TestBackFromSilenceHoldsNothingAhead(t *testing.T) {
 // A sparse isolate's span reaches as far as its pace asks while the key is
 // far from its limit, however many units stand there: 80 isolates with a
 // request every 4 s each (20/s against a strict 100/s) are told spans of
-// about 8 windows (two requests) with some 60 units standing in each
+// about 8 windows (two requests) with about 75 units standing in each
 // window, most of them unused. Spans were cut at the window after next
 // once about half the limit stood there: the strand check took the
 // standing units off the room as well as counting the unused ones.
