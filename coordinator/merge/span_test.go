@@ -237,3 +237,121 @@ func TestSpansReachPastHalfTheLimitStanding(t *testing.T) {
 		t.Fatalf("%.1f isolates standing on average, want at least 45 (the case this test is for)", float64(standing)/float64(asks))
 	}
 }
+
+// Every sparse isolate killed while its span stands (kill -9 of every
+// host) strands one unit per dead isolate in each window until the span
+// ends, at most wire.MaxStandWindows lease lives: 16 isolates at a request
+// every 3 s on a strict 20/s key, then all killed at once and 8 new ones
+// at twice the limit. No window passes the limit; the new isolates are
+// short by at most the dead isolates' units in a window, and get the whole
+// limit once the spans have ended.
+func TestKilledSpanHoldersStrandUntilTheirSpansEnd(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) {
+		o.Config = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+			{Name: "s20", Algorithm: wire.FixedWindow, Limit: 20, Period: sec, Mode: wire.Strict}}}
+	})
+	const limit, dead, fresh, step = 20, 16, 8, sec / 100
+	life := int64(DefaultLeaseLife)
+	type iso struct {
+		id      string
+		seq     int64
+		n, win  int64
+		stand   int64
+		standTo int64
+		expires int64
+		pending map[int64]int64 // admitted per window, to report with the next batch
+	}
+	perWindow := map[int64]int64{}
+	ask := func(is *iso, now int64, want int64) {
+		w := now / sec
+		is.seq++
+		var ds []wire.Delta
+		for win, d := range is.pending {
+			if win != w {
+				ds = append(ds, wire.Delta{Limiter: "s20", Key: "k", Window: win, Delta: d, Demand: d})
+			}
+		}
+		ds = append(ds, wire.Delta{Limiter: "s20", Key: "k", Window: w, Delta: is.pending[w], Demand: is.pending[w] + want})
+		b := batch(is.id, is.seq, now, ds...)
+		b.Spans = true
+		clear(is.pending)
+		v := viewOf(t, mustSync(t, c, b), "s20", "k")
+		checkLeaseInvariant(t, c)
+		is.n, is.win, is.stand, is.standTo, is.expires = v.Lease, w, v.Stand, max(v.StandTo, w+1), now+v.Life
+	}
+	decide := func(is *iso, now int64) bool {
+		w := now / sec
+		if now >= is.expires {
+			is.n, is.stand = 0, 0
+		}
+		if is.win < w && w <= is.standTo && is.stand > 0 {
+			is.win, is.n = w, is.stand
+		}
+		if is.win != w || is.n == 0 {
+			ask(is, now, 1)
+		}
+		if is.win == w && is.n > 0 {
+			is.n--
+			is.pending[w]++
+			perWindow[w]++
+			if perWindow[w] > limit {
+				t.Fatalf("window %d admitted %d > %d", w-t0/sec, perWindow[w], limit)
+			}
+			return true
+		}
+		return false
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	olds := make([]*iso, dead)
+	for i := range olds {
+		olds[i] = &iso{id: fmt.Sprintf("old-%d", i), pending: map[int64]int64{}}
+	}
+	kill := (t0/sec + 30) * sec
+	for now := clk.now(); now < kill; now = clk.add(step) {
+		for _, is := range olds {
+			if rng.Float64() < float64(step)/float64(3*sec) {
+				decide(is, now)
+			}
+		}
+	}
+	standing := 0 // dead isolates whose span reaches two windows on
+	for _, is := range olds {
+		if is.standTo >= kill/sec+2 && is.stand > 0 {
+			standing++
+		}
+	}
+	news := make([]*iso, fresh)
+	for i := range news {
+		news[i] = &iso{id: fmt.Sprintf("new-%d", i), pending: map[int64]int64{}}
+	}
+	end := kill + 20*sec
+	for now := clk.now(); now < end; now = clk.add(step) {
+		for _, is := range news {
+			if rng.Float64() < 2*limit/float64(fresh)*float64(step)/float64(sec) {
+				decide(is, now)
+			}
+		}
+	}
+	full := int64(-1) // the first window after which every window admitted the limit
+	var stranded int64
+	var got []int64
+	for w := kill / sec; w < end/sec; w++ {
+		got = append(got, perWindow[w])
+		stranded += limit - perWindow[w]
+		if short := limit - perWindow[w]; short > dead {
+			t.Fatalf("window %d after the kill: %d of %d admitted, short by more than the %d dead isolates", w-kill/sec, perWindow[w], limit, dead)
+		}
+		if perWindow[w] < limit {
+			full = -1
+		} else if full < 0 {
+			full = w - kill/sec
+		}
+	}
+	t.Logf("%d of %d dead isolates stood past the next window; admitted per window after the kill %v: the limit from window %d (%d s), %d units stranded", standing, dead, got, full, full, stranded)
+	if standing == 0 {
+		t.Fatal("no dead isolate held a span: not the case this test is for")
+	}
+	if full < 0 || full*sec > wire.MaxStandWindows*life+sec {
+		t.Fatalf("the new isolates got the whole limit from window %d after the kill, want within %d lease lives", full, wire.MaxStandWindows)
+	}
+}
