@@ -167,9 +167,9 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 	// Remaining stays the global estimate (the algorithm's, from the
 	// view and the unsynced local cost), not the lease: the lease is this
 	// isolate's slice of it, and a denial for want of one says SyncRetry.
-	// What others held in leases now expired counts as used: they may
-	// have admitted it without reporting, and the coordinator counts it
-	// as spent (a key whose 4 units were spent under others' leases read
+	// What others probably admitted under leases and did not report
+	// (held: expired leases whole, live ones' paced use) counts as used;
+	// the coordinator counts expired ones as spent (a key whose 4 units were spent under others' leases read
 	// 100 remaining, where 96 were left).
 	if !l.bucket && e.vWin == w && s.held > 0 {
 		r.Remaining = max64(r.Remaining-s.held, 0)

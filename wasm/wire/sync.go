@@ -192,10 +192,12 @@ type View struct {
 	// struct has a fixed length there); AppendMsg and ReplyReader carry it.
 	Limit int64 `msgpack:"-"`
 	// Held (leased windowed limiters): the budget of Window that other
-	// isolates held in leases now expired, which the coordinator counts
-	// as spent (they may have admitted it without reporting) until the
-	// window ends or they report: an isolate's remaining (its answers'
-	// and peeks') counts it as used.
+	// isolates have probably admitted and not reported: what they held
+	// in leases now expired, which the coordinator counts as spent until
+	// the window ends or they report, and of live leases what was granted
+	// for held requests and what their pace says they used since they
+	// were last heard from. An isolate's remaining (its answers' and
+	// peeks') counts it as used.
 	// Optional on the wire: a view of 8 to 12 elements has 0. Not in the
 	// msgpack/v5 reflection encoding (as Limit).
 	Held int64 `msgpack:"-"`
