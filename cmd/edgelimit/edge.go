@@ -31,7 +31,9 @@ Runs N isolates of the edge module behind an HTTP API:
   GET /metrics    Prometheus text
 With --coordinator, each isolate syncs its deltas with it every --sync interval; a
 comma-separated list names coordinators sharing one Redis Cluster (coordinator --store
-redis://...): a batch one cannot take goes to the next at once. When an
+redis://...): each isolate prefers the one its id hashes to, a batch one
+cannot take goes to the next at once, and the isolate returns to its own
+when it answers again. When an
 isolate's syncs fail and its view is stale (--stale-after), each limiter's "fail_policy"
 (config file) or --fail-policy applies; an isolate merely idle is never stale, and one
 whose sync is slow is not failing until the attempt has been in flight for a second (or
@@ -55,7 +57,7 @@ func runEdge(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Usage = func() { fmt.Fprint(stderr, edgeUsage); fs.PrintDefaults() }
 	config := fs.String("config", "", "JSON configuration `FILE` with the limiters (default: the coordinator's built-in one)")
 	listen := fs.String("listen", "127.0.0.1:8080", "listen `ADDR` (host:port)")
-	coord := fs.String("coordinator", "", "coordinator base `URL`, e.g. http://127.0.0.1:7070, or several comma-separated sharing one Redis Cluster, failed over between (empty: no sync, each isolate alone)")
+	coord := fs.String("coordinator", "", "coordinator base `URL`, e.g. http://127.0.0.1:7070, or several comma-separated sharing one Redis Cluster (each isolate prefers the one its id hashes to; failed over between) (empty: no sync, each isolate alone)")
 	token := fs.String("token", "", "bearer `TOKEN` for the coordinator")
 	isolates := fs.Int("isolates", host.DefaultIsolates, "number of isolates")
 	interval := durationFlag(fs, "sync", syncloop.DefaultInterval, "sync interval")

@@ -97,8 +97,9 @@ export class EdgeLimit {
     if (!exports.has('el_decide') || !exports.has('el_configure')) {
       throw new EdgeLimitError('create: option wasm: not the edgelimit module (no el_decide export): use edgelimit/edgelimit.wasm', 'bad_module');
     }
-    // One coordinator URL, or several sharing one store (Redis Cluster) to
-    // fail over between: a batch one cannot take goes to the next at once.
+    // One coordinator URL, or several sharing one store (Redis Cluster):
+    // the isolate prefers the one its id hashes to, a batch one cannot
+    // take goes to the next at once, and it returns to its own later.
     const coords = (Array.isArray(opts.coordinator) ? opts.coordinator : [opts.coordinator])
       .filter((u) => u).map((u) => String(u).replace(/\/+$/, ''));
     this._norm = normalizeConfig(opts.config, coords.length > 0);
