@@ -141,7 +141,8 @@ func (m *Merger) grantAsk(s *slot, isolate string, now int64, v *wire.View, dup 
 	m.renew(me, now)
 	m.stats.AsksGranted += g
 	if v.Window == W {
-		v.Lease, v.Life, v.Exhausted = me.granted, lifeLeft(me, now), false
+		v.Lease, v.Exhausted = me.granted, false
+		me.tellLife(v, m.cutAt, now)
 		me.tellStand(W, v)
 	}
 }

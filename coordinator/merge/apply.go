@@ -416,7 +416,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 	}
 	me.tellStand(W, v)
 	if !end {
-		v.Life = lifeLeft(me, now)
+		me.tellLife(v, m.cutAt, now)
 	}
 	if !lim.IsBucket() {
 		v.Held = st.held(me, W, now)

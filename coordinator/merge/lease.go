@@ -130,7 +130,13 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	// (edge/js/test/workerd-idle.test.js).
 	hold := asking && !back && m.holdsAhead(me, unit) && strandCostSD(dmu*left, dsd*math.Sqrt(left), uNow+unusedCost(unit, muMe*fit, me.evidence(P), unit), room) <= budget
 	li := int64(0) // what the isolate may still admit under the lease it was told
-	live := !m.leaseExpired(me, now)
+	// Live until its expiry (the coordinator's clock, a grace after the
+	// isolate stopped), or until a batch cut after the isolate voided it
+	// (its clock): that batch proves what it held unused. A quiet
+	// isolate's module names the key once its lease lapses with units
+	// left (core's lapses), so they come back at its next batch instead
+	// of staying reserved, as spent, to the window's end.
+	live := !m.leaseExpired(me, now) && !me.voidBy(m.cutAt)
 	switch {
 	case !live: // it admits nothing more under an expired lease
 	case me.leaseWin == W:
@@ -605,6 +611,25 @@ func lifeLeft(me *isoState, now int64) int64 {
 		return -1
 	}
 	return me.usable - now
+}
+
+// tellLife sets v.Life, the life of me's lease and standing lease told at
+// now in the reply to the batch cut at cut (the isolate's clock), and
+// notes when they are void on the isolate's clock (voidAt: the module
+// voids them at cut plus the life, core.leaseExpiry). voidAt only grows:
+// until the isolate has seen the last reply it may still hold an earlier
+// one's lease.
+func (me *isoState) tellLife(v *wire.View, cut, now int64) {
+	v.Life = lifeLeft(me, now)
+	me.voidAt = max(me.voidAt, addSat(cut, max(v.Life, 0)))
+}
+
+// voidBy reports whether a batch cut at cut (the isolate's clock) was cut
+// once every lease and standing lease me was told had become void on the
+// isolate: it then reports all the isolate admitted under them, and the
+// isolate admits nothing more under them.
+func (me *isoState) voidBy(cut int64) bool {
+	return me.voidAt != 0 && cut >= me.voidAt
 }
 
 // release gives back every lease and standing lease of me (a graceful

@@ -103,6 +103,13 @@ type isoState struct {
 	// lease lifetimes). usable: coordinator time by which the isolate
 	// stopped admitting under them (expires less the grace).
 	expires, usable int64
+	// voidAt (leased): on the isolate's clock (wire.Batch.At), when the
+	// last lease and standing lease it was told are void there: the
+	// latest cut plus the life told (tellLife). A batch cut at or after
+	// it reports everything the isolate admitted under them, and it
+	// admits nothing more under them: what they hold is unused (see
+	// grantWindow's live). 0: none told (or a record from before it).
+	voidAt int64
 	// asks (leased): the batches with this key that asked for cost since
 	// the entry was made, counted up to measuredAsks: from then on its
 	// demand per window is measured (holdsAhead).
@@ -230,6 +237,19 @@ func (s *keyState) encode(dst []byte) []byte {
 			break
 		}
 	}
+	// When the isolate's leases are void on its clock, after the sliding
+	// leases, only when some isolate was told one (records written
+	// before it have none: a lease of theirs counts as live until its
+	// expiry on the coordinator's clock).
+	for i := range s.isos {
+		if s.isos[i].voidAt != 0 {
+			dst = append(dst, 'v')
+			for j := range s.isos {
+				dst = binary.AppendVarint(dst, s.isos[j].voidAt)
+			}
+			break
+		}
+	}
 	// The upstream section, after the standing leases (records without
 	// one end there).
 	return s.encodeUp(dst)
@@ -313,6 +333,12 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 		d.b = d.b[1:]
 		for i := range s.isos {
 			s.isos[i].prevRes = d.varint()
+		}
+	}
+	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == 'v' {
+		d.b = d.b[1:]
+		for i := range s.isos {
+			s.isos[i].voidAt = d.varint()
 		}
 	}
 	s.up = nil

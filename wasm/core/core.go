@@ -26,6 +26,10 @@ type Core struct {
 	lims  []limiter
 	tab   table
 	dirty []ref // entries with something to sync (may hold stale refs)
+	// lapses: entries of strict windowed keys holding a lease with a
+	// life, watched for lapsing with units left (lapse.go; may hold stale
+	// refs).
+	lapses []ref
 
 	seq        int64       // sequence number of the last batch cut
 	cutAt      int64       // time the last batch was cut, ns (moved back with the clock: stepback.go)

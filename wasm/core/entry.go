@@ -24,7 +24,7 @@ type entry struct {
 	aux   int32  // 1 + index of the side record (strict: table.leases, approximate window: table.rates); 0 none
 	klen  uint16
 	lim   uint8 // limiter index (wire.MaxLimiters is 256)
-	flags uint8 // fRef, fDirty, fView, fName, fPin
+	flags uint8 // fRef, fDirty, fView, fName, fPin, fWatch, fLapse
 
 	limit int64 // limit for this key (override applied)
 	last  int64 // latest time seen for this key, ns
@@ -52,6 +52,8 @@ const (
 	fView              // holds a global view (vWin, vCur, vPrev, vAt)
 	fName              // named in the next batch even with nothing to report (a recheck: resets.go); cleared by the reply's view
 	fPin               // never evicted: an entry Recall put the refused batch back in, while it runs (retime.go)
+	fWatch             // on the lapses list: its lease is watched for lapsing with units left (lapse.go)
+	fLapse             // named in the next batch: its lease lapsed with units left (lapse.go); cleared when sent
 )
 
 // inUse reports whether the entry holds a key (its generation is odd).

@@ -30,6 +30,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		c.ending = false // nothing to report: a graceful stop needs no last batch
 		return dst, nil
 	}
+	c.noteLapses(now) // they ride along with the batch (lapse.go)
 	// Entries are encoded into c.entBuf first (their count goes in the
 	// header), without building a wire.Batch: under TinyGo every
 	// allocation on this path costs a share of a heap-wide GC.
@@ -44,7 +45,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		if e.gen != d.gen || !e.dirty() {
 			continue
 		}
-		e.flags &^= fDirty
+		lapsed := e.flags&fLapse != 0
+		e.flags &^= fDirty | fLapse
 		l := &c.lims[e.lim]
 		name := l.cfg.Name
 		if !l.bucket {
@@ -53,7 +55,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		key := c.tab.keyBytes(e)
 		it := item{ref: d, koff: int32(len(c.flightKeys)), klen: uint16(len(key)), lim: e.lim}
 		kept := false
-		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict || e.flags&fName != 0 {
+		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict || e.flags&fName != 0 || lapsed {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			it.win, it.lwin, it.delta = e.win, e.win, e.pCur
 			c.inflight = append(c.inflight, it)
@@ -374,6 +376,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 			continue // older news than the first reply's view
 		}
 		c.apply(l, c.tab.at(idx), &rv.v, now, at, cut)
+		c.watchLapse(l, idx)
 		if rv.v.Limit > 0 {
 			c.adoptLimit(rv.lim, idx, rv.v.Limit)
 		}
