@@ -45,9 +45,9 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 		{"name": "ten", "algorithm": "fixed_window", "limit": 5000, "period": "10s", "mode": "strict"}]}`)
 	ca := freeAddr(t)
 	startProcess(t, bin, "--in-memory", "--listen", ca, "--config", cfg)
-	edge := func() (string, func(syscall.Signal)) {
+	edge := func(extra ...string) (string, func(syscall.Signal)) {
 		ea := freeAddr(t)
-		cmd := startEdge(t, bin, ea, "--config", cfg, "--coordinator", "http://"+ca, "--isolates", "4", "--sync", "100ms")
+		cmd := startEdge(t, bin, ea, append([]string{"--config", cfg, "--coordinator", "http://" + ca, "--isolates", "4", "--sync", "100ms"}, extra...)...)
 		return ea, func(sig syscall.Signal) {
 			cmd.Process.Signal(sig)
 			cmd.Wait()
@@ -155,6 +155,23 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 			}
 		})
 	}
+
+	// A host that goes quiet (alive, no more requests) with units left in
+	// its isolates' leases: once a lease lapses, the isolate's next batch
+	// (a heartbeat, every 2 s here, 10 s by default) names the key, and
+	// the coordinator gives back what it held unused. Before, it stayed
+	// reserved, as spent, for the rest of the hour, as a killed host's.
+	t.Run("quiet", func(t *testing.T) {
+		a, _ := edge("--heartbeat", "2s")
+		first := edgeBurst(t, a, "hour", "quiet", 600, 0)
+		time.Sleep(3500 * time.Millisecond) // a lease life, then a heartbeat
+		b, _ := edge()
+		second := edgeBurst(t, b, "hour", "quiet", 500, time.Millisecond)
+		t.Logf("1,000/hour strict: %d admitted, the host quiet, a new host brought the total to %d", first, first+second)
+		if first != 600 || first+second != 1000 {
+			t.Fatalf("%d admitted, then the host quiet for 3.5 s: a new host admitted %d; want 600 and 400 (nothing stranded)", first, second)
+		}
+	})
 
 	// Hosts killed while they hold standing leases for the next window
 	// (under 2x load, just before a window ends): a new host admits in
