@@ -52,6 +52,10 @@ type CorpusRow struct {
 	WaitedDeniedPct float64  `json:"waited_denied_pct"`
 	WaitP50         Duration `json:"wait_p50"`
 	WaitP99         Duration `json:"wait_p99"`
+	// RemainingErrPct is Result.RemainingErrPct (the mean over seeds),
+	// RemainingHighP99Pct Result.RemainingHighP99Pct (the worst seed's).
+	RemainingErrPct     float64 `json:"remaining_err_pct"`
+	RemainingHighP99Pct float64 `json:"remaining_high_p99_pct"`
 	// CapacityPerWindow is the mean capacity of a key-window (cost units):
 	// from TargetBusyUnits on, Misses checks the wait p50 and waited %.
 	CapacityPerWindow float64 `json:"capacity_per_window"`
@@ -175,6 +179,8 @@ func aggregate(sc *Scenario, strategy string, rs []Result) CorpusRow {
 		row.StrandedPct += r.StrandedPct / n
 		row.WaitedPct += r.WaitedPct / n
 		row.WaitedDeniedPct += r.WaitedDeniedPct / n
+		row.RemainingErrPct += r.RemainingErrPct / n
+		row.RemainingHighP99Pct = math.Max(row.RemainingHighP99Pct, r.RemainingHighP99Pct)
 		row.DecisionsPerIsolate += float64(r.Requests) / (float64(r.Duration) / 1e9) / float64(r.Isolates) / n
 		p50 += float64(r.WaitP50) / n
 		p99 += float64(r.WaitP99) / n

@@ -135,6 +135,7 @@ type engine struct {
 	net     *network
 	churn   *rand.Rand
 	hist    histogram
+	remErr  remainingErr // remaining.go
 	res     Result
 
 	duration, lifetime  int64
@@ -601,6 +602,9 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 				return fmt.Errorf("sim: withdraw: %w", err)
 			}
 		}
+		if d.Allowed {
+			e.noteRemaining(w.gid, w.cost, d.Remaining)
+		}
 		e.record(w.gid, now, w.cost, d.Allowed, now-w.t)
 		if d.Allowed && e.up != nil {
 			if err := e.sendUpstream(nd.index, w.gid, w.cost, now); err != nil {
@@ -1025,4 +1029,6 @@ func (e *engine) finish() {
 	r.CoordWritesPerSec = float64(r.CoordWrites) / secs
 	r.WaitP50 = Duration(e.hist.quantile(0.50))
 	r.WaitP99 = Duration(e.hist.quantile(0.99))
+	r.RemainingErrPct = e.remErr.mean()
+	r.RemainingHighP99Pct = e.remErr.quantile(0.99)
 }

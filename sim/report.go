@@ -111,7 +111,7 @@ var csvHeader = []string{"scenario", "strategy", "sync_interval_ms", "isolates",
 	"sync_per_sec", "sync_per_decision_pct", "sync_bytes", "sync_bytes_per_sec", "sync_failures",
 	"waited", "waited_pct", "waited_denied", "waited_denied_pct", "wait_p50_ms", "wait_p99_ms", "coordinator_writes", "coordinator_writes_per_sec", "evictions", "kills",
 	"upstream_accepted", "upstream_429", "upstream_failed", "upstream_utilisation_pct", "upstream_pause_events",
-	"upstream_429_worst_isolate"}
+	"upstream_429_worst_isolate", "remaining_err_pct", "remaining_high_p99_pct"}
 
 // WriteCSV writes results as CSV with a header line.
 func WriteCSV(w io.Writer, rs []Result) error {
@@ -129,7 +129,7 @@ func WriteCSV(w io.Writer, rs []Result) error {
 			i(r.SyncBytes), f(r.SyncBytesPerSec), i(r.SyncFailures), i(r.Waited), f(r.WaitedPct), i(r.WaitedDenied), f(r.WaitedDeniedPct), ms(r.WaitP50), ms(r.WaitP99),
 			i(r.CoordWrites), f(r.CoordWritesPerSec), i(r.Evictions), i(r.Kills),
 			i(r.UpstreamAccepted), i(r.Upstream429), i(r.UpstreamFailed), f(r.UpstreamUtilisation), i(r.UpstreamPauseEvents),
-			i(r.Upstream429WorstIsolate)})
+			i(r.Upstream429WorstIsolate), f(r.RemainingErrPct), f(r.RemainingHighP99Pct)})
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {

@@ -86,6 +86,14 @@ type Result struct {
 	// histogram with 12.5% buckets (the bucket's upper bound).
 	WaitP50 Duration `json:"wait_p50"`
 	WaitP99 Duration `json:"wait_p99"`
+	// RemainingErrPct is how far the `remaining` of the module's
+	// admitted decisions on fixed-window keys read from the truth (the
+	// limit less the cost admitted in the window, the decision's
+	// included), % of the limit, on average: positive reads high.
+	// RemainingHighP99Pct is the error 99% of those answers read at most
+	// (0.5-point buckets). See remaining.go.
+	RemainingErrPct     float64 `json:"remaining_err_pct"`
+	RemainingHighP99Pct float64 `json:"remaining_high_p99_pct"`
 	// Stranded is budget stranded in leases while demand was refused: per
 	// key-window min(denied cost, what the coordinator had counted plus
 	// reserved in leases for the window at its end - the cost admitted),

@@ -141,6 +141,9 @@ func (s edge) decide(e *engine, now int64, iso int, gid int32, lim int, cost int
 	if err != nil {
 		return false, 0, false, fmt.Errorf("sim: decide: %w", err)
 	}
+	if d.Allowed {
+		e.noteRemaining(gid, cost, d.Remaining)
+	}
 	if stale && !s.byLocation {
 		// As the edge host's decideAlone: on a stale view the fail
 		// policy admits (open: within the whole limit per isolate;
