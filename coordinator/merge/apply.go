@@ -96,6 +96,7 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	m.oneWay = min(max(now-b.At, 0), maxOneWay)
 	m.cutAt = b.At
 	m.spans = b.Spans
+	m.pace = b.Pace
 	// Load every key first: after this point nothing can fail.
 	m.applySeq++
 	mark := m.applySeq
@@ -384,7 +385,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 	v.Lease = 0
 	if me == nil {
 		if !lim.IsBucket() {
-			v.Held = st.held(nil, W, now)
+			m.tellHeld(st, nil, W, now, v)
 		}
 		return
 	}
@@ -419,7 +420,7 @@ func (m *Merger) view(s *slot, h *hwmState, now int64, applied, end bool, v *wir
 		me.tellLife(v, m.cutAt, now)
 	}
 	if !lim.IsBucket() {
-		v.Held = st.held(me, W, now)
+		m.tellHeld(st, me, W, now, v)
 	}
 }
 

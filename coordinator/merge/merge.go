@@ -85,6 +85,7 @@ type Merger struct {
 	oneWay     int64       // the batch being applied: how long it took to come, ns (now - At, within [0, maxOneWay]); its reply takes as long
 	cutAt      int64       // the batch being applied: its cut (wire.Batch.At, the isolate's clock), ns
 	spans      bool        // the batch being applied reads wire.View.StandTo (wire.Batch.Spans)
+	pace       bool        // the batch being applied reads wire.View.Pace (wire.Batch.Pace)
 	slots      []slot      // scratch of Apply
 	sigs       []*keyState // scratch of Apply: the keys of the batch's signals
 	at         []int32     // scratch of Apply

@@ -495,7 +495,11 @@ func (s *keyState) reservation(is *isoState, W, now int64) int64 {
 // Without the pace, cost admitted under live leases and reported lazily
 // was missing: an isolate that had admitted 7 of a 10/minute key under
 // its lease left another's peek at 4 where 3 were left.
-func (s *keyState) held(me *isoState, W, now int64) int64 {
+//
+// It also returns the others' pace: the cost per period they are expected
+// to admit, each at the pace its silence allows (paceSince), for the
+// view's Pace.
+func (s *keyState) held(me *isoState, W, now int64) (held int64, pace float64) {
 	var n int64
 	var spent float64
 	P := s.lim.Period
@@ -505,6 +509,7 @@ func (s *keyState) held(me *isoState, W, now int64) int64 {
 		if is == me {
 			continue
 		}
+		pace += paceSince(is, P, now)
 		r := s.reservation(is, W, now)
 		switch {
 		case r == 0:
@@ -525,7 +530,17 @@ func (s *keyState) held(me *isoState, W, now int64) int64 {
 			spent += float64(o) + sp
 		}
 	}
-	return addSat(n, int64(math.Round(spent)))
+	return addSat(n, int64(math.Round(spent))), pace
+}
+
+// tellHeld sets v's Held (and, to a batch that reads it, Pace) for the
+// view of window W told to me (nil: an isolate without an entry).
+func (m *Merger) tellHeld(st *keyState, me *isoState, W, now int64, v *wire.View) {
+	held, pace := st.held(me, W, now)
+	v.Held = held
+	if m.pace {
+		v.Pace = int64(math.Round(min(pace, float64(wire.MaxLimit))))
+	}
 }
 
 // prune drops isolates not seen within keep (Merger.keepFor: at least 2

@@ -193,7 +193,7 @@ func (c *Core) Stats() wire.Stats {
 // wasm32 (their fields are all of fixed size; a test checks them).
 const (
 	entrySize = 176
-	leaseSize = 128
+	leaseSize = 136
 	rateSize  = 32
 )
 

@@ -92,6 +92,7 @@ type leaseRec struct {
 	longLife   bool  // the last reply's lease lives a period or longer (wire.View.Life): see Core.expectCovered
 	expires    int64 // ns from which lease and standA are void (the coordinator takes them back); 0: never
 	held       int64 // of the view's window (entry.vWin), what other isolates probably admitted and did not report (wire.View.Held)
+	pace       int64 // the cost per period other isolates are expected to admit, as of the view (wire.View.Pace; 0: not told)
 }
 
 // rateRec is the estimate of the cost other isolates admit for a key of an

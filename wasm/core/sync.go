@@ -122,7 +122,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.outAt = now
 	c.stats.Batches++
 	c.outEnd = end
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, wire.CapLimits|wire.CapSpans, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, count)
 	c.outBuf = append(c.outBuf, ents...)
 	if end {
 		c.ending = false
@@ -224,7 +224,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 // holds them encoded, one per inflight item). Reincarnate and Amend resend it so.
 func (c *Core) rebuildOut(ak []byte) {
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.outAt,
-		c.upBuf, c.denBuf, ak, false, c.rgen, wire.CapLimits|wire.CapSpans, len(c.inflight))
+		c.upBuf, c.denBuf, ak, false, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, len(c.inflight))
 	c.outBuf = append(c.outBuf, c.entBuf...)
 }
 
@@ -492,7 +492,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 		return
 	}
 	s := c.tab.lease(e)
-	s.held = v.Held
+	s.held, s.pace = v.Held, max64(v.Pace, 0)
 	if named && !v.Exhausted && s.asked == 0 && !l.bucket {
 		// A recheck (resets.go): the window has room again (a reset the
 		// coordinator sent no notice of): the dry spell ends, the next

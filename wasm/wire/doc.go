@@ -71,8 +71,8 @@ const (
 	maxKeyBytes    = 3 + MaxKeyLen
 	maxArrayHeader = 3
 	// a View: [limiter, key, window, count, prev, tat, lease, isolates,
-	// stand, exhausted, life, limit, held]
-	maxViewBytes = 1 + maxNameBytes + maxKeyBytes + 10*maxIntBytes + 1
+	// stand, exhausted, life, limit, held, standto, pace]
+	maxViewBytes = 1 + maxNameBytes + maxKeyBytes + 12*maxIntBytes + 1
 	// an UpView: [limiter, key, pause, circuit, open, probe, limit, life]
 	maxUpViewBytes = 1 + maxNameBytes + maxKeyBytes + 5*maxIntBytes + 1
 	// a ResetKey: [limiter, key]
@@ -81,7 +81,7 @@ const (
 	maxPauseBytes = 1 + maxNameBytes + maxIntBytes
 )
 
-// MaxReplyBytes is the size of the largest Reply, in bytes (9,153,612, 8.73 MiB):
+// MaxReplyBytes is the size of the largest Reply, in bytes (9,227,340, 8.80 MiB):
 // MaxBatchEntries views, upstream views and reset keys and MaxLimiters
 // paused limiters, each with a
 // limiter name of MaxNameLen bytes, a key of MaxKeyLen bytes and every

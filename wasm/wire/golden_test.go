@@ -73,6 +73,7 @@ var (
 		Entries: []wire.Delta{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Delta: 0, Demand: 1}},
 		Limits:  true,
 		Spans:   true,
+		Pace:    true,
 		Asks:    []wire.Ask{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 2}, {Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
@@ -170,6 +171,9 @@ func batchGeneric(b *wire.Batch) map[string]any {
 	}
 	if b.Spans {
 		m["sp"] = true
+	}
+	if b.Pace {
+		m["pc"] = true
 	}
 	if b.ReportsDenials() {
 		dn := []any{}
@@ -612,9 +616,10 @@ func TestViewWithoutStand(t *testing.T) {
 }
 
 // Held is the view's 13th element, written (with limit, 0 or not) only
-// when it or StandTo is not 0; StandTo the 14th, written only when it is
-// not 0; a view of 12 elements reads as held 0, one of 13 as standto 0,
-// one of 15 is refused.
+// when it, StandTo or Pace is not 0; StandTo the 14th, written only when
+// it or Pace is not 0; Pace the 15th, written only when it is not 0; a
+// view of 12 elements reads as held 0, one of 13 as standto 0, one of 14
+// as pace 0, one of 16 is refused.
 func TestViewHeld(t *testing.T) {
 	for _, v := range []wire.View{
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Held: 5},
@@ -622,6 +627,8 @@ func TestViewHeld(t *testing.T) {
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Limit: 100},
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Stand: 1, StandTo: 9},
 		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Stand: 1, StandTo: 9, Held: 2, Limit: 100},
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Pace: 40},
+		{Limiter: "l", Key: "k", Window: 3, Count: 4, Lease: 2, Isolates: 1, Stand: 1, StandTo: 9, Held: 2, Limit: 100, Pace: 1 << 40},
 	} {
 		rp := wire.Reply{Version: wire.Version, Seq: 1, At: 1, Entries: []wire.View{v}}
 		var back wire.Reply
@@ -632,20 +639,23 @@ func TestViewHeld(t *testing.T) {
 		if err := rr.Reset(rp.AppendMsg(nil)); err != nil {
 			t.Fatal(err)
 		}
-		got := wire.View{StandTo: 99}
-		if _, _, ok := rr.Next(&got); !ok || got.StandTo != v.StandTo || got.Held != v.Held || got.Limit != v.Limit {
+		got := wire.View{StandTo: 99, Pace: 99}
+		if _, _, ok := rr.Next(&got); !ok || got.StandTo != v.StandTo || got.Held != v.Held || got.Limit != v.Limit || got.Pace != v.Pace {
 			t.Errorf("%+v read by the guest's reader as %+v", v, got)
 		}
 	}
 	if b := (&wire.View{Limiter: "l", Key: "k", StandTo: 4}).AppendMsg(nil); b[0] != 0x9e {
 		t.Fatalf("a view with standto starts %x, want a fixarray of 14", b[0])
 	}
-	// A well-formed view of 14 with a 15th element: its array header
-	// (fixarray 0x9e) made 0x9f and a number appended.
-	v14 := (&wire.View{Limiter: "l", Key: "k", StandTo: 5}).AppendMsg(nil)
-	v15 := wire.AppendInt(append([]byte{0x9f}, v14[1:]...), 7)
+	if b := (&wire.View{Limiter: "l", Key: "k", Pace: 4}).AppendMsg(nil); b[0] != 0x9f {
+		t.Fatalf("a view with pace starts %x, want a fixarray of 15", b[0])
+	}
+	// A well-formed view of 15 with a 16th element: its array header
+	// (fixarray 0x9f) made an array16 of 16 and a number appended.
+	v15 := (&wire.View{Limiter: "l", Key: "k", Pace: 5}).AppendMsg(nil)
+	v16 := wire.AppendInt(append([]byte{0xdc, 0, 16}, v15[1:]...), 7)
 	var rp wire.Reply
-	if err := rp.UnmarshalMsg(replyOfRawView(v15)); err == nil {
-		t.Error("a view of 15 elements accepted")
+	if err := rp.UnmarshalMsg(replyOfRawView(v16)); err == nil {
+		t.Error("a view of 16 elements accepted")
 	}
 }

@@ -15,7 +15,7 @@ func TestMaxReplyBytes(t *testing.T) {
 	rp := Reply{Version: n, Seq: n, At: n, ResetGen: n, ResetAll: true}
 	for i := 0; i < MaxBatchEntries; i++ {
 		rp.Entries = append(rp.Entries, View{Limiter: lim, Key: key, Window: n, Count: n, Prev: n, TAT: n, Lease: n,
-			Isolates: n, Stand: n, Exhausted: true, Life: n, Limit: n, Held: n})
+			Isolates: n, Stand: n, Exhausted: true, Life: n, Limit: n, Held: n, StandTo: n, Pace: n})
 		rp.Upstream = append(rp.Upstream, UpView{Limiter: lim, Key: key, Pause: n, Circuit: n, Open: n, Probe: true, Limit: n, Life: n})
 		rp.Resets = append(rp.Resets, ResetKey{Limiter: lim, Key: key})
 	}

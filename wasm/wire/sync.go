@@ -45,6 +45,11 @@ type Batch struct {
 	// send it reads views of at most 13 elements, and stands only in the
 	// window after the view's). Encoded only when true.
 	Spans bool `msgpack:"sp,omitempty"`
+	// Pace: the isolate reads View.Pace, so the coordinator sends the
+	// other isolates' pace on leased windowed keys (a module that does
+	// not send it reads views of at most 14 elements). Encoded only when
+	// true.
+	Pace bool `msgpack:"pc,omitempty"`
 	// Denials: the cost each key's requests were refused for good (a
 	// final denial: not one answered SyncRetry, which the host decides
 	// again) since the isolate's previous batch; at most MaxBatchEntries.
@@ -208,6 +213,15 @@ type View struct {
 	// Window+1. Optional on the wire: a view of 8 to 13 elements has 0.
 	// Not in the msgpack/v5 reflection encoding (as Limit).
 	StandTo int64 `msgpack:"-"`
+	// Pace (leased windowed limiters, sent only to a batch that says
+	// Batch.Pace): the cost per period the other isolates are expected to
+	// admit, from the demand they reported, in cost units per Window's
+	// length (rounded). An isolate's remaining counts what it implies for
+	// the time since the view was made (the others' admissions the view
+	// cannot show yet) as used. 0: none known. Optional on the wire: a
+	// view of 8 to 14 elements has 0. Not in the msgpack/v5 reflection
+	// encoding (as Limit).
+	Pace int64 `msgpack:"-"`
 }
 
 // Capabilities of a module, as AppendBatchHeader takes them: what the
@@ -217,6 +231,8 @@ const (
 	CapLimits uint8 = 1 << iota
 	// CapSpans is Batch.Spans.
 	CapSpans
+	// CapPace is Batch.Pace.
+	CapPace
 )
 
 // AppendMsg appends b encoded as msgpack.
@@ -251,6 +267,9 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 	if b.Spans {
 		caps |= CapSpans
 	}
+	if b.Pace {
+		caps |= CapPace
+	}
 	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, ak, b.End, b.ResetGen, caps, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
@@ -266,12 +285,13 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // building a Batch (no allocation). end marks the isolate's last batch
 // (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
 // Batch.Secret (written when set); caps says what the isolate reads
-// (CapLimits: Batch.Limits, CapSpans: Batch.Spans, each written when set);
+// (CapLimits: Batch.Limits, CapSpans: Batch.Spans, CapPace: Batch.Pace,
+// each written when set);
 // dn is the encoded array of the batch's denials (AppendKeyCost after an
 // array header; Batch.Denials), nil when the isolate does not report them;
 // ak the encoded array of its asks (Batch.Asks), nil or empty for none.
 func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn, ak []byte, end bool, rg int64, caps uint8, n int) []byte {
-	lim, sp := caps&CapLimits != 0, caps&CapSpans != 0
+	lim, sp, pc := caps&CapLimits != 0, caps&CapSpans != 0, caps&CapPace != 0
 	fields := 5
 	if dn != nil {
 		fields++
@@ -286,6 +306,9 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 		fields++
 	}
 	if sp {
+		fields++
+	}
+	if pc {
 		fields++
 	}
 	if len(up) > 0 {
@@ -308,6 +331,10 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 	}
 	if sp {
 		dst = AppendString(dst, "sp")
+		dst = AppendBool(dst, true)
+	}
+	if pc {
+		dst = AppendString(dst, "pc")
 		dst = AppendBool(dst, true)
 	}
 	if rg > 0 {
@@ -409,6 +436,8 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.Limits = r.ReadBool()
 		case Equal("sp", f):
 			b.Spans = r.ReadBool()
+		case Equal("pc", f):
+			b.Pace = r.ReadBool()
 		default:
 			r.Skip()
 		}
@@ -510,12 +539,13 @@ func (rp *Reply) AppendMsg(dst []byte) []byte {
 func (v *View) Notice() bool { return v.Lease == -1 && v.Exhausted }
 
 // AppendMsg appends v as the array [limiter, key, window, count, prev, tat,
-// lease, isolates, stand, exhausted, life(, limit(, held(, standto)))]:
-// limit when it, held or standto is not 0, held when it or standto is not
-// 0, standto when it is not 0.
+// lease, isolates, stand, exhausted, life(, limit(, held(, standto(,
+// pace))))]: each optional element when it or one after it is not 0.
 func (v *View) AppendMsg(dst []byte) []byte {
 	n := 11
 	switch {
+	case v.Pace != 0:
+		n = 15
 	case v.StandTo != 0:
 		n = 14
 	case v.Held != 0:
@@ -541,14 +571,17 @@ func (v *View) AppendMsg(dst []byte) []byte {
 	if n >= 13 {
 		dst = AppendInt(dst, v.Held)
 	}
-	if n == 14 {
+	if n >= 14 {
 		dst = AppendInt(dst, v.StandTo)
+	}
+	if n == 15 {
+		dst = AppendInt(dst, v.Pace)
 	}
 	return dst
 }
 
 var (
-	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit(, held(, standto))))))]")
+	errViewShape = errors.New("want [limiter, key, window, count, prev, tat, lease, isolates(, stand(, exhausted(, life(, limit(, held(, standto(, pace)))))))]")
 	errKeyLen    = errors.New("must be 1 to " + strconv.Itoa(MaxKeyLen) + " bytes")
 )
 
@@ -631,13 +664,13 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	rr.left--
 	r := &rr.r
 	n := r.ReadArrayHeader()
-	if (n < 8 || n > 14) && r.err == nil {
+	if (n < 8 || n > 15) && r.err == nil {
 		r.SetErr("e", errViewShape)
 		return nil, nil, false
 	}
 	limiter, key = r.ReadStringBytes(), r.ReadStringBytes()
 	v.Window, v.Count, v.Prev, v.TAT, v.Lease, v.Isolates = r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt(), r.ReadInt()
-	v.Stand, v.Exhausted, v.Life, v.Limit, v.Held, v.StandTo = 0, false, 0, 0, 0, 0
+	v.Stand, v.Exhausted, v.Life, v.Limit, v.Held, v.StandTo, v.Pace = 0, false, 0, 0, 0, 0, 0
 	if n >= 9 {
 		v.Stand = r.ReadInt()
 	}
@@ -653,8 +686,11 @@ func (rr *ReplyReader) Next(v *View) (limiter, key []byte, ok bool) {
 	if n >= 13 {
 		v.Held = r.ReadInt()
 	}
-	if n == 14 {
+	if n >= 14 {
 		v.StandTo = r.ReadInt()
+	}
+	if n == 15 {
+		v.Pace = r.ReadInt()
 	}
 	if r.err == nil && r.off > rr.eEnd {
 		r.SetErr("e", ErrShort)
