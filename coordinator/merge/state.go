@@ -228,31 +228,41 @@ func (s *keyState) encode(dst []byte) []byte {
 	// What sliding-window leases still hold of the window before theirs,
 	// after the asks, only when some isolate holds any (records written
 	// before it, and most records, have none).
-	for i := range s.isos {
-		if s.isos[i].prevRes != 0 {
-			dst = append(dst, 'p')
-			for j := range s.isos {
-				dst = binary.AppendVarint(dst, s.isos[j].prevRes)
-			}
-			break
-		}
-	}
+	dst = s.appendSection(dst, 'p', func(is *isoState) *int64 { return &is.prevRes })
 	// When the isolate's leases are void on its clock, after the sliding
 	// leases, only when some isolate was told one (records written
 	// before it have none: a lease of theirs counts as live until its
 	// expiry on the coordinator's clock).
+	dst = s.appendSection(dst, 'v', func(is *isoState) *int64 { return &is.voidAt })
+	// The upstream section, after the standing leases (records without
+	// one end there).
+	return s.encodeUp(dst)
+}
+
+// appendSection appends an optional section of the record: tag, then the
+// field f of every isolate, only when some isolate's is not 0.
+func (s *keyState) appendSection(dst []byte, tag byte, f func(*isoState) *int64) []byte {
 	for i := range s.isos {
-		if s.isos[i].voidAt != 0 {
-			dst = append(dst, 'v')
+		if *f(&s.isos[i]) != 0 {
+			dst = append(dst, tag)
 			for j := range s.isos {
-				dst = binary.AppendVarint(dst, s.isos[j].voidAt)
+				dst = binary.AppendVarint(dst, *f(&s.isos[j]))
 			}
 			break
 		}
 	}
-	// The upstream section, after the standing leases (records without
-	// one end there).
-	return s.encodeUp(dst)
+	return dst
+}
+
+// readSection reads the optional section tag into the field f of every
+// isolate when it comes next (appendSection); without it they stay 0.
+func (s *keyState) readSection(d *decoder, tag byte, f func(*isoState) *int64) {
+	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == tag {
+		d.b = d.b[1:]
+		for i := range s.isos {
+			*f(&s.isos[i]) = d.varint()
+		}
+	}
 }
 
 var errCorrupt = errors.New("merge: corrupt record")
@@ -329,18 +339,8 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 			}
 		}
 	}
-	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == 'p' {
-		d.b = d.b[1:]
-		for i := range s.isos {
-			s.isos[i].prevRes = d.varint()
-		}
-	}
-	if d.err == nil && len(s.isos) > 0 && len(d.b) > 0 && d.b[0] == 'v' {
-		d.b = d.b[1:]
-		for i := range s.isos {
-			s.isos[i].voidAt = d.varint()
-		}
-	}
+	s.readSection(&d, 'p', func(is *isoState) *int64 { return &is.prevRes })
+	s.readSection(&d, 'v', func(is *isoState) *int64 { return &is.voidAt })
 	s.up = nil
 	if d.err == nil && len(d.b) > 0 {
 		s.decodeUp(&d)
