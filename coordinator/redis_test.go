@@ -97,6 +97,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"LeasesCannotFillAKey", TestLeasesCannotFillAKey},
 		{"HugeCostBucketRecovers", TestHugeCostBucketRecovers},
 		{"TokenQuotas", TestTokenQuotas},
+		{"SparseIsolateStandsOverSeveralWindows", TestSparseIsolateStandsOverSeveralWindows},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

@@ -729,7 +729,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			before := m.stats
 			asks := liveAsks(sb.asks, mark, r.b.Seq)
 			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At,
-				Entries: sb.entries, Asks: asks, Limits: r.b.Limits, Pace: r.b.Pace}, r.scope, now, nil)
+				Entries: sb.entries, Asks: asks, Limits: r.b.Limits, Spans: r.b.Spans, Pace: r.b.Pace}, r.scope, now, nil)
 			if err != nil {
 				bad = err
 				continue

@@ -264,7 +264,7 @@ func (s *SharedMerger) addCounts(ctx context.Context, m *Merger, gs []*sharedBuc
 			es = entries
 		}
 		m.hwms[r.iso] = &hwmState{id: r.iso, hash: r.h.hash, seq: r.b.Seq} // sum 0: a retry of whatever took the number
-		rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: es, Limits: r.b.Limits, Pace: r.b.Pace}, r.scope, now, nil)
+		rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At, Entries: es, Limits: r.b.Limits, Spans: r.b.Spans, Pace: r.b.Pace}, r.scope, now, nil)
 		if err != nil {
 			r.err = err
 			continue
