@@ -13,7 +13,8 @@ func FuzzDecodeShared(f *testing.F) {
 		st.win, st.count, st.prev = 1000, 7, 3
 		st.sk.add(12345, 1000)
 		if cfg.Limiters[lim].Leased() {
-			st.isos = []isoState{{id: "iso-a", seen: 5, lease: 3, granted: 3, leaseWin: 1000, stand: 1, standRes: 2, standUntil: 1001}}
+			st.isos = []isoState{{id: "iso-a", seen: 5, lease: 3, granted: 3, leaseWin: 1000, stand: 1, standRes: 2, standUntil: 1001,
+				expires: 9, usable: 8, prevRes: 1, voidAt: 7}}
 		}
 		f.Add(lim, encodeShared(nil, st))
 	}
@@ -34,6 +35,11 @@ func FuzzDecodeShared(f *testing.F) {
 		if again.win != st.win || again.count != st.count || again.prev != st.prev || again.tat != st.tat ||
 			(!l.Leased() && again.sk != st.sk) || (l.Leased() && len(again.isos) != len(st.isos)) {
 			t.Fatalf("round trip changed the state: %+v vs %+v", st, again)
+		}
+		for i := range again.isos {
+			if a, b := &again.isos[i], &st.isos[i]; a.prevRes != b.prevRes || a.voidAt != b.voidAt || a.expires != b.expires {
+				t.Fatalf("round trip changed isolate %d: %+v vs %+v", i, b, a)
+			}
 		}
 	})
 }

@@ -89,7 +89,8 @@ func FuzzBatch(f *testing.F) {
 
 func FuzzReply(f *testing.F) {
 	seeds(f, &fixReply, &fixReplyUpstream, &wire.Reply{Version: 1, Seq: 1},
-		&wire.Reply{Version: 1, Seq: 1, ResetGen: 7, Resets: []wire.ResetKey{{Limiter: "a", Key: "k"}}})
+		&wire.Reply{Version: 1, Seq: 1, ResetGen: 7, Resets: []wire.ResetKey{{Limiter: "a", Key: "k"}}},
+		&wire.Reply{Version: 1, Seq: 1, Entries: []wire.View{{Limiter: "a", Key: "k", Lease: 2, Held: 1, StandTo: 9, Pace: 40}}})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, func(rp *wire.Reply) {
 			if len(rp.Upstream) == 0 {
