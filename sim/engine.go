@@ -603,7 +603,7 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 			}
 		}
 		if d.Allowed {
-			e.noteRemaining(w.gid, w.cost, d.Remaining)
+			e.noteRemaining(w.gid, w.cost, d.Remaining, now)
 		}
 		e.record(w.gid, now, w.cost, d.Allowed, now-w.t)
 		if d.Allowed && e.up != nil {

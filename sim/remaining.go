@@ -3,12 +3,15 @@ package sim
 import "math"
 
 // How far the `remaining` the module answers is from the truth. Measured
-// on admitted decisions of fixed-window keys, where the truth is plain:
-// the key's limit less the cost admitted in its window so far, the
-// decision's included. The error is the answer less that, in % of the
-// limit: positive reads high (a client told it has room that is gone),
-// negative low. The answer is an estimate from a view up to a sync old,
-// so some error is the design's; the figures show how much.
+// on admitted decisions of fixed-window and bucket keys, where the truth
+// is plain: a fixed window's limit less the cost admitted in its window
+// so far, a bucket's tokens left in a bucket charged with every cost
+// admitted (bucketTruth's), the decision's included. The error is the
+// answer less that, in % of the limit (a bucket's burst): positive reads
+// high (a client told it has room that is gone), negative low. The answer
+// is an estimate from a view up to a sync old, so some error is the
+// design's; the figures show how much. Sliding windows are not measured
+// (their count is weighted).
 
 // remainingBucketPct is the width of the error histogram's buckets, %.
 const remainingBucketPct = 0.5
@@ -57,12 +60,20 @@ func (r *remainingErr) quantile(q float64) float64 {
 }
 
 // noteRemaining notes the `remaining` of a decision the module admitted
-// (cost on key gid, before record counts it).
-func (e *engine) noteRemaining(gid int32, cost, remaining int64) {
+// at now (cost on key gid, before record counts it).
+func (e *engine) noteRemaining(gid int32, cost, remaining, now int64) {
 	k := &e.keys[gid]
-	if k.perUnit > 0 || k.sliding || k.cap <= 0 {
-		return
+	switch {
+	case k.perUnit > 0:
+		burst := k.tol / k.perUnit
+		if burst <= 0 {
+			return
+		}
+		tat := max(e.truth[gid].bucket.tat, now) + cost*k.perUnit
+		truth := max(now+k.tol-tat, 0) / k.perUnit
+		e.remErr.add(100 * float64(remaining-truth) / float64(burst))
+	case !k.sliding && k.cap > 0:
+		truth := k.cap - (e.truth[gid].admitted + cost)
+		e.remErr.add(100 * float64(remaining-truth) / float64(k.cap))
 	}
-	truth := k.cap - (e.truth[gid].admitted + cost)
-	e.remErr.add(100 * float64(remaining-truth) / float64(k.cap))
 }

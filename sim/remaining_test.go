@@ -31,27 +31,30 @@ func TestRemainingErrQuantiles(t *testing.T) {
 }
 
 // One isolate knows every admission of its key: its `remaining` is the
-// truth on every admitted decision. Many isolates answer from views up to
-// a sync old, and read high by what the others admitted since.
+// truth on every admitted decision, on a fixed window and on a bucket.
+// Many isolates answer from views up to a sync old, and read high by what
+// the others admitted since.
 func TestRemainingAgainstTheTruth(t *testing.T) {
-	run := func(isolates int) Result {
-		t.Helper()
-		sc, err := ParseScenario([]byte(fmt.Sprintf(`{"name": "remaining", "isolates": %d, "duration": "10s",
-			"config": {"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 100, "period": "1s"}]},
-			"network": {"latency": {"dist": "fixed", "mean": "20ms"}},
-			"traffic": [{"limiter": "a", "rate": 150}]}`, isolates)), "")
-		if err != nil {
-			t.Fatal(err)
+	for _, alg := range []string{"fixed_window", "token_bucket"} {
+		run := func(isolates int) Result {
+			t.Helper()
+			sc, err := ParseScenario([]byte(fmt.Sprintf(`{"name": "remaining", "isolates": %d, "duration": "10s",
+				"config": {"limiters": [{"name": "a", "algorithm": %q, "limit": 100, "period": "1s"}]},
+				"network": {"latency": {"dist": "fixed", "mean": "20ms"}},
+				"traffic": [{"limiter": "a", "rate": 150}]}`, isolates, alg)), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return runScenario(t, sc, Auto)
 		}
-		return runScenario(t, sc, Auto)
-	}
-	one := run(1)
-	if one.Admitted == 0 || one.RemainingErrPct != 0 || one.RemainingHighP99Pct != 0 {
-		t.Errorf("one isolate: %d admitted, remaining off by %.2f%% on average, p99 %.1f%%; want exact", one.Admitted, one.RemainingErrPct, one.RemainingHighP99Pct)
-	}
-	many := run(16)
-	t.Logf("16 isolates: remaining off by %.2f%% of the limit on average, p99 %.1f%%", many.RemainingErrPct, many.RemainingHighP99Pct)
-	if many.RemainingHighP99Pct <= 0 {
-		t.Errorf("16 isolates: p99 error %.1f%%; want the others' admissions since the view to show", many.RemainingHighP99Pct)
+		one := run(1)
+		if one.Admitted == 0 || one.RemainingErrPct != 0 || one.RemainingHighP99Pct != 0 {
+			t.Errorf("%s, one isolate: %d admitted, remaining off by %.2f%% on average, p99 %.1f%%; want exact", alg, one.Admitted, one.RemainingErrPct, one.RemainingHighP99Pct)
+		}
+		many := run(16)
+		t.Logf("%s, 16 isolates: remaining off by %.2f%% of the limit on average, p99 %.1f%%", alg, many.RemainingErrPct, many.RemainingHighP99Pct)
+		if many.RemainingHighP99Pct <= 0 {
+			t.Errorf("%s, 16 isolates: p99 error %.1f%%; want the others' admissions since the view to show", alg, many.RemainingHighP99Pct)
+		}
 	}
 }

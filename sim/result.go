@@ -87,9 +87,10 @@ type Result struct {
 	WaitP50 Duration `json:"wait_p50"`
 	WaitP99 Duration `json:"wait_p99"`
 	// RemainingErrPct is how far the `remaining` of the module's
-	// admitted decisions on fixed-window keys read from the truth (the
-	// limit less the cost admitted in the window, the decision's
-	// included), % of the limit, on average: positive reads high.
+	// admitted decisions on fixed-window and bucket keys read from the
+	// truth (a window's limit less the cost admitted in it, a bucket's
+	// tokens left, the decision's included), % of the limit (a bucket's
+	// burst), on average: positive reads high.
 	// RemainingHighP99Pct is the error 99% of those answers read at most
 	// (0.5-point buckets). See remaining.go.
 	RemainingErrPct     float64 `json:"remaining_err_pct"`

@@ -142,7 +142,7 @@ func (s edge) decide(e *engine, now int64, iso int, gid int32, lim int, cost int
 		return false, 0, false, fmt.Errorf("sim: decide: %w", err)
 	}
 	if d.Allowed {
-		e.noteRemaining(gid, cost, d.Remaining)
+		e.noteRemaining(gid, cost, d.Remaining, now)
 	}
 	if stale && !s.byLocation {
 		// As the edge host's decideAlone: on a stale view the fail
