@@ -26,10 +26,22 @@ func (b *bucketTruth) offer(k *keyInfo, now, cost int64) {
 // admit charges cost admitted at now (ns) to the admitted cost's bucket,
 // and notes how far past its burst it is.
 func (b *bucketTruth) admit(k *keyInfo, now, cost int64) {
-	b.tat = max(b.tat, now) + cost*k.perUnit
+	b.tat = b.charged(k, now, cost)
 	if debt := b.tat - now - k.tol; debt > 0 {
 		b.over = max(b.over, (debt+k.perUnit-1)/k.perUnit)
 	}
+}
+
+// charged returns the admitted cost's bucket's TAT once cost admitted at
+// now (ns) is charged to it.
+func (b *bucketTruth) charged(k *keyInfo, now, cost int64) int64 {
+	return max(b.tat, now) + cost*k.perUnit
+}
+
+// left returns the units left in the admitted cost's bucket at now once
+// cost is charged to it (0 past its burst).
+func (b *bucketTruth) left(k *keyInfo, now, cost int64) int64 {
+	return max(now+k.tol-b.charged(k, now, cost), 0) / k.perUnit
 }
 
 // roll starts a new window: the buckets carry over, the counts do not.

@@ -69,8 +69,7 @@ func (e *engine) noteRemaining(gid int32, cost, remaining, now int64) {
 		if burst <= 0 {
 			return
 		}
-		tat := max(e.truth[gid].bucket.tat, now) + cost*k.perUnit
-		truth := max(now+k.tol-tat, 0) / k.perUnit
+		truth := e.truth[gid].bucket.left(k, now, cost)
 		e.remErr.add(100 * float64(remaining-truth) / float64(burst))
 	case !k.sliding && k.cap > 0:
 		truth := k.cap - (e.truth[gid].admitted + cost)

@@ -6,6 +6,19 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
+// tenPerMinute returns a coordinator with one limiter, m10 (strict fixed
+// window, 10 a minute), its clock a second into a minute, and that
+// minute's window.
+func tenPerMinute(t *testing.T) (*testCoordinator, *fakeClock, int64) {
+	t.Helper()
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) {
+		o.Config = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+			{Name: "m10", Algorithm: wire.FixedWindow, Limit: 10, Period: 60 * sec, Mode: wire.Strict}}}
+	})
+	clk.set((t0/(60*sec)+1)*60*sec + sec)
+	return c, clk, clk.now() / (60 * sec)
+}
+
 // The view's Held counts what other isolates admitted under live leases
 // and have not reported yet (a strict fixed window reports lazily): the
 // units their last grant gave for the requests they held, and what their
@@ -14,12 +27,7 @@ import (
 // the module subtracts it), not 0 (remaining 10). With a's unused units
 // ahead, Held stays what a probably admitted, not all it holds.
 func TestHeldCountsLiveLeasesSpent(t *testing.T) {
-	c, clk := newTestCoordinator(t, t0, func(o *testOptions) {
-		o.Config = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-			{Name: "m10", Algorithm: wire.FixedWindow, Limit: 10, Period: 60 * sec, Mode: wire.Strict}}}
-	})
-	clk.set((t0/(60*sec)+1)*60*sec + sec)
-	w := clk.now() / (60 * sec)
+	c, clk, w := tenPerMinute(t)
 	va := viewOf(t, mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Demand: 7})), "m10", "k")
 	if va.Lease < 7 {
 		t.Fatalf("a granted %d, want its 7 held requests", va.Lease)

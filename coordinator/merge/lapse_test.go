@@ -16,12 +16,7 @@ import (
 // isolate could still admit under it) keeps the units reserved, as the
 // grace after the coordinator's usable time did before.
 func TestLapsedLeaseComesBack(t *testing.T) {
-	c, clk := newTestCoordinator(t, t0, func(o *testOptions) {
-		o.Config = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-			{Name: "m10", Algorithm: wire.FixedWindow, Limit: 10, Period: 60 * sec, Mode: wire.Strict}}}
-	})
-	clk.set((t0/(60*sec)+1)*60*sec + sec)
-	w := clk.now() / (60 * sec)
+	c, clk, w := tenPerMinute(t)
 	reserved := func() int64 {
 		t.Helper()
 		var r int64
