@@ -65,6 +65,7 @@ type amendment struct {
 
 type waiter struct {
 	t, cost int64
+	reset   int64 // Reset of its last decision (syncloop.Retry.NewWindow)
 	gid     int32
 	lim     int
 	r       syncloop.Retry
@@ -456,7 +457,6 @@ func (e *engine) run() error {
 // for a sync: then settle or expire records it).
 func (e *engine) request(now int64, isoIdx int, gid int32, lim int, cost int64) error {
 	e.rollWindow(gid, now)
-	e.truth[gid].offered += cost
 	if k := &e.keys[gid]; k.perUnit > 0 {
 		e.truth[gid].bucket.offer(k, now, cost)
 	}
@@ -534,9 +534,16 @@ func (e *engine) wantFor(nd *node, now int64, c syncCause) error {
 }
 
 // record accounts a request of key gid decided at now in the current
-// window.
+// window. The request is offered in the window it is decided in, as it is
+// admitted or denied there: one held for a sync at a window's end and
+// decided in the next was offered in the first and admitted in the
+// second, and a window with no request of its own but such an admission
+// was not accounted at all (flush): a key at 1% of its limit over 64
+// isolates, whose requests nearly all waited, read 98.0% utilisation with
+// none denied, and such a window's admissions escaped the overrun check.
 func (e *engine) record(gid int32, now, cost int64, allowed bool, added int64) {
 	tr := &e.truth[gid]
+	tr.offered += cost
 	e.hist.add(added)
 	if added > 0 {
 		e.res.Waited++
@@ -588,10 +595,12 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 			e.record(w.gid, now, w.cost, false, now-w.t)
 			continue
 		}
+		w.r.NewWindow(w.reset, now)
 		d, err := nd.iso.Decide(e.ctx, w.lim, e.keys[w.gid].name, w.cost, now)
 		if err != nil {
 			return fmt.Errorf("sim: decide: %w", err)
 		}
+		w.reset = d.Reset
 		if d.SyncRetry && w.r.Again() {
 			keep = append(keep, w)
 			continue
@@ -988,7 +997,10 @@ func (e *engine) flush(gid int32) {
 
 func (e *engine) finish() {
 	for _, nd := range e.nodes {
-		e.expire(nd, e.duration, true) // still held at the end: denied
+		// Still held when the run ends: not answered within it, counted
+		// in no window (denied there, each read as unserved in a window
+		// with room: under-0.5x 0.08%, where its requests all pass).
+		nd.waiting = nd.waiting[:0]
 	}
 	for g := range e.truth {
 		if e.truth[g].win >= 0 && e.truth[g].spent < 0 {

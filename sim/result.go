@@ -17,7 +17,9 @@ type Result struct {
 	Seed     uint64   `json:"seed"`
 
 	Requests int64 `json:"requests"`
-	// Offered is the cost asked, summed over key-windows; Admitted and
+	// Offered is the cost asked, summed over key-windows (a request counts
+	// in the window it is decided in; one still held for a sync when the
+	// run ends is decided in none, so counts only in Requests); Admitted and
 	// Denied split it (cost units, as Offered: before, Denied counted
 	// requests, and a trace of costs 1-10 read admitted 76,603 and denied
 	// 33,720 of 60,000 requests).

@@ -426,6 +426,7 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		var err error
 		replies, batches = s.replies.Load(), s.batches.Load()
 		at := now()
+		r.NewWindow(d.Reset, at)
 		// Its last decision: answered SyncRetry again, it stands denied,
 		// and its ask is withdrawn (core.Core.Withdraw).
 		if d, wait, _, err = s.decide(ctx, checks, at, !r.Again()); err != nil || !d.SyncRetry || !r.Again() {

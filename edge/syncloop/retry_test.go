@@ -26,3 +26,31 @@ func TestRetryPolicy(t *testing.T) {
 		t.Fatal("a reply after the deadline decided again")
 	}
 }
+
+// A request decided again in a later window than its last decision's waits
+// for one reply more, once; in the same window, or a second time, none.
+func TestRetryNewWindow(t *testing.T) {
+	r, _ := RetryPolicy{}.Begin(0)
+	r.NewWindow(1000, 999) // still the window it was held in
+	if !r.Replied(999) || !r.Again() || !r.Replied(999) || r.Again() {
+		t.Fatal("a reply more within the window it was held in")
+	}
+	r, _ = RetryPolicy{}.Begin(0)
+	r.NewWindow(0, 5000) // no reset told (0): no window to compare
+	r.Replied(10)
+	r.Replied(20)
+	if r.Again() {
+		t.Fatal("a reply more without a reset")
+	}
+	r, _ = RetryPolicy{}.Begin(990)
+	r.Replied(1010)
+	r.NewWindow(1000, 1010) // its ask was for the window that ended at 1000
+	if !r.Replied(1050) || !r.Again() {
+		t.Fatal("after the second reply in a new window: want one more")
+	}
+	r.NewWindow(1000, 1050) // given once
+	r.NewWindow(2000, 2001)
+	if !r.Replied(1090) || r.Again() {
+		t.Fatal("NewWindow gave more than one reply")
+	}
+}

@@ -544,7 +544,8 @@ export class EdgeLimit {
    * miss, a read-through cold key) on a fresh view is held: it triggers a
    * sync (or, while a batch is in flight, amends it: see _ask), waits
    * for a reply and is decided again after each, up to three replies
-   * within retryWait (a sync already in flight may not carry its demand).
+   * (four once it is decided in a later window than before) within
+   * retryWait (a sync already in flight may not carry its demand).
    * The isolate's first limit() waits for its reading of the coordinator's
    * time (see _awaitTime), unless every limiter it checks is approximate
    * (see _localOnly): it then decides at once and the reading runs beside
@@ -585,18 +586,28 @@ export class EdgeLimit {
     // when it grants. So while the amendment carrying this request's ask
     // (mine) is in flight, a denial is not final: the request waits for
     // that reply and is decided again.
+    //
+    // A request decided again in a window after its last decision's (held
+    // near a window's end: its ask, for that window, cannot admit it in the
+    // next) waits for one reply more, once (syncloop.Retry.NewWindow).
     const end = this._clock() + this._retryWait;
     let mine = null;
     const held = this._cuts; // after its decision: a batch cut since asks for it
+    let most = 3;
+    let moved = false;
     this._held++;
     try {
-      for (let replies = 0; replies < 3 && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amends.includes(mine)));) {
+      for (let replies = 0; replies < most && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amends.includes(mine)));) {
         if (d.syncRetry) mine = this._ask(held, mine, ctx);
         const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx, () => this._needsBatch(held, mine));
         if (!r.second) replies++;
+        if (!moved && d.reset > 0 && this._clock() >= d.reset) {
+          moved = true;
+          most++;
+        }
         // No reply within retryWait is no failed sync (a slow
         // coordinator): the scheduler says whether the syncs fail.
-        d = this._decide(opts, ctx, !r.ok && !r.timeout, replies >= 3);
+        d = this._decide(opts, ctx, !r.ok && !r.timeout, replies >= most);
       }
     } finally {
       this._held--;
