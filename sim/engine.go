@@ -65,7 +65,6 @@ type amendment struct {
 
 type waiter struct {
 	t, cost int64
-	reset   int64 // Reset of its last decision (syncloop.Retry.NewWindow)
 	gid     int32
 	lim     int
 	r       syncloop.Retry
@@ -595,13 +594,13 @@ func (e *engine) settle(nd *node, now int64, second bool) error {
 			e.record(w.gid, now, w.cost, false, now-w.t)
 			continue
 		}
-		w.r.NewWindow(w.reset, now)
+		w.r.NewWindow(now)
 		d, err := nd.iso.Decide(e.ctx, w.lim, e.keys[w.gid].name, w.cost, now)
 		if err != nil {
 			return fmt.Errorf("sim: decide: %w", err)
 		}
-		w.reset = d.Reset
 		if d.SyncRetry && w.r.Again() {
+			w.r.Decided(d.Reset, now)
 			keep = append(keep, w)
 			continue
 		}

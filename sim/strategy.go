@@ -165,7 +165,8 @@ func (s edge) decide(e *engine, now int64, iso int, gid int32, lim int, cost int
 	}
 	if d.SyncRetry && s.holds && !stale {
 		if r, ok := e.retry.Begin(now); ok {
-			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, reset: d.Reset, gid: gid, lim: lim, r: r})
+			r.Decided(d.Reset, now)
+			nd.waiting = append(nd.waiting, waiter{t: now, cost: cost, gid: gid, lim: lim, r: r})
 			e.heap.push(event{t: r.Deadline(), node: int32(nd.index), gen: nd.gen, kind: evDeadline})
 			// The batch on its way, if any, was cut before this request
 			// asked: amend it, or cut the next (syncloop.NextAsk).

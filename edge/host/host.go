@@ -404,6 +404,7 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		s.want()
 		return d, nil
 	}
+	r.Decided(d.Reset, t)
 	mine := s.ask(t, held, 0) // the amendment that asks for it, if any
 	expired := s.clk.After(r.Deadline() - t)
 	replies, batches := s.replies.Load(), s.batches.Load()
@@ -426,12 +427,13 @@ func (s *slot) retry(ctx context.Context, checks []isolate.Check, d isolate.Deci
 		var err error
 		replies, batches = s.replies.Load(), s.batches.Load()
 		at := now()
-		r.NewWindow(d.Reset, at)
+		r.NewWindow(at)
 		// Its last decision: answered SyncRetry again, it stands denied,
 		// and its ask is withdrawn (core.Core.Withdraw).
 		if d, wait, _, err = s.decide(ctx, checks, at, !r.Again()); err != nil || !d.SyncRetry || !r.Again() {
 			return d, err
 		}
+		r.Decided(d.Reset, at)
 		mine = s.ask(at, held, mine)
 	}
 }

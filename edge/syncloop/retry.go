@@ -48,7 +48,8 @@ func (p RetryPolicy) Begin(now int64) (r Retry, ok bool) {
 type Retry struct {
 	deadline int64
 	left     int
-	moved    bool // NewWindow gave its reply
+	reset    int64 // end of the window of its last decision (Decided); 0: none
+	moved    bool  // NewWindow gave its reply
 }
 
 // Deadline returns the time (ns) the request stops waiting: it is denied
@@ -66,17 +67,27 @@ func (r *Retry) Replied(now int64) bool {
 // more keeps waiting (for another reply), or is denied.
 func (r *Retry) Again() bool { return r.left > 0 }
 
+// Decided records the Reset (ns) of a decision of the request made at at:
+// the end of the window it was decided in. A reset not after at (a bucket
+// that is full: no window ends) is none.
+func (r *Retry) Decided(reset, at int64) {
+	r.reset = 0
+	if reset > at {
+		r.reset = reset
+	}
+}
+
 // NewWindow gives the request one more reply, once, when it is decided
-// again at now in a window after the one of its last decision (reset: that
-// decision's Reset, ns): a request held near a window's end asked for that
-// window, and the reply to that ask, which comes in the next window, cannot
-// admit it there; it asks again for the new window and waits for that
-// reply too. With two replies in all, such requests were denied in a window
-// with room: on the simulator's zipf-1000 (1,000 keys of 20 a second, 3
-// seeds) unserved 0.97% of what the windows could admit, 0.49% with this
-// (utilisation 99.0% and 99.5%).
-func (r *Retry) NewWindow(reset, now int64) {
-	if !r.moved && reset > 0 && now >= reset {
+// again at now after the window of its last decision ended (Decided): a
+// request held near a window's end asked for that window, and the reply to
+// that ask, which comes in the next window, cannot admit it there; it asks
+// again for the new window and waits for that reply too. With two replies
+// in all, such requests were denied in a window with room: on the
+// simulator's zipf-1000 (1,000 keys of 20 a second, 3 seeds) unserved 0.97%
+// of what the windows could admit, 0.49% with this (utilisation 99.0% and
+// 99.5%).
+func (r *Retry) NewWindow(now int64) {
+	if !r.moved && r.reset > 0 && now >= r.reset {
 		r.moved = true
 		r.left++
 	}

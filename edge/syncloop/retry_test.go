@@ -27,30 +27,35 @@ func TestRetryPolicy(t *testing.T) {
 	}
 }
 
-// A request decided again in a later window than its last decision's waits
-// for one reply more, once; in the same window, or a second time, none.
+// A request decided again after the window of its last decision ended
+// waits for one reply more, once; in the same window, a second time, or
+// after a decision with no window end (a full bucket's reset is not after
+// its decision), none.
 func TestRetryNewWindow(t *testing.T) {
 	r, _ := RetryPolicy{}.Begin(0)
-	r.NewWindow(1000, 999) // still the window it was held in
+	r.Decided(1000, 0)
+	r.NewWindow(999) // still the window it was held in
 	if !r.Replied(999) || !r.Again() || !r.Replied(999) || r.Again() {
 		t.Fatal("a reply more within the window it was held in")
 	}
-	r, _ = RetryPolicy{}.Begin(0)
-	r.NewWindow(0, 5000) // no reset told (0): no window to compare
-	r.Replied(10)
-	r.Replied(20)
+	r, _ = RetryPolicy{}.Begin(500)
+	r.Decided(400, 500) // a full bucket: its reset is past
+	r.NewWindow(5000)
+	r.Replied(510)
+	r.Replied(520)
 	if r.Again() {
-		t.Fatal("a reply more without a reset")
+		t.Fatal("a reply more after a decision with no window end")
 	}
 	r, _ = RetryPolicy{}.Begin(990)
+	r.Decided(1000, 990)
 	r.Replied(1010)
-	r.NewWindow(1000, 1010) // its ask was for the window that ended at 1000
+	r.NewWindow(1010) // its ask was for the window that ended at 1000
 	if !r.Replied(1050) || !r.Again() {
 		t.Fatal("after the second reply in a new window: want one more")
 	}
-	r.NewWindow(1000, 1050) // given once
-	r.NewWindow(2000, 2001)
-	if !r.Replied(1090) || r.Again() {
+	r.Decided(2000, 1010)
+	r.NewWindow(2001) // given once
+	if !r.Replied(2010) || r.Again() {
 		t.Fatal("NewWindow gave more than one reply")
 	}
 }

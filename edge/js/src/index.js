@@ -595,19 +595,22 @@ export class EdgeLimit {
     const held = this._cuts; // after its decision: a batch cut since asks for it
     let most = 3;
     let moved = false;
+    let windowEnd = d.reset > this._clock() ? d.reset : 0; // its decision's window end (none: a full bucket's)
     this._held++;
     try {
       for (let replies = 0; replies < most && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amends.includes(mine)));) {
         if (d.syncRetry) mine = this._ask(held, mine, ctx);
         const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx, () => this._needsBatch(held, mine));
         if (!r.second) replies++;
-        if (!moved && d.reset > 0 && this._clock() >= d.reset) {
+        const at = this._clock();
+        if (!moved && windowEnd > 0 && at >= windowEnd) {
           moved = true;
           most++;
         }
         // No reply within retryWait is no failed sync (a slow
         // coordinator): the scheduler says whether the syncs fail.
         d = this._decide(opts, ctx, !r.ok && !r.timeout, replies >= most);
+        windowEnd = d.reset > at ? d.reset : 0;
       }
     } finally {
       this._held--;
