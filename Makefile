@@ -72,7 +72,7 @@ test-rules:
 	cd deploy/prometheus && promtool check config --syntax-only prometheus.yml >/dev/null && promtool check rules alerts.yml >/dev/null && promtool test rules alerts_test.yml
 
 test-go:
-	@go test -race -count=1 -timeout 15m ./...
+	@go test -race -count=1 -timeout 20m ./...
 
 ## tools-js: install the JavaScript package's dev dependencies (workerd, wrangler,
 ## typescript, @cloudflare/workers-types) from the npm registry, exactly as

@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A request is offered in the window it is decided in (engine.record). At
 // 1 request a second against a limit of 100 over 64 isolates nearly every
@@ -37,18 +40,21 @@ func TestHeldAcrossWindowEndAccounted(t *testing.T) {
 // reply more there (syncloop.Retry.NewWindow): their first asks were for
 // the window that ended. With two replies in all, on zipf-1000 (1,000 keys
 // of 20 a second, seed 1) they were denied in windows with room: unserved
-// 0.98% of what the windows could admit, 0.52% with it.
+// 0.98% of what the windows could admit, 0.52% with it. The first 10 s of
+// it here (seeds 1-3: 0.89, 0.77, 1.12% without, 0.42, 0.35, 0.45% with),
+// a third of the scenario's time under -race.
 func TestHeldAcrossWindowEndAsksAgain(t *testing.T) {
 	sc, err := LoadScenario("scenarios/corpus/zipf-1000.json")
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc.Duration = Duration(10 * time.Second)
 	r := runScenario(t, sc, Auto)
 	t.Logf("unserved %.2f%%, utilisation %.2f%%, stranded %.2f%%", r.UnservedPct, r.Utilisation, r.StrandedPct)
 	if r.WorstOverrun != 0 {
 		t.Fatalf("%d key-windows over", r.OverWindows)
 	}
-	if r.UnservedPct > 0.8 {
-		t.Errorf("unserved %.2f%%, want at most 0.8%% (requests held across a window's end denied where it had room)", r.UnservedPct)
+	if r.UnservedPct > 0.65 {
+		t.Errorf("unserved %.2f%%, want at most 0.65%% (requests held across a window's end denied where it had room)", r.UnservedPct)
 	}
 }

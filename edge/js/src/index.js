@@ -11,6 +11,7 @@ import { checkOptions } from './options.js';
 import { misconfigured, refusal, unreachable } from './syncerror.js';
 import { Scheduler, SLOW_ATTEMPT_MS } from './scheduler.js';
 import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
+import { Retry } from './retry.js';
 import { Share, OPEN, LOCAL_SHARE, CLOSED } from './failpolicy.js';
 import { VERSION, PROTOCOL_VERSION } from './version.js';
 import { steadyClock } from './steadyclock.js';
@@ -593,24 +594,20 @@ export class EdgeLimit {
     const end = this._clock() + this._retryWait;
     let mine = null;
     const held = this._cuts; // after its decision: a batch cut since asks for it
-    let most = 3;
-    let moved = false;
-    let windowEnd = d.reset > this._clock() ? d.reset : 0; // its decision's window end (none: a full bucket's)
+    const retry = new Retry(); // its replies: three, four once moved
+    retry.decided(d.reset, this._clock());
     this._held++;
     try {
-      for (let replies = 0; replies < most && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amends.includes(mine)));) {
+      while (retry.again() && !d.stale && (d.syncRetry || (!d.success && mine !== null && this._amends.includes(mine)))) {
         if (d.syncRetry) mine = this._ask(held, mine, ctx);
         const r = await this._waitSync(Math.max(end - this._clock(), 0), ctx, () => this._needsBatch(held, mine));
-        if (!r.second) replies++;
+        if (!r.second) retry.replied();
         const at = this._clock();
-        if (!moved && windowEnd > 0 && at >= windowEnd) {
-          moved = true;
-          most++;
-        }
+        retry.newWindow(at);
         // No reply within retryWait is no failed sync (a slow
         // coordinator): the scheduler says whether the syncs fail.
-        d = this._decide(opts, ctx, !r.ok && !r.timeout, replies >= most);
-        windowEnd = d.reset > at ? d.reset : 0;
+        d = this._decide(opts, ctx, !r.ok && !r.timeout, !retry.again());
+        retry.decided(d.reset, at);
       }
     } finally {
       this._held--;
