@@ -39,19 +39,36 @@ func (h *heldBody) Read(p []byte) (int, error) {
 	return 0, io.EOF
 }
 
+// heldBodies are syncs whose bodies' last bytes wait for release.
+type heldBodies struct {
+	sent     []chan struct{} // sent[i] closed: the i-th sent all but its last byte
+	ended    []chan struct{} // ended[i] closed: the i-th was answered or failed
+	statuses chan int        // each answer's status (0: no answer)
+	wg       sync.WaitGroup  // ends with the senders
+	release  func()          // sends the last bytes; may be called more than once
+}
+
 // holdBodies starts n syncs to srv with the headers hdr, each a heldBody
-// of size bytes whose last byte waits for release. sent[i] is closed when
-// the i-th sent all but its last byte; statuses gets each answer's status
-// (0: no answer); wg ends with them.
-func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan struct{}, hdr map[string]string) (sent []chan struct{}, statuses chan int, wg *sync.WaitGroup) {
-	statuses, wg = make(chan int, n), &sync.WaitGroup{}
+// of size bytes whose last byte waits for h.release. A test that stops
+// before it calls release has it called by its cleanup (which then waits
+// for the senders), before the server's: httptest.Server.Close waits for
+// the handlers, which wait for the bodies' last bytes, so a failed check
+// hung the package's tests there until go test's timeout, and its message
+// was never printed.
+func holdBodies(t *testing.T, srv *httptest.Server, n, size int, hdr map[string]string) *heldBodies {
+	h := &heldBodies{statuses: make(chan int, n)}
+	ch := make(chan struct{})
+	var once sync.Once
+	h.release = func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(func() { h.release(); h.wg.Wait() })
 	for range n {
-		s := make(chan struct{})
-		sent = append(sent, s)
-		wg.Add(1)
+		s, e := make(chan struct{}), make(chan struct{})
+		h.sent, h.ended = append(h.sent, s), append(h.ended, e)
+		h.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: s, release: release})
+			defer h.wg.Done()
+			defer close(e)
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/sync", &heldBody{n: size, sent: s, release: ch})
 			req.ContentLength = int64(size)
 			req.Header.Set("Content-Type", MsgpackContentType)
 			for k, v := range hdr {
@@ -59,26 +76,29 @@ func holdBodies(t *testing.T, srv *httptest.Server, n, size int, release chan st
 			}
 			resp, err := srv.Client().Do(req)
 			if err != nil {
-				statuses <- 0
+				h.statuses <- 0
 				return
 			}
 			if resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "" {
 				t.Errorf("503 without Retry-After")
 			}
 			resp.Body.Close()
-			statuses <- resp.StatusCode
+			h.statuses <- resp.StatusCode
 		}()
 	}
-	return sent, statuses, wg
+	return h
 }
 
-// mostHeld waits until every body of sent was sent (20 s at most), then
-// returns the most body bytes c held over the next 2 s.
-func mostHeld(t *testing.T, c *Coordinator, sent []chan struct{}) int64 {
+// mostHeld waits until every body of h was sent but its last byte, or was
+// answered (refused busy before the client wrote it all: under load the
+// server may answer and close first), 20 s at most, then returns the most
+// body bytes c held over the next 2 s.
+func mostHeld(t *testing.T, c *Coordinator, h *heldBodies) int64 {
 	t.Helper()
-	for _, s := range sent {
+	for i := range h.sent {
 		select {
-		case <-s:
+		case <-h.sent[i]:
+		case <-h.ended[i]:
 		case <-time.After(20 * time.Second):
 			t.Fatal("the bodies were not sent")
 		}
@@ -100,13 +120,12 @@ func mostHeld(t *testing.T, c *Coordinator, sent []chan struct{}) int64 {
 func TestBodiesInMemoryBounded(t *testing.T) {
 	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
 	const n, size = 12, 4 << 20
-	release := make(chan struct{})
-	sent, statuses, wg := holdBodies(t, srv, n, size, release, nil)
+	h := holdBodies(t, srv, n, size, nil)
 	busy := 0
 	for i := range n {
 		select {
-		case <-sent[i]:
-		case st := <-statuses: // refused before it sent everything
+		case <-h.sent[i]:
+		case st := <-h.statuses: // refused before it sent everything
 			if st != 503 {
 				t.Fatalf("a held body answered %d before its last byte, want 503", st)
 			}
@@ -127,10 +146,10 @@ func TestBodiesInMemoryBounded(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("an ordinary batch while bodies are held: %d %s", st, body)
 	}
-	close(release)
-	wg.Wait()
-	close(statuses)
-	for st := range statuses {
+	h.release()
+	h.wg.Wait()
+	close(h.statuses)
+	for st := range h.statuses {
 		if st != 503 && st != 400 {
 			t.Errorf("a held body: %d, want 503 (busy) or 400 (not msgpack)", st)
 		}
@@ -151,17 +170,16 @@ func TestBodiesInMemoryBounded(t *testing.T) {
 func TestManySmallBodiesBounded(t *testing.T) {
 	c, clk, srv := newTestServer(t, func(o *Options) { o.MaxMemory = MinMaxMemory })
 	const n, size = 250, 60 << 10
-	release := make(chan struct{})
-	sent, _, wg := holdBodies(t, srv, n, size, release, nil)
+	h := holdBodies(t, srv, n, size, nil)
 	// The server reads what was sent, up to the bound.
 	bound := c.bodies.max + c.bodies.allowMax
-	held := mostHeld(t, c, sent)
+	held := mostHeld(t, c, h)
 	if held > bound+32<<10 || held < bound/2 {
 		t.Errorf("bodies in flight hold %d bytes, want up to the bound %d (allowances %d, the rest %d) and no further", held, bound, c.bodies.allowMax, c.bodies.max)
 	}
 	t.Logf("%d bodies of %d bytes sent (%d in all): %d bytes held, bound %d", n, size, n*size, held, bound)
-	close(release)
-	wg.Wait()
+	h.release()
+	h.wg.Wait()
 	if used, allowed := c.bodies.used.Load(), c.bodies.allowed.Load(); used != 0 || allowed != 0 {
 		t.Errorf("%d + %d body bytes still counted after every request ended", used, allowed)
 	}
@@ -183,11 +201,10 @@ func TestOneTokenHoldsOnlyItsShareOfBodies(t *testing.T) {
 		o.Tokens = []string{"holder", "other"}
 	})
 	const n, size = 200, 200 << 10
-	release := make(chan struct{})
-	sent, _, wg := holdBodies(t, srv, n, size, release, map[string]string{"Authorization": "Bearer holder"})
+	h := holdBodies(t, srv, n, size, map[string]string{"Authorization": "Bearer holder"})
 	// The server reads what was sent, up to the holder's share.
 	share := c.bodies.shareMax + c.bodies.shareAllowMax
-	held := mostHeld(t, c, sent)
+	held := mostHeld(t, c, h)
 	if held > share+size || held < share/2 {
 		t.Errorf("the holder's bodies hold %d bytes, want up to its share %d and no further", held, share)
 	}
@@ -205,8 +222,8 @@ func TestOneTokenHoldsOnlyItsShareOfBodies(t *testing.T) {
 	if st, body := httpPost(t, srv, MsgpackContentType, large, as("other")); st != 200 {
 		t.Errorf("another token's batch of %d bytes while the uploads hang: %d %.200s", len(large), st, body)
 	}
-	close(release)
-	wg.Wait()
+	h.release()
+	h.wg.Wait()
 	if used, allowed := c.bodies.used.Load(), c.bodies.allowed.Load(); used != 0 || allowed != 0 {
 		t.Errorf("%d + %d body bytes still counted after every request ended", used, allowed)
 	}
