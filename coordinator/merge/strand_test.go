@@ -96,8 +96,10 @@ func TestHoldAheadFollowsStrandBudget(t *testing.T) {
 	}
 	for i := 0; i < 8; i++ {
 		v := ask(c, clk, fmt.Sprintf("far%d", i), "far")
-		if v.Lease != 2 || v.Stand != 1 {
-			t.Fatalf("isolate %d far from the limit: lease %d, stand %d; want 2 (1 asked + 1 ahead) and 1", i, v.Lease, v.Stand)
+		// (A unit or more to start the next window with: more where
+		// every isolate could stand with as many, sparseStandUnits.)
+		if v.Lease != 2 || v.Stand < 1 {
+			t.Fatalf("isolate %d far from the limit: lease %d, stand %d; want 2 (1 asked + 1 ahead) and at least 1", i, v.Lease, v.Stand)
 		}
 		if want := (W+1)*sec + int64(DefaultLeaseLife) - at; v.Life != want {
 			t.Fatalf("isolate %d: life %d, want %d (a lifetime into the next window)", i, v.Life, want)
@@ -272,8 +274,8 @@ func TestFirstAskHoldsNothingAhead(t *testing.T) {
 	at += sec / 10
 	clk.set(at)
 	v = viewOf(t, mustSync(t, c, batch("a", 2, at, wire.Delta{Limiter: "sfw", Key: "k", Window: W, Delta: 1, Demand: 2})), "sfw", "k")
-	if v.Lease != 2 || v.Stand != 1 {
-		t.Fatalf("second ask: lease %d, stand %d; want 2 (1 asked + 1 ahead) and 1", v.Lease, v.Stand)
+	if v.Lease != 2 || v.Stand < 1 {
+		t.Fatalf("second ask: lease %d, stand %d; want 2 (1 asked + 1 ahead) and at least 1", v.Lease, v.Stand)
 	}
 
 	// The count survives the record: the second ask's isolate is
