@@ -13,15 +13,20 @@ import (
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
 
-// Real processes' code end to end: host A fills a strict key of 5 a
-// minute through a real coordinator; host B, which never asked for that
+// Real processes' code end to end: host A fills a strict key of 5 per 10
+// minutes through a real coordinator; host B, which never asked for that
 // key, syncs for another and hears with that reply that the key's window
 // is full (the coordinator's full-window notice): its requests for the
 // key are denied at once, without a sync (counted at a proxy in front of
 // the coordinator) and without being held.
 func TestFullWindowNoticeDeniesWithoutSync(t *testing.T) {
+	// A notice starts a dry spell of at least a hundredth of the period
+	// (wasm/core/sync.go), after which a denial asks again: with a minute,
+	// 600 ms, which a loaded machine once let pass between b's last reply
+	// and its denials (b synced once); with 10 minutes, 6 s.
+	const period = 10 * time.Minute
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
-		{Name: "q", Algorithm: wire.FixedWindow, Limit: 5, Period: int64(time.Minute), Mode: wire.Strict}}}
+		{Name: "q", Algorithm: wire.FixedWindow, Limit: 5, Period: int64(period), Mode: wire.Strict}}}
 	k := startCoord(t, t.TempDir(), "127.0.0.1:0", cfg, nil)
 	defer k.stop(t)
 	var syncs atomic.Int64
@@ -39,10 +44,10 @@ func TestFullWindowNoticeDeniesWithoutSync(t *testing.T) {
 	a := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: "http://" + k.addr, Sync: sync})
 	b := serve(t, Options{Config: cfg, Isolates: 1, Coordinator: proxy.URL, Sync: sync})
 	full := url.Values{"limiter": {"q"}, "key": {"full"}}
-	// All in one minute's window: near its end, wait for the next (CI
-	// once ran it in the last second, and b's denial rightly said to retry
-	// in 584 ms, when the window ended).
-	if left := time.Minute - time.Duration(time.Now().UnixNano()%int64(time.Minute)); left < 10*time.Second {
+	// All in one window: near its end, wait for the next (CI once ran it
+	// in the last second, and b's denial rightly said to retry in 584 ms,
+	// when the window ended).
+	if left := period - time.Duration(time.Now().UnixNano()%int64(period)); left < 10*time.Second {
 		time.Sleep(left + 50*time.Millisecond)
 	}
 	for i := 0; i < 5; i++ {
