@@ -20,9 +20,7 @@ func (c *Core) Admit(lim int, key []byte, cost, now int64) error {
 	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
-	if l := &c.lims[lim]; !l.bucket {
-		e.roll(window(now, l.cfg.Period))
-	}
+	c.advance(idx, e, now)
 	c.record(lim, idx, cost, now, true, false)
 	return nil
 }

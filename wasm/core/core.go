@@ -80,6 +80,7 @@ type Core struct {
 	latest    int64                   // ns: the latest time a call brought (stepback.go)
 	offset    int64                   // ns: the clock offset the host last told (ClockOffset)
 	asks      [wire.MaxChecks]heldAsk // the last decision's asks for a lease (withdraw.go)
+	rolled    []rolledCost            // pending cost rolls dropped, kept aside for a step back (rolled.go)
 	nAsks     int
 }
 
@@ -262,6 +263,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
+	c.advance(idx, e, now)
 	c.sure = false
 	quiet := true
 	if len(c.ups) != 0 {
@@ -355,6 +357,7 @@ merge:
 		e := c.tab.at(idx)
 		idxs[i], gens[i] = idx, e.gen
 		times[i] = c.clamp(e, now)
+		c.advance(idx, e, times[i])
 		if len(c.ups) != 0 {
 			c.upExpire(ch.Limiter, idx, e, times[i])
 		}
@@ -385,9 +388,7 @@ merge:
 		idx := idxs[i]
 		if c.tab.at(idx).gen != gens[i] {
 			idx = c.lookup(ch.Limiter, ch.Key, now)
-			if l := &c.lims[ch.Limiter]; !l.bucket {
-				c.tab.at(idx).roll(window(times[i], l.cfg.Period)) // record counts in the current window
-			}
+			c.advance(idx, c.tab.at(idx), times[i]) // record counts in the current window
 		}
 		c.held = r.SyncRetry
 		c.record(ch.Limiter, idx, ch.Cost, times[i], allowed, false)

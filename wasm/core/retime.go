@@ -98,6 +98,7 @@ func (c *Core) rewindow(d, now int64) {
 			e.last = max64(e.last, w*l.cfg.Period) // a key's latest time is in its window
 		}
 	}
+	c.restoreRolled(d, now)
 }
 
 // repend makes the delta of acknowledged item it, whose counters a step
@@ -225,6 +226,7 @@ func (c *Core) Recall(now int64, amendsRefused bool) error {
 		// the batch cut again carries them.
 		s.unsent, s.amended, s.unsentSeq = 0, 0, c.seq-1
 	}
+	c.restoreRolled(0, now) // a key moved back to a window a roll left
 	if len(c.upBuf) > 0 {
 		c.upCarry, c.upCarryN = append(c.upCarry[:0], c.upEnt...), c.upN
 	}

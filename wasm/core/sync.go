@@ -49,9 +49,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		e.flags &^= fDirty | fLapse
 		l := &c.lims[e.lim]
 		name := l.cfg.Name
-		if !l.bucket {
-			e.roll(max64(window(now, l.cfg.Period), e.win))
-		}
+		c.advance(d.idx, e, now)
 		key := c.tab.keyBytes(e)
 		it := item{ref: d, koff: int32(len(c.flightKeys)), klen: uint16(len(key)), lim: e.lim}
 		kept := false
