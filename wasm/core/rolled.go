@@ -31,21 +31,6 @@ type rolledCost struct {
 	win, cur, prev int64
 }
 
-// advance rolls windowed entry e (at idx) to the window of now (ns),
-// keeping aside the pending cost a roll of two windows or more drops. A
-// bucket is left alone.
-func (c *Core) advance(idx int32, e *entry, now int64) {
-	l := &c.lims[e.lim]
-	if l.bucket {
-		return
-	}
-	w := window(now, l.cfg.Period)
-	if w > e.win+1 && (e.pCur > 0 || e.pPrev > 0) {
-		c.keepRolled(idx, e)
-	}
-	e.roll(w)
-}
-
 // keepRolled keeps e's pending cost aside before a roll drops it.
 //
 //go:noinline
