@@ -18,13 +18,21 @@ package core
 //     urgent, demand not above the cost), and it was denied after its
 //     retry wait with 81 of 100 left (simulator, under-0.5x, seed 1).
 //
-// A bucket is left alone.
+// A bucket is left alone. The check that now is still in e's window is
+// all a decision pays (no division: the native core's hot-key decision
+// took 15 ns more with one).
 func (c *Core) advance(idx int32, e *entry, now int64) {
 	l := &c.lims[e.lim]
-	if l.bucket {
+	if l.bucket || now < (e.win+1)*l.cfg.Period && now >= e.win*l.cfg.Period {
 		return
 	}
-	w := window(now, l.cfg.Period)
+	c.advanceTo(idx, e, l, window(now, l.cfg.Period))
+}
+
+// advanceTo is advance's roll to window w (see above).
+//
+//go:noinline
+func (c *Core) advanceTo(idx int32, e *entry, l *limiter, w int64) {
 	if w <= e.win {
 		return
 	}
