@@ -494,7 +494,7 @@ func (c *Core) record(lim int, idx int32, cost, now int64, allowed, quiet bool) 
 	if allowed {
 		if l.bucket {
 			e.tat = limitmath.AdvanceTAT(e.tat, now, cost, l.cfg.Period, e.limit)
-		} // windowed: evaluate already rolled e to the window of now
+		} // windowed: advance rolled e to the window of now
 		e.lCur += cost
 		e.pCur += cost
 		if l.strict {

@@ -31,11 +31,10 @@ func (c *Core) evaluate(lim int, e *entry, cost, now int64, r *Result) {
 // evalWindow decides for fixed_window and sliding_window. The count of the
 // current window is the global view plus the local cost not yet
 // acknowledged, plus (approximate mode) the estimated cost other isolates
-// admitted since the view.
+// admitted since the view. e is in the window of now (Core.advance).
 func (c *Core) evalWindow(l *limiter, e *entry, cost, now int64, r *Result) {
 	period := l.cfg.Period
 	w := window(now, period)
-	e.roll(w)
 	vCur, vPrev := e.view(w)
 	cur := vCur + e.lCur
 	start := w * period

@@ -11,14 +11,15 @@ package core
 // current window, and dropped there they were never counted (an edge host
 // counted 28 of 29 units in CI, TestHostClockJumpRecallsTheRefusedBatch).
 //
-// So the pending cost a roll drops is kept aside (Core.rolled, the latest
-// maxRolled), and a step the host tells (rewindow) puts it back where
-// its window is the key's current or previous one again: on its own
-// window (the jump: the units were admitted on the clock before it) or on
-// the window the step maps it to (a clock wrong since before the units
-// were admitted). Put back, it is pending again and reported with the
-// next batch. Kept aside, it counts nowhere: a key whose clock never
-// comes back keeps today's rule, and a key evicted since drops it.
+// So the pending cost a roll drops is kept aside (Core.advance; Core.rolled,
+// the latest maxRolled), and a step the host tells (rewindow) or a recall
+// puts it back where its window is the key's current or previous one
+// again: on its own window (the jump: the units were admitted on the clock
+// before it) or on the window the step maps it to (a clock wrong since
+// before the units were admitted). Put back, it is pending again and
+// reported with the next batch. Kept aside, it counts nowhere: a key whose
+// clock never comes back keeps today's rule, and a key evicted since drops
+// it.
 
 // maxRolled bounds the rolls whose dropped cost is kept aside: the latest
 // are kept, an older one is dropped for a new one.
