@@ -41,11 +41,7 @@ test('decided again after its window ended, it waits for one reply more, once', 
 test('a reply before the window ends gives nothing more', () => {
   const r = new Retry();
   r.decided(1000, 900);
-  r.newWindow(999);
-  r.replied();
-  r.replied();
-  r.replied();
-  assert.equal(r.again(), false);
+  assert.equal(replies(r, [999, 999, 999, 999], () => 1000), 3);
 });
 
 test('a full bucket (reset not after the decision) has no window to leave', () => {
@@ -53,12 +49,8 @@ test('a full bucket (reset not after the decision) has no window to leave', () =
   r.decided(500, 900); // a bucket's reset in the past: none
   assert.equal(replies(r, [1000, 2000, 3000, 4000], () => 0), 3);
   const same = new Retry();
-  same.decided(900, 900);
-  same.newWindow(5000);
-  same.replied();
-  same.replied();
-  same.replied();
-  assert.equal(same.again(), false);
+  same.decided(900, 900); // a reset at the decision's own time: none either
+  assert.equal(replies(same, [5000, 6000, 7000, 8000], () => 900), 3);
 });
 
 test('the count of replies is the caller\'s', () => {
