@@ -53,14 +53,23 @@ func (p *chaosProc) start(t *testing.T, bin string) {
 // than by the signal sent (or 0 after SIGTERM) as a failure.
 func (p *chaosProc) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	at := time.Now()
 	p.cmd.Process.Signal(sig)
-	err := p.cmd.Wait()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2500 * time.Millisecond):
+		// A graceful stop normally takes milliseconds; this one waits on
+		// something (at most --sync-timeout): SIGQUIT makes the Go
+		// process print every goroutine's stack, logged for a diagnosis.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		<-done
+		t.Logf("%s: still running 2.5 s after %v; its log and goroutines at SIGQUIT:\n%s", p.name, sig, p.logs)
+		return
+	}
 	if sig == syscall.SIGTERM && err != nil {
 		t.Errorf("%s: exit after SIGTERM: %v\n%s", p.name, err, p.logs)
-	}
-	if took := time.Since(at); took > 2*time.Second {
-		t.Logf("%s: %v took %v to stop:\n%s", p.name, sig, took, p.logs)
 	}
 }
 
