@@ -9,10 +9,10 @@ set -u
 FUZZTIME=${FUZZTIME:-30s}
 targets=(
   "./wasm/wire FuzzConfig FuzzBatch FuzzReply FuzzDecideRequest FuzzObservation"
-  "./wasm/core FuzzSyncIn FuzzObserve FuzzParseHeaders FuzzParseDecimal FuzzClockStepRecall"
+  "./wasm/core FuzzSyncIn FuzzObserve FuzzParseHeaders FuzzParseDecimal FuzzClockStepRecall FuzzAmendAndSecondReply"
   "./edge/isolate FuzzKeyBuffer"
-  "./coordinator FuzzDecodeBatch FuzzTokenRoles FuzzParseBytes"
-  "./coordinator/merge FuzzWalkLog FuzzDecodeShared FuzzIsolateIdentity"
+  "./coordinator FuzzDecodeBatch FuzzTokenRoles FuzzParseBytes FuzzControlAPI"
+  "./coordinator/merge FuzzWalkLog FuzzDecodeShared FuzzIsolateIdentity FuzzHostileBatch"
   "./sim FuzzParseTimelineChoice"
   "./coordinator/redisstore FuzzParseURL"
 )
