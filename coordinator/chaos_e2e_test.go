@@ -37,6 +37,8 @@ type chaosProc struct {
 	args []string
 	cmd  *exec.Cmd
 	logs *syncBuffer
+	done chan struct{} // closed when the process has ended (err set)
+	err  error
 }
 
 func (p *chaosProc) start(t *testing.T, bin string) {
@@ -47,35 +49,40 @@ func (p *chaosProc) start(t *testing.T, bin string) {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p.done = make(chan struct{})
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 }
 
-// stop signals the process and waits for it; it reports an exit other
-// than by the signal sent (or 0 after SIGTERM) as a failure.
+// stop signals the process and waits for its end: after SIGTERM, an exit
+// other than 0 fails the test; a process still running 2.5 s after the
+// signal gets SIGQUIT, which makes a Go process print every goroutine's
+// stack, logged for a diagnosis (a graceful stop normally takes
+// milliseconds and at most --sync-timeout).
 func (p *chaosProc) stop(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	p.cmd.Process.Signal(sig)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	var err error
 	select {
-	case err = <-done:
+	case <-p.done:
 	case <-time.After(2500 * time.Millisecond):
-		// A graceful stop normally takes milliseconds; this one waits on
-		// something (at most --sync-timeout): SIGQUIT makes the Go
-		// process print every goroutine's stack, logged for a diagnosis.
 		p.cmd.Process.Signal(syscall.SIGQUIT)
-		<-done
+		<-p.done
 		t.Logf("%s: still running 2.5 s after %v; its log and goroutines at SIGQUIT:\n%s", p.name, sig, p.logs)
 		return
 	}
-	if sig == syscall.SIGTERM && err != nil {
-		t.Errorf("%s: exit after SIGTERM: %v\n%s", p.name, err, p.logs)
+	if sig == syscall.SIGTERM && p.err != nil {
+		t.Errorf("%s: exit after SIGTERM: %v\n%s", p.name, p.err, p.logs)
 	}
 }
 
-// exited reports whether the process ended by itself (a crash).
+// exited reports whether the process has ended (by itself, unless stop
+// ended it).
 func (p *chaosProc) exited() bool {
-	return p.cmd.ProcessState != nil || p.cmd.Process.Signal(syscall.Signal(0)) != nil
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // chaosAdmission is one admitted decision: its limiter, key and window.
@@ -181,7 +188,7 @@ func runChaos(t *testing.T, seed uint64, span time.Duration, cl *rediscluster.Cl
 		for _, p := range procs {
 			if !p.exited() {
 				p.cmd.Process.Kill()
-				p.cmd.Wait()
+				<-p.done
 			}
 			if t.Failed() || os.Getenv("EDGELIMIT_CHAOS_LOGS") != "" {
 				t.Logf("%s:\n%s", p.name, p.logs)
