@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -159,13 +160,13 @@ func runChaos(t *testing.T, seed uint64, span time.Duration, cl *rediscluster.Cl
 	var coords []*chaosProc
 	var caddrs, curls []string
 	if cl == nil {
-		caddrs = []string{freeAddr(t)}
+		caddrs = loopbackAddrs(t, 1)
 		coords = []*chaosProc{{name: "coordinator", args: []string{"coordinator", "--data", t.TempDir(), "--listen", caddrs[0],
 			"--config", cfg, "--checkpoint-interval", "200ms"}}}
 	} else {
 		store := "redis://" + strings.Join(cl.Addrs(), ",")
+		caddrs = loopbackAddrs(t, 2)
 		for i := range 2 {
-			caddrs = append(caddrs, freeAddr(t))
 			coords = append(coords, &chaosProc{name: fmt.Sprintf("coordinator %d", i), args: []string{"coordinator", "--store", store,
 				"--redis-wait", "1", "--listen", caddrs[i], "--config", cfg}})
 		}
@@ -176,9 +177,8 @@ func runChaos(t *testing.T, seed uint64, span time.Duration, cl *rediscluster.Cl
 		curls = append(curls, "http://"+caddrs[i])
 	}
 	edges := make([]*chaosProc, hosts)
-	addrs := make([]string, hosts)
+	addrs := loopbackAddrs(t, hosts)
 	for i := range edges {
-		addrs[i] = freeAddr(t)
 		edges[i] = &chaosProc{name: fmt.Sprintf("edge %d", i), args: []string{"edge", "--listen", addrs[i], "--config", cfg,
 			"--coordinator", strings.Join(curls, ","), "--isolates", "2", "--sync", "100ms"}}
 		edges[i].start(t, bin)
@@ -389,6 +389,27 @@ func runChaos(t *testing.T, seed uint64, span time.Duration, cl *rediscluster.Cl
 			}
 		}
 	}
+}
+
+// loopbackAddrs returns n distinct free loopback addresses: their
+// listeners are all open before any is closed (freeAddr, one at a time,
+// gave two coordinators of one run the same port, and the second could not
+// start).
+func loopbackAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return addrs
 }
 
 // decisionBody is the JSON body of an edge host's decision.
