@@ -105,19 +105,26 @@ func startProcess(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuf
 			addr = args[i+1]
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	if err := waitHealthy(addr, 15*time.Second); err != nil {
+		t.Fatalf("coordinator did not become ready: %v; stderr:\n%s", err, stderr)
+	}
+	return cmd, stderr
+}
+
+// waitHealthy waits until http://addr/healthz answers 200, at most within.
+func waitHealthy(addr string, within time.Duration) error {
+	for deadline := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return cmd, stderr
+				return nil
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: /healthz not 200 within %v", addr, within)
+		}
 	}
-	t.Fatalf("coordinator did not become ready; stderr:\n%s", stderr)
-	return nil, nil
 }
 
 // startEdgeProcess starts `bin edge args...` (args must hold --listen),
