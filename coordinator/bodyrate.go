@@ -64,3 +64,26 @@ func (p *paceReader) Close() error { return p.r.Close() }
 
 // done lifts the body's deadline: the server sets the next request's own.
 func (p *paceReader) done() { _ = p.rc.SetReadDeadline(time.Time{}) }
+
+// writeReply writes out, a sync's reply, under the same pace as its body:
+// the client must take it within bodyGrace plus one second for each
+// minBodyRate bytes, or the write fails and the connection is closed. The
+// request holds its share of the body budget (bodybudget.go) until its
+// reply is written, and the server has no write timeout (the edges'
+// long waits are not here, but a reply of MaxBodyBytes to a slow link may
+// take seconds): before, a client that sent a large batch and never read
+// the reply held that memory for as long as it kept the connection open,
+// and two such connections of one token answered every other token's
+// large batches 503 busy for minutes on a coordinator sized for 128 MiB.
+// The deadline is lifted after the write, as the next request on the
+// connection has none of its own.
+func writeReply(w http.ResponseWriter, out []byte) {
+	rc := http.NewResponseController(w)
+	// A writer without deadlines (a test's recorder) writes unpaced.
+	_ = rc.SetWriteDeadline(time.Now().Add(min(serverReadTimeout,
+		bodyGrace+time.Duration(int64(len(out))*int64(time.Second)/minBodyRate))))
+	if _, err := w.Write(out); err == nil {
+		_ = rc.Flush() // within the deadline, not after the handler returns
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+}

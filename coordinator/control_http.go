@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -67,7 +68,7 @@ func (c *Coordinator) controlRoutes(mux *http.ServeMux) {
 			return
 		}
 		if q.Limit == 0 {
-			c.fail(w, http.StatusBadRequest, "invalid", "limit", "Invalid limit", "limit must be 1 to 2^40 (DELETE removes an override)")
+			c.fail(w, http.StatusBadRequest, "invalid", "limit", "Invalid limit", "limit must be 1 to "+strconv.FormatInt(wire.MaxLimit, 10)+" (2^50; DELETE removes an override)")
 			return
 		}
 		c.answerControl(w, r, c.SetLimit(r.Context(), who(r), r.PathValue("name"), key, q.Limit, q.Reason))

@@ -35,7 +35,7 @@ func (p *pauseIndex) until(limiter, key string) (int64, bool) {
 }
 
 // decorate adds to rp, the reply to b made at now, the pause of every
-// entry's limiter or key in force (an upstream pause the isolate honours)
+// entry's limiter or key in force (full-window notices aside) (an upstream pause the isolate honours)
 // and, in shared mode, a reset of each key whose pause was lifted within
 // liftWindow that b names without cost: an isolate that denies the key
 // from the pause it holds names it so (wasm/core/resets.go, recheck), and
@@ -62,6 +62,14 @@ func (ct *control) decorate(b *wire.Batch, rp *wire.Reply, now int64) {
 	var ups map[[2]string]int // index of rp.Upstream, made at the first paused key
 	for i := range rp.Entries {
 		v := &rp.Entries[i]
+		if v.Notice() {
+			// A full-window notice names a key of any isolate, maybe of
+			// another client: its pause is not this reply's to tell (an
+			// edge token that may not read learnt other clients' key
+			// names from it; principal.grantedViews drops the notice
+			// itself). A limiter paused as a whole is in rp.Paused.
+			continue
+		}
 		until, byLimiter := ps.until(v.Limiter, v.Key)
 		if until <= now {
 			continue

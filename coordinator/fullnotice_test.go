@@ -19,6 +19,7 @@ func TestFullWindowNoticesFollowGrants(t *testing.T) {
 		o.Grants = []Grant{
 			{Token: "read-fw", Roles: RoleEdge | RoleRead, Limiters: []string{"fw"}},
 			{Token: "edge-only", Roles: RoleEdge},
+			{Token: "admin", Roles: RoleAdmin},
 		}
 	})
 	now := clk.now()
@@ -53,5 +54,27 @@ func TestFullWindowNoticesFollowGrants(t *testing.T) {
 	}
 	if got := notices("fleet", batch("f2", 1, now, fw, sw)); !got["fw/open"] || !got["sw/secret"] {
 		t.Fatalf("fleet's notices %v; want fw/open and sw/secret", got)
+	}
+	// A pause names in each reply the keys of its batch, never the keys
+	// of notices: an edge-only token learnt the names of other clients'
+	// full keys from the upstream views of a paused limiter.
+	for _, lim := range []string{"fw", "sw"} {
+		if st, body := postJSON(t, srv, "/v1/limiters/"+lim+"/pause", "admin", `{"for": "10m", "reason": "test"}`); st != 200 {
+			t.Fatalf("admin pauses %s: %d %s", lim, st, body)
+		}
+	}
+	for _, token := range []string{"edge-only", "read-fw", "fleet"} {
+		st, rp, p := syncAs(t, srv, token, batch(token+"-p", 1, now, fw))
+		if st != 200 {
+			t.Fatalf("%s: %d %+v", token, st, p)
+		}
+		for _, u := range rp.Upstream {
+			if u.Key != "x" {
+				t.Errorf("%s was told the upstream view of %s/%s, a key its batch did not name", token, u.Limiter, u.Key)
+			}
+		}
+		if len(rp.Upstream) != 1 || rp.Upstream[0].Pause <= 0 {
+			t.Errorf("%s: upstream views %+v, want fw/x paused", token, rp.Upstream)
+		}
 	}
 }

@@ -302,7 +302,7 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 	}()
 	paced := pacedBody(w, r.Body) // bodyrate.go
 	body := c.bodies.reader(http.MaxBytesReader(w, paced, c.opts.MaxBodyBytes), scopeOf(r.Context()))
-	defer body.release() // after the reply is written from buf (bodybudget.go)
+	defer body.release() // after the reply is written from buf (bodybudget.go), within its pace (writeReply)
 	_, err := buf.ReadFrom(body)
 	paced.done()
 	if err != nil {
@@ -353,7 +353,7 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", MsgpackContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
-	w.Write(out)
+	writeReply(w, out) // bodyrate.go
 }
 
 // pathKey returns the key of a /v1/limiters/{name}/keys/{key} request: the
