@@ -120,9 +120,13 @@ func redact(tok string) string {
 func (o *Options) validateGrants() error {
 	var errs []error
 	seen := map[string]bool{}
-	for _, t := range o.Tokens {
-		if t == "" {
+	for i, t := range o.Tokens {
+		switch err := wire.CheckToken(t); {
+		case t == "":
 			errs = append(errs, errors.New("coordinator: Options.Tokens holds an empty token"))
+		case err != nil:
+			// No client can send it: refused rather than never matched.
+			errs = append(errs, fmt.Errorf("coordinator: Options.Tokens[%d]: %w", i, err))
 		}
 		seen[t] = true
 	}
@@ -130,6 +134,8 @@ func (o *Options) validateGrants() error {
 		switch {
 		case g.Token == "":
 			errs = append(errs, fmt.Errorf("coordinator: Options.Grants[%d]: empty token", i))
+		case wire.CheckToken(g.Token) != nil:
+			errs = append(errs, fmt.Errorf("coordinator: Options.Grants[%d]: %w", i, wire.CheckToken(g.Token)))
 		case seen[g.Token]:
 			errs = append(errs, fmt.Errorf("coordinator: Options.Grants[%d]: token %s given twice", i, redact(g.Token)))
 		case g.Roles == 0 || g.Roles&^RoleAll != 0:

@@ -206,11 +206,16 @@ func TestParseTokens(t *testing.T) {
 		{Grants: []Grant{{Token: "x", Roles: RoleRead, Limiters: []string{"fw"}}}},
 		{Grants: []Grant{{Token: "x"}}},
 		{Tokens: []string{"x"}, Grants: []Grant{{Token: "x", Roles: RoleRead}}},
+		// Tokens no client can send in "Authorization: Bearer ..." (fetch
+		// refuses past Latin-1, Go's client refuses a newline).
+		{Tokens: []string{"secr€t"}},
+		{Tokens: []string{"secret\n"}},
+		{Grants: []Grant{{Token: "two words", Roles: RoleEdge}}},
 	} {
 		o.InMemory, o.Config = true, cfg
 		if c, err := Open(o); err == nil {
 			c.Close()
-			t.Errorf("Open with grants %+v succeeded", o.Grants)
+			t.Errorf("Open with tokens %q, grants %+v succeeded", o.Tokens, o.Grants)
 		}
 	}
 }

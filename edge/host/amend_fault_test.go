@@ -30,7 +30,7 @@ var faultCfg = wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig
 	{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
 
 func newFaultSlot(t *testing.T, url string) faultSlot {
-	h, err := New(context.Background(), Options{Config: faultCfg, Isolates: 1})
+	h, err := New(context.Background(), Options{Config: faultCfg, Isolates: 1, driven: true})
 	if err != nil {
 		t.Fatal(err)
 	}

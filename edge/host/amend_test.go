@@ -184,7 +184,7 @@ func TestSecondHeldRequestAmendsAgain(t *testing.T) {
 func TestResendIsNoNewCut(t *testing.T) {
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Hour), Mode: wire.Strict}}}
-	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1}) // no coordinator: the test drives the module
+	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, driven: true}) // no loop: the test drives the module
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (h *Host) Health(now int64) Health {
 // not fail but no isolate has heard from the coordinator within the stale
 // bound (the host never synced, or was idle), a probe of the coordinator
 // (syncloop.HTTPTransport.Probe, bounded by hungAfter): "unreachable"
-// when it fails. Concurrent calls share one probe. While the syncs fail it
+// when it fails. Concurrent calls share one probe, failed or not. While the syncs fail it
 // kicks every isolate's loop, which starts an attempt past the backoff
 // once per probe interval, as a request does: the next check sees them
 // recovered once the coordinator answers.
@@ -132,10 +132,18 @@ func (h *Host) CheckHealth(ctx context.Context) Health {
 	if hl.Status != "ok" || h.opts.Coordinator == "" || h.heardWithin(hl) {
 		return hl
 	}
+	began := h.opts.Clock.Now()
 	h.probeMu.Lock()
 	defer h.probeMu.Unlock()
 	if hl = h.Health(h.opts.Clock.Now()); hl.Status != "ok" || h.heardWithin(hl) {
 		return hl // another call probed meanwhile
+	}
+	if f := h.probeErr.Load(); f != nil && f.at >= began {
+		// Another call's probe failed while this one waited: its answer,
+		// not a probe more (six checks at once against a frozen
+		// coordinator answered after 1, 2, ... 6 s, one probe each).
+		hl.Status, hl.ProbeError = "unreachable", f.err
+		return hl
 	}
 	// Bounded as an attempt is before it counts as hung (hungAfter: 1 s
 	// by default), not by the sync timeout: against a coordinator that
@@ -145,6 +153,7 @@ func (h *Host) CheckHealth(ctx context.Context) Health {
 	defer cancel()
 	if err := h.probe.Probe(ctx); err != nil {
 		hl.Status, hl.ProbeError = "unreachable", err.Error()
+		h.probeErr.Store(&probeFailure{at: h.opts.Clock.Now(), err: hl.ProbeError})
 		return hl
 	}
 	h.probedAt.Store(h.opts.Clock.Now())
@@ -167,4 +176,11 @@ func (h *Host) handleHealth(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	json.NewEncoder(w).Encode(hl)
+}
+
+// probeFailure is a failed probe of CheckHealth: when it ended (ns, host
+// clock) and its error.
+type probeFailure struct {
+	at  int64
+	err string
 }

@@ -2,6 +2,9 @@ package host
 
 import (
 	"context"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,5 +59,64 @@ func TestHealthChecksRecoverAnIdleEdge(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the coordinator counted %d of the %d admitted during the outage", k.count(t, "s", "k"), admitted)
 		}
+	}
+}
+
+// Health checks that come together while the coordinator hangs (SIGSTOP,
+// a black hole) share one failed probe: each waiting check takes the
+// answer of the probe that failed while it waited. Before, only a probe
+// that succeeded was remembered, so six checks at once made six probes of
+// a second each, one after the other (the last answered after 6 s, past
+// most load balancers' timeouts, and a SIGTERM waited for them).
+func TestConcurrentHealthChecksShareAFailedProbe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() { // accepts and never answers
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			held = append(held, c)
+		}
+	}()
+	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "a", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Second)}}}
+	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: "http://" + ln.Addr().String(),
+		SyncTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	before := accepted.Load() // the reading of the coordinator's time at start
+	var wg sync.WaitGroup
+	results := make([]Health, 6)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = h.CheckHealth(context.Background())
+		}()
+	}
+	wg.Wait()
+	for i, hl := range results {
+		if hl.Status != "unreachable" || hl.ProbeError == "" {
+			t.Errorf("check %d: %q (%s), want unreachable", i, hl.Status, hl.ProbeError)
+		}
+	}
+	// One probe, or two when a check came after the first had failed.
+	if n := accepted.Load() - before; n < 1 || n > 2 {
+		t.Errorf("%d probes for 6 checks at once, want 1 or 2", n)
 	}
 }

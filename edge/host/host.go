@@ -97,6 +97,11 @@ type Options struct {
 	// (warn, once per outage) and recovers (info), an isolate restarted
 	// after a trap (error), a reincarnation (warn). Default slog.Default().
 	Logger *slog.Logger
+
+	// driven (the package's tests): isolates configured as synced ones
+	// (not Alone) with neither a transport nor a loop; the test sets a
+	// slot's transport and drives its syncs.
+	driven bool
 }
 
 // DefaultIsolates is the default number of isolates.
@@ -131,8 +136,11 @@ type Host struct {
 	probeMu  sync.Mutex              // one probe at a time
 	probedAt atomic.Int64            // ns of the last successful probe; 0 before
 	foreign  atomic.Bool             // the log said the coordinator's limits differ (foreign.go)
-	told     sync.Map                // limiter lists the log said the coordinator does not count (uncounted)
-	offset   *clock.Offset           // the coordinator's time (Options.Clock wrapped); nil alone or with OwnClock
+	toldMu   sync.Mutex
+	told     map[string]bool              // limiter lists the log said the coordinator does not count (uncounted); under toldMu
+	probeErr atomic.Pointer[probeFailure] // the last failed probe (CheckHealth)
+	stop     *stopper                     // the HTTP server's graceful stop (stop.go)
+	offset   *clock.Offset                // the coordinator's time (Options.Clock wrapped); nil alone or with OwnClock
 }
 
 // slot is one isolate with its lock, its sync loop, a broadcast of
@@ -225,9 +233,18 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.Config.Version == 0 {
 		opts.Config.Version = wire.Version
 	}
-	if opts.Coordinator == "" {
+	if opts.Token != "" {
+		if err := wire.CheckToken(opts.Token); err != nil {
+			return nil, fmt.Errorf("host: Options.Token: %w", err)
+		}
+	}
+	if opts.Coordinator == "" && !opts.driven {
 		// Isolates that never sync: auto limiters decide alone.
-		opts.Config = opts.Config.Alone()
+		alone, err := opts.Config.Alone()
+		if err != nil {
+			return nil, fmt.Errorf("host: %w", err)
+		}
+		opts.Config = alone
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -253,7 +270,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		opts.Clock = offset
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	h := &Host{opts: opts, rt: rt, cancel: cancel, offset: offset}
+	h := &Host{opts: opts, rt: rt, cancel: cancel, offset: offset, stop: newStopper()}
 	for i := range opts.Config.Limiters {
 		h.policies = append(h.policies, failpolicy.For(&opts.Config.Limiters[i], opts.FailPolicy))
 	}

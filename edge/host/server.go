@@ -66,11 +66,14 @@ func (o *ServerOptions) ensureDefaults() {
 }
 
 // Server returns an http.Server for the host's Handler with the timeouts
-// of Options.Server.
+// of Options.Server; its Shutdown ends the host's waits and closes the
+// connections that have not sent a request at once (stop.go).
 func (h *Host) Server() *http.Server {
 	o := h.opts.Server
-	return &http.Server{Handler: h.Handler(), ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout}
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: o.ReadHeaderTimeout, ReadTimeout: o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout, ConnState: h.stop.connState}
+	srv.RegisterOnShutdown(h.stop.stop) // stop.go: waits answer, idle new connections close
+	return srv
 }
 
 // Serve answers HTTP requests on ln until ctx is done, then shuts down

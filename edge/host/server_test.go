@@ -90,7 +90,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 // TestWriteTimeoutMustExceedRetryWait: a host whose write timeout would cut
 // requests waiting for a sync is refused at start.
 func TestWriteTimeoutMustExceedRetryWait(t *testing.T) {
-	_, err := New(t.Context(), Options{Config: config(wire.Strict, 1), RetryWait: 2 * time.Second,
+	_, err := New(t.Context(), Options{Config: config(wire.Strict, 1), RetryWait: 2 * time.Second, driven: true,
 		Server: ServerOptions{WriteTimeout: time.Second}})
 	if err == nil || !strings.Contains(err.Error(), "host: the write timeout") {
 		t.Fatalf("err %v", err)

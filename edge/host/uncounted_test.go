@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,4 +94,37 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A coordinator (or what answers in its place) that names another list of
+// uncounted limiters with every reply fills neither the log nor the
+// memory: 16 lists are said, each cut to 512 bytes, then once that no
+// more are (before, 556 lines of 60 KB in 30 s, and every list kept).
+func TestUncountedListsBounded(t *testing.T) {
+	var logs lockedBuffer
+	h, err := New(context.Background(), Options{Config: wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
+		{Name: "api", Algorithm: wire.FixedWindow, Limit: 10, Period: int64(time.Second)}}},
+		Isolates: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for i := range 40 {
+		for range 2 { // each list said once
+			h.uncounted(strconv.Itoa(i) + strings.Repeat("l", 60_000))
+		}
+		h.uncounted("short" + strconv.Itoa(i%3))
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 17 {
+		t.Fatalf("%d log lines, want 16 lists and one saying no more are", len(lines))
+	}
+	for _, l := range lines {
+		if len(l) > 1024 {
+			t.Fatalf("a log line of %d bytes", len(l))
+		}
+	}
+	if !strings.Contains(lines[16], "no more are said") || len(h.told) != 17 {
+		t.Fatalf("last line %q, %d lists kept", lines[16], len(h.told))
+	}
 }

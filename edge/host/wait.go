@@ -78,6 +78,11 @@ func (h *Host) handleWait(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return // the client went away: stop waiting, write nothing
+		case <-h.stop.stopping:
+			// The server stops (stop.go): the last decision now, not
+			// at max_wait.
+			h.writeWaited(w, d, time.Duration(now-start), now)
+			return
 		case <-h.opts.Clock.After(pause):
 		}
 	}

@@ -34,17 +34,25 @@ const (
 func (l *LimiterConfig) Leased() bool { return l.Mode == Strict || l.Mode == Auto }
 
 // Alone returns c for isolates that never sync with a coordinator: Auto
-// limiters become Approximate (leases would never come); Strict ones stay
-// (they deny, as their guarantee says).
-func (c Config) Alone() Config {
+// limiters become Approximate (leases would never come). A Strict limiter
+// or a read-through one is an error naming it: it admits only within
+// leases, or asks the coordinator for a cold key, so alone it would deny
+// every request while its window has room.
+func (c Config) Alone() (Config, error) {
 	c.Limiters = append([]LimiterConfig(nil), c.Limiters...)
 	c.Standalone = true
 	for i := range c.Limiters {
-		if c.Limiters[i].Mode == Auto {
-			c.Limiters[i].Mode = Approximate
+		l := &c.Limiters[i]
+		switch {
+		case l.Mode == Strict:
+			return c, errors.New("wire: limiter " + strconv.Quote(l.Name) + " is strict: it admits only within leases from a coordinator, and there is none (give a coordinator, or make it approximate or auto)")
+		case l.ReadThrough:
+			return c, errors.New("wire: limiter " + strconv.Quote(l.Name) + " is read-through: a cold key asks a coordinator, and there is none (give a coordinator, or drop read_through)")
+		case l.Mode == Auto:
+			l.Mode = Approximate
 		}
 	}
-	return c
+	return c, nil
 }
 
 // Fail policy names accepted in LimiterConfig.FailPolicy: what an isolate

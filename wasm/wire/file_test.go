@@ -66,8 +66,8 @@ func TestFailPolicyJSON(t *testing.T) {
 }
 
 // The config file's default mode is auto (leases when synced); a host
-// whose isolates never sync runs auto limiters as approximate, and strict
-// ones as they are.
+// whose isolates never sync runs auto limiters as approximate, and refuses
+// strict and read-through ones, which would deny every request.
 func TestFileDefaultModeAuto(t *testing.T) {
 	c, err := wire.ParseConfigJSON([]byte(`{"limiters": [
 		{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"},
@@ -82,9 +82,20 @@ func TestFileDefaultModeAuto(t *testing.T) {
 	if c.Limiters[2].Leased() {
 		t.Fatal("approximate is leased")
 	}
-	alone := c.Alone()
-	if alone.Limiters[0].Mode != wire.Approximate || alone.Limiters[1].Mode != wire.Strict || c.Limiters[0].Mode != wire.Auto {
-		t.Fatalf("alone: %+v (original %+v)", alone.Limiters, c.Limiters)
+	// Alone, a strict limiter would deny everything: refused, naming it.
+	if _, err := c.Alone(); err == nil || !strings.Contains(err.Error(), `limiter "s" is strict`) {
+		t.Fatalf("alone with a strict limiter: %v, want an error naming it", err)
+	}
+	rt := c
+	rt.Limiters = []wire.LimiterConfig{c.Limiters[0], c.Limiters[2]}
+	rt.Limiters[1].ReadThrough = true
+	if _, err := rt.Alone(); err == nil || !strings.Contains(err.Error(), `limiter "x" is read-through`) {
+		t.Fatalf("alone with a read-through limiter: %v, want an error naming it", err)
+	}
+	rt.Limiters[1].ReadThrough = false
+	alone, err := rt.Alone()
+	if err != nil || !alone.Standalone || alone.Limiters[0].Mode != wire.Approximate || alone.Limiters[1].Mode != wire.Approximate || c.Limiters[0].Mode != wire.Auto {
+		t.Fatalf("alone: %+v, %v (original %+v)", alone.Limiters, err, c.Limiters)
 	}
 	// A wire Config's empty mode stays approximate (the module's zero value).
 	if (&wire.LimiterConfig{}).Leased() {
