@@ -84,7 +84,9 @@ function duration(v, path) {
  * "bad_config" naming the field's path ("limiters[0].limt"). A limiter
  * without a mode (or "auto") runs "auto" (leases, as the Go coordinator
  * reads the same file) when synced is true, and "approximate" when the
- * isolates never sync (no coordinator: leases would never come).
+ * isolates never sync (no coordinator: leases would never come); without
+ * a coordinator a strict or read-through limiter is refused (it would
+ * deny every request).
  */
 export function normalizeConfig(cfg, synced = false) {
   if (typeof cfg === 'string') {
@@ -127,6 +129,10 @@ export function normalizeConfig(cfg, synced = false) {
     }
     const mode = l.mode === undefined ? '' : str(l.mode, `${p}.mode`, MODES, 'mode');
     if (l.read_through !== undefined && typeof l.read_through !== 'boolean') bad(`${p}.read_through`, `must be true or false, got ${show(l.read_through)}`);
+    // Alone, these would deny every request while the window has room
+    // (as the Go host refuses them: wire.Config.Alone).
+    if (!synced && mode === 'strict') bad(`${p}.mode`, 'strict admits only within leases from a coordinator, and there is none (give the coordinator option, or make the limiter approximate or auto)');
+    if (!synced && l.read_through) bad(`${p}.read_through`, 'a cold key asks a coordinator, and there is none (give the coordinator option, or drop read_through)');
     if (l.fail_policy !== undefined) str(l.fail_policy, `${p}.fail_policy`, POLICIES, 'fail policy');
     const overrides = new Map();
     if (l.overrides !== undefined) {

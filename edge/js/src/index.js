@@ -8,6 +8,7 @@ import { Module, MAX_KEY_LEN } from './module.js';
 import { EdgeLimitError, ERROR_CODES, codeError, CODES } from './errors.js';
 import { normalizeConfig, toWire, parseDuration } from './config.js';
 import { checkOptions } from './options.js';
+import { readReply, discardBody } from './replybody.js';
 import { misconfigured, refusal, unreachable } from './syncerror.js';
 import { Scheduler, SLOW_ATTEMPT_MS } from './scheduler.js';
 import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
@@ -28,6 +29,7 @@ const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (con
 const TIME_HEADER = 'edgelimit-time';
 const OFFSET_TOLERANCE_MS = 5; // readings within this of the offset change nothing (as clock.DefaultOffsetTolerance)
 const MAX_OFFSET_MS = 24 * 3600 * 1000; // readings further apart are ignored
+const MAX_TOLD_UNCOUNTED = 16; // lists of uncounted limiters said (_uncounted)
 
 // What _waitSync resolves to when no reply came (in time, or the sync
 // failed), and for a second reply to the last batch.
@@ -40,6 +42,22 @@ function randomHex(n) {
   let s = '';
   for (const x of b) s += x.toString(16).padStart(2, '0');
   return s.slice(0, n);
+}
+
+// The id base + suffix, base cut at a character's boundary so that the id
+// fits MAX_ISOLATE_ID bytes as UTF-8 (restarts and incarnations derive
+// their ids from the first; the module refuses a longer one).
+function derivedId(base, suffix) {
+  const room = MAX_ISOLATE_ID - te.encode(suffix).length;
+  if (te.encode(base).length <= room) return base + suffix;
+  let out = '';
+  let n = 0;
+  for (const ch of base) {
+    n += te.encode(ch).length;
+    if (n > room) break;
+    out += ch;
+  }
+  return out + suffix;
 }
 
 function inWorkers() {
@@ -397,7 +415,7 @@ export class EdgeLimit {
   _trapped(op, e, rethrow = true) {
     if (!(e instanceof WebAssembly.RuntimeError)) throw e;
     this.counters.restarts++;
-    this._restartId = `${this._firstId.slice(0, MAX_ISOLATE_ID - 12)}/r${this.counters.restarts}`;
+    this._restartId = derivedId(this._firstId, `/r${this.counters.restarts}`);
     this._mod = null;
     const err = new EdgeLimitError(`${op}: the module trapped (restarting as ${JSON.stringify(this._restartId)}): ${e.message}`, 'trap', { cause: e });
     this.lastError = err;
@@ -501,8 +519,14 @@ export class EdgeLimit {
     return `${li}\u0000${String.fromCharCode(...bytes)}`;
   }
 
-  // The fail policy of a stale view for one check: a denial, or null (ask the module).
+  // The fail policy of a stale view for one check: a denial, or null (ask
+  // the module). A key the module would refuse is refused first (bad_key),
+  // as on a fresh view.
   _policyDeny(li, key, cost, now) {
+    if (typeof key !== 'string' && !(key instanceof Uint8Array)) {
+      throw new EdgeLimitError(`decide: key must be a string or a Uint8Array, got ${key === null ? 'null' : typeof key}`, 'bad_key');
+    }
+    if (!this._keyFits(key)) this._throwCode('decide', -3, key);
     const p = this._policies[li];
     if (p === OPEN) return null;
     const limit = this._limitFor(li, key);
@@ -658,16 +682,20 @@ export class EdgeLimit {
     checkOpts('wait', opts);
     const maxWait = opts.maxWaitMs ?? 10000;
     if (typeof maxWait !== 'number' || !(maxWait >= 0)) throw new EdgeLimitError(`wait: maxWaitMs must be a number of ms >= 0, got ${String(maxWait)}`, 'bad_input');
+    const minSleep = opts.minSleepMs ?? 1;
+    if (typeof minSleep !== 'number' || !(minSleep >= 0 && minSleep <= 2 ** 31 - 1)) throw new EdgeLimitError(`wait: minSleepMs must be a number of ms from 0 to 2^31-1, got ${String(minSleep)}`, 'bad_input');
+    const { signal } = opts;
+    if (signal !== undefined && !(typeof signal?.addEventListener === 'function' && typeof signal.aborted === 'boolean')) throw new EdgeLimitError('wait: signal must be an AbortSignal', 'bad_input');
     if (this._timeWait && this._coordinator) await this._awaitTime(ctx); // before start: the clock may step
     const start = this._clock();
     for (;;) {
       const d = await this.limit(opts, ctx);
       const waited = this._clock() - start;
       if (d.success || d.retryAfterMs < 0) return { ...d, waitedMs: waited };
-      const pause = Math.max(d.retryAfterMs, opts.minSleepMs ?? 1);
+      const pause = Math.max(d.retryAfterMs, minSleep);
       // No slot before the deadline: answer now rather than at the deadline.
       if (pause > maxWait - waited) return { ...d, waitedMs: waited };
-      await sleep(pause, opts.signal);
+      await sleep(pause, signal);
     }
   }
 
@@ -699,6 +727,7 @@ export class EdgeLimit {
    * {pausedMs, circuit ("closed", "open", "half-open"), limit, ignored}.
    */
   observe(opts, ctx) {
+    if (this._closing) throw new EdgeLimitError('observe: the limiter is closed (close())', 'closed');
     if (opts === null || typeof opts !== 'object') throw new EdgeLimitError('observe: takes an object {limiter, key, response} or {limiter, key, status, headers}', 'bad_input');
     if (!this._mod) this.ready();
     const li = this._limiterIndex(opts.limiter ?? 0);
@@ -740,6 +769,7 @@ export class EdgeLimit {
 
   /** Forgets this isolate's local state of (limiter, key). */
   reset(opts) {
+    if (this._closing) throw new EdgeLimitError('reset: the limiter is closed (close())', 'closed');
     if (opts === null || typeof opts !== 'object') throw new EdgeLimitError('reset: takes an object {limiter, key}', 'bad_input');
     const { limiter, key } = opts;
     const st = this.module.reset(this._limiterIndex(limiter ?? 0), key);
@@ -1084,7 +1114,7 @@ export class EdgeLimit {
         // tally of the batch's cut starts afresh (refused for their
         // sequence number as the batch was, they say nothing of the new
         // incarnation's batch 1, the same cut), as in the Go host.
-        const id = `${this._firstId.slice(0, MAX_ISOLATE_ID - 13)}~${randomHex(12)}`;
+        const id = derivedId(this._firstId, `~${randomHex(12)}`);
         if (this._mod !== mod) throw new EdgeLimitError('the module restarted during the sync', 'sync');
         this._amends = [];
         this._amendTally = { cut: sy.cut, sent: 0, refused: 0 };
@@ -1492,7 +1522,7 @@ export class EdgeLimit {
         const resp = await this._fetch(url, { signal: ac.signal });
         this._answered = true;
         this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
-        await resp.arrayBuffer?.();
+        await discardBody(resp);
         return null;
       } catch (e) {
         err = unreachable(url, ac.signal.aborted ? ac.signal.reason : e, 'GET');
@@ -1512,7 +1542,7 @@ export class EdgeLimit {
       const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
       this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
-      await resp.arrayBuffer?.();
+      await discardBody(resp);
     } catch {
       // Unreachable: the syncs read it, and cut no batch before (_syncAttempt).
       this._timeFailed = !ac.signal.aborted;
@@ -1522,11 +1552,20 @@ export class EdgeLimit {
   // Says once per list (console.warn) that the coordinator took the
   // items of these limiters out of a batch and did not count them: the
   // token is not granted them, or the coordinator does not run them. The
-  // rest of each batch is counted.
+  // rest of each batch is counted. At most MAX_TOLD_UNCOUNTED lists are
+  // said and kept, each cut to 512 characters (a coordinator naming other
+  // lists at every reply fills neither the log nor the memory).
   _uncounted(names) {
-    if (!names || this._toldUncounted?.has(names)) return;
-    (this._toldUncounted ??= new Set()).add(names);
-    console.warn(`edgelimit: the coordinator does not count limiters ${names} (not granted to this token, or not in its configuration); the rest is counted`);
+    if (!names) return;
+    const told = (this._toldUncounted ??= new Set());
+    const list = names.length > 512 ? `${names.slice(0, 512)}...` : names;
+    if (told.has(list) || told.size > MAX_TOLD_UNCOUNTED) return;
+    told.add(list);
+    if (told.size > MAX_TOLD_UNCOUNTED) {
+      console.warn(`edgelimit: the coordinator named more than ${MAX_TOLD_UNCOUNTED} lists of limiters it does not count; no more are said`);
+      return;
+    }
+    console.warn(`edgelimit: the coordinator does not count limiters ${list} (not granted to this token, or not in its configuration); the rest is counted`);
   }
 
   // POSTs batch to coordinator's /v1/sync within ms. attempt: it is the
@@ -1545,7 +1584,7 @@ export class EdgeLimit {
       const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal });
       this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
-      const body = new Uint8Array(await resp.arrayBuffer());
+      const body = await readReply(resp, url);
       if (resp.status === 200) {
         this._uncounted(resp.headers?.get?.('Edgelimit-Uncounted'));
         return { body };

@@ -38,9 +38,19 @@ const CHECKS = {
       try { url = new URL(u); } catch { bad(name, `${JSON.stringify(u)} is not a URL (want "https://host[:port]")`); }
       if (url.protocol !== 'http:' && url.protocol !== 'https:') bad(name, `${JSON.stringify(u)}: want an http: or https: URL`);
       if (url.search || url.hash) bad(name, `${JSON.stringify(u)}: the base URL takes no query or fragment`);
+      // fetch refuses a URL with credentials: every sync would fail.
+      if (url.username || url.password) bad(name, 'the URL takes no user or password (fetch refuses it): give the token option');
     });
   },
-  token: (v) => { if (typeof v !== 'string') bad('token', `must be a string, got ${show(v)}`); },
+  token: (v) => {
+    if (typeof v !== 'string') bad('token', `must be a string, got ${show(v)}`);
+    // As the Go host and coordinator (wire.CheckToken): a token fetch can
+    // send in "Authorization: Bearer ..." and the coordinator can hold. The
+    // message names the position, never the token.
+    if (v.length > 4096) bad('token', `must be at most 4096 characters, got ${v.length}`);
+    const i = v.search(/[^\x21-\x7e]/);
+    if (i >= 0) bad('token', `character ${i + 1} of ${v.length} is U+${v.charCodeAt(i).toString(16).padStart(4, '0')}: want visible ASCII (0x21-0x7e), no spaces`);
+  },
   syncInterval: (v) => ms('syncInterval', v, 1, 'must be from 1 ms to 2^31-1 ms'),
   syncTimeout: (v) => ms('syncTimeout', v, 1, 'must be from 1 ms to 2^31-1 ms'),
   retryWait: (v) => ms('retryWait', v, -MAX_MS, 'must be at most 2^31-1 ms (negative: never wait)'),

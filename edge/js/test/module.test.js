@@ -135,14 +135,21 @@ test('a trap in the module is an EdgeLimitError and the isolate restarts under a
   assert.notEqual(rl.module, m);
 });
 
-test('a limiter without a mode runs auto when synced (as the Go coordinator reads the file), approximate alone', () => {
+test('a limiter without a mode runs auto when synced (as the Go coordinator reads the file), approximate alone; strict and read-through alone are refused', () => {
   const cfg = { limiters: [
     { name: 'a', algorithm: 'fixed_window', limit: 5, period: '1s' },
     { name: 's', algorithm: 'fixed_window', limit: 5, period: '1s', mode: 'strict' },
     { name: 'x', algorithm: 'fixed_window', limit: 5, period: '1s', mode: 'auto' },
   ] };
   assert.deepEqual(normalizeConfig(cfg, true).limiters.map((l) => l.mode), ['auto', 'strict', 'auto']);
-  assert.deepEqual(normalizeConfig(cfg, false).limiters.map((l) => l.mode), ['approximate', 'strict', 'approximate']);
+  // Alone (no coordinator: an unset Workers variable), a strict limiter
+  // would deny every request with syncRetry and no word why.
+  assert.throws(() => normalizeConfig(cfg, false), (e) => e instanceof EdgeLimitError && e.code === 'bad_config' && /limiters\[1\]\.mode: strict admits only within leases from a coordinator/.test(e.message));
+  const rt = { limiters: [cfg.limiters[0], { ...cfg.limiters[2], mode: 'approximate', read_through: true }] };
+  assert.throws(() => normalizeConfig(rt, false), (e) => e.code === 'bad_config' && /limiters\[1\]\.read_through: a cold key asks a coordinator/.test(e.message));
+  assert.deepEqual(normalizeConfig(rt, true).limiters.map((l) => [l.mode, l.readThrough]), [['auto', false], ['approximate', true]]);
+  const alone = { limiters: [cfg.limiters[0], cfg.limiters[2]] };
+  assert.deepEqual(normalizeConfig(alone, false).limiters.map((l) => l.mode), ['approximate', 'approximate']);
 });
 
 test('100,000 keys of 32 bytes fit in 32 MiB of linear memory (the module grows by doubling)', async () => {
