@@ -275,7 +275,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		h.policies = append(h.policies, failpolicy.For(&opts.Config.Limiters[i], opts.FailPolicy))
 	}
 	h.met = newMetrics(h)
-	client := &http.Client{Timeout: opts.SyncTimeout}
+	client := &http.Client{Timeout: opts.SyncTimeout, CheckRedirect: syncloop.NoRedirect}
 	h.probe = &syncloop.HTTPTransport{URL: opts.Coordinator, ID: opts.IDPrefix, Token: opts.Token, Client: client, Time: offset}
 	if offset != nil {
 		// The coordinator's time before the isolates' first decision, so

@@ -46,7 +46,8 @@ type HTTPTransport struct {
 	ID string
 	// Token is the bearer token; empty sends none.
 	Token string
-	// Client is the HTTP client. Default: one with a 5 s timeout.
+	// Client is the HTTP client. Default: one with a 5 s timeout that
+	// follows no redirect (NoRedirect).
 	Client *http.Client
 	// MaxReplyBytes caps the reply read, in bytes. Default DefaultMaxReplyBytes.
 	MaxReplyBytes int64
@@ -265,7 +266,7 @@ func (t *HTTPTransport) Sync(ctx context.Context, batch, dst []byte) ([]byte, er
 // DefaultHTTPTimeout is the timeout of the default HTTP client.
 const DefaultHTTPTimeout = 5 * time.Second
 
-var defaultClient = &http.Client{Timeout: DefaultHTTPTimeout}
+var defaultClient = &http.Client{Timeout: DefaultHTTPTimeout, CheckRedirect: NoRedirect}
 
 // do sends one request to a coordinator with the transport's token and
 // client (msgpack when it has a body), and takes the reading of the
@@ -328,7 +329,7 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 		}
 		retry := resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable ||
 			resp.StatusCode == http.StatusGatewayTimeout
-		return dst, retry, fmt.Errorf("syncloop: http: %w: %s: %s", ErrRefused, resp.Status, msg)
+		return dst, retry, fmt.Errorf("syncloop: http: %w: %s%s: %s", ErrRefused, resp.Status, redirectNote(resp), msg)
 	}
 	if int64(len(body)) > limit {
 		return dst, false, fmt.Errorf("syncloop: http: reply larger than %d bytes", limit)

@@ -34,7 +34,7 @@ func (t *HTTPTransport) probe(ctx context.Context, base string) error {
 		return nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("syncloop: probe: %w: %s", ErrRefused, resp.Status)
+		return fmt.Errorf("syncloop: probe: %w: %s%s", ErrRefused, resp.Status, redirectNote(resp))
 	}
 	if !strings.HasPrefix(ct, "application/json") {
 		return fmt.Errorf("syncloop: probe: %w: 200 with Content-Type %q, not the coordinator's JSON", ErrRefused, ct)
