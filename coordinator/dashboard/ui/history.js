@@ -8,6 +8,8 @@
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
   const SERIES = [["admitted", "#176b2c"], ["denied", "#b00020"], ["paused", "#c77700"]];
+  // key: the chosen key's bytes in base64url (a kept key's key_b64: its text
+  // shows U+FFFD for bytes that are not UTF-8 and would name another key), or null.
   const state = {limiter: "", key: null, range: "1h", busy: false};
   const b64url = (s) => {
     const bytes = new TextEncoder().encode(s);
@@ -69,7 +71,7 @@
   function legend(h) {
     const d = document.createElement("div");
     d.id = "hist-totals";
-    const what = h.key === undefined ? "limiter " + h.limiter + " (all keys)" : "key " + JSON.stringify(h.key);
+    const what = h.key === undefined ? "limiter " + h.limiter + " (all keys)" : "key \"" + shownKey(h.key) + "\"";
     const per = h.step_ms >= 3600000 ? "hour" : "minute";
     d.textContent = what + ", per " + per + ", last " + h.range + " — totals: admitted " + h.totals.admitted +
       ", denied " + h.totals.denied + ", paused " + h.totals.paused;
@@ -89,7 +91,7 @@
     state.busy = true;
     try {
       let path = "/v1/limiters/" + encodeURIComponent(state.limiter) + "/history?range=" + state.range;
-      if (state.key !== null) path += "&key_b64=" + b64url(state.key);
+      if (state.key !== null) path += "&key_b64=" + state.key;
       const h = await get(path);
       $("hist-chart").replaceChildren(chart(h), legend(h));
       $("hist-status").textContent = h.history.write_errors > 0 ?
@@ -108,7 +110,8 @@
       body.replaceChildren(...r.keys.map((k) => {
         const tr = document.createElement("tr");
         tr.dataset.key = k.key;
-        for (const c of [k.key, k.count, k.limit, (k.used * 100).toFixed(0) + "%"]) {
+        tr.dataset.keyB64 = k.key_b64;
+        for (const c of [shownKey(k.key), k.count, k.limit, (k.used * 100).toFixed(0) + "%"]) {
           const td = document.createElement("td");
           td.textContent = String(c);
           tr.appendChild(td);
@@ -117,7 +120,7 @@
         b.textContent = "chart";
         b.className = "chart";
         b.type = "button";
-        b.addEventListener("click", () => { state.key = k.key; $("hist-key").value = k.key; draw(); });
+        b.addEventListener("click", () => { state.key = k.key_b64; $("hist-key").value = k.key; draw(); });
         const td = document.createElement("td");
         td.appendChild(b);
         tr.appendChild(td);
@@ -153,7 +156,7 @@
   $("histform").addEventListener("submit", (e) => {
     e.preventDefault();
     const v = $("hist-key").value;
-    state.key = v === "" ? null : v;
+    state.key = v === "" ? null : b64url(v);
     draw();
     search();
   });
