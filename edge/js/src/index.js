@@ -1519,7 +1519,7 @@ export class EdgeLimit {
       this._posting = get;
       try {
         const sent = this._ownClock();
-        const resp = await this._fetch(url, { signal: ac.signal });
+        const resp = await this._fetch(url, { signal: ac.signal, redirect: 'manual' });
         this._answered = true;
         this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
         await discardBody(resp);
@@ -1539,7 +1539,7 @@ export class EdgeLimit {
     const t = setTimeout(() => ac.abort(), span);
     try {
       const sent = this._ownClock();
-      const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal });
+      const resp = await this._fetch(`${this._coordinator}/healthz`, { signal: ac.signal, redirect: 'manual' });
       this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       await discardBody(resp);
@@ -1581,7 +1581,7 @@ export class EdgeLimit {
       const headers = { 'Content-Type': 'application/msgpack' };
       if (this._token) headers.Authorization = `Bearer ${this._token}`;
       const sent = this._ownClock();
-      const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal });
+      const resp = await this._fetch(url, { method: 'POST', body: batch, headers, signal: ac.signal, redirect: 'manual' }); // no redirect is followed (refusal)
       this._answered = true;
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       const body = await readReply(resp, url);
@@ -1589,7 +1589,7 @@ export class EdgeLimit {
         this._uncounted(resp.headers?.get?.('Edgelimit-Uncounted'));
         return { body };
       }
-      const r = refusal(url, resp.status, body);
+      const r = refusal(url, resp.status, body, resp.headers?.get?.('Location'));
       if (r.seqProblem || r.skewProblem) return r;
       throw r;
     } catch (e) {

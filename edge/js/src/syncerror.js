@@ -48,9 +48,19 @@ export function unreachable(url, err, method = 'POST') {
  * ahead of the coordinator's clock (400 clock_skew: the isolate takes it
  * back and cuts it again at the coordinator's time), else an EdgeLimitError to throw: code "version_mismatch"
  * for the coordinator's version problem (naming both versions),
- * "sync_refused" with the status and the start of the problem otherwise.
+ * "sync_refused" with the status and the start of the problem otherwise
+ * (a redirect: naming its location, which is not followed).
  */
-export function refusal(url, status, body) {
+export function refusal(url, status, body, location) {
+  if (status >= 300 && status <= 399) {
+    // Not followed (redirect: 'manual'): it would post the batch, key
+    // names included, wherever it points (as the Go host's
+    // syncloop.NoRedirect).
+    const err = new EdgeLimitError(`sync: POST ${url}: the coordinator answered ${status}, a redirect to ${JSON.stringify(location ?? '')}, which the sync does not follow: give the coordinator's own URL`, 'sync_refused');
+    err.status = status;
+    err.failover = false;
+    return err;
+  }
   const text = new TextDecoder().decode(body.subarray(0, 2048));
   let p = null;
   try { p = JSON.parse(text); } catch { /* not problem+json: an ordinary refusal */ }
@@ -76,8 +86,8 @@ export function refusal(url, status, body) {
 /**
  * Whether e is a refusal no retry mends: the coordinator answered 401 or
  * 403 (a token it does not accept, or one without the edge role), 404 or
- * 405 (the URL names no coordinator's sync endpoint).
+ * 405 (the URL names no coordinator's sync endpoint), or a redirect.
  */
 export function misconfigured(e) {
-  return e?.code === 'sync_refused' && [401, 403, 404, 405].includes(e.status);
+  return e?.code === 'sync_refused' && ([401, 403, 404, 405].includes(e.status) || (e.status >= 300 && e.status <= 399));
 }

@@ -143,3 +143,28 @@ test('a coordinator naming other uncounted limiters at every reply fills neither
   assert.ok(warned.every((m) => m.length < 700), 'each list cut to 512 characters');
   assert.match(warned[16], /more than 16 lists/);
 });
+
+test('a coordinator URL that answers a redirect is refused naming it, and the batch is not posted there', async (t) => {
+  const errors = [];
+  t.mock.method(console, 'error', (m) => errors.push(m));
+  let followed = 0;
+  const { createServer } = await import('node:http');
+  const target = createServer((req, res) => { followed++; res.end(); });
+  let to = '';
+  const proxy = createServer((req, res) => { res.writeHead(307, { Location: `${to}${req.url}` }); res.end(); });
+  await Promise.all([new Promise((r) => target.listen(0, '127.0.0.1', r)), new Promise((r) => proxy.listen(0, '127.0.0.1', r))]);
+  to = `http://127.0.0.1:${target.address().port}`;
+  try {
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config: cfg({ mode: 'approximate' }), coordinator: `http://127.0.0.1:${proxy.address().port}`, background: 'requests' });
+    rl.decide({ key: 'k' });
+    assert.equal(await rl.sync(), false);
+    assert.equal(rl.lastError.code, 'sync_refused');
+    assert.match(rl.lastError.message, new RegExp(`answered 307, a redirect to "${to}/v1/sync", which the sync does not follow`));
+    assert.equal(errors.length, 1, 'said on the console once, as a wrong token is');
+    await rl.close();
+  } finally {
+    target.close();
+    proxy.close();
+  }
+  assert.equal(followed, 0);
+});
