@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 
@@ -15,9 +16,13 @@ import (
 // home directory) was adopted silently, Pebble's files written among
 // them; a damaged file's error printed its bytes.
 
-// foreignDir refuses a directory that holds files but no Pebble store: no
-// CURRENT, MANIFEST or OPTIONS file (a store, even an empty one, always
-// has its marker and manifest).
+// foreignDir refuses a directory that holds files but no Pebble store. A
+// Pebble store, even an empty one, has its format-version marker (a file
+// "marker.format-version.*", written first) or an OPTIONS file that names
+// Pebble; CURRENT and MANIFEST files alone are another store's (LevelDB,
+// RocksDB), which Pebble would have taken for its own: it rewrote the
+// MANIFEST and deleted the log. LOCK alone (an open stopped before it
+// wrote anything) and hidden files are no one's.
 func foreignDir(fs vfs.FS, dir string) error {
 	names, err := fs.List(dir)
 	if err != nil {
@@ -26,17 +31,32 @@ func foreignDir(fs vfs.FS, dir string) error {
 	var other string
 	for _, n := range names {
 		switch {
-		case n == "CURRENT", n == "LOCK", strings.HasPrefix(n, "MANIFEST-"), strings.HasPrefix(n, "OPTIONS-"),
-			strings.HasPrefix(n, "marker."):
+		case strings.HasPrefix(n, "marker.format-version."):
 			return nil // a store
-		case other == "" && !strings.HasPrefix(n, ".") && n != "lost+found": // (a fresh file system's)
+		case strings.HasPrefix(n, "OPTIONS-") && pebbleOptions(fs, fs.PathJoin(dir, n)):
+			return nil // a store
+		case n == "LOCK", strings.HasPrefix(n, "."), n == "lost+found": // (a fresh file system's)
+		case other == "":
 			other = n
 		}
 	}
 	if other == "" {
 		return nil // empty (or only hidden files): a new store
 	}
-	return fmt.Errorf("pebblestore: open %q: the directory holds other files (%q among %d) and no store: give the coordinator a directory of its own (--data)", dir, other, len(names))
+	return fmt.Errorf("pebblestore: open %q: the directory holds other files (%q among %d) and no Pebble store: give the coordinator a directory of its own (--data)", dir, other, len(names))
+}
+
+// pebbleOptions reports whether the file at path is a Pebble OPTIONS file
+// (its first 4 KiB name pebble_version; RocksDB's name rocksdb_version).
+func pebbleOptions(fs vfs.FS, path string) bool {
+	f, err := fs.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4096)
+	n, _ := io.ReadFull(f, b)
+	return strings.Contains(string(b[:n]), "pebble_version=")
 }
 
 // openError wraps an error of pebble.Open in dir with what it means.

@@ -32,6 +32,27 @@ func TestOpenErrorsNameTheProblem(t *testing.T) {
 	if ents, _ := os.ReadDir(foreign); len(ents) != 1 {
 		t.Errorf("the refused directory now holds %d files, want its 1", len(ents))
 	}
+	// Another store's files (LevelDB's CURRENT, MANIFEST and log): not a
+	// Pebble store. Pebble took them for its own, rewrote the MANIFEST
+	// and deleted the log.
+	leveldb := t.TempDir()
+	files := map[string]string{"CURRENT": "MANIFEST-000001\n", "MANIFEST-000001": strings.Repeat("\x01", 300), "000003.log": "entries", "LOG": "leveldb"}
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(leveldb, n), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, err := Open(vfs.Default, leveldb); err == nil {
+		s.Close()
+		t.Error("a LevelDB directory opened as a store")
+	} else if !strings.Contains(err.Error(), "no Pebble store") {
+		t.Errorf("a LevelDB directory: %v", err)
+	}
+	for n, b := range files {
+		if got, err := os.ReadFile(filepath.Join(leveldb, n)); err != nil || string(got) != b {
+			t.Errorf("the refused directory's %s: %d bytes, %v; want it untouched", n, len(got), err)
+		}
+	}
 
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "lost+found"), 0o700); err != nil {
