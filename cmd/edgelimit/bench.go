@@ -33,6 +33,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	// (An argument ended the flags: "bench foo --run x" ran every benchmark.)
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("bench: unexpected argument %q (flags go before it)", fs.Arg(0))
+	case *runs < 1:
+		return fmt.Errorf("bench: --runs %d: want at least 1", *runs)
+	case *sysDur <= 0:
+		return fmt.Errorf("bench: --duration %v: want a positive duration", *sysDur)
+	case *floodKeys < 1:
+		return fmt.Errorf("bench: --flood-keys %d: want at least 1", *floodKeys)
+	}
 	re, err := regexp.Compile(*filter)
 	if err != nil {
 		return fmt.Errorf("bench: -run: %w", err)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -202,6 +201,22 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer gctune.Tune(budget.GoLimit)()
+	// Settings that contradict each other, or that a store ignores, are
+	// refused: each was taken silently (--in-memory with --data kept
+	// nothing on disk; a negative --redis-wait ran without WAIT).
+	switch {
+	case *storeURL != "" && (*data != "" || *inMemory):
+		return errors.New("coordinator: --store keeps the state in Redis: give --store, or --data, or --in-memory, not two of them")
+	case *data != "" && *inMemory:
+		return errors.New("coordinator: --in-memory keeps nothing on disk: give --data DIR or --in-memory, not both")
+	case *redisWait < 0:
+		return fmt.Errorf("coordinator: --redis-wait %d: want 0 (no WAIT) or a number of replicas", *redisWait)
+	case *redisBuckets < 0:
+		return fmt.Errorf("coordinator: --redis-buckets %d: want 0 (the default, %d) or a bucket count", *redisBuckets, redisstore.DefaultBuckets)
+	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return fmt.Errorf("coordinator: --listen %q: want HOST:PORT (127.0.0.1:7070, :7070): %w", *listen, err)
+	}
 	if *data == "" && !*inMemory && *storeURL == "" {
 		return errors.New("coordinator: --data DIR is required (or EDGELIMIT_DATA), or --store redis://HOST:PORT,... for a Redis Cluster; use --in-memory for a throwaway in-memory store")
 	}
@@ -277,7 +292,9 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	log.Info(fmt.Sprintf("coordinator: listening on %s", ln.Addr()), "addr", ln.Addr().String(), "data", where,
 		"limiters", len(cfg.Limiters), "opened_in", time.Since(start).Round(time.Millisecond))
 	if *config != "" {
-		reloadOnHUP(ctx, c, *config, log) // the limits, as the control API changes them
+		// The limits, as the control API changes them; the file's
+		// "coordinator" settings are read at start only, but checked.
+		reloadOnHUP(ctx, c, *config, log, func(data []byte) error { _, err := fileSettings(fs, *config, data); return err })
 	} else {
 		// (Its default action ended the process: no clean shutdown.)
 		onHUP(ctx, func() {
@@ -329,43 +346,66 @@ var flagEnv = map[string]string{
 // applyFileSettings sets, from the "coordinator" object of the config file
 // at path, every flag given neither on the command line nor by its
 // environment variable (applyEnv runs first and marks the flags it sets).
-// An unknown name is an error.
+// An unknown name or a value that is no string, number or boolean is an
+// error (fileSettings).
 func applyFileSettings(fs *flag.FlagSet, path string) error {
-	data, err := os.ReadFile(path)
+	data, err := wire.ReadConfigFile(path)
 	if err != nil {
-		return fmt.Errorf("coordinator: config: %w", err)
+		return fmt.Errorf("coordinator: %w", err)
 	}
-	var file struct {
-		Coordinator map[string]json.RawMessage `json:"coordinator"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		return fmt.Errorf("coordinator: config %s: %w", path, wire.LocateJSONError(data, -1, err))
+	settings, err := fileSettings(fs, path, data)
+	if err != nil {
+		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	names := make([]string, 0, len(file.Coordinator))
-	for name := range file.Coordinator {
+	names := make([]string, 0, len(settings))
+	for name := range settings {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		raw := file.Coordinator[name]
-		if fs.Lookup(name) == nil || name == "config" {
-			return fmt.Errorf("coordinator: config %s: unknown setting %q in \"coordinator\" (use the flag names of edgelimit coordinator -h)", path, name)
-		}
 		if set[name] { // the command line, or the environment (applyEnv)
 			continue
 		}
-		v := string(raw)
-		var str string
-		if json.Unmarshal(raw, &str) == nil {
-			v = str
-		}
-		if err := fs.Set(name, v); err != nil {
+		if err := fs.Set(name, settings[name]); err != nil {
 			return fmt.Errorf("coordinator: config %s: coordinator.%s: %w", path, name, err)
 		}
 	}
 	return nil
+}
+
+// fileSettings returns the "coordinator" object of the config file data
+// (read from path, which errors name): each setting a flag of fs, its
+// value as the flag's text. An unknown name is an error, and so is a value
+// that is not a string, a number or a boolean: a list (["a", "b"] for
+// token) was set as its JSON text, the literal token `["a"`.
+func fileSettings(fs *flag.FlagSet, path string, data []byte) (map[string]string, error) {
+	var file struct {
+		Coordinator map[string]json.RawMessage `json:"coordinator"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("coordinator: config %s: %w", path, wire.LocateJSONError(data, -1, err))
+	}
+	settings := make(map[string]string, len(file.Coordinator))
+	for name, raw := range file.Coordinator {
+		if fs.Lookup(name) == nil || name == "config" {
+			return nil, fmt.Errorf("coordinator: config %s: unknown setting %q in \"coordinator\" (use the flag names of edgelimit coordinator -h)", path, name)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("coordinator: config %s: coordinator.%s: %w", path, name, err)
+		}
+		switch v := v.(type) {
+		case string:
+			settings[name] = v
+		case float64, bool:
+			settings[name] = string(raw)
+		default:
+			return nil, fmt.Errorf("coordinator: config %s: coordinator.%s: want a string, a number or a boolean, got %s (several tokens are one string, comma-separated)", path, name, raw)
+		}
+	}
+	return settings, nil
 }
 
 // isLoopback reports whether addr (host:port) binds only loopback.

@@ -28,6 +28,13 @@ func TestCoordinatorCLI(t *testing.T) {
 		{[]string{"--in-memory", "--token", "k1,k1:read"}, "given twice"},
 		{[]string{"--store", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "want redis://HOST:PORT"},
 		{[]string{"--store", "redis://127.0.0.1:1", "--listen", "127.0.0.1:0"}, "redisstore: 127.0.0.1:1"},
+		// Settings that contradict each other or mean nothing.
+		{[]string{"--in-memory", "--data", t.TempDir()}, "give --data DIR or --in-memory, not both"},
+		{[]string{"--store", "redis://127.0.0.1:1", "--data", t.TempDir()}, "--store keeps the state in Redis"},
+		{[]string{"--store", "redis://127.0.0.1:1", "--in-memory"}, "--store keeps the state in Redis"},
+		{[]string{"--store", "redis://127.0.0.1:1", "--redis-wait", "-1"}, "--redis-wait -1"},
+		{[]string{"--store", "redis://127.0.0.1:1", "--redis-buckets", "-7"}, "--redis-buckets -7"},
+		{[]string{"--in-memory", "--listen", "127.0.0.1"}, `--listen "127.0.0.1": want HOST:PORT`},
 	} {
 		var stderr bytes.Buffer
 		err := runCoordinator(ctx, tc.args, io.Discard, &stderr)
@@ -53,6 +60,8 @@ func TestCoordinatorCLI(t *testing.T) {
 	}{
 		{[]string{"--config", file(`{"bogus": 1}`)}, "", `unknown setting "bogus"`},
 		{[]string{"--config", file(`{"checkpoint-keys": "many"}`), "--in-memory"}, "", "coordinator.checkpoint-keys"},
+		{[]string{"--config", file(`{"token": ["alpha", "beta"]}`), "--in-memory"}, "", "coordinator.token: want a string, a number or a boolean"},
+		{[]string{"--config", file(`{"listen": null}`), "--in-memory"}, "", "coordinator.listen: want a string"},
 		{[]string{"--config", fromFile}, "", "256.0.0.1:1"},                                       // the file's listen (and in-memory: no --data error)
 		{[]string{"--config", fromFile}, "256.0.0.2:1", "256.0.0.2:1"},                            // the environment wins
 		{[]string{"--config", fromFile, "--listen", "256.0.0.3:1"}, "256.0.0.2:1", "256.0.0.3:1"}, // the command line wins

@@ -17,10 +17,19 @@ import (
 // the same effect as the control API, audit lines included). A file that
 // does not load, or that changes more than limits and overrides, is
 // refused with a log line, and the configuration in force stays. The
-// file's "coordinator" settings are read at start only.
-func reloadOnHUP(ctx context.Context, c *coordinator.Coordinator, path string, log *slog.Logger) {
+// file's "coordinator" settings are read at start only; settings(data)
+// checks them, so that a file the next start would refuse (an unknown
+// setting) is refused now too.
+func reloadOnHUP(ctx context.Context, c *coordinator.Coordinator, path string, log *slog.Logger, settings func(data []byte) error) {
 	onHUP(ctx, func() {
-		cfg, err := wire.LoadConfigFile(path)
+		data, err := wire.ReadConfigFile(path)
+		var cfg wire.Config
+		if err == nil {
+			cfg, err = wire.ParseConfigJSON(data)
+		}
+		if err == nil {
+			err = settings(data)
+		}
 		if err == nil {
 			err = c.ReloadConfig(ctx, cfg, path)
 		}

@@ -74,7 +74,9 @@ func (o *Options) EnsureDefaults() {
 		o.BackoffBase = o.Interval
 	}
 	if o.BackoffMax == 0 {
-		o.BackoffMax = DefaultBackoffMax
+		// Never below the base: a sync interval past 30 s (an hourly
+		// quota's) was refused for a backoff the user never set.
+		o.BackoffMax = max(DefaultBackoffMax, o.BackoffBase)
 	}
 	if o.StaleAfter == 0 {
 		o.StaleAfter = 3 * o.Interval
@@ -90,8 +92,10 @@ func (o *Options) EnsureDefaults() {
 // Validate reports every problem of o (after EnsureDefaults), or nil.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.Interval <= 0 {
-		errs = append(errs, fmt.Errorf("syncloop: interval must be positive, got %v", o.Interval))
+	if o.Interval < time.Duration(wire.MinSyncInterval) || o.Interval > time.Duration(wire.MaxSyncInterval) {
+		// (1 ns was taken: the loop spun on both cores.)
+		errs = append(errs, fmt.Errorf("syncloop: the sync interval must be from %v to %v, got %v",
+			time.Duration(wire.MinSyncInterval), time.Duration(wire.MaxSyncInterval), o.Interval))
 	}
 	if o.Jitter >= 1 {
 		errs = append(errs, fmt.Errorf("syncloop: jitter must be below 1, got %v", o.Jitter))

@@ -3,6 +3,7 @@ package syncloop
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -365,5 +366,36 @@ func TestStepBackDelaysNoSync(t *testing.T) {
 	}
 	if !s.Probe(now + int64(DefaultProbeInterval)) {
 		t.Fatal("no probe one probe interval after a step back")
+	}
+}
+
+// The sync interval is one the module takes (wire.MinSyncInterval to
+// wire.MaxSyncInterval): 1 ns was taken, and the loop spun on both cores;
+// one past 30 s, an hourly quota's, was refused for a backoff base over
+// its maximum, which the user never set (the maximum now follows it).
+func TestOptionsSyncIntervalBounds(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		want     string // "" valid
+	}{
+		{time.Nanosecond, "the sync interval must be from 1ms to 1h0m0s, got 1ns"},
+		{999 * time.Microsecond, "got 999µs"},
+		{time.Millisecond, ""},
+		{31 * time.Second, ""},
+		{time.Hour, ""},
+		{time.Hour + time.Second, "got 1h0m1s"},
+	} {
+		o := Options{Interval: tc.interval}
+		o.EnsureDefaults()
+		err := o.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v, want valid", tc.interval, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want an error with %q", tc.interval, err, tc.want)
+		}
+		if tc.want == "" && o.BackoffMax < o.BackoffBase {
+			t.Errorf("%v: backoff max %v under its base %v", tc.interval, o.BackoffMax, o.BackoffBase)
+		}
 	}
 }

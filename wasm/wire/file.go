@@ -93,7 +93,41 @@ func ParseConfigJSON(data []byte) (Config, error) {
 	if err := dec.Decode(&fc); err != nil {
 		return Config{}, fmt.Errorf("wire: config: %w", LocateJSONError(data, dec.InputOffset(), err))
 	}
+	// One document: what follows it (a second object, a stray brace left
+	// by an edit) was ignored, where the coordinator's start refused it.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return Config{}, fmt.Errorf("wire: config: %w", LocateJSONError(data, int64(len(data)-len(rest)),
+			errors.New("data after the configuration's JSON object")))
+	}
 	return fc.Config()
+}
+
+// MaxConfigFileBytes bounds a configuration file (ReadConfigFile): 32 MiB,
+// far past 256 limiters of 4,096 overrides of the longest keys' JSON.
+const MaxConfigFileBytes = 32 << 20
+
+// ReadConfigFile returns the bytes of the configuration file at path,
+// without a UTF-8 byte order mark (editors on Windows write one; JSON
+// refused it as "invalid character 'ï'"). A file larger than
+// MaxConfigFileBytes is refused before it is read (a 90 MB file took
+// 1.5 GB and 15 s to refuse).
+func ReadConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("wire: config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("wire: config: %s: %w", path, err)
+	}
+	if len(data) > MaxConfigFileBytes {
+		return nil, fmt.Errorf("wire: config: %s: larger than %d bytes", path, MaxConfigFileBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("wire: config: %s: the file is empty (want {\"limiters\": [...]})", path)
+	}
+	return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), nil
 }
 
 // JSONPosError is a JSON decoding error with the line and column (both
@@ -229,9 +263,9 @@ func durationError(s string) error {
 
 // LoadConfigFile reads and validates a JSON configuration file.
 func LoadConfigFile(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadConfigFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("wire: config: %w", err)
+		return Config{}, err
 	}
 	c, err := ParseConfigJSON(data)
 	if err != nil {

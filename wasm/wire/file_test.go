@@ -8,6 +8,8 @@ package wire_test
 // checks the rest.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +143,37 @@ func TestConfigFileDaysAndErrorPositions(t *testing.T) {
 		_, err := wire.ParseConfigJSON([]byte(doc))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// A configuration file is one JSON object, read with a bound: what follows
+// the object (a second document, a stray brace of an edit) is refused,
+// naming where (the edge host and a coordinator's SIGHUP reload ignored it,
+// while the coordinator's start refused it); a UTF-8 byte order mark is
+// skipped; an empty file and one past MaxConfigFileBytes are refused
+// naming the problem ("EOF" before; a 90 MB file took 1.5 GB to refuse).
+func TestConfigFileIsOneBoundedObject(t *testing.T) {
+	dir := t.TempDir()
+	lims := `{"limiters": [{"name": "a", "algorithm": "fixed_window", "limit": 5, "period": "1s"}]}`
+	for name, tc := range map[string]struct{ body, want string }{
+		"trailing": {lims + "\n garbage", "line 2, column 2: data after the configuration's JSON object"},
+		"two docs": {lims + lims, "data after the configuration's JSON object"},
+		"bom":      {"\xef\xbb\xbf" + lims, ""},
+		"spaces":   {lims + "\n\n", ""},
+		"empty":    {" \n", "the file is empty"},
+		"huge":     {lims + strings.Repeat(" ", wire.MaxConfigFileBytes), "larger than"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := wire.LoadConfigFile(p)
+		switch {
+		case tc.want == "" && (err != nil || len(c.Limiters) != 1):
+			t.Errorf("%s: %v, want the limiter", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", name, err, tc.want)
 		}
 	}
 }
