@@ -277,6 +277,11 @@ func LoadConfigFile(path string) (Config, error) {
 // Config converts fc to the wire Config and validates it.
 func (fc *FileConfig) Config() (Config, error) {
 	c := Config{Version: Version, MaxKeys: fc.MaxKeys}
+	if len(fc.Limiters) > MaxLimiters {
+		// Said once, before each limiter's own problems (200,000 bad
+		// limiters printed 14 MB of errors).
+		return Config{}, fmt.Errorf("wire: config: limiters: %d limiters, at most %d", len(fc.Limiters), MaxLimiters)
+	}
 	for i, fl := range fc.Limiters {
 		d, err := ParseDuration(fl.Period)
 		if err != nil {

@@ -163,6 +163,7 @@ func TestConfigFileIsOneBoundedObject(t *testing.T) {
 		"spaces":   {lims + "\n\n", ""},
 		"empty":    {" \n", "the file is empty"},
 		"huge":     {lims + strings.Repeat(" ", wire.MaxConfigFileBytes), "larger than"},
+		"limiters": {`{"limiters": [` + strings.Repeat(`{"name": "", "limit": -1},`, 300) + `{}]}`, "limiters: 301 limiters, at most 256"},
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
 		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
