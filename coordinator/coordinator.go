@@ -383,6 +383,11 @@ func Open(opts Options) (*Coordinator, error) {
 	}
 	m.SetObserver(obs)
 	if ss, ok := store.(merge.SharedStore); ok {
+		if err = claimLimiters(store, opts.Config); err != nil { // sharedlimiters.go
+			c.closeHistory()
+			store.Close()
+			return nil, err
+		}
 		if c.shared, err = merge.NewSharedMerger(opts.Config, ss, opts.Merger, obs); err != nil {
 			c.closeHistory()
 			store.Close()

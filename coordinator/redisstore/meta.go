@@ -127,9 +127,10 @@ const metaEvery = time.Second
 
 // metaCheck caches the last check of the settings.
 type metaCheck struct {
-	mu  sync.Mutex
-	at  time.Time
-	err error // the settings are another coordinator's
+	mu     sync.Mutex
+	at     time.Time
+	err    error  // the settings are another coordinator's
+	shapes string // the limiters claimed (limiters.go); "" before ClaimLimiters
 }
 
 // settingsOK returns the error of settings that are not this
@@ -149,6 +150,14 @@ func (s *Store) settingsOK(ctx context.Context) error {
 	}
 	m.at = time.Now()
 	err = s.compareMeta(v)
+	if err == nil && m.shapes != "" {
+		// The limiters' claim renewed (limiters.go).
+		held, cerr := s.claimLimiters(ctx, m.shapes)
+		if cerr != nil {
+			return m.err
+		}
+		err = compareShapes(m.shapes, held)
+	}
 	switch {
 	case err != nil && m.err == nil:
 		s.opts.Logger.Error("redisstore: refusing writes: "+err.Error(), "error", err.Error())

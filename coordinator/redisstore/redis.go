@@ -158,6 +158,7 @@ type Store struct {
 	stats   stats
 	health  outage
 	meta    metaCheck     // the settings checked while running (meta.go)
+	claimID string        // this store's claim of the limiters (limiters.go): random
 	stop    chan struct{} // closed by Close: ends watch
 	done    chan struct{} // closed when watch returned
 	closing sync.Once
@@ -198,7 +199,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{rdb: rdb, opts: o}
+	s := &Store{rdb: rdb, opts: o, claimID: randomClaimID()}
 	s.health = outage{log: o.Logger, stats: &s.stats}
 	if err := s.checkMeta(ctx, explicit); err != nil {
 		rdb.Close()
@@ -390,6 +391,7 @@ func (s *Store) Close() error {
 		s.closing.Do(func() { close(s.stop) })
 		<-s.done
 	}
+	s.releaseLimiters() // limiters.go
 	return s.rdb.Close()
 }
 
