@@ -36,13 +36,14 @@ const limitersKey = "el:limiters"
 // limitersTTL is how long a claim outlives its last renewal: 30 s.
 const limitersTTL = 30 * time.Second
 
-// limitersScript drops the lapsed claims of KEYS[1] (on the server's
-// clock), and returns the shapes of a live claim of another coordinator
+// limitersScript drops the lapsed claims of KEYS[1] (at ARGV[4], the
+// coordinator's clock in Unix ms: TIME is not among the commands the
+// documented ACL grants, and the coordinators' clocks agree within their
+// skew, seconds against limitersTTL), and returns the shapes of a live claim of another coordinator
 // that differ from ARGV[2], or else claims ARGV[2] under ARGV[1] for ARGV[3]
 // ms and returns ARGV[2].
 var limitersScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(ARGV[4])
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local v = all[i + 1]
@@ -78,7 +79,7 @@ func (s *Store) ClaimLimiters(ctx context.Context, shapes string) error {
 // claimLimiters runs limitersScript for shapes and returns the shapes it
 // answers (shapes: claimed).
 func (s *Store) claimLimiters(ctx context.Context, shapes string) (string, error) {
-	return limitersScript.Run(ctx, s.rdb, []string{limitersKey}, s.claimID, shapes, limitersTTL.Milliseconds()).Text()
+	return limitersScript.Run(ctx, s.rdb, []string{limitersKey}, s.claimID, shapes, limitersTTL.Milliseconds(), time.Now().UnixMilli()).Text()
 }
 
 // releaseLimiters gives back the claim (Close), if any.
