@@ -30,30 +30,36 @@ func TestRedisCoordinatorsRunTheSameLimiters(t *testing.T) {
 		change(&c)
 		return c
 	}
-	for _, tc := range []struct {
-		name string
-		cfg  wire.Config
-		want string // "" starts
-	}{
-		{"another limit", with(func(c *wire.Config) { c.Limiters[0].Limit = 5; c.Limiters[0].Overrides = nil }), ""},
-		{"another period", with(func(c *wire.Config) { c.Limiters[0].Period = int64(time.Minute) }),
-			`limiter "fw" is (fixed_window per 1m0s, approximate) here and (fixed_window per 1s, approximate) on the others`},
-		{"another mode", with(func(c *wire.Config) { c.Limiters[0].Mode = wire.Strict }), `limiter "fw" is (fixed_window per 1s, leased (auto or strict)) here`},
-		{"another burst", with(func(c *wire.Config) { c.Limiters[2].Burst = 30 }), `limiter "tb" is (token_bucket per 1s, approximate, burst 30) here`},
-		{"one more", with(func(c *wire.Config) {
-			c.Limiters = append(c.Limiters, wire.LimiterConfig{Name: "new", Algorithm: wire.FixedWindow, Limit: 1, Period: int64(time.Second)})
-		}), `limiter "new" runs here and not on the others`},
-		{"one less", with(func(c *wire.Config) { c.Limiters = c.Limiters[1:] }), `limiter "fw" runs on the others and not here`},
+	// Another limit or override: taken.
+	c, err := Open(Options{Store: openRedisNoFlush(t), Config: with(func(c *wire.Config) { c.Limiters[0].Limit = 5; c.Limiters[0].Overrides = nil }), GCInterval: -1})
+	if err != nil {
+		t.Fatalf("another limit: %v, want it started", err)
+	}
+	c.Close()
+	// Another period, mode and burst, a limiter more and one less: refused
+	// (after waiting for the claim to lapse, which a live one does not),
+	// naming each.
+	differ := with(func(c *wire.Config) {
+		c.Limiters[0].Period = int64(time.Minute)
+		c.Limiters[1].Mode = wire.Strict
+		c.Limiters[2].Burst = 30
+		c.Limiters[3] = wire.LimiterConfig{Name: "new", Algorithm: wire.FixedWindow, Limit: 1, Period: int64(time.Second)}
+	})
+	c, err = Open(Options{Store: openRedisNoFlush(t), Config: differ, GCInterval: -1})
+	if err == nil {
+		c.Close()
+		t.Fatal("limiters of other shapes started beside the running coordinator's")
+	}
+	for _, want := range []string{
+		`limiter "fw" is (fixed_window per 1m0s, approximate) here and (fixed_window per 1s, approximate) on the others`,
+		`limiter "sw" is (sliding_window per 1s, leased (auto or strict)) here and (sliding_window per 1s, approximate) on the others`,
+		`limiter "tb" is (token_bucket per 1s, approximate, burst 30) here`,
+		`limiter "new" runs here and not on the others`,
+		`limiter "gcra" runs on the others and not here`,
+		"every coordinator must run the same limiters",
 	} {
-		c, err := Open(Options{Store: openRedisNoFlush(t), Config: tc.cfg, GCInterval: -1})
-		if err == nil {
-			c.Close()
-		}
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v, want it started", tc.name, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "every coordinator must run the same limiters")):
-			t.Errorf("%s: %v, want refused with %q", tc.name, err, tc.want)
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
 		}
 	}
 	// Every coordinator stopped (Close gives the claim back), the new

@@ -25,7 +25,12 @@ import (
 // start, naming each difference, or, running, refuses to write. Close
 // gives the claim back, so all coordinators stopped and started with a new
 // file (a period raised) start at once; a killed coordinator's claim
-// lapses after limitersTTL. Limits and overrides may differ (the control
+// lapses after limitersTTL, and a coordinator that meets a differing claim
+// at start waits that long for it to lapse before it refuses (a restart
+// with a new file right after a kill -9 starts). A coordinator that
+// neither writes nor answers a health probe for limitersTTL lets its claim
+// lapse too; if another one claims meanwhile, the first refuses its next
+// write: the two never write at once. Limits and overrides may differ (the control
 // API changes them for every coordinator; a file reload changes one
 // coordinator's).
 
@@ -33,8 +38,8 @@ import (
 // (its claim id), "EXPIRY_MS\nSHAPES".
 const limitersKey = "el:limiters"
 
-// limitersTTL is how long a claim outlives its last renewal: 30 s.
-const limitersTTL = 30 * time.Second
+// limitersTTL is how long a claim outlives its last renewal: 5 s.
+const limitersTTL = 5 * time.Second
 
 // limitersScript drops the lapsed claims of KEYS[1] (at ARGV[4], the
 // coordinator's clock in Unix ms: TIME is not among the commands the
@@ -63,17 +68,29 @@ return ARGV[2]
 // ClaimLimiters claims the cluster for shapes (one line per limiter,
 // "NAME\tSHAPE", as the coordinator makes them from its configuration),
 // or returns an error naming each limiter whose shape differs from a live
-// claim of another coordinator. The claim is renewed with the settings'
-// checks while the store runs, and given back by Close.
+// claim of another coordinator that is still live after limitersTTL (a
+// killed coordinator's lapses by then). The claim is renewed with the
+// settings' checks while the store runs, and given back by Close.
 func (s *Store) ClaimLimiters(ctx context.Context, shapes string) error {
 	s.meta.mu.Lock()
 	s.meta.shapes = shapes
 	s.meta.mu.Unlock()
-	held, err := s.claimLimiters(ctx, shapes)
-	if err != nil {
-		return fmt.Errorf("redisstore: limiters: %w", err)
+	deadline := time.Now().Add(limitersTTL + time.Second)
+	for {
+		held, err := s.claimLimiters(ctx, shapes)
+		if err != nil {
+			return fmt.Errorf("redisstore: limiters: %w", err)
+		}
+		err = compareShapes(shapes, held)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return compareShapes(shapes, held)
 }
 
 // claimLimiters runs limitersScript for shapes and returns the shapes it
@@ -126,7 +143,7 @@ func compareShapes(mine, held string) error {
 		}
 	}
 	sort.Strings(diff)
-	return fmt.Errorf("redisstore: the coordinators running on this cluster have other limiters (%s): %s; every coordinator must run the same limiters (limits may differ): start this one with their configuration, or stop them all and start them with the new one (a killed coordinator's claim lapses after %v)",
+	return fmt.Errorf("redisstore: the coordinators running on this cluster have other limiters (%s): %s; every coordinator must run the same limiters (limits may differ): start this one with their configuration, or stop them all and start them with the new one (waited %v for their claim to lapse)",
 		limitersKey, strings.Join(diff, "; "), limitersTTL)
 }
 
