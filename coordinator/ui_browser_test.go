@@ -88,9 +88,7 @@ func TestUIInBrowser(t *testing.T) {
 	}()
 	keyRow := chromedp.CSS(`div[data-limiter="inbox-daily"] tr[data-key="alice@example.com"]`)
 	err = chromedp.Do(bctx,
-		chromedp.Navigate(curl+"/ui"),
-		chromedp.SetValue(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS(`#tokenform button`)),
+		pageLogin(curl, token),
 		chromedp.WaitVisible(keyRow),
 		chromedp.WaitVisible(chromedp.CSS(`#isolates tr[data-isolate="ui-edge-1"]`)),
 	)
@@ -196,9 +194,7 @@ func TestUIResetsAnyKey(t *testing.T) {
 		return chromedp.CSS(`div[data-limiter="api"] tr[data-key-b64="` + base64.RawURLEncoding.EncodeToString([]byte(k)) + `"]`)
 	}
 	err = chromedp.Do(bctx,
-		chromedp.Navigate(curl+"/ui"),
-		chromedp.SetValue(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS(`#tokenform button`)),
+		pageLogin(curl, token),
 		chromedp.WaitVisible(rowOf("keep")),
 	)
 	if err != nil {

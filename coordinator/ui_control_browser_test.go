@@ -58,9 +58,7 @@ func TestUIControlPanel(t *testing.T) {
 	}
 	llmRow := `#ctl-limits tr[data-limiter="llm"]`
 	err = chromedp.Do(bctx,
-		chromedp.Navigate(curl+"/ui"),
-		chromedp.SetValue(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS(`#tokenform button`)),
+		pageLogin(curl, token),
 		chromedp.WaitVisible(chromedp.CSS(llmRow)),
 		chromedp.SetValue(chromedp.CSS("#ctl-reason"), "quota raised by the provider"),
 		chromedp.SetValue(chromedp.CSS(llmRow+" input.ctl-new-limit"), "12"),

@@ -56,16 +56,9 @@ func TestUIHistoryInBrowser(t *testing.T) {
 	_, hurl := serveEdge(t, host.Options{Config: cfg, Isolates: 2, Coordinator: url, Token: token, IDPrefix: "ui-edge",
 		Sync: syncloop.Options{Interval: 50 * time.Millisecond}})
 
-	poll := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("%s: %v (waited for %s)", what, err, expr)
-		}
-	}
+	poll := func(what, expr string) { t.Helper(); pagePoll(t, bctx, what, expr) }
 	err := chromedp.Do(bctx,
-		chromedp.Navigate(url+"/ui"),
-		chromedp.SetValue(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS(`#tokenform button`)),
+		pageLogin(url, token),
 	)
 	if err != nil {
 		t.Fatalf("browser: %v", err)

@@ -47,16 +47,9 @@ func TestUIShowsKeysAsTheyAre(t *testing.T) {
 	stop() // the history is read from the store after a restart, as in TestUIHistoryInBrowser
 	url, _ = open()
 	b64 := func(k string) string { return base64.RawURLEncoding.EncodeToString([]byte(k)) }
-	poll := func(what, expr string) {
-		t.Helper()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("%s: %v (waited for %s)", what, err, expr)
-		}
-	}
+	poll := func(what, expr string) { t.Helper(); pagePoll(t, bctx, what, expr) }
 	if err := chromedp.Do(bctx,
-		chromedp.Navigate(url+"/ui"),
-		chromedp.SetValue(chromedp.CSS("#token"), token),
-		chromedp.Click(chromedp.CSS(`#tokenform button`)),
+		pageLogin(url, token),
 	); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
