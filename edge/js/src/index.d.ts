@@ -96,10 +96,13 @@ export interface EdgeLimitOptions {
    * once, and the isolate returns to its own once it answers again
    * (tried 5 s after leaving it, then twice as long each failed try, at
    * most 40 s).
-   * Absent: this isolate decides alone.
+   * Absent: this isolate decides alone (then a strict or read-through
+   * limiter is refused: it would deny every request). A URL with a user
+   * or password is refused (fetch refuses it), and a coordinator's
+   * redirect is not followed.
    */
   coordinator?: string | string[];
-  /** Bearer token for the coordinator. */
+  /** Bearer token for the coordinator: visible ASCII (0x21-0x7e), at most 4096 characters. */
   token?: string;
   /** Time between regular syncs, ms. Default 100. */
   syncInterval?: number;
