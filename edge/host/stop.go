@@ -22,12 +22,11 @@ import (
 // Requests in flight (/v1/decide, a /v1/wait's current decision) are
 // answered as before.
 type stopper struct {
-	once     sync.Once
-	stopping chan struct{} // closed when the stop begins
+	stopping chan struct{} // closed when the stop begins (under mu)
 
 	mu      sync.Mutex
 	fresh   map[net.Conn]struct{} // connections that have not sent a request
-	stopped bool
+	stopped bool                  // stopping is closed
 }
 
 func newStopper() *stopper {
@@ -53,10 +52,12 @@ func (s *stopper) connState(c net.Conn, st http.ConnState) {
 // stop begins the stop (http.Server.RegisterOnShutdown): the waits end and
 // the connections without a request are closed.
 func (s *stopper) stop() {
-	s.once.Do(func() { close(s.stopping) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stopped = true
+	if !s.stopped {
+		s.stopped = true
+		close(s.stopping)
+	}
 	for c := range s.fresh {
 		c.Close()
 	}

@@ -81,7 +81,7 @@ const (
 	maxPauseBytes = 1 + maxNameBytes + maxIntBytes
 )
 
-// MaxReplyBytes is the size of the largest Reply, in bytes (9,227,340, 8.80 MiB):
+// MaxReplyBytes is the size of the largest Reply, in bytes (9,301,068, 8.87 MiB):
 // MaxBatchEntries views, upstream views and reset keys and MaxLimiters
 // paused limiters, each with a
 // limiter name of MaxNameLen bytes, a key of MaxKeyLen bytes and every

@@ -6,6 +6,7 @@
 import { EdgeLimitError } from './errors.js';
 
 const MAX_MS = 2 ** 31 - 1; // the longest setTimeout delay, ms (24.8 days)
+const MAX_TOKEN_LEN = 4096; // wire.MaxTokenLen (a Go test checks they agree)
 
 const bad = (name, msg) => { throw new EdgeLimitError(`create: option ${name}: ${msg}`, 'bad_options'); };
 const show = (v) => (typeof v === 'string' ? JSON.stringify(v) : typeof v === 'bigint' ? `${v}n` : typeof v === 'object' ? (v === null ? 'null' : 'an object') : String(v));
@@ -47,7 +48,7 @@ const CHECKS = {
     // As the Go host and coordinator (wire.CheckToken): a token fetch can
     // send in "Authorization: Bearer ..." and the coordinator can hold. The
     // message names the position, never the token.
-    if (v.length > 4096) bad('token', `must be at most 4096 characters, got ${v.length}`);
+    if (v.length > MAX_TOKEN_LEN) bad('token', `must be at most ${MAX_TOKEN_LEN} characters, got ${v.length}`);
     const i = v.search(/[^\x21-\x7e]/);
     if (i >= 0) bad('token', `character ${i + 1} of ${v.length} is U+${v.charCodeAt(i).toString(16).padStart(4, '0')}: want visible ASCII (0x21-0x7e), no spaces`);
   },

@@ -6,8 +6,8 @@
 
 import { EdgeLimitError } from './errors.js';
 
-/** The largest reply a coordinator sends, bytes (wire.MaxReplyBytes). */
-export const MAX_REPLY_BYTES = 9227340;
+/** The largest reply a coordinator sends, bytes (wire.MaxReplyBytes; a Go test checks they agree). */
+export const MAX_REPLY_BYTES = 9301068;
 
 /**
  * The body of resp (a fetch Response, or an object with arrayBuffer())
