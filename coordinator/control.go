@@ -110,7 +110,8 @@ var (
 type control struct {
 	mu     sync.Mutex // serialises changes
 	limits *merge.Limits
-	file   wire.Config   // the configuration file's limiters (Options.Config, then each reload)
+	own    wire.Config   // the configuration file's limiters (Options.Config, then each reload)
+	file   wire.Config   // own, in shared mode with the stored file layer's limits (control_file.go)
 	rec    controlRecord // what is stored: the changes and pauses in force
 	store  controlStore
 	log    *slog.Logger
@@ -130,7 +131,7 @@ type control struct {
 // newControl returns the control state over the configuration cfg, its
 // record kept in store (openControl reads it).
 func newControl(cfg wire.Config, store controlStore, notices bool, log *slog.Logger) *control {
-	return &control{limits: merge.NewLimits(cfg), file: merge.CloneConfig(cfg), store: store, notices: notices,
+	return &control{limits: merge.NewLimits(cfg), own: merge.CloneConfig(cfg), file: merge.CloneConfig(cfg), store: store, notices: notices,
 		log: log, told: map[string]map[string]bool{}}
 }
 
@@ -302,6 +303,9 @@ func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Conf
 		if err != nil {
 			return err
 		}
+		if newFile != nil && ct.store.shared() {
+			rec.File = layerOf(&file, who, now) // every coordinator runs it (control_file.go)
+		}
 		if err := effectiveValid(file, &rec); err != nil {
 			return err
 		}
@@ -323,6 +327,9 @@ func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Conf
 		if err := c.installControl(rec, file); err != nil {
 			return err // checked by effectiveValid: not reached
 		}
+		if newFile != nil {
+			ct.own = merge.CloneConfig(*newFile)
+		}
 		c.liftPauses(&old, &rec)
 		c.noticeRaised(&cur, ct.limits.Load().Config)
 		for _, l := range lines {
@@ -338,12 +345,12 @@ func (c *Coordinator) change(ctx context.Context, who string, newFile *wire.Conf
 
 // usableControl returns rec, a stored control record (err: how it failed
 // to decode, or nil), when it decoded and its changes make a valid
-// configuration of the file in force; else it logs why and returns an
+// configuration of file (the configuration file's limiters in force); else it logs why and returns an
 // empty record of its generation: the configuration file's limits, no
 // pause, until the next change overwrites the stored record.
-func (c *Coordinator) usableControl(rec *controlRecord, err error) *controlRecord {
+func (c *Coordinator) usableControl(rec *controlRecord, err error, file wire.Config) *controlRecord {
 	if err == nil {
-		err = effectiveValid(c.ctl.file, rec)
+		err = effectiveValid(file, rec)
 	}
 	if err == nil {
 		return rec
@@ -377,16 +384,24 @@ func (c *Coordinator) pullControl(ctx context.Context) error {
 	if rec == nil || rec.Gen == ct.rec.Gen {
 		return nil
 	}
-	for _, d := range rebase(&ct.file, rec) {
+	file := layered(ct.own, rec.File)
+	for _, d := range rebase(&file, rec) {
 		c.log.Warn("coordinator: control: the stored change of " + d + " does not apply to this coordinator's configuration; ignored")
 	}
-	rec = c.usableControl(rec, err)
+	rec = c.usableControl(rec, err, file)
 	old := ct.rec
-	if err := c.installControl(*rec, ct.file); err != nil {
+	oldFile := ct.file
+	if err := c.installControl(*rec, file); err != nil {
 		return err
 	}
 	c.liftPauses(&old, rec)
 	c.log.Info("coordinator: control: adopted generation "+strconv.FormatInt(rec.Gen, 10)+" of the control record (another coordinator's change)", "generation", rec.Gen)
+	if ch := fileChanges(&oldFile, &file); len(ch) > 0 {
+		for _, l := range ch {
+			c.log.Info(fmt.Sprintf("coordinator: control: the configuration file's %s: %s -> %s (the file %s read)", l.what, l.old, l.new, rec.File.By),
+				"by", rec.File.By, "change", l.what, "old", l.old, "new", l.new, "generation", rec.Gen)
+		}
+	}
 	return nil
 }
 
@@ -471,9 +486,9 @@ func (c *Coordinator) openControl() error {
 	ct := c.ctl
 	c.met.reg.MustRegister(controlMetrics{c})
 	ct.mu.Lock()
-	defer ct.mu.Unlock()
 	rec, err := ct.store.load(context.Background(), -1)
 	if err != nil && !errors.Is(err, errCorruptControl) {
+		ct.mu.Unlock()
 		return fmt.Errorf("coordinator: reading the control record: %w", err)
 	}
 	if rec != nil {
@@ -483,12 +498,17 @@ func (c *Coordinator) openControl() error {
 			}
 		}
 		rec.Told = nil
-		for _, d := range rebase(&ct.file, rec) {
+		file := ct.own
+		if ct.store.shared() {
+			file = layered(ct.own, rec.File) // what the others run (shareFile below puts this one's in force)
+		}
+		for _, d := range rebase(&file, rec) {
 			c.log.Warn("coordinator: control: the stored run-time change of " + d + " is dropped: the configuration file wins")
 		}
 		rec.prune(c.opts.Clock.Now())
-		rec = c.usableControl(rec, err)
-		if err := c.installControl(*rec, ct.file); err != nil {
+		rec = c.usableControl(rec, err, file)
+		if err := c.installControl(*rec, file); err != nil {
+			ct.mu.Unlock()
 			return err
 		}
 		if len(rec.Limits)+len(rec.Pauses) > 0 {
@@ -496,9 +516,15 @@ func (c *Coordinator) openControl() error {
 				"generation", rec.Gen, "limits", len(rec.Limits), "pauses", len(rec.Pauses))
 		}
 	}
-	if !ct.store.shared() {
+	shared := ct.store.shared()
+	ct.mu.Unlock()
+	if !shared {
 		close(c.ctlDone)
 		return nil
+	}
+	if err := c.shareFile(context.Background()); err != nil {
+		close(c.ctlDone)
+		return err
 	}
 	go c.pollControl()
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -238,7 +237,9 @@ func checkReason(reason string, required bool) error {
 // dropped (the file wins), the others stay. A cfg that is not valid, or
 // that changes anything else than limits and overrides (limiters added or
 // removed, periods, algorithms...: a restart), is refused with an error
-// and changes nothing.
+// and changes nothing. In shared mode the file's limits are stored in the
+// control record, and every coordinator of the store puts them in force
+// (control_file.go).
 func (c *Coordinator) ReloadConfig(ctx context.Context, cfg wire.Config, source string) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("coordinator: reload: %w", err)
@@ -256,21 +257,7 @@ func (c *Coordinator) ReloadConfig(ctx context.Context, cfg wire.Config, source 
 			lines = append(lines, audit{what: "run-time change", old: d, new: "dropped: the file wins"})
 		}
 		next := effective(*file, rec)
-		for i := range next.Limiters {
-			n, o := &next.Limiters[i], cur.Limiter(next.Limiters[i].Name)
-			if n.Limit != o.Limit {
-				lines = append(lines, audit{what: "limit of " + target(n.Name, ""), old: strconv.FormatInt(o.Limit, 10), new: strconv.FormatInt(n.Limit, 10)})
-			}
-			keys := map[string]bool{}
-			for _, x := range append(slices.Clone(n.Overrides), o.Overrides...) {
-				keys[x.Key] = true
-			}
-			for _, k := range slices.Sorted(maps.Keys(keys)) {
-				if a, b := o.LimitFor(k), n.LimitFor(k); a != b {
-					lines = append(lines, audit{what: "limit of " + target(n.Name, k), old: strconv.FormatInt(a, 10), new: strconv.FormatInt(b, 10)})
-				}
-			}
-		}
+		lines = append(lines, fileChanges(cur, &next)...)
 		if len(lines) == 0 {
 			lines = append(lines, audit{what: "configuration reloaded", old: "-", new: "no limit changed"})
 		}

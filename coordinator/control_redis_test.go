@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // ControlPauseChunk at a time: no reset notices there), a change on the
 // second is made over the first's (none lost), a resume on the first
 // resets the key in the second's replies to a batch that names it without
-// cost, and a coordinator started later finds the changes.
+// cost, and a coordinator started later finds the changes. (The first
+// start writes the file's limits in the record: generation 1.)
 func TestControlSharedMode(t *testing.T) {
 	testCluster(t)
 	cfg := testConfig()
@@ -72,7 +74,7 @@ func TestControlSharedMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Limiters[0].Limit != 7 || v.Limiters[1].Limit != 9 || len(v.Pauses) != 1 || v.Generation != 3 {
+	if v.Limiters[0].Limit != 7 || v.Limiters[1].Limit != 9 || len(v.Pauses) != 1 || v.Generation != 4 {
 		t.Fatalf("first coordinator after the second's change: %+v", v)
 	}
 	if err := c1.ResumeFleet(ctx, "test", "sw", "", ""); err != nil {
@@ -104,7 +106,97 @@ func TestControlSharedMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Limiters[0].Limit != 7 || v.Limiters[1].Limit != 9 || len(v.Pauses) != 0 || v.Generation != 4 {
+	if v.Limiters[0].Limit != 7 || v.Limiters[1].Limit != 9 || len(v.Pauses) != 0 || v.Generation != 5 {
 		t.Fatalf("a coordinator started later: %+v", v)
+	}
+}
+
+// Shared mode: a reload (SIGHUP) of one coordinator's configuration file
+// puts the file's limits in force on every coordinator of the store within
+// ControlPoll (before, only on the one that read it: the others kept the
+// old limits against the same counts); a run-time change made on another
+// coordinator over the reloaded limits holds on all of them; and a
+// coordinator started with another file puts that file's limits in force
+// on all of them (the file read last wins), dropping the run-time change
+// made over another value.
+func TestControlSharedReload(t *testing.T) {
+	testCluster(t)
+	logs := &syncBuffer{}
+	open := func(cfg wire.Config, flush bool, log *syncBuffer) *Coordinator {
+		var rs *redisstore.Store
+		if flush {
+			rs = openTestRedis(t, redisstore.Options{Buckets: 16})
+		} else {
+			var err error
+			if rs, err = redisstore.Open(context.Background(), redisstore.Options{Addrs: testCluster(t).Addrs(), Buckets: 16}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o := Options{Store: rs, Config: cfg}
+		if log != nil {
+			withLog(log)(&o)
+		}
+		c, err := Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ctx := context.Background()
+	c1, c2 := open(testConfig(), true, nil), open(testConfig(), false, logs)
+	seq := int64(0)
+	// limitsOn waits until c's replies carry fw's limit want for key k.
+	limitsOn := func(c *Coordinator, k string, want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * ControlPoll); ; time.Sleep(50 * time.Millisecond) {
+			seq++
+			now := time.Now().UnixNano()
+			rp := mustSync(t, c, limitedBatch("a", seq, now, wire.Delta{Limiter: "fw", Key: k, Window: now / sec, Delta: 1}))
+			got := viewOf(t, rp, "fw", k).Limit
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("key %q: limit %d after %v, want %d", k, got, 5*ControlPoll, want)
+			}
+		}
+	}
+	reloaded := testConfig()
+	reloaded.Limiters[0].Limit = 40
+	reloaded.Limiters[0].Overrides = []wire.Override{{Key: "vip", Limit: 400}}
+	if err := c1.ReloadConfig(ctx, reloaded, "new.json"); err != nil {
+		t.Fatal(err)
+	}
+	limitsOn(c2, "k", 40)
+	limitsOn(c2, "vip", 400)
+	v, err := c2.Control(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := v.Limiters[0]; l.ConfiguredLimit != 40 || l.ConfiguredOverrides["vip"] != 400 || len(l.Changes) != 0 {
+		t.Fatalf("the other coordinator's view of the reloaded file: %+v", l)
+	}
+	if out := logs.String(); !strings.Contains(out, "config file new.json") || !strings.Contains(out, `limit of limiter \"fw\": 100 -> 40`) {
+		t.Fatalf("the other coordinator logged no adoption of the reloaded file's limits:\n%s", out)
+	}
+	// A run-time change on the second coordinator, made over the
+	// reloaded value, holds on the first.
+	if err := c2.SetLimit(ctx, "test", "fw", "", 30, "r"); err != nil {
+		t.Fatal(err)
+	}
+	limitsOn(c1, "k", 30)
+	// A coordinator started with the old file: its limits win everywhere,
+	// and the change made over 40 is dropped.
+	c3 := open(testConfig(), false, nil)
+	limitsOn(c3, "k", 100)
+	limitsOn(c1, "k", 100)
+	limitsOn(c2, "vip", 1000)
+	v, err = c1.Control(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := v.Limiters[0]; l.ConfiguredLimit != 100 || l.Limit != 100 || len(l.Changes) != 0 {
+		t.Fatalf("after a start with the old file: %+v", l)
 	}
 }

@@ -48,6 +48,10 @@ type controlRecord struct {
 	// coordinator last closed (Close writes them, Open reads them back):
 	// a resume after a restart still sends their reset notices.
 	Told map[string][][]byte `json:"told,omitempty"`
+	// File is, in shared mode, the configuration file's limits every
+	// coordinator of the store runs: the file read last (control_file.go);
+	// nil in Pebble mode, or before any coordinator wrote it.
+	File *fileLayer `json:"file,omitempty"`
 }
 
 // limitSetting is a run-time change of a limiter's limit (Key empty) or
