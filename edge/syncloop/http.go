@@ -334,6 +334,9 @@ func (t *HTTPTransport) syncOne(ctx context.Context, base string, batch, dst []b
 	if int64(len(body)) > limit {
 		return dst, false, fmt.Errorf("syncloop: http: reply larger than %d bytes", limit)
 	}
+	if err := notAReply(resp, body); err != nil {
+		return dst, true, err
+	}
 	if u := resp.Header.Get(UncountedHeader); u != "" && t.Uncounted != nil {
 		t.Uncounted(u)
 	}

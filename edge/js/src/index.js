@@ -9,7 +9,7 @@ import { EdgeLimitError, ERROR_CODES, codeError, CODES } from './errors.js';
 import { normalizeConfig, toWire, parseDuration } from './config.js';
 import { checkOptions } from './options.js';
 import { readReply, discardBody } from './replybody.js';
-import { misconfigured, refusal, unreachable } from './syncerror.js';
+import { misconfigured, notAReply, refusal, unreachable } from './syncerror.js';
 import { Scheduler, SLOW_ATTEMPT_MS } from './scheduler.js';
 import { nextAsk, ASK_AMEND, ASK_BATCH, MAX_AMENDS } from './amend.js';
 import { Retry } from './retry.js';
@@ -1586,6 +1586,8 @@ export class EdgeLimit {
       this._observeTime(sent, this._ownClock(), resp.headers?.get?.(TIME_HEADER));
       const body = await readReply(resp, url);
       if (resp.status === 200) {
+        const page = notAReply(url, resp.headers?.get?.('Content-Type'), body);
+        if (page) throw page;
         this._uncounted(resp.headers?.get?.('Edgelimit-Uncounted'));
         return { body };
       }

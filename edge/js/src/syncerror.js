@@ -84,6 +84,25 @@ export function refusal(url, status, body, location) {
 }
 
 /**
+ * The error of a 200 answer from url that is a web page (Content-Type
+ * contentType is text/html): a proxy, captive portal or load balancer
+ * answering in the coordinator's place. Code "sync_refused" naming the
+ * type and the page's start (the module's decoder said only "malformed
+ * input"); it fails over, as a 502 does. Null for any other answer (a
+ * coordinator answers application/msgpack; only HTML is refused, as by the
+ * Go host's syncloop).
+ */
+export function notAReply(url, contentType, body) {
+  const mt = String(contentType ?? '').split(';')[0].trim().toLowerCase();
+  if (mt !== 'text/html') return null;
+  const start = new TextDecoder().decode(body.subarray(0, 120));
+  const err = new EdgeLimitError(`sync: POST ${url}: answered 200 with Content-Type ${JSON.stringify(contentType)}, a web page, not the coordinator's msgpack reply (a proxy or captive portal in the way?): ${JSON.stringify(start)}`, 'sync_refused');
+  err.status = 200;
+  err.failover = true;
+  return err;
+}
+
+/**
  * Whether e is a refusal no retry mends: the coordinator answered 401 or
  * 403 (a token it does not accept, or one without the edge role), 404 or
  * 405 (the URL names no coordinator's sync endpoint), or a redirect.

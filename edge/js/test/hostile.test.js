@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { EdgeLimit, EdgeLimitError } from '../src/index.js';
 import { MAX_REPLY_BYTES } from '../src/replybody.js';
 import { wasmModule, fakeClock, problem } from './helpers.js';
-import { startCoordinator } from './coordinator.js';
+import { startCoordinator, globalView } from './coordinator.js';
 
 const coords = [];
 after(async () => { for (const c of coords) await c.stop(); });
@@ -167,4 +167,30 @@ test('a coordinator URL that answers a redirect is refused naming it, and the ba
     proxy.close();
   }
   assert.equal(followed, 0);
+});
+
+test('a 200 answer that is a web page is refused naming it, and the batch goes on to the next coordinator', async () => {
+  const coord = await startCoordinator(cfg({ mode: 'approximate' }));
+  coords.push(coord);
+  const portal = 'http://portal.test';
+  let portalPosts = 0;
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config: cfg({ mode: 'approximate' }), coordinator: [portal, coord.url], background: 'requests', isolateId: 'page-a',
+    fetch: async (url, init) => {
+      if (!String(url).startsWith(portal)) return fetch(url, init);
+      if (init?.method === 'POST') portalPosts++;
+      return new Response('<!DOCTYPE html><html><body>Sign in to the hotel Wi-Fi</body></html>', { status: 200, headers: { 'Content-Type': 'text/html; charset=utf-8' } });
+    } });
+  rl.decide({ key: 'k' });
+  assert.equal(await rl.sync(), true, rl.lastError?.message);
+  assert.ok(portalPosts >= 1, 'the batch was tried at the portal first');
+  const { body } = await globalView(coord.url, 'api', 'k');
+  assert.equal(body.count, 1, 'the coordinator after the portal counted the request');
+  // Alone behind the portal: the error says what answered.
+  const alone = await EdgeLimit.create({ wasm: wasmModule, config: cfg({ mode: 'approximate' }), coordinator: portal, background: 'requests',
+    fetch: async () => new Response('<html>Sign in to the hotel Wi-Fi</html>', { status: 200, headers: { 'Content-Type': 'text/html' } }) });
+  alone.decide({ key: 'k' });
+  assert.equal(await alone.sync(), false);
+  assert.equal(alone.lastError.code, 'sync_refused');
+  assert.match(alone.lastError.message, /answered 200 with Content-Type "text\/html", a web page, not the coordinator's msgpack reply.*hotel Wi-Fi/);
+  await rl.close();
 });
