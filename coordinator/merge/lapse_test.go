@@ -110,3 +110,39 @@ func TestLapsedLeaseComesBack(t *testing.T) {
 		t.Errorf("b's view with d quiet past its expiry: held %d, want d's 4 unused (it may have spent them)", vb.Held)
 	}
 }
+
+// The batch that gives a lapsed lease back may ask too (a request held
+// after an idle spell, the window otherwise all counted or reserved): it
+// is granted from the units it gives back. Before, they were still counted
+// as its reservation in that grant and came back only at its next batch
+// (a Worker idle past its lease's life on a 20 a day key was refused with
+// 2 units of its own left, and admitted 300 ms later).
+func TestLapsedLeaseServesItsOwnAsk(t *testing.T) {
+	c, clk, w := tenPerMinute(t)
+	va := viewOf(t, mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Demand: 7})), "m10", "k")
+	vb := viewOf(t, mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Demand: 10})), "m10", "k")
+	if va.Lease+vb.Lease != 10 {
+		t.Fatalf("leases a %d, b %d: want the window's 10 all reserved", va.Lease, vb.Lease)
+	}
+	clk.add(sec / 10)
+	used := min(va.Lease, 3)
+	va = viewOf(t, mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Delta: used, Demand: used})), "m10", "k")
+	if !va.Exhausted {
+		t.Fatalf("a's report: %+v, want the window exhausted", va)
+	}
+	var voidAt int64
+	c.withMerger(func(m *Merger) {
+		st := m.keys[string(appendKeyStorageKey(nil, "m10", "k"))]
+		voidAt = st.isos[st.findIso("a")].voidAt
+	})
+	clk.set(voidAt + sec/10) // a idle past its lease's life: its batch asks for 2
+	va = viewOf(t, mustSync(t, c, batch("a", 3, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Demand: 2})), "m10", "k")
+	if va.Lease < 2 {
+		t.Fatalf("a's ask cut after its lease was void, its unused units given back: lease %d, want its 2", va.Lease)
+	}
+	var count, reserved int64
+	c.withMerger(func(m *Merger) { count, reserved, _ = m.Reserved("m10", "k", w, clk.now()) })
+	if count+reserved > 10 {
+		t.Fatalf("count %d + reserved %d over the limit of 10", count, reserved)
+	}
+}

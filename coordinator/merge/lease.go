@@ -58,6 +58,15 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 	for i := range st.isos {
 		is := &st.isos[i]
 		r := st.reservation(is, W, now)
+		if is == me && me.voidBy(m.cutAt) {
+			// Its batch, cut once every lease it was told was void,
+			// reports all it admitted under them: what they held unused
+			// is free for this grant too. (Counted, its lapsed units
+			// came back only at its next batch: a Worker idle past its
+			// lease's life asked with 2 units of its own left on a 20
+			// a day key, was refused, and admitted 300 ms later.)
+			r = 0
+		}
 		sumL = addSat(sumL, r)
 		if is == me {
 			mine = r

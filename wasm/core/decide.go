@@ -145,7 +145,11 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 		s.lease, s.leaseGrant, s.leaseWin = s.standA, s.standA, w
 		lease = s.standA
 	}
-	dry := s.hasLease && s.dryWin == w && now < s.dryUntil && !l.bucket
+	// A lease of this window that lapsed here with units left: the dry
+	// spell's "exhausted" counted them, and its next batch gives them back
+	// (lapse.go): a request asks, rather than being denied for the spell.
+	lapsed := s.expires != 0 && now >= s.expires && s.hasLease && s.leaseWin == w && s.lease > 0
+	dry := s.hasLease && s.dryWin == w && now < s.dryUntil && !l.bucket && !lapsed
 	if cost > lease {
 		if dry && r.Allowed {
 			// The coordinator has no budget left this window (see

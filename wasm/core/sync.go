@@ -491,10 +491,17 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 	}
 	s := c.tab.lease(e)
 	s.held, s.pace = v.Held, max64(v.Pace, 0)
-	if named && !v.Exhausted && s.asked == 0 && !l.bucket {
+	// The batch named the key for its lease that lapsed with units left
+	// (lapse.go): cut after the lease was void, which the coordinator
+	// then gives back.
+	lapsed := !l.bucket && s.expires != 0 && cut >= s.expires && lapsedUnits(s, v.Window)
+	if (named || lapsed) && !v.Exhausted && s.asked == 0 && !l.bucket {
 		// A recheck (resets.go): the window has room again (a reset the
 		// coordinator sent no notice of): the dry spell ends, the next
-		// request asks.
+		// request asks. Or the lapsed units came back (the spell's
+		// "exhausted" counted them): a request asks for them rather
+		// than being denied for the spell (a day's window told a
+		// hundredth of the day).
 		s.dryWin, s.dryN = -1, 0
 	}
 	if v.Lease >= 0 {
@@ -549,7 +556,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 			if s.dryWin == v.Window && s.dryN < maxDryDoublings {
 				n = s.dryN + 1
 			}
-			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
+			spell := max64(dryGaps*max64(c.gap, c.rtt), dryBase(l.cfg.Period)) << n
 			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
 			c.holdFor(now, min64(spell, addSat(v.Window, 1)*l.cfg.Period-now)) // the spell ends with its window
 		case v.Exhausted && !l.bucket:
@@ -557,7 +564,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 			if s.dryWin == v.Window {
 				n = s.dryN
 			}
-			spell := max64(dryGaps*max64(c.gap, c.rtt), max64(l.cfg.Period/100, 1e6)) << n
+			spell := max64(dryGaps*max64(c.gap, c.rtt), dryBase(l.cfg.Period)) << n
 			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
 		case v.Lease > 0 || v.Window != s.dryWin:
 			s.dryWin, s.dryN = -1, 0
@@ -638,6 +645,18 @@ const dryGaps = 1
 
 // maxDryDoublings caps the doublings of a dry spell (2^10 gaps).
 const maxDryDoublings = 10
+
+// maxDryBase caps the period's part of a dry spell before its doublings:
+// 10 s (ns). A hundredth of the period alone kept a day's window dry for
+// 14.4 minutes at every isolate told it was exhausted, while units others
+// gave back (a lapsed lease comes back at its holder's next batch) sat
+// unused; an isolate under sustained overload still asks at most once a
+// spell, doubling.
+const maxDryBase = 10e9
+
+// dryBase returns the period's part of a dry spell for a window of period
+// ns: a hundredth of it, at least 1 ms and at most maxDryBase.
+func dryBase(period int64) int64 { return min64(max64(period/100, 1e6), maxDryBase) }
 
 // ewma averages x into avg with weight 1/2; the first estimate (avg 0) is
 // x itself, with nothing to smooth with.
