@@ -335,7 +335,8 @@ func (c *Coordinator) handleSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := principalOf(r.Context())
-	names, reasons, byReason := stripUncounted(b, func(l string) string { return c.uncounted(p, l) })
+	other := c.periodMismatches(b)
+	names, reasons, byReason := stripUncounted(b, func(l string) string { return c.uncounted(p, l, other) })
 	if names != nil {
 		c.noteUncounted(scopeOf(r.Context()), b.Isolate, names, reasons, byReason)
 		w.Header().Set("Edgelimit-Uncounted", headerNames(names))

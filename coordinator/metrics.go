@@ -25,7 +25,7 @@ import (
 //	edgelimit_coordinator_keys_cached                key states in memory
 //	edgelimit_coordinator_leases_outstanding         sum of active strict leases (cost units, cached keys)
 //	edgelimit_coordinator_request_errors_total{kind} rejected or failed HTTP requests
-//	edgelimit_coordinator_entries_uncounted_total{reason}  batch items of limiters not counted: forbidden, unknown_limiter (uncounted.go)
+//	edgelimit_coordinator_entries_uncounted_total{reason}  batch items of limiters not counted: forbidden, unknown_limiter, period_mismatch (uncounted.go)
 //	edgelimit_coordinator_store_healthy              1 while the store works, 0 while commits fail or it reports background errors (/healthz 503)
 //	edgelimit_coordinator_store_background_errors_total  failed flushes and compactions reported by Pebble
 //	edgelimit_coordinator_store_failing_seconds      how long the store has been failing (commits or background work), 0 while it works
@@ -64,7 +64,7 @@ func newMetrics(c *Coordinator) *metrics {
 		})
 	}
 	mt.uncounted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: ns + "entries_uncounted_total",
-		Help: "Batch entries, signals, denials and asks of limiters the coordinator does not count for the batch's token (forbidden) or does not run (unknown_limiter); the rest of the batch is applied."}, []string{"reason"})
+		Help: "Batch entries, signals, denials and asks of limiters the coordinator does not count for the batch's token (forbidden) or does not run (unknown_limiter), or that name windows of another period (period_mismatch); the rest of the batch is applied."}, []string{"reason"})
 	for _, r := range []string{uncountedForbidden, uncountedUnknown} {
 		mt.uncounted.WithLabelValues(r)
 	}

@@ -34,6 +34,7 @@ import (
 const (
 	uncountedForbidden = "forbidden"       // the token's edge role is not granted the limiter
 	uncountedUnknown   = "unknown_limiter" // the coordinator runs no such limiter
+	uncountedPeriod    = "period_mismatch" // the edge runs the limiter with another period (periodmismatch.go)
 )
 
 // uncountedLog remembers the (scope, limiter, reason) triples logged.
@@ -70,13 +71,16 @@ func stripUncounted(b *wire.Batch, reason func(limiter string) string) (names, r
 }
 
 // uncounted returns the reason an entry of limiter l sent by p is not
-// counted, or "" when it is.
-func (c *Coordinator) uncounted(p *principal, l string) string {
+// counted, or "" when it is; otherPeriod names the limiters the batch runs
+// with another period (periodMismatches).
+func (c *Coordinator) uncounted(p *principal, l string, otherPeriod map[string]bool) string {
 	switch {
 	case c.m.Limiter(l) == nil:
 		return uncountedUnknown
 	case !p.grants(l):
 		return uncountedForbidden
+	case otherPeriod[l]:
+		return uncountedPeriod
 	}
 	return ""
 }

@@ -32,6 +32,6 @@ func (h *Host) uncounted(limiters string) {
 		h.opts.Logger.Warn("host: the coordinator named more lists of limiters it does not count; no more are said", "lists", maxToldUncounted)
 		return
 	}
-	h.opts.Logger.Warn("host: the coordinator does not count these limiters (not granted to this token, or not in its configuration); the rest is counted",
+	h.opts.Logger.Warn("host: the coordinator does not count these limiters (not granted to this token, not in its configuration, or run there with another period); the rest is counted",
 		"limiters", limiters)
 }

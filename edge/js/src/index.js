@@ -1565,7 +1565,7 @@ export class EdgeLimit {
       console.warn(`edgelimit: the coordinator named more than ${MAX_TOLD_UNCOUNTED} lists of limiters it does not count; no more are said`);
       return;
     }
-    console.warn(`edgelimit: the coordinator does not count limiters ${list} (not granted to this token, or not in its configuration); the rest is counted`);
+    console.warn(`edgelimit: the coordinator does not count limiters ${list} (not granted to this token, not in its configuration, or run there with another period); the rest is counted`);
   }
 
   // POSTs batch to coordinator's /v1/sync within ms. attempt: it is the
