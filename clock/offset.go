@@ -17,10 +17,19 @@ const Header = "Edgelimit-Time"
 // clock.test.js).
 const DefaultOffsetTolerance = int64(5e6)
 
-// MaxOffset bounds the offset an Offset takes: 24 h (ns). A reading that
-// would put the clocks further apart is ignored, so a garbled header
-// cannot move a host's time by years.
+// MaxOffset bounds the offset an Offset takes from one reading: 24 h (ns).
+// A reading that would put the clocks further apart is taken only when the
+// next reading agrees with it (within FarAgree and the two round trips), so
+// a garbled header cannot move a host's time by years, and a host whose
+// clock is a day or more off (a dead real-time clock, a restored snapshot)
+// is still put right, by its second answer. (Ignored, as before, such a
+// host stayed stale for good: every batch refused as clock skew, or every
+// reply refused.)
 const MaxOffset = int64(24 * 3600e9)
+
+// FarAgree is how close (ns) the reading after a reading past MaxOffset
+// must be to it for the offset to be taken: 1 s, beyond the round trips.
+const FarAgree = int64(1e9)
 
 // Offset is a Clock that runs on another clock's time: Base plus an offset
 // learned from readings of the other clock (Observe). An edge host runs on
@@ -40,6 +49,7 @@ type Offset struct {
 	off       atomic.Int64
 	steps     atomic.Int64
 	read      atomic.Bool
+	far       atomic.Int64 // the last reading past MaxOffset (its middle), not yet confirmed; 0: none
 }
 
 // Read reports whether Observe took a reading (moved the offset or not).
@@ -62,7 +72,9 @@ func (o *Offset) Steps() int64 { return o.steps.Load() }
 // is then within [remote-recv, remote-sent]; when the current one is
 // further than Tolerance outside that range, it moves to the range's
 // middle (within half the round trip of the truth) and Observe reports
-// true. A reading with recv < sent, or one past MaxOffset, is ignored.
+// true. A reading with recv < sent is ignored, and one past MaxOffset
+// unless the reading before it was past MaxOffset too and within FarAgree
+// (plus both readings' round trips) of it.
 func (o *Offset) Observe(sent, recv, remote int64) bool {
 	if recv < sent {
 		return false
@@ -74,7 +86,13 @@ func (o *Offset) Observe(sent, recv, remote int64) bool {
 	lo, hi := remote-recv, remote-sent
 	mid := lo + (hi-lo)/2
 	if mid > MaxOffset || mid < -MaxOffset {
-		return false
+		prev := o.far.Swap(mid)
+		if d := prev - mid; prev == 0 || d > FarAgree+(hi-lo) || d < -FarAgree-(hi-lo) {
+			return false // the first such reading: taken only when the next agrees
+		}
+		o.far.Store(0)
+	} else {
+		o.far.Store(0)
 	}
 	o.read.Store(true)
 	if cur := o.off.Load(); cur >= lo-tol && cur <= hi+tol {

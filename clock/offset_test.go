@@ -38,3 +38,34 @@ func TestOffsetObserve(t *testing.T) {
 		t.Errorf("%d steps, want 3", o.Steps())
 	}
 }
+
+// A reading past MaxOffset is taken when the next one agrees with it (a
+// host clock a day or more off: a dead real-time clock, a restored
+// snapshot), so such a host is put right by its second answer; a lone one
+// (a garbled header), or two that disagree, change nothing. Before, every
+// such reading was ignored and the host stayed stale for good (25 h off:
+// every batch refused as clock skew, 50 sync errors in a run).
+func TestOffsetFarReadingsTakenWhenTheyAgree(t *testing.T) {
+	o := &Offset{Base: NewManual(1_000_000_000_000)}
+	const day = int64(25 * 3600e9)
+	if o.Observe(0, 10e6, day) || o.Offset() != 0 {
+		t.Fatalf("one reading 25 h ahead: offset %d, want 0 (not yet)", o.Offset())
+	}
+	if o.Observe(1e9, 1e9+10e6, 1e9+day+10*FarAgree) || o.Offset() != 0 {
+		t.Fatalf("a second far reading 10 s from the first: offset %d, want 0", o.Offset())
+	}
+	if !o.Observe(2e9, 2e9+10e6, 2e9+day+10*FarAgree+100e6) || o.Offset() < day+10*FarAgree || o.Offset() > day+10*FarAgree+100e6 {
+		t.Fatalf("a far reading agreeing with the one before: offset %d, want about %d", o.Offset(), day+10*FarAgree+100e6)
+	}
+	// A garbled header between honest readings moves nothing.
+	if o.Observe(3e9, 3e9+10e6, 3e9-day) || o.Observe(4e9, 4e9+10e6, 4e9+day+10*FarAgree+100e6) {
+		t.Fatalf("offset moved to %d by a lone far reading", o.Offset())
+	}
+	// A far reading, then a near one: the near one moves it, not as far.
+	if o.Observe(5e9, 5e9+10e6, 5e9-2*day) || !o.Observe(6e9, 6e9+10e6, 6e9+10e6) {
+		t.Fatalf("a far reading then a near one: offset %d", o.Offset())
+	}
+	if o.Offset() > 20e6 || o.Offset() < 0 {
+		t.Fatalf("after a near reading: offset %d, want about 5 ms", o.Offset())
+	}
+}

@@ -88,7 +88,10 @@ func (h *Host) Health(now int64) Health {
 		if s.loop != nil {
 			if at := s.lastReply.Load(); at != 0 {
 				ih.LastSyncAgeMS = time.Duration(s.baseTime(now) - at).Milliseconds()
-				heard = max(heard, at)
+				// On now's clock, as probedAt is (the reply's time is on
+				// the slot's base clock: mixed, an offset of 2 s read as
+				// a coordinator heard 2 s before, or 2 s ahead).
+				heard = max(heard, at+now-s.baseTime(now))
 			}
 			ih.Failures = s.failures.Load()
 			ih.Stale = s.stale(now, int64(h.opts.Sync.StaleAfter))

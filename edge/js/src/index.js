@@ -28,7 +28,8 @@ const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (con
 // runs on it (_observeTime; the Go host's clock.Header and clock.Offset).
 const TIME_HEADER = 'edgelimit-time';
 const OFFSET_TOLERANCE_MS = 5; // readings within this of the offset change nothing (as clock.DefaultOffsetTolerance)
-const MAX_OFFSET_MS = 24 * 3600 * 1000; // readings further apart are ignored
+const MAX_OFFSET_MS = 24 * 3600 * 1000; // a reading further apart is taken only when the next agrees (clock.MaxOffset)
+const FAR_AGREE_MS = 1000; // how close that next reading must be (clock.FarAgree)
 const MAX_TOLD_UNCOUNTED = 16; // lists of uncounted limiters said (_uncounted)
 
 // What _waitSync resolves to when no reply came (in time, or the sync
@@ -1438,7 +1439,14 @@ export class EdgeLimit {
     if (typeof header !== 'string' || !/^-?[0-9]{1,19}$/.test(header) || !(recv >= sent)) return;
     const remote = Number(header) / 1e6;
     const lo = remote - recv; const hi = remote - sent; const mid = (lo + hi) / 2;
-    if (!(Math.abs(mid) <= MAX_OFFSET_MS)) return;
+    if (!(Math.abs(mid) <= MAX_OFFSET_MS)) {
+      // A day or more off (a dead real-time clock, a restored snapshot):
+      // taken when the next reading agrees, so a garbled header moves
+      // nothing (ignored, such an isolate stayed stale for good).
+      const prev = this._far; this._far = mid;
+      if (!prev || !(Math.abs(prev - mid) <= FAR_AGREE_MS + (hi - lo))) return;
+    }
+    this._far = 0;
     this._timeKnown = true;
     if (this._offset >= lo - OFFSET_TOLERANCE_MS && this._offset <= hi + OFFSET_TOLERANCE_MS) return;
     // The times held on the old clock move with it: the scheduler's, and

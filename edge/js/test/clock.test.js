@@ -110,3 +110,30 @@ test('background requests, clocks drifting 5% fast and slow: the readings pull t
     assertWithinLimit(got, 'drift 5%');
   } finally { fast.close(); slow.close(); }
 });
+
+// An isolate whose clock is 25 h behind (a dead real-time clock, a
+// restored snapshot) is put right by its second reading, which agrees with
+// the first: its syncs then pass and its answers name the coordinator's
+// window. Before, a reading past 24 h was ignored, and every batch was
+// refused (clock_skew) for good.
+test('an isolate a day and more off is put right by two readings that agree', async () => {
+  const c = await startCoordinator(config); coords.push(c);
+  const ctx = { waitUntil() {} };
+  const off = -25 * 3600 * 1000;
+  const rl = await EdgeLimit.create({ wasm: wasmModule, config, coordinator: c.url, background: 'requests', clock: () => Date.now() + off });
+  try {
+    let d;
+    for (let i = 0; i < 6; i++) {
+      d = await rl.limit({ limiter: 's', key: 'far' }, ctx);
+      await rl.sync();
+      await sleep(50);
+    }
+    await offBoundary();
+    d = await rl.limit({ limiter: 's', key: 'far' }, ctx);
+    const end = Math.floor(Date.now() / 1000) * 1000 + 1000;
+    console.log(`# clock -25 h: clock steps ${rl.counters.clockSteps}, sync errors ${rl.counters.syncErrors}, last: ${JSON.stringify({ success: d.success, reset: d.reset - end })}`);
+    assert.ok(rl.counters.clockSteps >= 1, 'the offset never moved');
+    assert.equal(d.success, true, JSON.stringify(d));
+    assert.equal(d.reset, end, 'the answer names another window than the coordinator\'s');
+  } finally { rl.close(); }
+});
