@@ -21,8 +21,12 @@ import (
 // An item's window is of another period when it is further from the
 // batch's time than any clock could make it: a batch names its keys'
 // current and previous windows at its cut (the batch's time, on the same
-// clock), and a clock step moves both by at most clock.MaxOffset; a period
-// that differs by 0.1% moves an index from the epoch by weeks.
+// clock), and a step of the edge's clock between a decision and the cut
+// moves them apart by at most clock.MaxOffset (a step further, a host a
+// day or more off put right once, may have the items decided before it
+// taken as of another period: uncounted, where they would have been
+// refused or dropped as stale); a period that differs by 0.1% moves an
+// index from the epoch by weeks.
 
 // periodSlack is how far (ns) an item's window may lie from the batch's
 // time, beyond a period, before it counts as of another period: twice the

@@ -6,7 +6,7 @@ export interface LimiterConfig {
   algorithm: 'fixed_window' | 'sliding_window' | 'token_bucket' | 'gcra';
   /** Admitted cost per period, >= 1. */
   limit: number;
-  /** A Go duration: "1s", "15m", "720h" (no "d"). Or give period_ns. */
+  /** A duration: "1s", "15m", "720h", "1d" (days first: "1d12h"). Or give period_ns. */
   period?: string;
   /** The period in ns, instead of period. */
   period_ns?: number | bigint;
@@ -69,6 +69,8 @@ export interface Config {
   limiters: LimiterConfig[];
   /** Cap on the keys one isolate tracks; 0 or absent means 100,000. */
   max_keys?: number;
+  /** The coordinator's own settings of the shared file (listen, tokens...): accepted, not used by the package. */
+  coordinator?: Record<string, unknown>;
 }
 
 export type FailPolicy = 'open' | 'closed' | 'local-share';
@@ -168,10 +170,11 @@ export interface Check {
   cost?: number;
 }
 
-export interface LimitOptions extends Check {
-  /** Several limiters checked together, all or nothing (up to 8), instead of limiter/key/cost. */
-  checks?: Check[];
-}
+/**
+ * One check (limiter, key, cost), or several limiters checked together,
+ * all or nothing (checks, up to 8), instead of limiter/key/cost.
+ */
+export type LimitOptions = (Check & { checks?: undefined }) | { checks: Check[]; limiter?: undefined; key?: undefined; cost?: undefined };
 
 export interface LimitResult {
   success: boolean;
@@ -193,13 +196,13 @@ export interface LimitResult {
   policy: FailPolicy | null;
 }
 
-export interface WaitOptions extends LimitOptions {
+export type WaitOptions = LimitOptions & {
   /** Give up when no slot comes within this many ms. Default 10000. */
   maxWaitMs?: number;
   /** Least sleep between tries, ms. Default 1. */
   minSleepMs?: number;
   signal?: AbortSignal;
-}
+};
 
 export interface WaitResult extends LimitResult {
   waitedMs: number;
