@@ -43,7 +43,7 @@ type CorpusRow struct {
 	// SyncCauses splits SyncPerDecision by what started each request.
 	SyncCauses SyncCausesPct `json:"sync_causes_pct"`
 	// StrandedPct is Result.StrandedPct: budget stranded in leases while
-	// demand was refused, % of min(offered, capacity).
+	// demand was refused, % of the windows' bounds (Result.Unserved).
 	StrandedPct float64 `json:"stranded_pct"`
 	// WaitedPct is Result.WaitedPct: the share of decisions that waited.
 	WaitedPct float64 `json:"waited_pct"`

@@ -25,16 +25,33 @@ import (
 // trace_keys say which limiter and keys its requests ask; each request
 // goes to a random isolate, at a uniformly random time within its bin.
 
-// parseCounts reads a counts trace. Errors name the line.
+// parseCounts reads a counts trace. Errors name the line. A file whose
+// every line holds two numbers is refused: it reads as a table of (time,
+// count), whose times would be replayed as counts of alternate bins (a
+// counts trace holds no timestamps; a recorded list of requests is the
+// requests format, ParseTrace). A count above 1e9 may be a Unix time, and
+// the error says so.
 func parseCounts(data []byte) ([]float64, error) {
 	var out []float64
+	lines, pairs, firstPair := 0, 0, 0
 	err := eachDataLine(data, func(line int, text string) (bool, error) {
-		for _, f := range strings.Fields(text) {
+		fields := strings.Fields(text)
+		for _, f := range fields {
 			v, err := strconv.ParseFloat(f, 64)
 			if err != nil || !(v >= 0) || v > 1e9 {
-				return false, fmt.Errorf("sim: trace line %d: want request counts (numbers in [0, 1e9]), got %q", line, f)
+				err := fmt.Errorf("sim: trace line %d: want request counts (numbers in [0, 1e9]), got %q", line, f)
+				if v > 1e9 {
+					err = fmt.Errorf("%w: a Unix timestamp? %s", err, noTimestamps)
+				}
+				return false, err
 			}
 			out = append(out, v)
+		}
+		lines++
+		if len(fields) == 2 {
+			if pairs++; pairs == 1 {
+				firstPair = line
+			}
 		}
 		return true, nil
 	})
@@ -44,8 +61,17 @@ func parseCounts(data []byte) ([]float64, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("sim: trace: no counts")
 	}
+	if lines >= 2 && pairs == lines {
+		return nil, fmt.Errorf("sim: trace line %d: every line holds two numbers, as a table of (time, count) does: %s; "+
+			"for such a table keep the count column alone", firstPair, noTimestamps)
+	}
 	return out, nil
 }
+
+// noTimestamps says what a counts trace holds instead of timestamps.
+const noTimestamps = "a counts trace holds request counts only, one per bin in order (one per line, or several separated " +
+	"by spaces), no timestamps; for timestamped requests use the requests format (CSV: timestamp,target,limiter,key[,cost]; " +
+	"trace_format \"requests\")"
 
 // Trace formats (Scenario.TraceFormat).
 const (

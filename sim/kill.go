@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"time"
 
 	"github.com/edgelimit/edgelimit/wasm/limitmath"
@@ -36,16 +38,77 @@ type Kill struct {
 
 // validateKills reports the problems of s.Kills.
 func (s *Scenario) validateKills(bad func(string, ...any)) {
+	ok := true
 	for i, k := range s.Kills {
 		p := fmt.Sprintf("kills[%d]", i)
 		if k.At < 0 || k.First < 0 || k.Count < 0 || k.First >= s.Isolates || k.First+k.Count > s.Isolates {
 			bad("%s: want at >= 0 and 0 <= first < first+count <= isolates (%d), got at %v, first %d, count %d",
 				p, s.Isolates, time.Duration(k.At), k.First, k.Count)
+			ok = false
 		}
 		if k.Restart < 0 && k.First == 0 && (k.Count == 0 || k.Count == s.Isolates) {
 			bad("%s: every isolate killed and none restarts: nothing would answer", p)
+			ok = false
 		}
 	}
+	if ok {
+		if last, dead := s.killedForGood(); dead {
+			bad("kills: together they kill every isolate and none restarts (the last from kills[%d], at %v): nothing would answer",
+				last, time.Duration(s.Kills[last].At))
+		}
+	}
+}
+
+// killedForGood reports whether s.Kills leave every isolate dead with no
+// restart to come, and which kill killed the last: each kill alone may
+// spare some (two kills of half the isolates each, neither restarting).
+// It replays the kills as the engine runs them: in time order (kills at
+// the same time in their order), a kill finds an isolate that is dead and
+// not restarted yet dead and leaves it (its restart stays as scheduled),
+// and a restart at a kill's time comes after the kill.
+func (s *Scenario) killedForGood() (last int, dead bool) {
+	if len(s.Kills) == 0 || s.Isolates <= 0 {
+		return 0, false
+	}
+	order := make([]int, len(s.Kills))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return s.Kills[order[a]].At < s.Kills[order[b]].At })
+	const never = math.MaxInt64
+	back := make([]int64, s.Isolates) // when each isolate answers again: 0 alive, never: not at all
+	killer := make([]int, s.Isolates)
+	for _, i := range order {
+		k := s.Kills[i]
+		n := k.Count
+		if n == 0 {
+			n = s.Isolates - k.First
+		}
+		at := int64(k.At)
+		for idx := k.First; idx < k.First+n; idx++ {
+			if back[idx] != 0 && back[idx] >= at {
+				continue // dead: the kill finds it so
+			}
+			switch {
+			case k.Restart == 0:
+				back[idx] = 0
+			case k.Restart < 0:
+				back[idx], killer[idx] = never, i
+			default:
+				back[idx] = at + int64(k.Restart)
+			}
+		}
+	}
+	last = killer[0]
+	for idx := range back {
+		if back[idx] != never {
+			return 0, false
+		}
+		if k := killer[idx]; s.Kills[k].At > s.Kills[last].At || s.Kills[k].At == s.Kills[last].At && k > last {
+			last = k // killed later in the replay
+		}
+	}
+	return last, true
 }
 
 // killable reports whether the strategy's nodes are isolates that kills

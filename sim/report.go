@@ -16,14 +16,16 @@ import (
 const Legend = `worst win %: overrun of the worst key-window (admitted beyond the limit in one window of one key),
   % of the limit (a sliding window: its weighted count, with the previous window's share); p99 win %: the 99th percentile key-window; wins over %: share of key-windows over the limit;
 total over %: all overrun / all capacity (a total: it hides bad windows among good ones);
-unserved %: demand left unserved while there was room, per key-window min(denied, limit - admitted),
-  % of min(offered, limit) (a bucket: what an exact bucket admitted in the window, not the limit); util %: admitted / min(offered, limit), summed over key-windows;
+unserved %: demand left unserved while there was room, per key-window min(denied, bound - admitted), % of the bounds,
+  a window's bound being what an exact limiter deciding its requests in order admits (min(offered, limit) for costs of 1;
+  a bucket: what an exact bucket admitted in the window); util %: admitted / bound, summed over key-windows;
 syncs/s, sync/dec %: sync requests (batches, retries; central: round trips) per second and per decision;
 KB/s: sync bytes both ways; waited %: share of decisions that waited for the coordinator before their answer
   (a request held for a lease or read-through sync; every central round trip); wait p50/p99: how long a request
   waited, over all decisions (0 for one that did not wait; 12.5% buckets);
 stranded %: budget stranded in leases, per key-window min(denied, reserved in leases at the window's end and
-  never used: counted + reserved at the coordinator - admitted), % of min(offered, limit) (part of unserved %).
+  never used: counted + reserved at the coordinator - admitted), at most the window's unserved, % of the bounds
+  (part of unserved %).
 `
 
 // WriteTable prints results as an aligned text table.

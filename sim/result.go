@@ -49,13 +49,16 @@ type Result struct {
 	OverWindows    int64   `json:"over_windows"`
 	OverWindowsPct float64 `json:"over_windows_pct"`
 	// Unserved is demand left unserved while there was room: per
-	// key-window min(denied cost, capacity - admitted) (0 when the window
-	// is full), summed. UnservedPct is Unserved / Σ min(offered,
-	// capacity): the share of what the limit allowed that was refused.
+	// key-window min(denied cost, bound - admitted) (0 when the window is
+	// full), summed, where a window's bound is what an exact limiter could
+	// admit of what it was offered (exactwindow.go: min(offered, capacity)
+	// for requests of cost 1; a bucket's exact bucket). UnservedPct is
+	// Unserved / Σ bound: the share of what the limit allowed that was
+	// refused.
 	Unserved    int64   `json:"unserved_with_room"`
 	UnservedPct float64 `json:"unserved_with_room_pct"`
-	// Utilisation is admitted / min(offered, capacity), summed over
-	// windows (above 100 when overrunning).
+	// Utilisation is admitted / bound, summed over windows (above 100
+	// only when overrunning).
 	Utilisation float64 `json:"utilisation_pct"`
 
 	// SyncRequests counts messages sent to the coordinator (batches
@@ -98,10 +101,10 @@ type Result struct {
 	RemainingErrPct     float64 `json:"remaining_err_pct"`
 	RemainingHighP99Pct float64 `json:"remaining_high_p99_pct"`
 	// Stranded is budget stranded in leases while demand was refused: per
-	// key-window min(denied cost, what the coordinator had counted plus
-	// reserved in leases for the window at its end - the cost admitted),
-	// summed (see stranded.go). It is part of Unserved; StrandedPct is
-	// Stranded / Σ min(offered, capacity), as UnservedPct.
+	// key-window min(its unserved demand, what the coordinator had
+	// counted plus reserved in leases for the window at its end - the cost
+	// admitted), summed (see stranded.go): a part of Unserved.
+	// StrandedPct is Stranded / Σ bound, as UnservedPct.
 	Stranded          int64   `json:"stranded"`
 	StrandedPct       float64 `json:"stranded_pct"`
 	CoordWrites       int64   `json:"coordinator_writes"`

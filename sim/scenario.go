@@ -171,6 +171,7 @@ type Scenario struct {
 	trace    []traceEvent // loaded request trace, when Trace is set
 	counts   []float64    // loaded counts trace (after the offset), when Trace is set
 	cfg      wire.Config  // validated Config
+	spanned  bool         // Prepare set Duration to the trace's span (SetTraceReading)
 }
 
 // Traffic is one traffic source.
@@ -811,7 +812,7 @@ func (s *Scenario) Prepare() error {
 		span = tr[len(tr)-1].t + 1
 	}
 	if spanDuration {
-		s.Duration = Duration(span)
+		s.Duration, s.spanned = Duration(span), true
 	}
 	return nil
 }

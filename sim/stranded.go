@@ -7,10 +7,12 @@ package sim
 // window's end), where the unused reserved budget is what the coordinator
 // had counted plus reserved in leases for the window (merge.Merger.
 // Reserved), less the cost truly admitted in it (a lease also holds cost
-// admitted and not yet reported). It is part of the unserved demand (it
-// never exceeds limit - admitted): the part the limiter refused while the
-// budget sat in leases. Modes without leases, buckets, and strategies
-// without a coordinator strand nothing.
+// admitted and not yet reported), capped at the window's unserved demand
+// (flush): it is the part of it the limiter refused while the budget sat
+// in leases. (The coordinator can count more than the room: with more than
+// 256 isolates on a key it charges reclaimed lease entries as spent,
+// coordinator/merge/reclaim.go.) Modes without leases, buckets, and
+// strategies without a coordinator strand nothing.
 
 // scheduleWindowEnd arranges for window w of key gid to be sampled just
 // before it ends, when the strategy has a coordinator and the key is

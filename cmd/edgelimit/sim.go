@@ -52,9 +52,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	targetPoints := fs.Int("target-points", 12, "number of intervals --target-overrun scans (log-spaced)")
 	seedList := fs.String("seeds", "1,2,3", "seeds of every --target-overrun interval and of --corpus runs (comma-separated)")
 	trace := fs.String("trace", "", "replay this trace (instead of the built-in scenario's traffic unless --scenario is given); its span is the duration unless --duration is set")
-	traceFormat := fs.String("trace-format", "", "trace format: requests (CSV), jsonl or counts (requests per second); default: from the content")
-	traceScale := fs.Float64("trace-scale", 0, "multiply a counts trace's counts (default 1; a request trace refuses other values)")
-	traceOffset := durationFlag(fs, "trace-offset", 0, "skip the start of a trace (a counts trace's first bins, a request trace's requests before it)")
+	traceFormat := fs.String("trace-format", "", "trace format: requests (CSV), jsonl or counts (requests per second); default: from the content"+traceFlagsNote)
+	traceScale := fs.Float64("trace-scale", 0, "multiply a counts trace's counts (default 1; a request trace refuses other values)"+traceFlagsNote)
+	traceOffset := durationFlag(fs, "trace-offset", 0, "skip the start of a trace (a counts trace's first bins, a request trace's requests before it)"+traceFlagsNote)
 	parallel := fs.Int("parallel", 1, "runs at once (results do not depend on it)")
 	corpus := fs.Bool("corpus", false, "run the scenario corpus (sim/scenarios/corpus, or --corpus-dir) at one sync interval (--sync, default 100ms) with every seed of --seeds, and print one table with the targets each row misses")
 	corpusDir := fs.String("corpus-dir", "", "directory of scenario files for --corpus (default: the built-in corpus)")
@@ -125,6 +125,8 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if *duration == 0 {
 			sc.Duration = 0 // the trace's span
 		}
+	} else if err := applyTraceFlags(fs, sc, *traceFormat, *traceScale, sim.Duration(*traceOffset)); err != nil {
+		return err
 	}
 	if *isolates != 0 {
 		sc.Isolates = *isolates
