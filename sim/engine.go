@@ -132,6 +132,9 @@ type engine struct {
 	seed     uint64
 	rt       *isolate.Runtime
 	strand   float64 // the coordinator's StrandBudget (Simulator.StrandBudget)
+	// isosPerKey is the coordinator's MaxIsolatesPerKey
+	// (Simulator.MaxIsolatesPerKey; 0: its default)
+	isosPerKey int
 
 	coord *merger
 
@@ -284,7 +287,7 @@ func (e *engine) setup() error {
 
 	// The coordinator, on virtual time.
 	if st.syncs() {
-		c, err := newMerger(e.cfg, e.strand)
+		c, err := newMerger(e.cfg, merge.MergerOptions{StrandBudget: e.strand, MaxIsolatesPerKey: e.isosPerKey})
 		if err != nil {
 			return err
 		}

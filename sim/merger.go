@@ -27,8 +27,9 @@ type merger struct {
 const commitEvery = 32
 
 // newMerger returns the simulated coordinator of cfg over Pebble in
-// memory, with strand as its MergerOptions.StrandBudget.
-func newMerger(cfg wire.Config, strand float64) (*merger, error) {
+// memory, with the options opts (StrandBudget, MaxIsolatesPerKey; the
+// rest the coordinator's defaults).
+func newMerger(cfg wire.Config, opts merge.MergerOptions) (*merger, error) {
 	store, err := pebblestore.Open(vfs.NewMem(), "")
 	if err != nil {
 		return nil, fmt.Errorf("sim: coordinator store: %w", err)
@@ -36,7 +37,7 @@ func newMerger(cfg wire.Config, strand float64) (*merger, error) {
 	// The coordinator's defaults, reset notices included: what the
 	// heartbeats of isolates that deny from cached denials cost is part
 	// of the figures.
-	m, err := merge.NewMerger(cfg, store, merge.MergerOptions{StrandBudget: strand})
+	m, err := merge.NewMerger(cfg, store, opts)
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("sim: coordinator: %w", err)

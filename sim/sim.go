@@ -19,6 +19,11 @@ type Simulator struct {
 	// isolates may be expected to strand. 0 takes the coordinator's
 	// default (1%); negative holds nothing ahead. Set it before runs.
 	StrandBudget float64
+	// MaxIsolatesPerKey is the simulated coordinator's
+	// merge.MergerOptions.MaxIsolatesPerKey (the coordinator's
+	// --max-isolates-per-key): 0 takes its default (256). Set it before
+	// runs.
+	MaxIsolatesPerKey int
 }
 
 // New compiles the embedded module once.
@@ -59,7 +64,7 @@ func (s *Simulator) run(ctx context.Context, sc *Scenario, strategy string, inte
 		}
 	}
 	e := &engine{ctx: ctx, sc: sc, strategy: strategy, interval: int64(interval), seed: seed, rt: s.rt, progress: progress,
-		timeline: timeline, strand: s.StrandBudget}
+		timeline: timeline, strand: s.StrandBudget, isosPerKey: s.MaxIsolatesPerKey}
 	defer e.close()
 	if err := e.setup(); err != nil {
 		return Result{}, err

@@ -17,6 +17,8 @@ func TestBadFlagsRefused(t *testing.T) {
 	}{
 		{[]string{"bench", "foo", "--run", "x"}, `bench: unexpected argument "foo"`},
 		{[]string{"bench", "--runs", "0"}, "bench: --runs 0: want at least 1"},
+		{[]string{"coordinator", "--in-memory", "--max-isolates-per-key", "-1"}, "--max-isolates-per-key -1: want 1 to 65536"},
+		{[]string{"sim", "--max-isolates-per-key", "70000"}, "--max-isolates-per-key 70000: want 1 to 65536"},
 		{[]string{"bench", "--duration", "-1s"}, "bench: --duration -1s: want a positive duration"},
 		{[]string{"edge", "--sync", "1ns", "--listen", "127.0.0.1:0"}, "the sync interval must be from 1ms to 1h0m0s, got 1ns"},
 		{[]string{"edge", "--sync", "2h", "--listen", "127.0.0.1:0"}, "got 2h0m0s"},

@@ -30,7 +30,7 @@ func init() {
 
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D] [--tls-cert FILE --tls-key FILE]
-       [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-memory SIZE] [--disk-reserve SIZE] [--history-keys N]
+       [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-isolates-per-key N] [--max-memory SIZE] [--disk-reserve SIZE] [--history-keys N]
        [--token-keys N] [--token-isolates N]
    or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N [--redis-wait-degraded]] [--redis-buckets N] [--listen ADDR] ...
 
@@ -161,6 +161,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	leaseLife := checkedDurationFlag(fs, "lease-life", 0, zeroOr(merge.CheckDurationOption), "leased limiters (auto, strict): how long an edge may admit under a lease after it asked; bounds what a dead edge strands; a sparse edge's standing unit over several windows lives at most 16 of these (default 1s)")
 	leaseGrace := checkedDurationFlag(fs, "lease-grace", 0, zeroOr(merge.CheckDurationOption), "leased limiters: how long after a lease's life it stays reserved for the edge's report; above the edges' sync interval plus a round trip (default 1s)")
 	strand := fs.Float64("strand-budget", 0, "leased limiters: share of a window's limit that units held ahead by sparse edges may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
+	isosPerKey := fs.Int("max-isolates-per-key", 0, "the most isolates a key's state remembers, `N` (1 to 65536; default 256): past it a new isolate takes the entry of the one holding the least, whose lease is counted as spent and, when that isolate reports, again; raise it for fleets with more isolates on one key (each key record grows with them)")
 	maxMemory := bytesFlag(fs, "max-memory", 0, func(v int64) error { _, err := coordinator.BudgetFor(v); return err }, "the memory this server is sized for, `SIZE` in bytes or with KiB, MiB, GiB (at least 128MiB): caches and the Go memory limit (default 768MiB)")
 	diskReserve := bytesFlag(fs, "disk-reserve", 0, func(v int64) error {
 		if v < 0 {
@@ -213,6 +214,8 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("coordinator: --redis-wait %d: want 0 (no WAIT) or a number of replicas", *redisWait)
 	case *redisBuckets < 0:
 		return fmt.Errorf("coordinator: --redis-buckets %d: want 0 (the default, %d) or a bucket count", *redisBuckets, redisstore.DefaultBuckets)
+	case *isosPerKey < 0 || *isosPerKey > maxIsolatesPerKey:
+		return fmt.Errorf("coordinator: --max-isolates-per-key %d: want 1 to %d (0: the default, %d)", *isosPerKey, maxIsolatesPerKey, merge.DefaultMaxIsolatesPerKey)
 	}
 	if _, _, err := net.SplitHostPort(*listen); err != nil {
 		return fmt.Errorf("coordinator: --listen %q: want HOST:PORT (127.0.0.1:7070, :7070): %w", *listen, err)
@@ -252,7 +255,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 		AllowedHosts: hostcheck.Parse(*allowedHosts),
 		HistoryKeys:  *historyKeys, TokenKeysPerHour: *tokenKeys, TokenIsolatesPerHour: *tokenIsolates,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
-			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand}, Logger: log}
+			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand, MaxIsolatesPerKey: *isosPerKey}, Logger: log}
 	where := *data
 	if *inMemory {
 		where = "memory"
@@ -337,7 +340,7 @@ var flagEnv = map[string]string{
 	"token": "EDGELIMIT_TOKEN", "in-memory": "EDGELIMIT_IN_MEMORY", "insecure": "EDGELIMIT_INSECURE", "allowed-hosts": "EDGELIMIT_ALLOWED_HOSTS",
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
-	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET",
+	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET", "max-isolates-per-key": "EDGELIMIT_MAX_ISOLATES_PER_KEY",
 	"token-keys": "EDGELIMIT_TOKEN_KEYS", "token-isolates": "EDGELIMIT_TOKEN_ISOLATES",
 	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY", "max-memory": "EDGELIMIT_MAX_MEMORY", "disk-reserve": "EDGELIMIT_DISK_RESERVE", "history-keys": "EDGELIMIT_HISTORY_KEYS",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
@@ -420,3 +423,7 @@ func isLoopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// maxIsolatesPerKey bounds --max-isolates-per-key: 65536 isolates, a key
+// record of a few megabytes.
+const maxIsolatesPerKey = 65536

@@ -61,6 +61,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	background := fs.String("background", "", "when the isolates sync: timers (every interval, as the edge host and Node) or requests (only around requests, as Cloudflare Workers with the JavaScript package's background: 'requests'); default: the scenario's, timers")
 	strand := fs.Float64("strand-budget", 0, "the simulated coordinator's --strand-budget: share of a window's limit that units held ahead by sparse isolates may be expected to strand; more means fewer waits and less utilisation near the limit; negative: hold nothing ahead (default 0.01)")
+	isosPerKey := fs.Int("max-isolates-per-key", 0, "the simulated coordinator's --max-isolates-per-key, `N` (1 to 65536; default 256)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,6 +69,9 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
 	}
 	// Values that were taken for the default without a word.
+	if *isosPerKey < 0 || *isosPerKey > maxIsolatesPerKey {
+		return fmt.Errorf("sim: --max-isolates-per-key %d: want 1 to %d (0: the coordinator's default)", *isosPerKey, maxIsolatesPerKey)
+	}
 	if *parallel < 1 {
 		return fmt.Errorf("sim: --parallel must be at least 1, got %d", *parallel)
 	}
@@ -83,7 +87,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		// one scenario is refused rather than ignored (--isolates,
 		// --duration, --scenario and the tuner's ran without a word).
 		used := map[string]bool{"corpus": true, "corpus-dir": true, "sync": true, "strategies": true, "seeds": true,
-			"parallel": true, "quiet": true, "out": true, "strand-budget": true, "background": true}
+			"parallel": true, "quiet": true, "out": true, "strand-budget": true, "background": true, "max-isolates-per-key": true}
 		var ignored []string
 		fs.Visit(func(f *flag.Flag) {
 			if !used[f.Name] {
@@ -93,7 +97,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if len(ignored) > 0 {
 			return fmt.Errorf("sim: %s: not with --corpus (its scenarios set them)", strings.Join(ignored, ", "))
 		}
-		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out, *strand, *background)
+		return runCorpus(ctx, stdout, stderr, *corpusDir, *syncList, *strategies, *seedList, *parallel, *quiet, *out, *strand, *isosPerKey, *background)
 	}
 	sc, err := loadScenario(*scenario)
 	if err != nil {
@@ -223,6 +227,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer s.Close(ctx)
 	s.StrandBudget = *strand
+	s.MaxIsolatesPerKey = *isosPerKey
 
 	fmt.Fprintf(stdout, "scenario %s: %d isolates in %d locations, %v simulated, seed %d\n", sc.Name, sc.Isolates, sc.Locations,
 		time.Duration(sc.Duration), *seed)
@@ -498,7 +503,7 @@ func writeTuning(w io.Writer, t sim.Tuning) {
 }
 
 // runCorpus runs the scenario corpus and prints its table.
-func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string, strand float64, background string) error {
+func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, strategies, seedList string, parallel int, quiet bool, out string, strand float64, isosPerKey int, background string) error {
 	var scs []*sim.Scenario
 	if dir == "" {
 		for _, n := range sim.CorpusScenarios() {
@@ -564,6 +569,7 @@ func runCorpus(ctx context.Context, stdout, stderr io.Writer, dir, syncList, str
 	}
 	defer s.Close(ctx)
 	s.StrandBudget = strand
+	s.MaxIsolatesPerKey = isosPerKey
 	bar := newProgressBar(stderr, quiet)
 	o.Progress = bar.set
 	rows, err := s.RunCorpus(ctx, scs, o)
