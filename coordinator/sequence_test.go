@@ -143,16 +143,24 @@ func TestRestartedIsolateStartsNewIncarnation(t *testing.T) {
 	}
 }
 
-// TestFutureWindowRefused: a window far ahead of the coordinator's clock
-// is refused (400 naming the field) and cannot switch the key off; a window
-// one ahead (a clock within the allowed skew) is accepted.
+// TestFutureWindowRefused: a window ahead of the coordinator's clock past
+// the allowed skew is refused (400 naming the field), and one that no
+// clock could put that far from its batch's time (an edge running the
+// limiter with another period, or a forged one: periodmismatch.go) is not
+// counted; neither can switch the key off. A window one ahead (a clock
+// within the allowed skew) is accepted.
 func TestFutureWindowRefused(t *testing.T) {
 	c, clk, srv := newTestServer(t, nil)
 	cur := clk.now() / sec
-	st, _, p := syncAs(t, srv, "", batch("attacker", 1, clk.now(),
+	st, uncounted, _ := syncUncounted(t, srv, "", batch("forger", 1, clk.now(),
 		wire.Delta{Limiter: "fw", Key: "k", Window: cur + 1e9, Delta: 1}))
+	if st != 200 || uncounted != "fw" {
+		t.Fatalf("window now+1e9: %d, uncounted %q; want 200 and fw uncounted", st, uncounted)
+	}
+	st, _, p := syncAs(t, srv, "", batch("attacker", 1, clk.now(),
+		wire.Delta{Limiter: "fw", Key: "k", Window: cur + 3600, Delta: 1}))
 	if st != 400 || p.Field != "e[0].window" || p.Type != "urn:edgelimit:problem:clock_skew" {
-		t.Fatalf("window now+1e9: %d %+v", st, p)
+		t.Fatalf("window an hour ahead: %d %+v", st, p)
 	}
 	st, _, p = syncAs(t, srv, "", batch("attacker", 1, clk.now()+3600*sec, fwDelta("k", 1)))
 	if st != 400 || p.Field != "at" || p.Type != "urn:edgelimit:problem:clock_skew" {
@@ -206,8 +214,9 @@ func postRaw(t *testing.T, srv *httptest.Server, body []byte) *http.Response {
 // a window past the coordinator's clock is refused as an entry would be
 // (400 naming the field) and nothing of the batch is applied; an ask for
 // a window 2^40 ahead used to be granted there, its view telling that
-// window. (A denial naming no limiter of the configuration is not counted,
-// and the rest of its batch is: TestUnknownLimiterNotCounted.)
+// window, and is now not counted (a window of another period:
+// periodmismatch.go). (A denial naming no limiter of the configuration is
+// not counted, and the rest of its batch is: TestUnknownLimiterNotCounted.)
 func TestFutureAskAndDenialRefused(t *testing.T) {
 	c, clk, srv := newTestServer(t, nil)
 	now := clk.now()
@@ -216,15 +225,21 @@ func TestFutureAskAndDenialRefused(t *testing.T) {
 	if st, _, p := syncAs(t, srv, "", b1); st != 200 {
 		t.Fatalf("batch 1: %d %+v", st, p)
 	}
-	ask := coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: 1 << 40, Cost: 100})
+	far := batch("y", 1, now)
+	far.Asks = []wire.Ask{{Limiter: "sfw", Key: "k", Window: 1 << 40, Cost: 100}}
+	if st, un, rp := syncUncounted(t, srv, "", far); st != 200 || un != "sfw" || named(rp, "sfw", "k") {
+		t.Fatalf("ask for window 2^40: %d, uncounted %q, reply %+v; want 200, sfw uncounted and no view", st, un, rp)
+	}
+	ahead := cur + 3600 // an hour: past the skew, near enough to be a clock's
+	ask := coordtest.Amend(b1, wire.Ask{Limiter: "sfw", Key: "k", Window: ahead, Cost: 100})
 	if st, rp, p := syncAs(t, srv, "", ask); st != 400 || p.Field != "ak[0].window" || p.Type != "urn:edgelimit:problem:clock_skew" {
-		t.Fatalf("ask for window 2^40: %d %+v %+v, want 400 clock_skew naming ak[0].window", st, rp, p)
+		t.Fatalf("ask for a window an hour ahead: %d %+v %+v, want 400 clock_skew naming ak[0].window", st, rp, p)
 	}
 	for _, tc := range []struct {
 		d           wire.Denial
 		field, kind string
 	}{
-		{wire.Denial{Limiter: "fw", Key: "k", Window: cur + 1e9, Cost: 1}, "dn[0].window", "clock_skew"},
+		{wire.Denial{Limiter: "fw", Key: "k", Window: ahead, Cost: 1}, "dn[0].window", "clock_skew"},
 	} {
 		b := batch("x", 2, now, fwDelta("k", 1))
 		b.Denials = []wire.Denial{tc.d}
