@@ -21,23 +21,7 @@ import (
 func TestControlSharedMode(t *testing.T) {
 	testCluster(t)
 	cfg := testConfig()
-	open := func(flush bool) *Coordinator {
-		var rs *redisstore.Store
-		if flush {
-			rs = openTestRedis(t, redisstore.Options{Buckets: 16})
-		} else {
-			var err error
-			if rs, err = redisstore.Open(context.Background(), redisstore.Options{Addrs: testCluster(t).Addrs(), Buckets: 16}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := Open(Options{Store: rs, Config: cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	open := func(flush bool) *Coordinator { return openControlShared(t, cfg, flush, nil) }
 	ctx := context.Background()
 	c1, c2 := open(true), open(false)
 	if err := c1.SetLimit(ctx, "test", "fw", "", 7, "r"); err != nil {
@@ -122,29 +106,8 @@ func TestControlSharedMode(t *testing.T) {
 func TestControlSharedReload(t *testing.T) {
 	testCluster(t)
 	logs := &syncBuffer{}
-	open := func(cfg wire.Config, flush bool, log *syncBuffer) *Coordinator {
-		var rs *redisstore.Store
-		if flush {
-			rs = openTestRedis(t, redisstore.Options{Buckets: 16})
-		} else {
-			var err error
-			if rs, err = redisstore.Open(context.Background(), redisstore.Options{Addrs: testCluster(t).Addrs(), Buckets: 16}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		o := Options{Store: rs, Config: cfg}
-		if log != nil {
-			withLog(log)(&o)
-		}
-		c, err := Open(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
 	ctx := context.Background()
-	c1, c2 := open(testConfig(), true, nil), open(testConfig(), false, logs)
+	c1, c2 := openControlShared(t, testConfig(), true, nil), openControlShared(t, testConfig(), false, logs)
 	seq := int64(0)
 	// limitsOn waits until c's replies carry fw's limit want for key k.
 	limitsOn := func(c *Coordinator, k string, want int64) {
@@ -188,7 +151,7 @@ func TestControlSharedReload(t *testing.T) {
 	limitsOn(c1, "k", 30)
 	// A coordinator started with the old file: its limits win everywhere,
 	// and the change made over 40 is dropped.
-	c3 := open(testConfig(), false, nil)
+	c3 := openControlShared(t, testConfig(), false, nil)
 	limitsOn(c3, "k", 100)
 	limitsOn(c1, "k", 100)
 	limitsOn(c2, "vip", 1000)
@@ -199,4 +162,30 @@ func TestControlSharedReload(t *testing.T) {
 	if l := v.Limiters[0]; l.ConfiguredLimit != 100 || l.Limit != 100 || len(l.Changes) != 0 {
 		t.Fatalf("after a start with the old file: %+v", l)
 	}
+}
+
+// openControlShared opens a coordinator of cfg over the package's Redis Cluster
+// (16 buckets), emptied first when flush, logging to log when set; it is
+// closed at the end of t.
+func openControlShared(t *testing.T, cfg wire.Config, flush bool, log *syncBuffer) *Coordinator {
+	t.Helper()
+	var rs *redisstore.Store
+	if flush {
+		rs = openTestRedis(t, redisstore.Options{Buckets: 16})
+	} else {
+		var err error
+		if rs, err = redisstore.Open(context.Background(), redisstore.Options{Addrs: testCluster(t).Addrs(), Buckets: 16}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := Options{Store: rs, Config: cfg}
+	if log != nil {
+		withLog(log)(&o)
+	}
+	c, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
