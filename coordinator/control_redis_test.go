@@ -162,6 +162,21 @@ func TestControlSharedReload(t *testing.T) {
 	if l := v.Limiters[0]; l.ConfiguredLimit != 100 || l.Limit != 100 || len(l.Changes) != 0 {
 		t.Fatalf("after a start with the old file: %+v", l)
 	}
+	// A record without the layer (written by a version before it): each
+	// coordinator runs its own file again, c1 the reloaded one.
+	if err := c1.ReloadConfig(ctx, reloaded, "new.json"); err != nil {
+		t.Fatal(err)
+	}
+	limitsOn(c2, "k", 40)
+	c1.ctl.mu.Lock()
+	gen := c1.ctl.rec.Gen
+	saved, err := c1.ctl.store.save(ctx, gen, &controlRecord{Gen: gen + 1})
+	c1.ctl.mu.Unlock()
+	if err != nil || !saved {
+		t.Fatalf("saving a record without the layer: %v, %v", saved, err)
+	}
+	limitsOn(c2, "k", 100)
+	limitsOn(c1, "k", 40)
 }
 
 // openControlShared opens a coordinator of cfg over the package's Redis Cluster
