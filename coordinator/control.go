@@ -396,12 +396,12 @@ func (c *Coordinator) pullControl(ctx context.Context) error {
 	}
 	c.liftPauses(&old, rec)
 	c.log.Info("coordinator: control: adopted generation "+strconv.FormatInt(rec.Gen, 10)+" of the control record (another coordinator's change)", "generation", rec.Gen)
-	by := "this coordinator's own" // a record without the layer (written by an older version, or not usable)
+	by := "this coordinator's own configuration file" // a record without the layer (written by an older version, or not usable)
 	if rec.File != nil {
 		by = rec.File.By
 	}
 	for _, l := range fileChanges(&oldFile, &file) {
-		c.log.Info(fmt.Sprintf("coordinator: control: the configuration file's %s: %s -> %s (the file %s read)", l.what, l.old, l.new, by),
+		c.log.Info(fmt.Sprintf("coordinator: control: the configuration file's %s: %s -> %s (from %s)", l.what, l.old, l.new, by),
 			"by", by, "change", l.what, "old", l.old, "new", l.new, "generation", rec.Gen)
 	}
 	return nil

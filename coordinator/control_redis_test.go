@@ -140,7 +140,7 @@ func TestControlSharedReload(t *testing.T) {
 	if l := v.Limiters[0]; l.ConfiguredLimit != 40 || l.ConfiguredOverrides["vip"] != 400 || len(l.Changes) != 0 {
 		t.Fatalf("the other coordinator's view of the reloaded file: %+v", l)
 	}
-	if out := logs.String(); !strings.Contains(out, "config file new.json") || !strings.Contains(out, `limit of limiter \"fw\": 100 -> 40`) {
+	if out := logs.String(); !strings.Contains(out, "config file new.json") || !strings.Contains(out, `limit of limiter \"fw\": 100 -> 40 (from config file new.json)`) {
 		t.Fatalf("the other coordinator logged no adoption of the reloaded file's limits:\n%s", out)
 	}
 	// A run-time change on the second coordinator, made over the
