@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/edgelimit/edgelimit/edge/isolate"
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -135,13 +136,16 @@ func (h *Host) handleObserve(w http.ResponseWriter, r *http.Request) {
 	case q.Status < 0 || q.Status > 999:
 		problem(w, http.StatusBadRequest, "status", "host: status must be 0 (no answer) or an HTTP status")
 		return
+	}
+	q.Headers = rateHeaders(q.Headers)
+	switch {
 	case len(q.Headers) > wire.MaxHeaders:
-		problem(w, http.StatusBadRequest, "headers", fmt.Sprintf("host: at most %d headers", wire.MaxHeaders))
+		problem(w, http.StatusBadRequest, "headers", fmt.Sprintf("host: at most %d rate-limit headers", wire.MaxHeaders))
 		return
 	}
 	for n, v := range q.Headers {
 		if len(n) > wire.MaxHeaderLen || len(v) > wire.MaxHeaderLen {
-			problem(w, http.StatusBadRequest, "headers", fmt.Sprintf("host: header names and values are at most %d bytes", wire.MaxHeaderLen))
+			problem(w, http.StatusBadRequest, "headers", fmt.Sprintf("host: rate-limit header names and values are at most %d bytes", wire.MaxHeaderLen))
 			return
 		}
 	}
@@ -156,4 +160,23 @@ func (h *Host) handleObserve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(resp)
+}
+
+// rateHeaders returns the headers of h the module reads (Retry-After and
+// the RateLimit, X-RateLimit and X-Rate-Limit families, any case), as the
+// JavaScript package's observe() keeps them: an upstream's answer carries
+// others (a long Content-Security-Policy, tracing headers), and the
+// bounds on headers refused the whole 429 for them, nothing paused.
+func rateHeaders(h map[string]string) map[string]string {
+	var out map[string]string
+	for n, v := range h {
+		l := strings.ToLower(n)
+		if l == "retry-after" || strings.HasPrefix(l, "ratelimit") || strings.HasPrefix(l, "x-ratelimit") || strings.HasPrefix(l, "x-rate-limit") {
+			if out == nil {
+				out = make(map[string]string, len(h))
+			}
+			out[n] = v
+		}
+	}
+	return out
 }

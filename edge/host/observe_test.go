@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -264,5 +265,36 @@ func TestPauseEndsOnTheHostsClock(t *testing.T) {
 		if resp, _ := get(t, srv, q); resp.StatusCode != 200 {
 			t.Fatalf("30 s later: %d, want 200", resp.StatusCode)
 		}
+	}
+}
+
+// An upstream's 429 with other headers than the rate-limit ones, many or
+// long (a Content-Security-Policy of 1.1 KB, 64 tracing headers), pauses
+// the key as the JavaScript package's observe() does: only the rate-limit
+// headers count against the bounds. Before, the whole answer was refused
+// (400 "header names and values are at most 1024 bytes") and nothing was
+// paused. Rate-limit headers past the bounds are still refused.
+func TestObserveReadsOnlyRateLimitHeaders(t *testing.T) {
+	h, err := New(context.Background(), Options{Config: upstreamConfig(wire.Approximate), Isolates: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	hdr := map[string]string{"Retry-After": "30", "Content-Security-Policy": strings.Repeat("a", 1100)}
+	for i := 0; i < 64; i++ {
+		hdr[fmt.Sprintf("X-Trace-%d", i)] = "t"
+	}
+	body, _ := json.Marshal(ObserveRequest{Limiter: "llm", Key: "k", Status: 429, Headers: hdr})
+	if code, o := observe(t, srv, string(body)); code != 200 || o.PausedNS <= 0 {
+		t.Fatalf("a 429 with long and many other headers: %d %+v, want 200 and a pause", code, o)
+	}
+	if resp, _ := get(t, srv, url.Values{"limiter": {"llm"}, "key": {"k"}}); resp.StatusCode != 429 {
+		t.Fatalf("after the 429: %d, want 429 (paused)", resp.StatusCode)
+	}
+	body, _ = json.Marshal(ObserveRequest{Limiter: "llm", Key: "k2", Status: 429, Headers: map[string]string{"RateLimit-Policy": strings.Repeat("a", 1100)}})
+	if code, _ := observe(t, srv, string(body)); code != 400 {
+		t.Fatalf("a rate-limit header of 1.1 KB: %d, want 400", code)
 	}
 }
