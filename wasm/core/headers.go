@@ -231,7 +231,8 @@ func parseDuration(v string) value {
 // RateLimit-Policy. The current draft's items are `"name";r=R;t=T` and
 // `"name";q=Q;w=W`; draft 7 wrote `limit=L, remaining=R, reset=T` and
 // policies as `Q;w=W`. With several items, the one with the least
-// remaining binds, with the policy of the same name (else the first).
+// remaining binds (of those, the one that resets last), with the policy of
+// the same name (else the first).
 func (h *upHeaders) structured(rl, policy string) {
 	bind := ""
 	if rl != "" {
@@ -244,12 +245,24 @@ func (h *upHeaders) structured(rl, policy string) {
 			h.take(it, "reset", "ratelimit", &h.reset, parseSeconds)
 		} else {
 			best := -1
-			bestR := int64(-1)
+			bestR, bestT := int64(-1), int64(-1)
 			for i, it := range items {
 				r := int64(-1)
 				h.take(it, "r", "ratelimit", &r, firstCount)
-				if r >= 0 && (best < 0 || r < bestR) {
-					best, bestR = i, r
+				if r < 0 || best >= 0 && r > bestR {
+					continue
+				}
+				// Of items as low, the one that resets last binds: two
+				// quotas at 0 ("minute" for 3 s, "day" for 8) paused 3 s
+				// or 8 s as their order fell.
+				t := int64(-1)
+				if v, ok := it.get("t"); ok {
+					if pv := parseSeconds(v); pv.why == "" {
+						t = pv.v
+					}
+				}
+				if best < 0 || r < bestR || t > bestT {
+					best, bestR, bestT = i, r, t
 				}
 			}
 			if best >= 0 {

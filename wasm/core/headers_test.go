@@ -49,6 +49,12 @@ func TestParseHeaders(t *testing.T) {
 			want{-1, 10, 3, 7e9, -1, ""}},
 		{"ietf current", [][2]string{{"RateLimit-Policy", `"burst";q=100;w=60, "daily";q=1000;w=86400`}, {"RateLimit", `"daily";r=0;t=3600, "burst";r=50;t=30`}},
 			want{-1, 1000, 0, 3600e9, 86400e9, ""}},
+		// Two quotas at 0: the one that resets last binds, in either order
+		// (the first bound before: a pause of 3 s or 8 s as they fell).
+		{"ietf two exhausted", [][2]string{{"RateLimit-Policy", `"minute";q=10;w=60, "day";q=100;w=86400`}, {"RateLimit", `"minute";r=0;t=3, "day";r=0;t=8`}},
+			want{-1, 100, 0, 8e9, 86400e9, ""}},
+		{"ietf two exhausted, other order", [][2]string{{"RateLimit-Policy", `"minute";q=10;w=60, "day";q=100;w=86400`}, {"RateLimit", `"day";r=0;t=8, "minute";r=0;t=3`}},
+			want{-1, 100, 0, 8e9, 86400e9, ""}},
 		{"ietf current one policy", [][2]string{{"RateLimit-Policy", `"default";q=6;w=1`}, {"RateLimit", `"default";r=2;t=1`}},
 			want{-1, 6, 2, 1e9, 1e9, ""}},
 		{"ietf draft 7 dictionary", [][2]string{{"RateLimit", "limit=100, remaining=50, reset=30"}, {"RateLimit-Policy", "100;w=60"}},

@@ -303,6 +303,17 @@ func (c *Core) adoptLimit(lim int, idx int32, n int64) {
 	e := c.tab.at(idx)
 	base := c.baseLimit(lim, c.tab.keyBytes(e))
 	if n == base {
+		// The configured limit again: undo one adopted before (a
+		// full-window notice tells a fleet's agreed limit, which nothing
+		// else ends for an isolate without the key's upstream state: it
+		// stayed at 3 of 10 for good).
+		if e.limit != base {
+			if u := c.upFor(idx, e); u != nil {
+				c.setLimit(lim, e, u, base)
+			} else {
+				e.limit = base
+			}
+		}
 		return
 	}
 	c.stats.ForeignLimits++
