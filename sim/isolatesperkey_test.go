@@ -12,9 +12,7 @@ import (
 // coordinator's --max-isolates-per-key) raised past the fleet serves it
 // (the shipped scenario many-isolates: 89.5% and 99.5%).
 func TestMaxIsolatesPerKeyServesALargerFleet(t *testing.T) {
-	sc := small(t, 500, 1000, 2000, "poisson", 3*time.Second)
-	sc.Locations = 8
-	sc.Network.Latency = Latency{Dist: "fixed", Mean: Duration(20 * time.Millisecond)}
+	sc := manyIsolates(t)
 	util := map[int]float64{}
 	for _, n := range []int{0, 512} {
 		s, err := New(t.Context())

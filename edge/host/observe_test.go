@@ -191,13 +191,7 @@ func TestFleetCircuit(t *testing.T) {
 
 // Bad observations are refused with 400 and change nothing.
 func TestObserveRefusesBadInput(t *testing.T) {
-	h, err := New(context.Background(), Options{Config: upstreamConfig(wire.Approximate), Isolates: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	h, srv := observeHost(t)
 	for _, body := range []string{
 		`{"limiter":"nope","key":"k","status":429}`,
 		`{"limiter":"llm","key":"","status":429}`,
@@ -275,13 +269,7 @@ func TestPauseEndsOnTheHostsClock(t *testing.T) {
 // (400 "header names and values are at most 1024 bytes") and nothing was
 // paused. Rate-limit headers past the bounds are still refused.
 func TestObserveReadsOnlyRateLimitHeaders(t *testing.T) {
-	h, err := New(context.Background(), Options{Config: upstreamConfig(wire.Approximate), Isolates: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	_, srv := observeHost(t)
 	hdr := map[string]string{"Retry-After": "30", "Content-Security-Policy": strings.Repeat("a", 1100)}
 	for i := 0; i < 64; i++ {
 		hdr[fmt.Sprintf("X-Trace-%d", i)] = "t"
@@ -297,4 +285,19 @@ func TestObserveReadsOnlyRateLimitHeaders(t *testing.T) {
 	if code, _ := observe(t, srv, string(body)); code != 400 {
 		t.Fatalf("a rate-limit header of 1.1 KB: %d, want 400", code)
 	}
+}
+
+// observeHost starts a host of one isolate running upstreamConfig's
+// limiters in approximate mode, without a coordinator, and its server;
+// both are stopped at the end of t.
+func observeHost(t *testing.T) (*Host, *httptest.Server) {
+	t.Helper()
+	h, err := New(context.Background(), Options{Config: upstreamConfig(wire.Approximate), Isolates: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	return h, srv
 }
