@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -106,12 +107,7 @@ func fileChanges(old, next *wire.Config) []audit {
 		for _, x := range append(slices.Clone(n.Overrides), o.Overrides...) {
 			keys[x.Key] = true
 		}
-		ks := make([]string, 0, len(keys))
-		for k := range keys {
-			ks = append(ks, k)
-		}
-		slices.Sort(ks)
-		for _, k := range ks {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			if a, b := o.LimitFor(k), n.LimitFor(k); a != b {
 				lines = append(lines, audit{what: "limit of " + target(n.Name, k), old: strconv.FormatInt(a, 10), new: strconv.FormatInt(b, 10)})
 			}
