@@ -31,7 +31,11 @@ const maxHeaderSeconds = 372 * 24 * 3600
 // (X-RateLimit-Reset-Requests: "6m0s"). Values it cannot read, negative or
 // out-of-range values and dates in the past are ignored, each with a
 // reason in ignored; nothing panics.
-func parseHeaders(headers [][2]string, now int64) upHeaders {
+//
+// Of several policies, the one named by the RateLimit item that binds is
+// read; without one, the tightest at period (ns, the limiter's): the least
+// quota per period, a policy without a window taken as one of period.
+func parseHeaders(headers [][2]string, now, period int64) upHeaders {
 	h := upHeaders{retryAfter: -1, limit: -1, remaining: -1, reset: -1, window: -1}
 	var policy, rl string
 	for _, kv := range headers {
@@ -57,9 +61,9 @@ func parseHeaders(headers [][2]string, now int64) upHeaders {
 		}
 	}
 	if rl != "" {
-		h.structured(rl, policy)
+		h.structured(rl, policy, period)
 	} else if policy != "" {
-		h.structured("", policy)
+		h.structured("", policy, period)
 	}
 	return h
 }
@@ -232,8 +236,8 @@ func parseDuration(v string) value {
 // `"name";q=Q;w=W`; draft 7 wrote `limit=L, remaining=R, reset=T` and
 // policies as `Q;w=W`. With several items, the one with the least
 // remaining binds (of those, the one that resets last), with the policy of
-// the same name (else the first).
-func (h *upHeaders) structured(rl, policy string) {
+// the same name (else the tightest at period, see tightest).
+func (h *upHeaders) structured(rl, policy string, period int64) {
 	bind := ""
 	if rl != "" {
 		items := sfItems(rl)
@@ -283,8 +287,11 @@ func (h *upHeaders) structured(rl, policy string) {
 			break
 		}
 	}
-	if pick < 0 && len(items) > 0 {
-		pick = 0
+	if pick < 0 {
+		// No item binds by name: the first was taken, and of
+		// "minute";q=100;w=60 and "second";q=5;w=1 the order decided
+		// between 1.6 and 5 a second.
+		pick = tightest(items, period)
 	}
 	if pick < 0 {
 		return
@@ -300,6 +307,37 @@ func (h *upHeaders) structured(rl, policy string) {
 	if w > 0 {
 		h.window = w
 	}
+}
+
+// tightest is the index of the policy among items that allows the least
+// per period (ns): quota over window, a window missing or unreadable taken
+// as period, an item without a readable quota skipped unless none has one
+// (then the first, for its reasons to be reported); -1 for no items.
+func tightest(items []sfItem, period int64) int {
+	best, bestRate := -1, math.Inf(1)
+	for i, it := range items {
+		qs, ok := it.bare, it.bare != ""
+		if !ok {
+			qs, ok = it.get("q")
+		}
+		q := firstCount(qs)
+		if !ok || q.why != "" {
+			continue
+		}
+		w := float64(period)
+		if ws, ok := it.get("w"); ok {
+			if pw := parseSeconds(ws); pw.why == "" && pw.v > 0 {
+				w = float64(pw.v)
+			}
+		}
+		if r := float64(q.v) / w; best < 0 || r < bestRate {
+			best, bestRate = i, r
+		}
+	}
+	if best < 0 && len(items) > 0 {
+		best = 0
+	}
+	return best
 }
 
 // take reads parameter key of it with parse into dst.

@@ -60,12 +60,20 @@ func TestParseHeaders(t *testing.T) {
 		{"ietf draft 7 dictionary", [][2]string{{"RateLimit", "limit=100, remaining=50, reset=30"}, {"RateLimit-Policy", "100;w=60"}},
 			want{-1, 100, 50, 30e9, 60e9, ""}},
 		{"ietf policy only", [][2]string{{"RateLimit-Policy", `"x";q=50;w=10`}}, want{-1, 50, -1, -1, 10e9, ""}},
+		// Without a RateLimit item naming one, the tightest policy per
+		// second (the tests' period) binds, whatever the order.
+		{"ietf policies tightest first", [][2]string{{"RateLimit-Policy", `"second";q=5;w=1, "minute";q=100;w=60`}}, want{-1, 100, -1, -1, 60e9, ""}},
+		{"ietf policies tightest last", [][2]string{{"RateLimit-Policy", `"minute";q=100;w=60, "second";q=5;w=1`}}, want{-1, 100, -1, -1, 60e9, ""}},
+		{"ietf policies no window is the period", [][2]string{{"RateLimit-Policy", `"a";q=3, "b";q=100;w=10`}}, want{-1, 3, -1, -1, -1, ""}},
+		{"ietf policies unreadable skipped", [][2]string{{"RateLimit-Policy", `"a";q=lots;w=1, "b";q=40;w=10`}}, want{-1, 40, -1, -1, 10e9, ""}},
+		{"ietf item names a missing policy", [][2]string{{"RateLimit-Policy", `"hour";q=1000;w=3600, "minute";q=10;w=60`}, {"RateLimit", `"day";r=4;t=9`}},
+			want{-1, 10, 4, 9e9, 60e9, ""}},
 		{"ietf garbage", [][2]string{{"RateLimit", `"a";r=lots;t=-3`}}, want{-1, -1, -1, -1, -1, "ratelimit: not a number"}},
 		{"ietf empty", [][2]string{{"RateLimit", ``}, {"RateLimit-Policy", `;;;,,,`}}, want{-1, -1, -1, -1, -1, ""}},
 		{"unrelated headers", [][2]string{{"Content-Type", "text/plain"}, {"X-Request-Id", "123"}}, want{-1, -1, -1, -1, -1, ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := parseHeaders(tc.h, hdrNow)
+			h := parseHeaders(tc.h, hdrNow, 1e9)
 			got := want{h.retryAfter, h.limit, h.remaining, h.reset, h.window, strings.Join(h.ignored, "; ")}
 			w := tc.want
 			if got.retryAfter != w.retryAfter || got.limit != w.limit || got.remaining != w.remaining || got.reset != w.reset || got.window != w.window {
@@ -99,7 +107,7 @@ func TestHTTPDateMatchesCivilCalendar(t *testing.T) {
 		if got, ok := parseHTTPDate(s); !ok || got != math.MaxInt64 {
 			t.Errorf("%s: %d %v, want MaxInt64", s, got, ok)
 		}
-		h := parseHeaders([][2]string{{"Retry-After", s}}, hdrNow)
+		h := parseHeaders([][2]string{{"Retry-After", s}}, hdrNow, 1e9)
 		if h.retryAfter != -1 || !strings.Contains(strings.Join(h.ignored, "; "), "out of range") {
 			t.Errorf("Retry-After %s: %d ns, ignored %q; want it ignored as out of range", s, h.retryAfter, h.ignored)
 		}
@@ -113,7 +121,7 @@ func FuzzParseHeaders(f *testing.F) {
 	f.Add("X-RateLimit-Reset", "1763700600", "RateLimit-Policy", "100;w=60")
 	f.Add("x-ratelimit-reset-requests", "6m0s", "RateLimit", "limit=1, remaining=0, reset=9")
 	f.Fuzz(func(t *testing.T, n1, v1, n2, v2 string) {
-		h := parseHeaders([][2]string{{n1, v1}, {n2, v2}}, hdrNow)
+		h := parseHeaders([][2]string{{n1, v1}, {n2, v2}}, hdrNow, 1e9)
 		for _, v := range []int64{h.retryAfter, h.reset, h.window} {
 			if v < -1 || v > maxHeaderSeconds*1e9 {
 				t.Fatalf("duration %d out of range: %+v", v, h)

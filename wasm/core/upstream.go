@@ -194,7 +194,15 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, l
 	idx := c.lookup(lim, key, now)
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
-	h := parseHeaders(headers, now)
+	h := parseHeaders(headers, now, l.cfg.Period)
+	if h.limit > 0 && h.window > l.cfg.Period && mulDiv(h.limit, l.cfg.Period, h.window) < 1 {
+		// Under one per period: rounded up to one, a quota of 1 a minute
+		// on a limiter of a second admitted 60 a minute. Not followed;
+		// the upstream's 429s pause the key instead.
+		h.ignored = append(h.ignored, "ratelimit-policy: a quota under one per period of the limiter,"+
+			" not followed (a period of at least the window over the quota follows it)")
+		h.limit = -1
+	}
 	c.stats.UpstreamIgnored += int64(len(h.ignored))
 	u := c.upGet(idx, e)
 	*o = wire.Observed{Ignored: strings.Join(h.ignored, "; ")}
@@ -263,7 +271,7 @@ func (c *Core) Observe(lim int, key []byte, status int64, headers [][2]string, l
 	if h.limit > 0 && l.cfg.FollowAnnounced(h.remaining >= 0 && h.reset >= 0) {
 		n := h.limit
 		if h.window > 0 && h.window != l.cfg.Period {
-			n = max64(mulDiv(n, l.cfg.Period, h.window), 1)
+			n = mulDiv(n, l.cfg.Period, h.window) // >= 1: see above
 		}
 		base := c.baseLimit(lim, key)
 		n = min64(n, l.cfg.AnnouncedCap(base))
@@ -408,6 +416,13 @@ func (c *Core) applyUpView(lim int, key []byte, v *wire.UpView, now int64) {
 	case wire.CircuitHalfOpen:
 		if u.circuit != wire.CircuitHalfOpen {
 			u.circuit, u.probe, u.halfAt = wire.CircuitHalfOpen, probeNone, now
+		} else if u.probe == probeNone {
+			// The coordinator answers and another isolate holds the
+			// probe: the wait for the grant starts again. Its probe's
+			// life doubles with each opening, which an isolate that
+			// heard of the circuit did not count: it gave up waiting
+			// after twice the base and probed alone.
+			u.halfAt = now
 		}
 		if v.Probe && u.probe == probeNone {
 			u.probe, u.halfAt = probeGranted, now
