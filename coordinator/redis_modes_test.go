@@ -76,7 +76,7 @@ func TestRedisStandaloneTLSACL(t *testing.T) {
 	for _, bad := range []struct{ url, want string }{
 		{"rediss://edgelimit:wrong@" + srv.Addr + "?ca=" + cert.CertFile, "WRONGPASS"},
 		{"rediss://edgelimit:s3cret@" + srv.Addr, "certificate"},
-		{"redis://edgelimit:s3cret@" + srv.Addr, "redisstore: "},
+		{"redis://edgelimit:s3cret@" + srv.Addr, "use rediss://"},
 	} {
 		s, err := openURL(ctx, bad.url, func(o *redisstore.Options) { o.Timeout = time.Second })
 		if err == nil {
@@ -349,6 +349,26 @@ func TestControlPollLogsOnce(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "level=WARN msg=\"coordinator: control: reading the control record"); n != 1 {
 		t.Errorf("%d lines for the failed reads of one outage, want 1; logs:\n%s", n, logs.String())
+	}
+}
+
+// TestRedisTLSToAPlainPortSaysSo: rediss:// to a plain redis-server's
+// port waits for a handshake that never comes, and the error said only
+// "context deadline exceeded"; it names the likely cause now (the other
+// way round, redis:// to a TLS-only port, in TestRedisStandaloneTLSACL).
+func TestRedisTLSToAPlainPortSaysSo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := startRedisServer(ctx, t)
+	for _, u := range []string{"rediss://" + srv.Addr, "rediss://" + srv.Addr + "?mode=standalone"} {
+		s, err := openURL(ctx, u, func(o *redisstore.Options) { o.Timeout = 500 * time.Millisecond })
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s opened a plain server", u)
+		}
+		if !strings.Contains(err.Error(), "use redis://") {
+			t.Errorf("%s: %v; want the hint that the port serves plain Redis", u, err)
+		}
 	}
 }
 

@@ -2,8 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,7 +59,7 @@ func connect(ctx context.Context, o *Options) (redis.UniversalClient, error) {
 			info, err := c.Info(ctx, "cluster").Result()
 			c.Close()
 			if err != nil {
-				return nil, fmt.Errorf("redisstore: %s: %w", o.Addrs[0], err)
+				return nil, fmt.Errorf("redisstore: %s: %w%s", o.Addrs[0], err, tlsHint(o, err))
 			}
 			if !strings.Contains(info, "cluster_enabled:1") {
 				o.Mode = ModeStandalone
@@ -101,9 +105,26 @@ func connect(ctx context.Context, o *Options) (redis.UniversalClient, error) {
 			// master of that name.
 			return nil, fmt.Errorf("redisstore: sentinel %s: no Sentinel answered with the master named %q (is the name right?): %w", strings.Join(o.Addrs, ","), o.SentinelMaster, err)
 		}
-		return nil, fmt.Errorf("redisstore: %s %s: %w", o.Mode, strings.Join(o.Addrs, ","), err)
+		return nil, fmt.Errorf("redisstore: %s %s: %w%s", o.Mode, strings.Join(o.Addrs, ","), err, tlsHint(o, err))
 	}
 	return rdb, nil
+}
+
+// tlsHint is what to add to err, the failure of a first round trip, when
+// it looks like a scheme that does not match the port: a TLS client on a
+// plain port waits for a handshake that never comes (the error said only
+// "context deadline exceeded"), and a plain client on a TLS-only port is
+// hung up on. Empty otherwise.
+func tlsHint(o *Options, err error) string {
+	var ne net.Error
+	timeout := errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	switch {
+	case o.TLS != nil && timeout:
+		return " (no TLS handshake answered within the timeout: if the port serves plain Redis, use redis://)"
+	case o.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		return " (the server closed the connection: if the port serves TLS only, use rediss://)"
+	}
+	return ""
 }
 
 // masterFor returns the client of the master that holds key.
