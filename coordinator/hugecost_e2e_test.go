@@ -2,6 +2,10 @@ package coordinator_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"net/http"
 	"testing"
 	"time"
@@ -14,7 +18,8 @@ import (
 
 // TestHugeCostWedgesNoIsolate: a client with a token of its own reports a
 // cost of 2^40 on key k of a fixed window (100/h) and of a token bucket
-// (10/s), as one valid batch. A real edge host (the module under wazero)
+// (10/s), and on a key of the window the edge never names (told to it as
+// a full-window notice), as one valid batch. A real edge host (the module under wazero)
 // of another token goes on deciding k and another key: each of its
 // replies naming k must be one the module takes (a count or TAT past
 // what its checks allow would make it refuse every reply naming k, so
@@ -31,7 +36,7 @@ func TestHugeCostWedgesNoIsolate(t *testing.T) {
 	}
 	curl := serveLoopback(t, c)
 	_, hurl := serveEdge(t, host.Options{Config: cfg, Isolates: 2, Coordinator: curl,
-		Token: "edge", IDPrefix: "e", Sync: syncloop.Options{Interval: 20 * time.Millisecond}})
+		Token: "edge", IDPrefix: "e", Sync: syncloop.Options{Interval: 20 * time.Millisecond, StaleAfter: time.Second}})
 	admitted := 0
 	decide := func(limiter string, n int) {
 		for range n {
@@ -72,11 +77,50 @@ func TestHugeCostWedgesNoIsolate(t *testing.T) {
 	if st := postBatch(t, curl, "evil", evil); st != 200 {
 		t.Fatalf("the 2^40 batch: %d", st)
 	}
-	for range 10 {
+	for i := range 10 {
+		// Each round a key the edge never names fills with 2^50: the
+		// edge's next reply carries it as a full-window notice, which was
+		// not bounded, and every such reply was refused (20 sync errors
+		// here; at 20 a second against a 100 ms sync, no sync of the
+		// edge's got through while it lasted).
+		now := time.Now().UnixNano()
+		fresh := &wire.Batch{Version: wire.Version, Isolate: "x", Seq: int64(2 + i), At: now, Entries: []wire.Delta{
+			{Limiter: "other", Key: fmt.Sprintf("fresh%d", i), Window: now / int64(time.Hour), Delta: wire.MaxLimit}}}
+		if st := postBatch(t, curl, "evil", fresh); st != 200 {
+			t.Fatalf("a 2^50 batch on a fresh key: %d", st)
+		}
 		decide("api", 2)
 		decide("tb", 2)
 		decide("other", 4)
 		time.Sleep(30 * time.Millisecond)
 	}
+	if n := syncErrors(t, hurl); n != 0 {
+		t.Errorf("%d of the edge's syncs failed: replies it refused", n)
+	}
 	waitCount("after the 2^40 batch")
+}
+
+// syncErrors reads edgelimit_edge_sync_errors_total from the edge host at hurl.
+func syncErrors(t *testing.T, hurl string) int {
+	t.Helper()
+	resp, err := http.Get(hurl + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "edgelimit_edge_sync_errors_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("sync errors %q: %v", l, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no edgelimit_edge_sync_errors_total in the edge's metrics")
+	return 0
 }

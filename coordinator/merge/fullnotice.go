@@ -213,6 +213,10 @@ func (l *fullLog) appendViews(rp *wire.Reply, from int64, skip func(*fullEnt) bo
 		}
 		v := wire.View{Limiter: f.lim.Name, Key: f.key, Window: f.win, Count: f.count, Prev: f.prev,
 			Isolates: f.isolates, Lease: -1, Exhausted: true}
+		// Bounded as every view (viewbound.go): one client's cost of 2^40
+		// on a key of its own had every isolate of the limiter refuse
+		// every reply carrying its notice.
+		boundView(&v, f.lim, f.limit, now)
 		if limits {
 			v.Limit = f.limit
 		}

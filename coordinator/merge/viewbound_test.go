@@ -58,3 +58,29 @@ func TestViewBoundedAfterHugeCost(t *testing.T) {
 		}
 	}
 }
+
+// TestFullNoticeBounded: a full-window notice, the view of a key another
+// isolate's batch did not name, is bounded like any view. One client
+// reporting a cost of 2^40 on a key of its own choosing, 20 times a
+// second, had every other isolate of the limiter refuse every reply (its
+// notices carried the stored count; the module takes at most 2^20 times
+// the limit): their batches were never acknowledged, their edges stale
+// and their fail policies deciding for as long as it lasted.
+func TestFullNoticeBounded(t *testing.T) {
+	for _, lim := range []string{"fw", "sfw", "sw"} {
+		c, _ := newTestCoordinator(t, t0, nil)
+		W := t0 / sec
+		mustSync(t, c, batch("honest", 1, t0, wire.Delta{Limiter: lim, Key: "mine", Window: W, Delta: 1, Demand: 1}))
+		mustSync(t, c, batch("evil", 1, t0, wire.Delta{Limiter: lim, Key: "evil", Window: W, Delta: 1 << 40, Demand: 1 << 40}))
+		rp := mustSync(t, c, batch("honest", 2, t0, wire.Delta{Limiter: lim, Key: "mine", Window: W, Delta: 1, Demand: 1}))
+		v, ok := fullViews(rp, lim)["evil"]
+		if !ok {
+			t.Fatalf("%s: no notice of the full key: %+v", lim, rp.Entries)
+		}
+		cfg := testConfig()
+		top := cfg.Limiter(lim).Limit * viewOvercommit
+		if v.Count != top || v.Prev > top {
+			t.Errorf("%s: notice count %d prev %d, want %d (the bound)", lim, v.Count, v.Prev, top)
+		}
+	}
+}
