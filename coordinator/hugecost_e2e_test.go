@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
-	"net/http"
 	"testing"
 	"time"
 
