@@ -410,6 +410,26 @@ func (r *Reader) skipN(n, depth int) {
 // into the guest).
 func quote(s string) string { return "\"" + s + "\"" }
 
+// Repeated reports whether f, a field name just read from a map, is one
+// of names (at most 64) that this map already gave; seen keeps which
+// (zero it per map). A name given twice is an error set on r: decoded
+// as they come, the last copy replaced the first, and a batch with its
+// entries ("e") twice was answered 200 with half of them lost. Names not
+// in names are not tracked (they are skipped anyway).
+func (r *Reader) Repeated(seen *uint64, names []string, f []byte) bool {
+	for i, n := range names {
+		if i < 64 && Equal(n, f) {
+			if *seen&(1<<i) != 0 {
+				r.SetErr(n, errors.New("given twice"))
+				return true
+			}
+			*seen |= 1 << i
+			return false
+		}
+	}
+	return false
+}
+
 // Equal reports whether s and b hold the same bytes. Unlike s == string(b)
 // it never allocates under TinyGo, where that conversion copies; the guest
 // compares keys and names with it.

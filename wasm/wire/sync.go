@@ -386,13 +386,19 @@ func AppendDelta[K string | []byte](dst []byte, limiter string, key K, window, d
 	return AppendInt(dst, demand)
 }
 
-// UnmarshalMsg decodes and validates a batch. On error b holds no partial
-// result that should be applied.
+// batchFields are the field names of a batch, each of which a batch may
+// give once.
+var batchFields = [...]string{"v", "iso", "sec", "seq", "at", "e", "up", "dn", "ak", "end", "rg", "lim", "sp", "pc"}
+
+// UnmarshalMsg decodes and validates a batch (a field given twice is an
+// error). On error b holds no partial result that should be applied.
 func (b *Batch) UnmarshalMsg(src []byte) error {
 	*b = Batch{}
 	r := NewReader(src)
+	var seen uint64
 	for n := r.ReadMapHeader(); n > 0 && r.err == nil; n-- {
 		switch f := r.ReadStringBytes(); {
+		case r.Repeated(&seen, batchFields[:], f):
 		case Equal("v", f):
 			b.Version = r.ReadInt()
 		case Equal("iso", f):
