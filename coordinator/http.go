@@ -234,7 +234,7 @@ func (c *Coordinator) auth(role Role, next http.Handler) http.Handler {
 	}
 	tokens, ps := c.principals()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearer(r.Header.Get("Authorization"))
 		match := -1
 		for i, t := range tokens {
 			if subtle.ConstantTimeCompare([]byte(got), t) == 1 {
@@ -255,6 +255,17 @@ func (c *Coordinator) auth(role Role, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 	})
+}
+
+// bearer returns the token of an Authorization value of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 11.1: "bearer x" was
+// a 401), with the spaces around the token trimmed.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
 }
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}

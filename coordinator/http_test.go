@@ -188,7 +188,9 @@ func TestHTTPBearerToken(t *testing.T) {
 	for _, tc := range []struct {
 		hdr    string
 		status int
-	}{{"", 401}, {"Bearer wrong", 401}, {"edge-1", 401}, {"Bearer edge-", 401}, {"Bearer edge-2", 200}, {"Bearer edge-1", 200}} {
+	}{{"", 401}, {"Bearer wrong", 401}, {"edge-1", 401}, {"Bearer edge-", 401}, {"Bearer edge-2", 200}, {"Bearer edge-1", 200},
+		// The scheme's name is case-insensitive (RFC 9110): "bearer" was a 401.
+		{"bearer edge-1", 200}, {"BEARER  edge-2", 200}, {"Basic edge-1", 401}, {"Bearer ", 401}, {"Bearer", 401}} {
 		status, out := httpPost(t, srv, MsgpackContentType, body, map[string]string{"Authorization": tc.hdr})
 		if status != tc.status {
 			t.Fatalf("Authorization %q: %d %s", tc.hdr, status, out)
