@@ -469,3 +469,33 @@ func startReplicatedCluster(t *testing.T, o rediscluster.Options) (context.Conte
 	t.Cleanup(cl.Stop)
 	return ctx, cl
 }
+
+// TestRedisProbeNamesTheFrozenMaster: with one master of three frozen
+// (SIGSTOP) past the cluster's node timeout, the others answer that the
+// cluster is not ok at once while the frozen one's probe waits out its
+// deadline: the health probe named a master that answered (2 of 3 runs in
+// an operator's run-through), and took the cluster's word for a refusal,
+// not an outage. It names the frozen master now, as an outage.
+func TestRedisProbeNamesTheFrozenMaster(t *testing.T) {
+	ctx, cl := startReplicatedCluster(t, rediscluster.Options{Masters: 3})
+	rs, err := redisstore.Open(ctx, redisstore.Options{Addrs: cl.Addrs(), Buckets: 32, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	frozen := cl.Masters(ctx)[1]
+	if err := cl.Signal(frozen, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Signal(frozen, syscall.SIGCONT)
+	time.Sleep(2500 * time.Millisecond) // past the node timeout (1 s): the others mark it failed
+	var perr error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if perr = rs.Probe(ctx); perr != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if perr == nil || !strings.Contains(perr.Error(), frozen) {
+		t.Fatalf("probe with %s frozen: %v; want it named", frozen, perr)
+	}
+}

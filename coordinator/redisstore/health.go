@@ -99,52 +99,25 @@ func (s *Store) Probe(ctx context.Context) error {
 	defer cancel()
 	var mu sync.Mutex
 	var masters []string
+	var errs []error
 	err := s.forEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		addr := c.Options().Addr
-		info, err := c.Info(ctx, "replication").Result()
-		if err != nil {
-			return fmt.Errorf("master %s: %w", addr, err)
+		if err := s.probeMaster(ctx, c, &mu, &masters); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
 		}
-		if !strings.Contains(info, "role:master") {
-			return fmt.Errorf("master %s: no longer a master", addr)
-		}
-		mem, err := c.Info(ctx, "memory").Result()
-		if err != nil {
-			return fmt.Errorf("master %s: %w", addr, err)
-		}
-		if err := memoryRefuses(mem); err != nil {
-			return fmt.Errorf("master %s: %w", addr, err)
-		}
-		if s.opts.Wait > 0 && !s.opts.WaitDegraded {
-			if n := strings.Count(info, "state=online"); n < s.opts.Wait {
-				return fmt.Errorf("master %s: %d replicas online, WAIT needs %d", addr, n, s.opts.Wait)
-			}
-		}
-		if s.isCluster() {
-			ci, err := c.ClusterInfo(ctx).Result()
-			if err != nil {
-				return fmt.Errorf("master %s: %w", addr, err)
-			}
-			if !strings.Contains(ci, "cluster_state:ok") {
-				return fmt.Errorf("master %s: cluster_state is not ok", addr)
-			}
-		} else {
-			// One master, behind a Sentinel client whose address is not the
-			// master's: its replication id changes when a replica takes over.
-			addr = "replid " + infoField(info, "master_replid")
-		}
-		mu.Lock()
-		masters = append(masters, addr)
-		mu.Unlock()
 		return nil
 	})
+	if err == nil {
+		err = worstProbe(errs)
+	}
 	if err == nil {
 		err = s.settingsOK(ctx)
 	}
 	s.pr.at = time.Now()
 	if err != nil {
 		s.pr.err = fmt.Errorf("redisstore: probe: %w", err)
-		if retryable(err) || errors.Is(err, context.DeadlineExceeded) {
+		if unanswered(err) {
 			s.health.failed("probe", err) // no answer: an outage
 		} else if s.pr.refusing == "" {
 			// Redis answers, and says no (too few replicas for WAIT, a
@@ -170,6 +143,73 @@ func (s *Store) Probe(ctx context.Context) error {
 		s.opts.Logger.Info("redisstore: the cluster's masters changed", "before", strings.Join(s.pr.masters, ","), "now", strings.Join(masters, ","))
 	}
 	s.pr.masters = masters
+	return nil
+}
+
+// unanswered reports whether a probe's error is Redis not answering
+// (rather than answering no).
+func unanswered(err error) bool {
+	return retryable(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// worstProbe is the error of errs, the masters' probes, that says most:
+// a master that does not answer before one that answers no. With one
+// master frozen past the node timeout, the others said at once that the
+// cluster is not ok while its probe waited for the deadline, and the
+// first error, which named a master that answered, was taken for a
+// refusal, not an outage. nil for none.
+func worstProbe(errs []error) error {
+	for _, err := range errs {
+		if unanswered(err) {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// probeMaster probes the master of c for Probe, appending its address
+// (or the replication id of a master behind Sentinels) to masters under
+// mu when it passes.
+func (s *Store) probeMaster(ctx context.Context, c *redis.Client, mu *sync.Mutex, masters *[]string) error {
+	addr := c.Options().Addr
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return fmt.Errorf("master %s: %w", addr, err)
+	}
+	if !strings.Contains(info, "role:master") {
+		return fmt.Errorf("master %s: no longer a master", addr)
+	}
+	mem, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return fmt.Errorf("master %s: %w", addr, err)
+	}
+	if err := memoryRefuses(mem); err != nil {
+		return fmt.Errorf("master %s: %w", addr, err)
+	}
+	if s.opts.Wait > 0 && !s.opts.WaitDegraded {
+		if n := strings.Count(info, "state=online"); n < s.opts.Wait {
+			return fmt.Errorf("master %s: %d replicas online, WAIT needs %d", addr, n, s.opts.Wait)
+		}
+	}
+	if s.isCluster() {
+		ci, err := c.ClusterInfo(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("master %s: %w", addr, err)
+		}
+		if !strings.Contains(ci, "cluster_state:ok") {
+			return fmt.Errorf("master %s: cluster_state is not ok", addr)
+		}
+	} else {
+		// One master, behind a Sentinel client whose address is not the
+		// master's: its replication id changes when a replica takes over.
+		addr = "replid " + infoField(info, "master_replid")
+	}
+	mu.Lock()
+	*masters = append(*masters, addr)
+	mu.Unlock()
 	return nil
 }
 
