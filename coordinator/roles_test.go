@@ -413,3 +413,43 @@ func TestMetricsNeedTheReadRole(t *testing.T) {
 		}
 	}
 }
+
+// The reset notices a reply carries name only keys of limiters the token's
+// edge role is granted: a key of another limiter is another client's name
+// (before, an edge-only token was told every reset key of every limiter,
+// and a new isolate sending an old reset generation got the whole log).
+func TestResetNoticesOfGrantedLimitersOnly(t *testing.T) {
+	_, clk, srv := rolesServer(t)
+	now := clk.now()
+	st, first, _ := syncAs(t, srv, "edge-a", batch("a1", 1, now, fwDelta("k", 1)))
+	if st != 200 {
+		t.Fatalf("edge-a: %d", st)
+	}
+	for _, path := range []string{"/v1/limiters/fw/keys/mine", "/v1/limiters/tb/keys/theirs", "/v1/limiters/sw/keys/theirs-too"} {
+		if st, body := call(t, srv, "DELETE", path, "admin"); st != 204 {
+			t.Fatalf("reset %s: %d %s", path, st, body)
+		}
+	}
+	b := batch("a1", 2, now, fwDelta("k", 1))
+	b.ResetGen = first.ResetGen
+	if b.ResetGen == 0 {
+		t.Fatal("the coordinator keeps no reset generation")
+	}
+	st, rp, _ := syncAs(t, srv, "edge-a", b)
+	if st != 200 {
+		t.Fatalf("edge-a's next batch: %d", st)
+	}
+	var told []string
+	for _, r := range rp.Resets {
+		told = append(told, r.Limiter+"/"+r.Key)
+	}
+	if !reflect.DeepEqual(told, []string{"fw/mine"}) {
+		t.Fatalf("edge-a told of resets %q, want only fw/mine (it is granted fw and sfw)", told)
+	}
+	// A token granted every limiter is told all three.
+	b = batch("b1", 1, now, fwDelta("k", 1))
+	b.ResetGen = first.ResetGen
+	if st, rp, _ = syncAs(t, srv, "edge-b", b); st != 200 || len(rp.Resets) != 3 {
+		t.Fatalf("edge-b: %d, resets %+v; want the three", st, rp.Resets)
+	}
+}
