@@ -101,3 +101,51 @@ func TestLapsedLeaseIsNoDrySpell(t *testing.T) {
 		t.Fatalf("dry spell of %d ms on a day's window, want at most %d ms", r.RetryAfter/1e6, 2*int64(maxDryBase)/1e6)
 	}
 }
+
+// An ask refused on a window whose count is under its limit (the rest
+// sits in other isolates' leases, which come back within their life or
+// at their holders' next batches) denies quietly for at most reservedDry
+// before asking again; on a window spent (its count at the limit), for
+// the period's dry spell. Measured with real processes: after a SIGTERM
+// restart, a new host's isolate asked while a sibling held the window's
+// last units of a 100 a day key, and then denied for 10 s with the units
+// free (B held at 66-69 of 70 in 5 of 17 runs).
+func TestReservedWindowDrySpellIsShort(t *testing.T) {
+	const P = 86400e9
+	t0 := int64(1000*P + 3600e9)
+	w := t0 / P
+	for _, tc := range []struct {
+		count int64
+		short bool // a spell of at most reservedDry, then an ask (else to the window's end)
+	}{{96, true}, {100, false}} {
+		c, err := New(wire.Config{Version: wire.Version, IsolateID: "b", Limiters: []wire.LimiterConfig{
+			{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: P, Mode: wire.Strict}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Result
+		if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
+			t.Fatalf("first request: %+v, %v; want SyncRetry", r, err)
+		}
+		if b, err := c.SyncOut(t0, nil); err != nil || len(b) == 0 {
+			t.Fatalf("no batch: %v", err)
+		}
+		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
+			{Limiter: "s", Key: "k", Window: w, Count: tc.count, Lease: 0, Isolates: 4, Life: 1e9, Exhausted: true}}}
+		if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Decide(0, []byte("k"), 1, t0+50e6, &r); err != nil || r.Allowed || r.SyncRetry {
+			t.Fatalf("count %d: after the refusal %+v, %v; want a quiet denial", tc.count, r, err)
+		}
+		if short := r.RetryAfter <= reservedDry; short != tc.short {
+			t.Errorf("count %d of 100: dry spell of %d ms; want at most %d ms: %v", tc.count, r.RetryAfter/1e6, int64(reservedDry)/1e6, tc.short)
+		}
+		if !tc.short {
+			continue
+		}
+		if err := c.Decide(0, []byte("k"), 1, t0+50e6+reservedDry, &r); err != nil || !r.SyncRetry {
+			t.Errorf("count %d of 100: %d ms after the refusal %+v, %v; want it to ask again", tc.count, int64(reservedDry)/1e6, r, err)
+		}
+	}
+}

@@ -556,7 +556,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 			if s.dryWin == v.Window && s.dryN < maxDryDoublings {
 				n = s.dryN + 1
 			}
-			spell := max64(dryGaps*max64(c.gap, c.rtt), dryBase(l.cfg.Period)) << n
+			spell := max64(dryGaps*max64(c.gap, c.rtt), dryBaseOf(l, e, v)) << n
 			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
 			c.holdFor(now, min64(spell, addSat(v.Window, 1)*l.cfg.Period-now)) // the spell ends with its window
 		case v.Exhausted && !l.bucket:
@@ -564,7 +564,7 @@ func (c *Core) apply(l *limiter, e *entry, v *wire.View, now, at, cut int64) {
 			if s.dryWin == v.Window {
 				n = s.dryN
 			}
-			spell := max64(dryGaps*max64(c.gap, c.rtt), dryBase(l.cfg.Period)) << n
+			spell := max64(dryGaps*max64(c.gap, c.rtt), dryBaseOf(l, e, v)) << n
 			s.dryWin, s.dryUntil, s.dryN = v.Window, now+spell, n
 		case v.Lease > 0 || v.Window != s.dryWin:
 			s.dryWin, s.dryN = -1, 0
@@ -657,6 +657,25 @@ const maxDryBase = 10e9
 // dryBase returns the period's part of a dry spell for a window of period
 // ns: a hundredth of it, at least 1 ms and at most maxDryBase.
 func dryBase(period int64) int64 { return min64(max64(period/100, 1e6), maxDryBase) }
+
+// reservedDry caps the period's part of a dry spell told by a view whose
+// count is under the key's limit: 1 s (ns). The rest of such a window
+// sits in other isolates' leases, which come back within their life (1 s
+// by default) or at their holders' next batches; with the period's spell
+// (10 s for an hour or a day), a new host's isolate refused while a
+// sibling held a 100 a day key's last units denied for 10 s with them
+// free. Its doublings still space the asks of a window whose holders died.
+const reservedDry = 1e9
+
+// dryBaseOf returns the period's part of the dry spell view v of e starts:
+// dryBase, at most reservedDry while v counts under e's limit.
+func dryBaseOf(l *limiter, e *entry, v *wire.View) int64 {
+	b := dryBase(l.cfg.Period)
+	if v.Count < e.limit {
+		b = min64(b, reservedDry)
+	}
+	return b
+}
 
 // ewma averages x into avg with weight 1/2; the first estimate (avg 0) is
 // x itself, with nothing to smooth with.
