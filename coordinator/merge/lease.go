@@ -186,6 +186,11 @@ func (m *Merger) grantWindow(st *keyState, me *isoState, key string, W, now, unm
 			}
 		}
 	}
+	if P > int64(m.opts.LeaseLife) && frequent(me, P) && need > unmet {
+		// What a killed busy holder strands for the rest of a long window
+		// (deadhold.go).
+		need = max(unmet, min(need, deadHoldCap(limit, me.demand, sumD, unit)))
+	}
 	share = min(share, need)
 	if need > 0 && free > 0 && share < 1 {
 		share = 1
