@@ -416,13 +416,6 @@ func (c *Core) applyUpView(lim int, key []byte, v *wire.UpView, now int64) {
 	case wire.CircuitHalfOpen:
 		if u.circuit != wire.CircuitHalfOpen {
 			u.circuit, u.probe, u.halfAt = wire.CircuitHalfOpen, probeNone, now
-		} else if u.probe == probeNone {
-			// The coordinator answers and another isolate holds the
-			// probe: the wait for the grant starts again. Its probe's
-			// life doubles with each opening, which an isolate that
-			// heard of the circuit did not count: it gave up waiting
-			// after twice the base and probed alone.
-			u.halfAt = now
 		}
 		if v.Probe && u.probe == probeNone {
 			u.probe, u.halfAt = probeGranted, now
