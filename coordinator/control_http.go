@@ -183,9 +183,6 @@ func (c *Coordinator) decodeJSON(w http.ResponseWriter, r *http.Request, v any, 
 	return true
 }
 
-// who names the maker of a change in the audit log: the bearer token's
-// scope (tokenScope: not the token) and roles, or "anonymous" on a
-// coordinator without tokens, and the client's address.
 // byForReaders is a change's By as a token without the admin role is
 // shown it: the roles and the address of who made it, without the token's
 // scope. The scope is a plain hash of the token (scope.go), so a reader
@@ -203,6 +200,11 @@ func byForReaders(by string) string {
 	return "a token"
 }
 
+// who names the maker of a change in the audit log (and a change's By,
+// which byForReaders reads back: it is stored as this text in the control
+// record): "token SCOPE (ROLES) from ADDR", the bearer token's scope
+// (tokenScope: not the token), or "anonymous from ADDR" on a coordinator
+// without tokens.
 func who(r *http.Request) string {
 	p := principalOf(r.Context())
 	if p == nil {
