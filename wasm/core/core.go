@@ -45,6 +45,7 @@ type Core struct {
 	denBody    []byte      // scratch of SyncOut: the encoded denials of a batch
 	denBuf     []byte      // the outstanding batch's denials: array header and denBody
 	sure       bool        // the last evaluation denied on the global view alone (evalWindow)
+	dryLong    bool        // the last evaluation denied for a dry spell of a period of 100 s or more (recheck)
 	ending     bool        // a graceful stop's last batch is still to be cut (release.go)
 	views      []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
 	rr         wire.ReplyReader
@@ -264,7 +265,7 @@ func (c *Core) Decide(lim int, key []byte, cost, now int64, r *Result) error {
 	e := c.tab.at(idx)
 	now = c.clamp(e, now)
 	c.advance(idx, e, now)
-	c.sure = false
+	c.sure, c.dryLong = false, false
 	quiet := true
 	if len(c.ups) != 0 {
 		c.upExpire(lim, idx, e, now)
@@ -352,6 +353,7 @@ merge:
 	var times [wire.MaxChecks]int64
 	var one Result
 	allowed, sync, miss := true, false, true
+	c.dryLong = false
 	for i, ch := range checks {
 		idx := c.lookup(ch.Limiter, ch.Key, now)
 		e := c.tab.at(idx)

@@ -156,6 +156,11 @@ func (c *Core) evalLease(l *limiter, e *entry, cost, now int64, r *Result) {
 			// apply): deny here, quietly, until the window ends.
 			c.sure = true
 			r.RetryAfter = max64(min64(s.dryUntil, r.Reset)-now, 1)
+			// A long window's spell (reservedDry) is rechecked however
+			// little of it is left (recheck): over Redis, whose replies
+			// carry no reset notices, a reset reached an isolate in the
+			// last second of its spell only when the spell ended.
+			c.dryLong = c.dryLong || dryBase(l.cfg.Period) >= minHold
 		}
 		if r.Allowed && !dry {
 			// Denied only for want of a lease: a sync may bring one.

@@ -69,7 +69,8 @@ func (c *Core) alive(now int64) bool {
 	return c.cfg.Heartbeat > 0 && (c.cutAt == 0 || now-c.cutAt >= c.cfg.Heartbeat)
 }
 
-// recheck turns r, a denial at now for minHold or more, into a request to
+// recheck turns r, a denial at now for minHold or more (or for a long
+// window's dry spell, however short: Core.dryLong), into a request to
 // sync first (SyncRetry, SyncWanted) when no reply was applied within two
 // sync intervals: the denial may come from a count, dry spell or pause the
 // coordinator has reset since. After the sync the host decides again, on
@@ -78,7 +79,7 @@ func (c *Core) alive(now int64) bool {
 // the key, and its reply carries the key's view.
 // It reports whether it did; the caller names the denied keys (name).
 func (c *Core) recheck(now int64, r *Result) bool {
-	if r.SyncRetry || r.RetryAfter < minHold || c.heard == 0 || c.stopped || c.cfg.Standalone {
+	if r.SyncRetry || r.RetryAfter < minHold && !c.dryLong || c.heard == 0 || c.stopped || c.cfg.Standalone {
 		return false
 	}
 	if now-c.heard <= 2*c.syncInterval() {
