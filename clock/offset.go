@@ -27,6 +27,13 @@ const DefaultOffsetTolerance = int64(5e6)
 // reply refused.)
 const MaxOffset = int64(24 * 3600e9)
 
+// MaxReading bounds a reading of the other clock Observe takes: 2^62 ns
+// since the epoch (the year 2116). A reading past it, or before the epoch,
+// is no clock's: two such readings that agreed (a broken proxy's constant
+// header near 2^63) were taken, and Base's time plus the offset then
+// overflowed, every decision refused as a negative time for good.
+const MaxReading = int64(1) << 62
+
 // FarAgree is how close (ns) the reading after a reading past MaxOffset
 // must be to it for the offset to be taken: 1 s, beyond the round trips.
 const FarAgree = int64(1e9)
@@ -72,11 +79,12 @@ func (o *Offset) Steps() int64 { return o.steps.Load() }
 // is then within [remote-recv, remote-sent]; when the current one is
 // further than Tolerance outside that range, it moves to the range's
 // middle (within half the round trip of the truth) and Observe reports
-// true. A reading with recv < sent is ignored, and one past MaxOffset
+// true. A reading with recv < sent is ignored, so is one with a time
+// outside [0, MaxReading], and one past MaxOffset
 // unless the reading before it was past MaxOffset too and within FarAgree
 // (plus both readings' round trips) of it.
 func (o *Offset) Observe(sent, recv, remote int64) bool {
-	if recv < sent {
+	if recv < sent || remote < 0 || remote > MaxReading || sent < 0 || recv > MaxReading {
 		return false
 	}
 	tol := o.Tolerance

@@ -1,6 +1,9 @@
 package clock
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestOffsetObserve: a reading moves the offset to the middle of the range
 // it allows only when the offset is further than the tolerance outside it;
@@ -11,8 +14,10 @@ func TestOffsetObserve(t *testing.T) {
 	if o.Now() != base.Now() {
 		t.Fatalf("zero offset: Now %d, base %d", o.Now(), base.Now())
 	}
-	// The other clock is 3 s ahead; the round trip took 10 ms.
-	if !o.Observe(0, 10e6, 3e9+5e6) || o.Offset() != 3e9 {
+	// Readings are times since the epoch (T: late 2025); the other clock
+	// is 3 s ahead; the round trip took 10 ms.
+	const T = int64(1_764_000_000e9)
+	if !o.Observe(T, T+10e6, T+3e9+5e6) || o.Offset() != 3e9 {
 		t.Fatalf("after a 3 s reading: offset %d, want 3e9", o.Offset())
 	}
 	if o.Now() != base.Now()+3e9 {
@@ -30,7 +35,7 @@ func TestOffsetObserve(t *testing.T) {
 		{500e6, 501e6, 500e6 + MaxOffset + 1e9, false, 2e9 - 500e3},
 		{600e6, 601e6, 600e6 - 2e9, true, -2e9 - 500e3}, // behind
 	} {
-		if got := o.Observe(r.sent, r.recv, r.remote); got != r.moves || o.Offset() != r.want {
+		if got := o.Observe(T+r.sent, T+r.recv, T+r.remote); got != r.moves || o.Offset() != r.want {
 			t.Errorf("Observe(%d, %d, %d) = %v with offset %d, want %v and %d", r.sent, r.recv, r.remote, got, o.Offset(), r.moves, r.want)
 		}
 	}
@@ -67,5 +72,26 @@ func TestOffsetFarReadingsTakenWhenTheyAgree(t *testing.T) {
 	}
 	if o.Offset() > 20e6 || o.Offset() < 0 {
 		t.Fatalf("after a near reading: offset %d, want about 5 ms", o.Offset())
+	}
+}
+
+// TestOffsetIgnoresReadingsNoClockGives: readings past MaxReading or
+// before the epoch are ignored, even when two agree: a constant header
+// near 2^63 (a broken proxy) was taken as a far offset, and Now overflowed.
+func TestOffsetIgnoresReadingsNoClockGives(t *testing.T) {
+	o := &Offset{Base: NewManual(1_764_000_000_000_000_000)}
+	base := o.Base.Now()
+	for _, remote := range []int64{math.MaxInt64, MaxReading + 1, -1, math.MinInt64} {
+		for i := int64(0); i < 3; i++ {
+			if o.Observe(base+i*1e9, base+i*1e9+10e6, remote) {
+				t.Fatalf("reading %d taken", remote)
+			}
+		}
+		if o.Offset() != 0 || o.Now() != base {
+			t.Fatalf("after readings of %d: offset %d, now %d", remote, o.Offset(), o.Now())
+		}
+	}
+	if !o.Observe(base, base+10e6, base+3e9) || o.Offset() < 2.9e9 {
+		t.Fatalf("an honest reading 3 s ahead after them: offset %d", o.Offset())
 	}
 }

@@ -29,6 +29,7 @@ const DEFAULT_MAX_KEYS = 100000; // the module's key table without max_keys (con
 const TIME_HEADER = 'edgelimit-time';
 const OFFSET_TOLERANCE_MS = 5; // readings within this of the offset change nothing (as clock.DefaultOffsetTolerance)
 const MAX_OFFSET_MS = 24 * 3600 * 1000; // a reading further apart is taken only when the next agrees (clock.MaxOffset)
+const MAX_READING_NS = 2 ** 62; // a reading of the coordinator's clock past it, or before the epoch, is ignored (clock.MaxReading)
 const FAR_AGREE_MS = 1000; // how close that next reading must be (clock.FarAgree)
 const MAX_TOLD_UNCOUNTED = 16; // lists of uncounted limiters said (_uncounted)
 
@@ -1437,7 +1438,13 @@ export class EdgeLimit {
   // the middle (as clock.Offset in the Go host).
   _observeTime(sent, recv, header) {
     if (typeof header !== 'string' || !/^-?[0-9]{1,19}$/.test(header) || !(recv >= sent)) return;
-    const remote = Number(header) / 1e6;
+    // A time before the epoch or past 2^62 ns (the year 2116) is no
+    // clock's: two such readings that agreed (a broken proxy's constant
+    // near 2^63) were taken, and every decision after was refused as a
+    // time out of range (as clock.MaxReading in the Go host).
+    const ns = Number(header);
+    if (!(ns >= 0 && ns <= MAX_READING_NS)) return;
+    const remote = ns / 1e6;
     const lo = remote - recv; const hi = remote - sent; const mid = (lo + hi) / 2;
     if (!(Math.abs(mid) <= MAX_OFFSET_MS)) {
       // A day or more off (a dead real-time clock, a restored snapshot):

@@ -194,3 +194,28 @@ test('a 200 answer that is a web page is refused naming it, and the batch goes o
   assert.match(alone.lastError.message, /answered 200 with Content-Type "text\/html", a web page, not the coordinator's msgpack reply.*hotel Wi-Fi/);
   await rl.close();
 });
+
+test('times no clock gives in the Edgelimit-Time header move nothing, even when two agree', async () => {
+  for (const bad of ['9223372036854775807', '-9223372036854775808', '-1', '5000000000000000000']) {
+    const coord = await startCoordinator(cfg({ mode: 'strict' }));
+    coords.push(coord);
+    let garbled = 2; // the first two replies carry it (a broken proxy's constant)
+    const rl = await EdgeLimit.create({ wasm: wasmModule, config: cfg({ mode: 'strict' }), coordinator: coord.url, background: 'requests',
+      fetch: async (url, init) => {
+        const r = await fetch(url, init);
+        if (init?.method !== 'POST' || garbled-- <= 0) return r;
+        const h = new Headers(r.headers);
+        h.set('Edgelimit-Time', bad);
+        return new Response(await r.arrayBuffer(), { status: r.status, headers: h });
+      } });
+    let ok = 0;
+    for (let i = 0; i < 8; i++) {
+      const d = await rl.limit({ key: `k${i}` }, { waitUntil() {} }); // one each: within the limit of 10
+      if (d.success) ok++;
+      await rl.sync();
+    }
+    assert.equal(rl.counters.clockSteps, 0, `${bad}: the offset moved`);
+    assert.equal(ok, 8, `${bad}: ${ok} of 8 admitted after two replies said it (a wedged clock refuses every decision)`);
+    await rl.close();
+  }
+});
