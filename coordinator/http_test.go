@@ -2,7 +2,9 @@ package coordinator
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -268,5 +270,25 @@ func TestUncountedNamesReadable(t *testing.T) {
 	}
 	if got := headerNames([]string{"api", "llm-6rps"}); got != "api,llm-6rps" {
 		t.Fatalf("plain names: %q", got)
+	}
+}
+
+// TestUncountedLogBoundPerToken: the log lines of uncounted limiters are
+// bounded per token, so one token naming made-up limiters does not use up
+// another's: with one bound for all, a client's 1,024 names left another
+// token's real misconfiguration unlogged.
+func TestUncountedLogBoundPerToken(t *testing.T) {
+	c, _, _ := newTestServer(t, nil)
+	var logs bytes.Buffer
+	c.log = slog.New(slog.NewTextHandler(&logs, nil))
+	for i := range 2000 {
+		c.noteUncounted("att/", "iso", []string{fmt.Sprintf("junk%d", i)}, []string{uncountedUnknown}, nil)
+	}
+	c.noteUncounted("vic/", "iso-v", []string{"misconfigured"}, []string{uncountedUnknown}, nil)
+	if n := strings.Count(logs.String(), "scope=att/"); n != maxUncountedLogged+1 {
+		t.Errorf("%d lines for the flooding token, want %d and one saying the rest are not logged", n, maxUncountedLogged+1)
+	}
+	if !strings.Contains(logs.String(), "limiter=misconfigured") {
+		t.Errorf("the other token's uncounted limiter was not logged")
 	}
 }

@@ -39,8 +39,9 @@ const (
 
 // uncountedLog remembers the (scope, limiter, reason) triples logged.
 type uncountedLog struct {
-	mu   sync.Mutex
-	seen map[[3]string]bool
+	mu    sync.Mutex
+	seen  map[[3]string]bool
+	lines map[string]int // by scope
 }
 
 // stripUncounted takes out of b what reason(limiter) says is not counted
@@ -95,11 +96,18 @@ func (c *Coordinator) noteUncounted(scope, isolate string, names, reasons []stri
 	c.uncountedLog.mu.Lock()
 	defer c.uncountedLog.mu.Unlock()
 	if c.uncountedLog.seen == nil {
-		c.uncountedLog.seen = map[[3]string]bool{}
+		c.uncountedLog.seen, c.uncountedLog.lines = map[[3]string]bool{}, map[string]int{}
 	}
 	for i, l := range names {
 		k := [3]string{scope, l, reasons[i]}
-		if c.uncountedLog.seen[k] || len(c.uncountedLog.seen) >= maxUncountedLogged {
+		n := c.uncountedLog.lines[scope]
+		if c.uncountedLog.seen[k] || n > maxUncountedLogged {
+			continue
+		}
+		c.uncountedLog.lines[scope] = n + 1
+		if n == maxUncountedLogged {
+			c.log.Warn("coordinator: this token's batches named more limiters it may not count than are logged; the rest are counted in edgelimit_coordinator_entries_uncounted_total only",
+				slog.Int("logged", maxUncountedLogged), slog.String("scope", scope))
 			continue
 		}
 		c.uncountedLog.seen[k] = true
@@ -109,9 +117,13 @@ func (c *Coordinator) noteUncounted(scope, isolate string, names, reasons []stri
 }
 
 // maxUncountedLogged bounds the log lines of uncounted limiters (one per
-// scope, limiter and reason): a client naming ever new limiters does not
-// grow the coordinator's memory or its log without end.
-const maxUncountedLogged = 1024
+// scope, limiter and reason) of each scope (token): a client naming ever
+// new limiters does not grow the coordinator's memory or its log without
+// end, and, the bound being its own, does not use up another token's
+// lines (one bound for all, a client's 1,024 made-up names left another
+// token's misconfiguration unlogged). The scopes are the configured
+// tokens', so the memory stays bounded.
+const maxUncountedLogged = 64
 
 // headerNames joins limiter names for the Edgelimit-Uncounted header: a
 // batch may name any bytes, and a control byte or a line break in a header
