@@ -123,6 +123,12 @@ type Options struct {
 	// DefaultTokenIsolatesPerHour (100,000); negative: no quota. Only
 	// with tokens.
 	TokenIsolatesPerHour int
+	// TokenMarksPerHour is, over Redis, the most distinct (isolate,
+	// bucket) pairs one token's batches may name in an hour: each is a
+	// sequence mark in the store (quota.go). Default
+	// DefaultTokenMarksPerHour (1,000,000); negative: no quota. Only
+	// with Tokens, and only in the shared mode.
+	TokenMarksPerHour int
 	// Logger receives the coordinator's log lines: the audit lines of the
 	// live control (control.go). Default slog.Default().
 	Logger *slog.Logger
@@ -172,6 +178,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.TokenIsolatesPerHour == 0 {
 		o.TokenIsolatesPerHour = DefaultTokenIsolatesPerHour
+	}
+	if o.TokenMarksPerHour == 0 {
+		o.TokenMarksPerHour = DefaultTokenMarksPerHour
 	}
 	o.applyMemory()
 	o.Merger.EnsureDefaults()
@@ -374,7 +383,7 @@ func Open(opts Options) (*Coordinator, error) {
 		reqs: make(chan *request, opts.MaxGroup), quit: make(chan struct{}), done: make(chan struct{}),
 		gcStop: make(chan struct{}), gcDone: make(chan struct{}),
 		ctl: ctl, log: opts.Logger, ctlStop: make(chan struct{}), ctlDone: make(chan struct{}),
-		bodies: newBodyBudget(&opts), quota: newQuotas(opts.TokenKeysPerHour, opts.TokenIsolatesPerHour, opts.Logger)}
+		bodies: newBodyBudget(&opts), quota: newQuotas(opts.TokenKeysPerHour, opts.TokenIsolatesPerHour, opts.TokenMarksPerHour, opts.Logger)}
 	c.met = newMetrics(c)
 	c.dash = dashboard.New(opts.Config, opts.Clock.Now())
 	obs := &observers{list: []merge.Observer{c.dash, c.met.lim}, limits: ctl.limits, cfg: opts.Config}
@@ -464,7 +473,11 @@ func (c *Coordinator) sync(ctx context.Context, b *wire.Batch) (_ *request, err 
 		return nil, fmt.Errorf("coordinator: %w", &wire.FieldError{Field: "iso",
 			Err: errors.New("with a Redis store an isolate id must not contain { or } (they would choose the hash slot of its mark)")})
 	}
-	if err := c.quota.admit(scopeOf(ctx), b, c.opts.Clock.Now()); err != nil {
+	var bucket func(limiter, key string) int
+	if c.shared != nil {
+		bucket = c.shared.BucketOf
+	}
+	if err := c.quota.admit(scopeOf(ctx), b, c.opts.Clock.Now(), bucket); err != nil {
 		return nil, err
 	}
 	if c.shared != nil {

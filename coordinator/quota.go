@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,15 @@ import (
 // ends (Retry-After says when); the token's edges decide by their fail
 // policy meanwhile. Other tokens are not touched. The first refusal of a
 // token in an hour is logged (its scope, not the token).
+//
+// Over Redis (the shared mode) an isolate leaves a sequence mark in every
+// bucket its batches write to, up to --redis-buckets of them (512), so a
+// token's isolate ids alone did not bound what it adds: one token naming
+// 512 keys of a token bucket under ~1,000 new isolate ids, far under both
+// quotas, filled a 64 MB Redis in about 10 s with marks that live a day,
+// and every other token's syncs then failed (OOM) for as long. There
+// Options.TokenMarksPerHour also bounds the distinct (isolate, bucket)
+// pairs a token's batches name in an hour.
 //
 // What it bounds: every key record and isolate mark in the store is made
 // by a batch that names it, so a token adds at most the quota's records
@@ -44,6 +54,11 @@ const (
 	// DefaultTokenIsolatesPerHour is Options.TokenIsolatesPerHour's
 	// default: 100,000 distinct isolate ids per token per hour.
 	DefaultTokenIsolatesPerHour = 100_000
+	// DefaultTokenMarksPerHour is Options.TokenMarksPerHour's default:
+	// 1,000,000 distinct (isolate, bucket) pairs per token per hour (a
+	// fleet of 64 isolates writing to all 512 buckets names 32,768 per
+	// start).
+	DefaultTokenMarksPerHour = 1_000_000
 )
 
 // ErrQuota marks a batch refused for its token's quota (a *QuotaError).
@@ -53,16 +68,20 @@ var ErrQuota = errors.New("coordinator: token over its quota")
 // or isolate ids this hour than its quota. Nothing of it was applied; the
 // token's batches are refused until Until. It matches ErrQuota.
 type QuotaError struct {
-	What  string    // "keys" or "isolates"
+	What  string    // "keys", "isolates" or "marks"
 	Quota int       // distinct What per hour
 	Until time.Time // the end of the hour
 }
 
 // Error says what the token exceeded and until when.
 func (e *QuotaError) Error() string {
-	flag := map[string]string{"keys": "--token-keys", "isolates": "--token-isolates"}[e.What]
+	flag := map[string]string{"keys": "--token-keys", "isolates": "--token-isolates", "marks": "--token-marks"}[e.What]
+	what := e.What
+	if what == "marks" {
+		what = "(isolate, Redis bucket) pairs"
+	}
 	return fmt.Sprintf("coordinator: this token named more than %d distinct %s this hour (its quota): its batches are refused until %s (a fleet that needs more: the coordinator's %s)",
-		e.Quota, e.What, e.Until.UTC().Format(time.RFC3339), flag)
+		e.Quota, what, e.Until.UTC().Format(time.RFC3339), flag)
 }
 
 // Is makes errors.Is(err, ErrQuota) hold.
@@ -70,23 +89,23 @@ func (e *QuotaError) Is(target error) bool { return target == ErrQuota }
 
 // quotas counts what each token names (see above).
 type quotas struct {
-	keys, isolates int // per hour; negative: none
-	log            *slog.Logger
-	seed           maphash.Seed
-	mu             sync.Mutex
-	by             map[string]*tokenCount // by scope
+	keys, isolates, marks int // per hour; negative: none
+	log                   *slog.Logger
+	seed                  maphash.Seed
+	mu                    sync.Mutex
+	by                    map[string]*tokenCount // by scope
 }
 
 // tokenCount is one token's count in the current hour.
 type tokenCount struct {
-	mu         sync.Mutex
-	hour       int64 // hours since the Unix epoch
-	keys, isos *distinct.Counter
-	said       bool // its refusal this hour was logged
+	mu                sync.Mutex
+	hour              int64 // hours since the Unix epoch
+	keys, isos, marks *distinct.Counter
+	said              bool // its refusal this hour was logged
 }
 
-func newQuotas(keys, isolates int, log *slog.Logger) *quotas {
-	return &quotas{keys: keys, isolates: isolates, log: log, seed: maphash.MakeSeed(), by: map[string]*tokenCount{}}
+func newQuotas(keys, isolates, marks int, log *slog.Logger) *quotas {
+	return &quotas{keys: keys, isolates: isolates, marks: marks, log: log, seed: maphash.MakeSeed(), by: map[string]*tokenCount{}}
 }
 
 // count returns the count of scope, made on first use (one per token the
@@ -96,7 +115,7 @@ func (q *quotas) count(scope string) *tokenCount {
 	defer q.mu.Unlock()
 	t := q.by[scope]
 	if t == nil {
-		t = &tokenCount{hour: -1, keys: distinct.New(q.seed), isos: distinct.New(q.seed)}
+		t = &tokenCount{hour: -1, keys: distinct.New(q.seed), isos: distinct.New(q.seed), marks: distinct.New(q.seed)}
 		q.by[scope] = t
 	}
 	return t
@@ -104,9 +123,11 @@ func (q *quotas) count(scope string) *tokenCount {
 
 // admit counts what b names for the token of scope at now (ns) and returns a
 // *QuotaError when the token is past a quota this hour. Without a scope
-// (no tokens) it counts nothing.
-func (q *quotas) admit(scope string, b *wire.Batch, now int64) error {
-	if scope == "" || (q.keys < 0 && q.isolates < 0) {
+// (no tokens) it counts nothing. bucket, in the shared mode (else nil),
+// gives the Redis bucket of a (limiter, key): the marks quota counts the
+// (isolate, bucket) pairs.
+func (q *quotas) admit(scope string, b *wire.Batch, now int64, bucket func(limiter, key string) int) error {
+	if scope == "" || (q.keys < 0 && q.isolates < 0 && (q.marks < 0 || bucket == nil)) {
 		return nil
 	}
 	t := q.count(scope)
@@ -117,6 +138,7 @@ func (q *quotas) admit(scope string, b *wire.Batch, now int64) error {
 		t.hour, t.said = hour, false
 		t.keys.Reset()
 		t.isos.Reset()
+		t.marks.Reset()
 	}
 	if q.isolates >= 0 {
 		t.isos.Add("", b.Isolate)
@@ -134,12 +156,34 @@ func (q *quotas) admit(scope string, b *wire.Batch, now int64) error {
 			t.keys.Add(b.Signals[i].Limiter, b.Signals[i].Key)
 		}
 	}
+	if q.marks >= 0 && bucket != nil {
+		seen := map[int]bool{}
+		note := func(limiter, key string) {
+			if k := bucket(limiter, key); !seen[k] {
+				seen[k] = true
+				t.marks.Add(b.Isolate, strconv.Itoa(k))
+			}
+		}
+		for i := range b.Entries {
+			note(b.Entries[i].Limiter, b.Entries[i].Key)
+		}
+		for _, kcs := range [...][]wire.KeyCost{b.Asks, b.Denials} {
+			for i := range kcs {
+				note(kcs[i].Limiter, kcs[i].Key)
+			}
+		}
+		for i := range b.Signals {
+			note(b.Signals[i].Limiter, b.Signals[i].Key)
+		}
+	}
 	var e *QuotaError
 	switch until := time.Unix(0, (hour+1)*int64(time.Hour)); {
 	case q.keys >= 0 && t.keys.Estimate() > float64(q.keys):
 		e = &QuotaError{What: "keys", Quota: q.keys, Until: until}
 	case q.isolates >= 0 && t.isos.Estimate() > float64(q.isolates):
 		e = &QuotaError{What: "isolates", Quota: q.isolates, Until: until}
+	case q.marks >= 0 && bucket != nil && t.marks.Estimate() > float64(q.marks):
+		e = &QuotaError{What: "marks", Quota: q.marks, Until: until}
 	default:
 		return nil
 	}

@@ -1,8 +1,10 @@
 package coordinator
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,5 +141,56 @@ func TestNoQuotaWithoutTokens(t *testing.T) {
 				t.Fatalf("batch %d: %d %s", i, st, body)
 			}
 		}
+	}
+}
+
+// TestTokenMarksQuotaOverRedis: over Redis an isolate leaves a sequence
+// mark in every bucket its batches write to; one token naming 512 keys
+// under ever new isolate ids, far under its key and isolate quotas, filled
+// a 64 MB Redis in about 10 s with marks that live a day, and every other
+// token's syncs failed (OOM). The (isolate, bucket) pairs a token names
+// are counted too: past its quota its batches are refused 429, and the
+// other token syncs on.
+func TestTokenMarksQuotaOverRedis(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srvR := startRedisServer(ctx, t)
+	rs, err := openURL(ctx, "redis://"+srvR.Addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const quota = 2000
+	c, err := Open(Options{Store: rs, Config: totalConfig(), Tokens: []string{"att", "vic"}, TokenMarksPerHour: quota})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	defer func() { srv.Close(); c.Close() }()
+	post := func(token, iso string, seq int64, keys int) (int, []byte) {
+		now := time.Now().UnixNano()
+		b := &wire.Batch{Version: wire.Version, Isolate: iso, Seq: seq, At: now}
+		for k := range keys {
+			b.Entries = append(b.Entries, wire.Delta{Limiter: "total", Key: "key-" + strconv.Itoa(k), Window: now / int64(time.Hour), Delta: 1, Demand: 1})
+		}
+		st, body, _ := httpPostHdr(t, srv, MsgpackContentType, b.AppendMsg(nil), map[string]string{"Authorization": "Bearer " + token})
+		return st, body
+	}
+	for i := 0; ; i++ {
+		st, body := post("att", "att-"+strconv.Itoa(i), 1, 300)
+		if st == 429 {
+			if p := decodeProblem(t, body); !strings.Contains(p.Detail, "(isolate, Redis bucket) pairs") || !strings.Contains(p.Detail, "--token-marks") {
+				t.Fatalf("refusal: %+v", p)
+			}
+			break
+		}
+		if st != 200 {
+			t.Fatalf("batch %d: %d %s", i, st, body)
+		}
+		if i > 50 { // 15,000 keys' worth of pairs
+			t.Fatalf("%d batches of 300 keys under new ids, none refused (quota %d pairs)", i, quota)
+		}
+	}
+	if st, body := post("vic", "vic-1", 1, 1); st != 200 {
+		t.Fatalf("the other token after the refusal: %d %s", st, body)
 	}
 }

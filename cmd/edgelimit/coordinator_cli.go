@@ -31,7 +31,7 @@ func init() {
 const cliUsage = `usage: edgelimit coordinator --data DIR [--listen ADDR] [--config FILE] [--token T] [--in-memory] [--insecure]
        [--checkpoint-keys N] [--checkpoint-interval D] [--max-clock-skew D] [--tls-cert FILE --tls-key FILE]
        [--lease-life D] [--lease-grace D] [--strand-budget F] [--max-isolates-per-key N] [--max-memory SIZE] [--disk-reserve SIZE] [--history-keys N]
-       [--token-keys N] [--token-isolates N]
+       [--token-keys N] [--token-isolates N] [--token-marks N]
    or: edgelimit coordinator --store redis://HOST:PORT[,HOST:PORT...] [--redis-wait N [--redis-wait-degraded]] [--redis-buckets N] [--listen ADDR] ...
 
 Runs the coordinator: merges isolates' sync batches exactly once into Pebble
@@ -171,6 +171,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	}, "the free space, `SIZE`, the store's writes leave on the disk of --data: below it syncs and /healthz answer 503 and the server does not start (default 64MiB)")
 	tokenKeys := fs.Int("token-keys", 0, "with tokens: the most distinct keys one token's batches may name in an hour, `N`; past it its batches are refused 429 until the hour ends (default 1000000; negative: no quota)")
 	tokenIsolates := fs.Int("token-isolates", 0, "with tokens: the most distinct isolate ids one token's batches may name in an hour, `N` (default 100000; negative: no quota)")
+	tokenMarks := fs.Int("token-marks", 0, "with tokens, over Redis: the most distinct (isolate, bucket) pairs one token's batches may name in an hour, each a sequence mark in Redis, `N` (default 1000000; negative: no quota)")
 	historyKeys := fs.Int("history-keys", 0, "keys per limiter whose per-minute history and last view the store keeps for the dashboard, `N` (default 1000; negative: the limiters' totals only)")
 	lf := addLogFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -253,7 +254,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	start := time.Now()
 	opts := coordinator.Options{Dir: *data, InMemory: *inMemory, DiskReserve: *diskReserve, Config: cfg, Tokens: tokens, Grants: grants, MaxMemory: budget.MaxMemory,
 		AllowedHosts: hostcheck.Parse(*allowedHosts),
-		HistoryKeys:  *historyKeys, TokenKeysPerHour: *tokenKeys, TokenIsolatesPerHour: *tokenIsolates,
+		HistoryKeys:  *historyKeys, TokenKeysPerHour: *tokenKeys, TokenIsolatesPerHour: *tokenIsolates, TokenMarksPerHour: *tokenMarks,
 		Merger: merge.MergerOptions{CheckpointKeys: *ckptKeys, CheckpointInterval: *ckptEvery, MaxClockSkew: *skew,
 			LeaseLife: *leaseLife, LeaseGrace: *leaseGrace, StrandBudget: *strand, MaxIsolatesPerKey: *isosPerKey}, Logger: log}
 	where := *data
@@ -341,7 +342,7 @@ var flagEnv = map[string]string{
 	"checkpoint-keys": "EDGELIMIT_CHECKPOINT_KEYS", "checkpoint-interval": "EDGELIMIT_CHECKPOINT_INTERVAL",
 	"max-clock-skew": "EDGELIMIT_MAX_CLOCK_SKEW", "store": "EDGELIMIT_STORE", "redis-wait": "EDGELIMIT_REDIS_WAIT", "redis-buckets": "EDGELIMIT_REDIS_BUCKETS",
 	"redis-wait-degraded": "EDGELIMIT_REDIS_WAIT_DEGRADED", "lease-life": "EDGELIMIT_LEASE_LIFE", "lease-grace": "EDGELIMIT_LEASE_GRACE", "strand-budget": "EDGELIMIT_STRAND_BUDGET", "max-isolates-per-key": "EDGELIMIT_MAX_ISOLATES_PER_KEY",
-	"token-keys": "EDGELIMIT_TOKEN_KEYS", "token-isolates": "EDGELIMIT_TOKEN_ISOLATES",
+	"token-keys": "EDGELIMIT_TOKEN_KEYS", "token-isolates": "EDGELIMIT_TOKEN_ISOLATES", "token-marks": "EDGELIMIT_TOKEN_MARKS",
 	"tls-cert": "EDGELIMIT_TLS_CERT", "tls-key": "EDGELIMIT_TLS_KEY", "max-memory": "EDGELIMIT_MAX_MEMORY", "disk-reserve": "EDGELIMIT_DISK_RESERVE", "history-keys": "EDGELIMIT_HISTORY_KEYS",
 	"log-format": "EDGELIMIT_LOG_FORMAT", "log-level": "EDGELIMIT_LOG_LEVEL",
 }

@@ -653,6 +653,12 @@ type sharedRead struct {
 	marks map[MarkRef]int64
 }
 
+// BucketOf returns the store's bucket of (limiter, key): where its record,
+// and the sequence mark of an isolate that writes it, live.
+func (s *SharedMerger) BucketOf(limiter, key string) int {
+	return s.store.Bucket(appendKeyStorageKey(nil, limiter, key))
+}
+
 // readBuckets reads the keys of gs and the marks of their parts' isolates,
 // and the high-water marks of isolates, in one round trip per master.
 func (s *SharedMerger) readBuckets(ctx context.Context, gs []*sharedBucket, isolates []string) (*sharedRead, [][]byte, error) {
