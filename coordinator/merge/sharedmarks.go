@@ -13,9 +13,18 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 // key records themselves (sharedTTL): with 1-second limiters a mark lives
 // about a minute after the isolate's last sync there, not a day, and
 // isolates that churn leave nothing behind for long. A part with a token
-// bucket or GCRA entry (re-applied, it would be charged again however
-// late) keeps the isolate's TTL (MergerOptions.IsolateTTL), as its
-// high-water mark does.
+// bucket or GCRA entry, re-applied, would be charged again however late:
+// its mark lives bucketMarkTTL (at most the isolate's TTL), the horizon of
+// a retry of a batch some of whose parts were written before its
+// coordinator failed (its isolate retries at once on another, or within
+// its 30 s backoff). A retry later than that charges the part's cost
+// twice: more spent than was, never more admitted. It lived the isolate's
+// TTL (a day) before, and one token's marks in every bucket under new
+// isolate ids held Redis memory for as long.
+
+// bucketMarkTTL is how long the mark of a part with a bucket entry lives:
+// 1 h (ns).
+const bucketMarkTTL = int64(3600e9)
 
 // sharedMarkTTL returns the TTL (ns) of the mark of a part with entries,
 // written at now: at most isolateTTL.
@@ -23,8 +32,11 @@ func (m *Merger) sharedMarkTTL(entries []wire.Delta, now, isolateTTL int64) int6
 	var ttl int64
 	for i := range entries {
 		lim := m.lims[entries[i].Limiter]
-		if lim == nil || lim.IsBucket() {
+		if lim == nil {
 			return isolateTTL
+		}
+		if lim.IsBucket() {
+			return min(bucketMarkTTL, isolateTTL)
 		}
 		P := lim.Period
 		until := addSat(entries[i].Window, 2) * P // window w+1 has ended: w is stale

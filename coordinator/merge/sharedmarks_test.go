@@ -9,8 +9,8 @@ import (
 
 // TestSharedMarkTTL: a part of windowed entries keeps its mark until its
 // newest window is stale (window w+1 ended), plus a period and a minute,
-// at most the isolate's TTL; a part with a token bucket entry, or none,
-// keeps the isolate's TTL.
+// at most the isolate's TTL; a part with a token bucket entry an hour (it
+// lived the isolate's day); one with no entries the isolate's TTL.
 func TestSharedMarkTTL(t *testing.T) {
 	m, err := NewMerger(testConfig(), emptyStore{}, MergerOptions{})
 	if err != nil {
@@ -28,7 +28,7 @@ func TestSharedMarkTTL(t *testing.T) {
 		{"the newest window counts", []wire.Delta{{Limiter: "fw", Key: "k", Window: 999}, {Limiter: "sw", Key: "k", Window: 1000}},
 			1002*sec - now + sec + sharedTTLMargin},
 		{"stale window: a period and a minute", []wire.Delta{{Limiter: "fw", Key: "k", Window: 990}}, sec + sharedTTLMargin},
-		{"token bucket", []wire.Delta{{Limiter: "fw", Key: "k", Window: 1000}, {Limiter: "tb", Key: "k"}}, iso},
+		{"token bucket", []wire.Delta{{Limiter: "fw", Key: "k", Window: 1000}, {Limiter: "tb", Key: "k"}}, int64(time.Hour)},
 		{"no entries", nil, iso},
 	} {
 		if got := m.sharedMarkTTL(tc.entries, now, iso); got != tc.want {
