@@ -25,23 +25,8 @@ func TestLapsedLeaseIsNoDrySpell(t *testing.T) {
 	// setup returns an isolate that was granted 3 units (1 used, 2 left,
 	// living a second) on a window said exhausted, at t0+40 ms.
 	setup := func() *Core {
-		c, err := New(wire.Config{Version: wire.Version, IsolateID: "a", Limiters: []wire.LimiterConfig{
-			{Name: "s", Algorithm: wire.FixedWindow, Limit: 20, Period: P, Mode: wire.Strict}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := askedOnce(t, 20, t0, wire.View{Limiter: "s", Key: "k", Window: w, Count: 15, Lease: 3, Isolates: 2, Life: 1e9, Exhausted: true})
 		var r Result
-		if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
-			t.Fatalf("first request: %+v, %v; want SyncRetry", r, err)
-		}
-		if b, err := c.SyncOut(t0, nil); err != nil || len(b) == 0 {
-			t.Fatalf("no batch: %v", err)
-		}
-		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
-			{Limiter: "s", Key: "k", Window: w, Count: 15, Lease: 3, Isolates: 2, Life: 1e9, Exhausted: true}}}
-		if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
-			t.Fatal(err)
-		}
 		if err := c.Decide(0, []byte("k"), 1, t0+40e6, &r); err != nil || !r.Allowed {
 			t.Fatalf("on its lease: %+v, %v; want admitted", r, err)
 		}
@@ -118,23 +103,8 @@ func TestReservedWindowDrySpellIsShort(t *testing.T) {
 		count int64
 		short bool // a spell of at most reservedDry, then an ask (else to the window's end)
 	}{{96, true}, {100, false}} {
-		c, err := New(wire.Config{Version: wire.Version, IsolateID: "b", Limiters: []wire.LimiterConfig{
-			{Name: "s", Algorithm: wire.FixedWindow, Limit: 100, Period: P, Mode: wire.Strict}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := askedOnce(t, 100, t0, wire.View{Limiter: "s", Key: "k", Window: w, Count: tc.count, Lease: 0, Isolates: 4, Life: 1e9, Exhausted: true})
 		var r Result
-		if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
-			t.Fatalf("first request: %+v, %v; want SyncRetry", r, err)
-		}
-		if b, err := c.SyncOut(t0, nil); err != nil || len(b) == 0 {
-			t.Fatalf("no batch: %v", err)
-		}
-		rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{
-			{Limiter: "s", Key: "k", Window: w, Count: tc.count, Lease: 0, Isolates: 4, Life: 1e9, Exhausted: true}}}
-		if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
-			t.Fatal(err)
-		}
 		if err := c.Decide(0, []byte("k"), 1, t0+50e6, &r); err != nil || r.Allowed || r.SyncRetry {
 			t.Fatalf("count %d: after the refusal %+v, %v; want a quiet denial", tc.count, r, err)
 		}
@@ -154,4 +124,28 @@ func TestReservedWindowDrySpellIsShort(t *testing.T) {
 			t.Errorf("count %d of 100: %d ms after the refusal %+v, %v; want it to ask again", tc.count, int64(reservedDry)/1e6, r, err)
 		}
 	}
+}
+
+// askedOnce returns an isolate of a strict fixed window of limit per day
+// ("s") whose first request on "k", at t0, asked, and whose batch's reply
+// (made at t0+20 ms) carried v, applied at t0+40 ms.
+func askedOnce(t *testing.T, limit, t0 int64, v wire.View) *Core {
+	t.Helper()
+	c, err := New(wire.Config{Version: wire.Version, IsolateID: "a", Limiters: []wire.LimiterConfig{
+		{Name: "s", Algorithm: wire.FixedWindow, Limit: limit, Period: 86400e9, Mode: wire.Strict}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := c.Decide(0, []byte("k"), 1, t0, &r); err != nil || !r.SyncRetry {
+		t.Fatalf("first request: %+v, %v; want SyncRetry", r, err)
+	}
+	if b, err := c.SyncOut(t0, nil); err != nil || len(b) == 0 {
+		t.Fatalf("no batch: %v", err)
+	}
+	rp := wire.Reply{Version: wire.Version, Seq: 1, At: t0 + 20e6, Entries: []wire.View{v}}
+	if err := c.SyncIn(rp.AppendMsg(nil), t0+40e6); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
