@@ -157,14 +157,28 @@ func unanswered(err error) bool {
 // master frozen past the node timeout, the others said at once that the
 // cluster is not ok while its probe waited for the deadline, and the
 // first error, which named a master that answered, was taken for a
-// refusal, not an outage. nil for none.
+// refusal, not an outage. Several that did not answer are all named. nil
+// for none.
 func worstProbe(errs []error) error {
+	var silent []error
 	for _, err := range errs {
 		if unanswered(err) {
-			return err
+			silent = append(silent, err)
 		}
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(silent) > 1:
+		// Which did not answer is not known when the probe's deadline
+		// passed for all (a slot map reload that waited on the frozen
+		// master took it): name them all.
+		rest := make([]string, len(silent)-1)
+		for i, err := range silent[1:] {
+			rest[i] = err.Error()
+		}
+		return fmt.Errorf("%w (also %s)", silent[0], strings.Join(rest, "; "))
+	case len(silent) == 1:
+		return silent[0]
+	case len(errs) > 0:
 		return errs[0]
 	}
 	return nil
