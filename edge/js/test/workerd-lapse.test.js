@@ -32,8 +32,8 @@ const fmt = (d) => `${d.success ? 'admit' : 'deny'}(remaining ${d.remaining}, re
 
 // Two Workers, one workerd process each, a strict 20 a day key k: A admits
 // 5 (the coordinator leases it 2 units more), then serves traffic on
-// another limiter (it keeps syncing); B asks for k until its first denial
-// (18 of 20 used, the rest in A's lease); both idle 1.5 s (past the 1 s
+// another limiter (it keeps syncing); B asks for k until 18 of 20 are used
+// or its first denial (the rest in A's lease); both idle 1.5 s (past the 1 s
 // lease life); A sends 3 requests for k back to back: it admits its 2
 // lapsed units and denies the third (the window full) with a retryAfterMs
 // of at most 20 s, and the two Workers admit at most 20 in all (2 rounds,
@@ -63,12 +63,16 @@ test('workerd, default options, 2 workerd processes: a Worker idle past its leas
     // life, so that no batch of its gives the lease back before B asks
     // (on a loaded host, 10 requests 100 ms apart ran past it).
     while (Date.now() - t0 < 700) { await limit(wa, A, 'other', 'x'); await sleep(100); }
+    // B takes what A's lease does not hold (18 of 20 with A's 2 more),
+    // and stops there: a request more would be held for a reply (up to a
+    // second), outlive A's lease and be served its units (which the
+    // short spell of a window whose rest sits in another's lease allows),
+    // leaving none to test A's lapse with.
     let bDenial = null;
-    for (let i = 0; i < LIMIT && !bDenial; i++) {
+    for (let i = 0; i < LIMIT && !bDenial && total < LIMIT - 2; i++) {
       const d = await limit(wb, B, 'day', key);
       if (d.success) total++; else bDenial = d;
     }
-    assert.ok(bDenial, `round ${round}: B admitted ${LIMIT} more after A's 5`);
     await sleep(IDLE);
     const ds = [];
     for (let i = 0; i < 3; i++) ds.push(await limit(wa, A, 'day', key));
@@ -88,7 +92,7 @@ test('workerd, default options, 2 workerd processes: a Worker idle past its leas
     const v2 = await held();
     const before = total - admittedA;
     total += more.filter((d) => d.success).length;
-    const line = `round ${round}: ${before} of ${LIMIT} admitted before A's 3 (B denied: ${fmt(bDenial)}); `
+    const line = `round ${round}: ${before} of ${LIMIT} admitted before A's 3 (B ${bDenial ? `denied: ${fmt(bDenial)}` : 'stopped'}); `
       + `A then: ${ds.map(fmt).join(' ')}; coordinator count ${v1.count}, leased ${v1.leased}; `
       + `one more each (B, A): ${more.map(fmt).join(' ')}; count ${v2.count}, leased ${v2.leased}; ${total} admitted in all`;
     console.log(`# ${line}`);
