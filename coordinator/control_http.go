@@ -166,6 +166,8 @@ func (c *Coordinator) decodeJSON(w http.ResponseWriter, r *http.Request, v any, 
 		if err = dec.Decode(v); err == nil {
 			if _, terr := dec.Token(); terr != io.EOF {
 				err = errors.New("a second JSON value after the request")
+			} else {
+				err = wire.RepeatedJSONKey(body)
 			}
 		} else {
 			err = wire.LocateJSONError(body, -1, err)

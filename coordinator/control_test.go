@@ -141,6 +141,8 @@ func TestControlRefusals(t *testing.T) {
 		{"PUT", "/v1/limiters/fw/limit", `{"limit": 0}`, "boss", 400, "limit must be 1 to"},
 		{"PUT", "/v1/limiters/fw/limit", `{"limit": 7, "extra": 1}`, "boss", 400, "unknown field"},
 		{"PUT", "/v1/limiters/fw/limit", "{\n\"limit\": 7,\n}", "boss", 400, "line 3"},
+		// A field given twice: encoding/json took the last copy (7) silently.
+		{"PUT", "/v1/limiters/fw/limit", `{"limit": 5, "limit": 7}`, "boss", 400, `\"limit\" is given twice`},
 		{"PUT", "/v1/limiters/nope/limit", `{"limit": 7}`, "boss", 404, "unknown limiter"},
 		{"PUT", "/v1/limiters/fw/overrides/k", `{"limit": 0}`, "boss", 400, "DELETE removes"},
 		{"POST", "/v1/limiters/fw/pause", `{"for": "10m"}`, "boss", 400, "needs a reason"},

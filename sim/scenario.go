@@ -695,6 +695,9 @@ func parseScenario(data []byte, dir, embedDir string) (*Scenario, error) {
 		// check of explicit zeros below ("isolates": 0 ran 64).
 		return nil, errors.New("sim: scenario: the file holds more than one JSON object")
 	}
+	if err := wire.RepeatedJSONKey(data); err != nil {
+		return nil, fmt.Errorf("sim: scenario: %w", err)
+	}
 	if err := explicitZeros(data); err != nil {
 		return nil, err
 	}

@@ -93,6 +93,9 @@ func ParseConfigJSON(data []byte) (Config, error) {
 	if err := dec.Decode(&fc); err != nil {
 		return Config{}, fmt.Errorf("wire: config: %w", LocateJSONError(data, dec.InputOffset(), err))
 	}
+	if err := RepeatedJSONKey(data); err != nil {
+		return Config{}, fmt.Errorf("wire: config: %w", err)
+	}
 	// One document: what follows it (a second object, a stray brace left
 	// by an edit) was ignored, where the coordinator's start refused it.
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
