@@ -143,46 +143,30 @@ func (q *quotas) admit(scope string, b *wire.Batch, now int64, bucket func(limit
 	if q.isolates >= 0 {
 		t.isos.Add("", b.Isolate)
 	}
-	if q.keys >= 0 {
-		for i := range b.Entries {
-			t.keys.Add(b.Entries[i].Limiter, b.Entries[i].Key)
-		}
-		for _, kcs := range [...][]wire.KeyCost{b.Asks, b.Denials} {
-			for i := range kcs {
-				t.keys.Add(kcs[i].Limiter, kcs[i].Key)
-			}
-		}
-		for i := range b.Signals {
-			t.keys.Add(b.Signals[i].Limiter, b.Signals[i].Key)
-		}
+	marks := q.marks >= 0 && bucket != nil
+	var seen map[int]bool // the buckets of b counted for its isolate
+	if marks {
+		seen = map[int]bool{}
 	}
-	if q.marks >= 0 && bucket != nil {
-		seen := map[int]bool{}
-		note := func(limiter, key string) {
-			if k := bucket(limiter, key); !seen[k] {
-				seen[k] = true
-				t.marks.Add(b.Isolate, strconv.Itoa(k))
-			}
+	batchKeys(b, func(limiter, key string) {
+		if q.keys >= 0 {
+			t.keys.Add(limiter, key)
 		}
-		for i := range b.Entries {
-			note(b.Entries[i].Limiter, b.Entries[i].Key)
+		if !marks {
+			return
 		}
-		for _, kcs := range [...][]wire.KeyCost{b.Asks, b.Denials} {
-			for i := range kcs {
-				note(kcs[i].Limiter, kcs[i].Key)
-			}
+		if k := bucket(limiter, key); !seen[k] {
+			seen[k] = true
+			t.marks.Add(b.Isolate, strconv.Itoa(k))
 		}
-		for i := range b.Signals {
-			note(b.Signals[i].Limiter, b.Signals[i].Key)
-		}
-	}
+	})
 	var e *QuotaError
 	switch until := time.Unix(0, (hour+1)*int64(time.Hour)); {
 	case q.keys >= 0 && t.keys.Estimate() > float64(q.keys):
 		e = &QuotaError{What: "keys", Quota: q.keys, Until: until}
 	case q.isolates >= 0 && t.isos.Estimate() > float64(q.isolates):
 		e = &QuotaError{What: "isolates", Quota: q.isolates, Until: until}
-	case q.marks >= 0 && bucket != nil && t.marks.Estimate() > float64(q.marks):
+	case marks && t.marks.Estimate() > float64(q.marks):
 		e = &QuotaError{What: "marks", Quota: q.marks, Until: until}
 	default:
 		return nil
@@ -193,4 +177,20 @@ func (q *quotas) admit(scope string, b *wire.Batch, now int64, bucket func(limit
 			"scope", scope, "what", e.What, "quota_per_hour", e.Quota, "until", e.Until.UTC().Format(time.RFC3339))
 	}
 	return e
+}
+
+// batchKeys calls fn with the (limiter, key) of every item of b: its
+// entries, asks, final denials and upstream signals.
+func batchKeys(b *wire.Batch, fn func(limiter, key string)) {
+	for i := range b.Entries {
+		fn(b.Entries[i].Limiter, b.Entries[i].Key)
+	}
+	for _, kcs := range [...][]wire.KeyCost{b.Asks, b.Denials} {
+		for i := range kcs {
+			fn(kcs[i].Limiter, kcs[i].Key)
+		}
+	}
+	for i := range b.Signals {
+		fn(b.Signals[i].Limiter, b.Signals[i].Key)
+	}
 }
