@@ -154,14 +154,28 @@ func TestRedisFailoverTimeline(t *testing.T) {
 	var killed, promoted time.Time
 	var replicas []string
 	var victim string
+	// The load runs until 4 s after the promotion: Redis's own election
+	// takes 2-3 s with a 1 s node timeout here, longer on a loaded machine
+	// (a fixed 7 s run once ended before it), so the run waits for it, up
+	// to 30 s.
+	loadCtx, endLoad := context.WithCancel(ctx)
+	defer endLoad()
+	watched := make(chan struct{})
 	go func() {
+		defer close(watched)
+		defer func() {
+			if !promoted.IsZero() {
+				time.Sleep(4 * time.Second)
+			}
+			endLoad()
+		}()
 		time.Sleep(1500 * time.Millisecond)
 		m := cl.Masters(ctx)
 		victim = m[0]
 		replicas = cl.ReplicasOf(ctx, victim)
 		killed = time.Now()
 		cl.Kill(victim)
-		for ctx.Err() == nil {
+		for loadCtx.Err() == nil {
 			for _, r := range replicas {
 				if cl.IsMaster(ctx, r) {
 					promoted = time.Now()
@@ -171,11 +185,12 @@ func TestRedisFailoverTimeline(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	res, err := loadgen.Run(ctx, loadgen.Config{URL: url, Clients: clients, Entries: entries, Keys: keys,
-		Limiter: "total", Period: int64(time.Hour), Duration: 7 * time.Second, Acked: acked})
+	res, err := loadgen.Run(loadCtx, loadgen.Config{URL: url, Clients: clients, Entries: entries, Keys: keys,
+		Limiter: "total", Period: int64(time.Hour), Duration: 30 * time.Second, Acked: acked})
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-watched
 	if promoted.IsZero() {
 		t.Fatalf("no replica of %s (%v) was promoted within the run", victim, replicas)
 	}
