@@ -98,6 +98,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"HugeCostBucketRecovers", TestHugeCostBucketRecovers},
 		{"TokenQuotas", TestTokenQuotas},
 		{"SparseIsolateStandsOverSeveralWindows", TestSparseIsolateStandsOverSeveralWindows},
+		{"GracefulStopGivesLeasesBack", TestGracefulStopGivesLeasesBack},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

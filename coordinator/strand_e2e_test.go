@@ -1,9 +1,13 @@
 package coordinator
 
 import (
+	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgelimit/edgelimit/internal/rediscluster"
 )
 
 // Real processes: `edgelimit coordinator` and `edgelimit edge` (4
@@ -63,6 +67,38 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 		t.Logf("100/day strict: %d admitted, SIGTERM, a new host admitted %d", first, second)
 		if first != 30 || first+second != 100 {
 			t.Fatalf("100/day strict: %d admitted before SIGTERM, %d by a new host after: want 30 and 70 (nothing stranded)", first, second)
+		}
+	})
+
+	// The same with a coordinator over a Redis Cluster, which applies a
+	// batch in parts, one per bucket (each part carries the batch's End:
+	// TestGracefulStopGivesLeasesBack).
+	t.Run("SIGTERM-redis", func(t *testing.T) {
+		if err := rediscluster.Available(); err != nil {
+			t.Skipf("SKIPPED: %v", err)
+		}
+		cl := testCluster(t)
+		if err := cl.FlushAll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ra := freeAddr(t)
+		startProcess(t, bin, "--store", "redis://"+strings.Join(cl.Addrs(), ","), "--listen", ra, "--config", cfg)
+		redisEdge := func() (string, func(syscall.Signal)) {
+			ea := freeAddr(t)
+			cmd := startEdge(t, bin, ea, "--config", cfg, "--coordinator", "http://"+ra, "--isolates", "4", "--sync", "100ms")
+			return ea, func(sig syscall.Signal) {
+				cmd.Process.Signal(sig)
+				cmd.Wait()
+			}
+		}
+		a, stopA := redisEdge()
+		first := edgeBurst(t, a, "day", "term", 30, 5*time.Millisecond)
+		stopA(syscall.SIGTERM)
+		b, _ := redisEdge()
+		second := edgeBurst(t, b, "day", "term", 120, 5*time.Millisecond)
+		t.Logf("100/day strict over Redis: %d admitted, SIGTERM, a new host admitted %d", first, second)
+		if first != 30 || first+second != 100 {
+			t.Fatalf("100/day strict over Redis: %d admitted before SIGTERM, %d by a new host after: want 30 and 70 (nothing stranded)", first, second)
 		}
 	})
 

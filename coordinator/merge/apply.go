@@ -93,6 +93,10 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	// The cached high-water mark's id: every batch of the isolate then uses
 	// the same string, which isoState lookups compare by pointer first.
 	isolate := h.id
+	if !dup {
+		m.pred = m.predecessor(b, scope)
+		defer func() { m.pred = "" }()
+	}
 	m.oneWay = min(max(now-b.At, 0), maxOneWay)
 	m.cutAt = b.At
 	m.spans = b.Spans
@@ -447,6 +451,7 @@ func (m *Merger) iso(st *keyState, key, id string, now int64) *isoState {
 	if !st.lim.IsBucket() {
 		active = max(active, st.win)
 	}
+	m.handOver(st, id)
 	n := len(st.isos)
 	room := func() bool { return m.isoEntries < m.opts.MaxIsolateEntries }
 	is := st.iso(id, now, active, m.opts.MaxIsolatesPerKey, room)

@@ -41,6 +41,10 @@ type MergeStats struct {
 	// (windows ahead of the clock, a TAT past the bucket's reach) and
 	// fitted to the limiter's configuration (refit.go).
 	CorruptRecords, RecordsRefit int64
+	// Handovers counts key entries (leases) a new incarnation took over
+	// from its predecessor; HandoversRefused the batches that named a
+	// predecessor without its secret, or one unknown (handover.go).
+	Handovers, HandoversRefused int64
 }
 
 // Merger is the merge state machine: it applies batches to the state of
@@ -59,6 +63,7 @@ type Merger struct {
 	keys       map[string]*keyState
 	keyWeight  int // Σ cacheWeight of keys' storage keys (cache.go)
 	hwms       map[string]*hwmState
+	pred       string // the scoped id of the batch being applied's predecessor, its secret proven (handover.go); "": none
 	isoEntries int
 	obs        Observer // told of each applied batch; nil: none (SetObserver)
 	dirtyKeys  []*keyState

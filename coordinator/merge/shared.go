@@ -172,8 +172,12 @@ type sharedReq struct {
 	err   error
 	done  chan struct{}
 	// group state
-	iso  string
-	h    hwmState
+	iso string
+	h   hwmState
+	// pred: the high-water mark of the predecessor the batch names
+	// (wire.Batch.Prev), read with the isolates' marks; seq 0: none, or
+	// unknown (handover.go checks its secret).
+	pred hwmState
 	sum  uint64
 	dup  bool
 	subs []*sharedSub
@@ -482,6 +486,13 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	for i, r := range live {
 		isos[i] = r.iso
 	}
+	predAt := make([]int, len(live)) // the index of its predecessor's mark in isos; 0: none
+	for i, r := range live {
+		if r.b.Prev != "" && r.skew == nil {
+			predAt[i] = len(isos)
+			isos = append(isos, r.scope+r.b.Prev)
+		}
+	}
 	rd, hv, err := s.readBuckets(ctx, buckets, isos)
 	if err != nil {
 		for _, r := range live {
@@ -493,6 +504,12 @@ func (s *SharedMerger) applyGroup(ctx context.Context, m *Merger, group []*share
 	ok := live[:0]
 	for i, r := range live {
 		r.h = hwmState{id: r.iso, hash: isoHash(r.iso)}
+		if j := predAt[i]; j > 0 && hv[j] != nil {
+			r.pred = hwmState{id: isos[j], hash: isoHash(isos[j])}
+			if r.pred.decode(hv[j]) != nil {
+				r.pred = hwmState{}
+			}
+		}
 		if hv[i] != nil {
 			if err := r.h.decode(hv[i]); err != nil {
 				r.err = fmt.Errorf("merge: read high-water mark of isolate %q: %w", r.iso, err)
@@ -732,10 +749,15 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 				hs.seq = r.b.Seq // sum 0: a retry of whatever took the number
 			}
 			m.hwms[r.iso] = hs
+			if r.pred.seq > 0 {
+				p := r.pred
+				m.hwms[p.id] = &p // predecessor checks its secret
+			}
 			before := m.stats
 			asks := liveAsks(sb.asks, mark, r.b.Seq)
 			rp, err := m.ApplyAs(&wire.Batch{Version: r.b.Version, Isolate: r.b.Isolate, Seq: r.b.Seq, At: r.b.At,
-				Entries: sb.entries, Asks: asks, Limits: r.b.Limits, Spans: r.b.Spans, Pace: r.b.Pace}, r.scope, now, nil)
+				Entries: sb.entries, Asks: asks, Limits: r.b.Limits, Spans: r.b.Spans, Pace: r.b.Pace,
+				End: r.b.End, Prev: r.b.Prev, PrevSecret: r.b.PrevSecret}, r.scope, now, nil)
 			if err != nil {
 				bad = err
 				continue
@@ -743,7 +765,8 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			sb.rp = rp
 			sb.applied = MergeStats{DeltasApplied: m.stats.DeltasApplied - before.DeltasApplied,
 				DeltasStale: m.stats.DeltasStale - before.DeltasStale,
-				AsksGranted: m.stats.AsksGranted - before.AsksGranted}
+				AsksGranted: m.stats.AsksGranted - before.AsksGranted,
+				Handovers:   m.stats.Handovers - before.Handovers, HandoversRefused: m.stats.HandoversRefused - before.HandoversRefused}
 			// A part with asks is written even when they raised no lease
 			// (resent, covered already), and so is a duplicate whose reply
 			// tells a lease (sharedconfirm.go): the write, acknowledged
@@ -799,6 +822,8 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			written.DeltasApplied += sb.applied.DeltasApplied
 			written.DeltasStale += sb.applied.DeltasStale
 			written.AsksGranted += sb.applied.AsksGranted
+			written.Handovers += sb.applied.Handovers
+			written.HandoversRefused += sb.applied.HandoversRefused
 		}
 	}
 	// Counted once written, whether or not the rest of the batch is.
@@ -806,6 +831,8 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		t.DeltasApplied += written.DeltasApplied
 		t.DeltasStale += written.DeltasStale
 		t.AsksGranted += written.AsksGranted
+		t.Handovers += written.Handovers
+		t.HandoversRefused += written.HandoversRefused
 	})
 	return again
 }

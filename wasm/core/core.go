@@ -47,6 +47,7 @@ type Core struct {
 	sure       bool        // the last evaluation denied on the global view alone (evalWindow)
 	dryLong    bool        // the last evaluation denied for a dry spell of a period of 100 s or more (recheck)
 	ending     bool        // a graceful stop's last batch is still to be cut (release.go)
+	pred       predecessor // the incarnation whose leases this one takes over (handover.go)
 	views      []replyView // scratch of SyncIn: the decoded entries of a reply (len == cap)
 	rr         wire.ReplyReader
 	stats      wire.Stats

@@ -233,6 +233,7 @@ func (c *Core) Recall(now int64, amendsRefused bool) error {
 	c.inflight, c.denItems = c.inflight[:0], c.denItems[:0]
 	c.outBuf = c.outBuf[:0]
 	c.seq--
+	c.handoverRecalled()
 	p := &c.preCut
 	c.cutAt, c.prevCut, c.late, c.amendPrev = p.cutAt, p.prevCut, p.late, p.amendPrev
 	if c.amendSeq > c.seq {

@@ -26,7 +26,8 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		c.dirtyLeased()
 	}
 	beat := c.heartbeat(now) // a batch even with nothing to report (resets.go)
-	if !beat && len(c.upDirty) == 0 && c.upCarryN == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
+	handing := c.handing()   // every leased key goes in the batch
+	if !beat && !handing && len(c.upDirty) == 0 && c.upCarryN == 0 && (len(c.dirty) == 0 || !c.anyUrgent(now)) {
 		c.ending = false // nothing to report: a graceful stop needs no last batch
 		return dst, nil
 	}
@@ -53,7 +54,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 		key := c.tab.keyBytes(e)
 		it := item{ref: d, koff: int32(len(c.flightKeys)), klen: uint16(len(key)), lim: e.lim}
 		kept := false
-		if e.pCur > 0 || e.demand > 0 || c.ending && l.strict || e.flags&fName != 0 || lapsed {
+		if e.pCur > 0 || e.demand > 0 || (c.ending || handing) && l.strict || e.flags&fName != 0 || lapsed {
 			ents = wire.AppendDelta(ents, name, key, e.win, e.pCur, e.demand)
 			it.win, it.lwin, it.delta = e.win, e.win, e.pCur
 			c.inflight = append(c.inflight, it)
@@ -88,7 +89,7 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	// Denials ride along: with nothing else to send (an urgent entry
 	// whose window ended before it was sent) no batch is cut for them,
 	// and their entries stay on the list for the next one.
-	cut := count > 0 || len(c.upBuf) > 0 || beat
+	cut := count > 0 || len(c.upBuf) > 0 || beat || handing
 	k := 0
 	for _, d := range c.dirty[:n] {
 		e := c.tab.at(d.idx)
@@ -120,8 +121,9 @@ func (c *Core) SyncOut(now int64, dst []byte) ([]byte, error) {
 	c.outAt = now
 	c.stats.Batches++
 	c.outEnd = end
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, count)
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.batchID(), c.seq, now, c.upBuf, c.denBuf, nil, end, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, count)
 	c.outBuf = append(c.outBuf, ents...)
+	c.handoverCut()
 	if end {
 		c.ending = false
 		c.dropLeases()
@@ -186,7 +188,9 @@ func (c *Core) urgent(e *entry, now int64) bool {
 // wire.MaxIsolateIDLen bytes and differ from the current id; secret is the
 // new incarnation's secret (wire.Config.IsolateSecret: empty, or
 // wire.MinSecretLen to wire.MaxSecretLen random bytes the host chose), else
-// ErrBadInput.
+// ErrBadInput. The leases the isolate holds are handed over to newID
+// (handover.go): its batches name the incarnation left until one cut
+// after this call, naming every leased key, is answered.
 func (c *Core) Reincarnate(newID, secret string) error {
 	if c.cfg.IsolateID == "" {
 		return ErrNoIsolateID
@@ -197,7 +201,12 @@ func (c *Core) Reincarnate(newID, secret string) error {
 	if secret != "" && !wire.ValidSecret(secret) {
 		return badInput(errors.New("core: an isolate secret must be 16 to 64 bytes"))
 	}
+	// Batches of the incarnation being left were answered: all before the
+	// outstanding one, or every one when none is outstanding.
+	answered := c.seq > 1 || c.seq == 1 && len(c.outBuf) == 0
+	oldID, oldSecret := c.cfg.IsolateID, c.cfg.IsolateSecret
 	c.cfg.IsolateID, c.cfg.IsolateSecret = newID, secret
+	c.startHandover(oldID, oldSecret, answered)
 	amended := len(c.outBuf) > 0 && c.amendSeq == c.seq // the refused batch's amendment asked for held requests
 	c.seq, c.late, c.amendSeq, c.amendPrev = 0, false, 0, false
 	if len(c.outBuf) > 0 {
@@ -221,7 +230,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 // batch to the coordinator), signals, denials and entries (c.entBuf still
 // holds them encoded, one per inflight item). Reincarnate and Amend resend it so.
 func (c *Core) rebuildOut(ak []byte) {
-	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.cfg.IsolateID, c.cfg.IsolateSecret, c.seq, c.outAt,
+	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.batchID(), c.seq, c.outAt,
 		c.upBuf, c.denBuf, ak, false, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, len(c.inflight))
 	c.outBuf = append(c.outBuf, c.entBuf...)
 }
@@ -403,6 +412,7 @@ func (c *Core) syncIn(reply []byte, now int64) error {
 	c.outBuf = c.outBuf[:0]
 	c.late = true
 	c.stats.Replies++
+	c.handoverAnswered(rr.Seq)
 	return nil
 }
 

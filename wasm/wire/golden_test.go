@@ -75,6 +75,9 @@ var (
 		Spans:   true,
 		Pace:    true,
 		Asks:    []wire.Ask{{Limiter: "llm", Key: "user-1", Window: 1_763_700_001, Cost: 2}, {Limiter: "inbox", Key: key256, Window: 20_412, Cost: 1}}}
+	fixBatchHandover = wire.Batch{Version: wire.Version, Isolate: "edge-fra-07~3fa2c1d09e7b", Secret: "0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+		Prev: "edge-fra-07", PrevSecret: "5f2b9c0e7a1d4386b0e9f2a7c4d18e63", Seq: 1, At: 1_763_700_002_000_000_000,
+		Entries: []wire.Delta{{Limiter: "customer", Key: "acme", Window: 29_395_000, Delta: 3, Demand: 3}}}
 	fixReplyUpstream = wire.Reply{Version: wire.Version, Seq: 3, At: 1_763_700_000_223_456_789,
 		Entries: []wire.View{{Limiter: "llm", Key: "user-1", Window: 1_763_700_000, Count: 6, Lease: -1, Isolates: 3}},
 		Upstream: []wire.UpView{{Limiter: "llm", Key: "user-1", Pause: 29_900_000_000, Limit: 6, Life: 59_000_000_000},
@@ -109,6 +112,7 @@ func goldenCases() []goldenCase {
 		{"stats", &fixStats, func() message { return new(wire.Stats) }, func() any { return statsGeneric(&fixStats) }},
 		{"batch_signals", &fixBatchSignals, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchSignals) }},
 		{"batch_denials", &fixBatchDenials, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchDenials) }},
+		{"batch_handover", &fixBatchHandover, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchHandover) }},
 		{"batch_amended", &fixBatchAmended, func() message { return new(wire.Batch) }, func() any { return batchGeneric(&fixBatchAmended) }},
 		{"reply_upstream", &fixReplyUpstream, func() message { return new(wire.Reply) }, func() any { return replyGeneric(&fixReplyUpstream) }},
 		{"observation", &fixObservation, func() message { return new(wire.Observation) }, func() any { return observationGeneric(&fixObservation) }},
@@ -165,6 +169,9 @@ func batchGeneric(b *wire.Batch) map[string]any {
 	}
 	if b.Secret != "" {
 		m["sec"] = b.Secret
+	}
+	if b.Prev != "" {
+		m["pv"], m["pvs"] = b.Prev, b.PrevSecret
 	}
 	if b.Limits {
 		m["lim"] = true

@@ -16,7 +16,7 @@ import (
 // Every field of a batch encoded as the module does, repeated, is refused;
 // the batch itself decodes.
 func TestBatchFieldGivenTwice(t *testing.T) {
-	good := map[string]any{"v": wire.Version, "iso": "i", "sec": "", "seq": 1, "at": 5,
+	good := map[string]any{"v": wire.Version, "iso": "i", "sec": "", "pv": "h", "pvs": "0123456789abcdef", "seq": 1, "at": 5,
 		"e": [][]any{{"api", "k", 7, 3, 3}}, "up": []any{}, "dn": []any{}, "ak": []any{},
 		"end": false, "rg": 0, "lim": false, "sp": false, "pc": false}
 	names := make([]string, 0, len(good))

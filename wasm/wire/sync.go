@@ -19,10 +19,22 @@ type Batch struct {
 	// later batch for the id that does not carry the same secret, so a
 	// client that knows an isolate id cannot take it over or force it to
 	// reincarnate. Encoded only when set.
-	Secret  string  `msgpack:"sec,omitempty"`
-	Seq     int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
-	At      int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
-	Entries []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
+	Secret string `msgpack:"sec,omitempty"`
+	// Prev and PrevSecret name the incarnation this one succeeds (the
+	// id and secret it had before its host called el_reincarnate) while
+	// the leases it held under that id are handed over: its first
+	// batches carry them until one cut after the reincarnation, naming
+	// every key it holds a lease on, is answered. The coordinator checks
+	// PrevSecret against the secret Prev's batches were bound to and
+	// then moves Prev's lease on each of the batch's keys to this id,
+	// where the isolate goes on spending it (see coordinator/merge,
+	// handover.go); without a match they stay Prev's. Both set, or
+	// neither; Prev differs from Isolate. Encoded only when set.
+	Prev       string  `msgpack:"pv,omitempty"`
+	PrevSecret string  `msgpack:"pvs,omitempty"`
+	Seq        int64   `msgpack:"seq"`         // 1, 2, 3... per isolate; a retry reuses the number
+	At         int64   `msgpack:"at"`          // isolate time when the batch was cut, ns
+	Entries    []Delta `msgpack:"e,omitempty"` // at most MaxBatchEntries
 	// Signals: what the isolate learnt of keys' upstreams since its
 	// previous batch (upstream.go); at most MaxBatchEntries. Encoded only
 	// when there are some.
@@ -65,6 +77,14 @@ type Batch struct {
 	// content (a retry with asks is still a retry). Encoded only when
 	// there are some.
 	Asks []Ask `msgpack:"ak,omitempty"`
+}
+
+// BatchID is who cut a batch: its isolate id and secret (Batch.Isolate,
+// Batch.Secret) and, while it hands over an earlier incarnation's leases,
+// that incarnation's (Batch.Prev, Batch.PrevSecret). Empty fields are not
+// encoded.
+type BatchID struct {
+	Isolate, Secret, Prev, PrevSecret string
 }
 
 // ReportsDenials reports whether the isolate reports its final denials
@@ -270,7 +290,8 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 	if b.Pace {
 		caps |= CapPace
 	}
-	dst = AppendBatchHeader(dst, b.Version, b.Isolate, b.Secret, b.Seq, b.At, up, dn, ak, b.End, b.ResetGen, caps, len(b.Entries))
+	id := BatchID{Isolate: b.Isolate, Secret: b.Secret, Prev: b.Prev, PrevSecret: b.PrevSecret}
+	dst = AppendBatchHeader(dst, b.Version, id, b.Seq, b.At, up, dn, ak, b.End, b.ResetGen, caps, len(b.Entries))
 	for i := range b.Entries {
 		dst = b.Entries[i].AppendMsg(dst)
 	}
@@ -283,16 +304,20 @@ func (b *Batch) AppendMsg(dst []byte) []byte {
 // after an array header), nil when there are none. With Batch.AppendMsg it
 // is the one encoding of a batch; the guest uses it to encode without
 // building a Batch (no allocation). end marks the isolate's last batch
-// (Batch.End); rg is Batch.ResetGen (written when > 0); secret is
-// Batch.Secret (written when set); caps says what the isolate reads
+// (Batch.End); rg is Batch.ResetGen (written when > 0); id is who cut
+// it (its secret and predecessor written when set); caps says what the isolate reads
 // (CapLimits: Batch.Limits, CapSpans: Batch.Spans, CapPace: Batch.Pace,
 // each written when set);
 // dn is the encoded array of the batch's denials (AppendKeyCost after an
 // array header; Batch.Denials), nil when the isolate does not report them;
 // ak the encoded array of its asks (Batch.Asks), nil or empty for none.
-func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, at int64, up, dn, ak []byte, end bool, rg int64, caps uint8, n int) []byte {
+func AppendBatchHeader(dst []byte, version int64, id BatchID, seq, at int64, up, dn, ak []byte, end bool, rg int64, caps uint8, n int) []byte {
 	lim, sp, pc := caps&CapLimits != 0, caps&CapSpans != 0, caps&CapPace != 0
+	isolate, secret := id.Isolate, id.Secret
 	fields := 5
+	if id.Prev != "" {
+		fields += 2
+	}
 	if dn != nil {
 		fields++
 	}
@@ -324,6 +349,12 @@ func AppendBatchHeader(dst []byte, version int64, isolate, secret string, seq, a
 	if secret != "" {
 		dst = AppendString(dst, "sec")
 		dst = AppendString(dst, secret)
+	}
+	if id.Prev != "" {
+		dst = AppendString(dst, "pv")
+		dst = AppendString(dst, id.Prev)
+		dst = AppendString(dst, "pvs")
+		dst = AppendString(dst, id.PrevSecret)
 	}
 	if lim {
 		dst = AppendString(dst, "lim")
@@ -388,7 +419,7 @@ func AppendDelta[K string | []byte](dst []byte, limiter string, key K, window, d
 
 // batchFields are the field names of a batch, each of which a batch may
 // give once.
-var batchFields = [...]string{"v", "iso", "sec", "seq", "at", "e", "up", "dn", "ak", "end", "rg", "lim", "sp", "pc"}
+var batchFields = [...]string{"v", "iso", "sec", "pv", "pvs", "seq", "at", "e", "up", "dn", "ak", "end", "rg", "lim", "sp", "pc"}
 
 // UnmarshalMsg decodes and validates a batch (a field given twice is an
 // error). On error b holds no partial result that should be applied.
@@ -405,6 +436,10 @@ func (b *Batch) UnmarshalMsg(src []byte) error {
 			b.Isolate = r.ReadString()
 		case Equal("sec", f):
 			b.Secret = r.ReadString()
+		case Equal("pv", f):
+			b.Prev = r.ReadString()
+		case Equal("pvs", f):
+			b.PrevSecret = r.ReadString()
 		case Equal("seq", f):
 			b.Seq = r.ReadInt()
 		case Equal("at", f):
@@ -463,6 +498,12 @@ func (b *Batch) Validate() error {
 		return &FieldError{"iso", errors.New("isolate id must be 1 to " + strconv.Itoa(MaxIsolateIDLen) + " bytes")}
 	case b.Secret != "" && !ValidSecret(b.Secret):
 		return &FieldError{"sec", errors.New(errSecretLen)}
+	case b.Prev == "" && b.PrevSecret != "":
+		return &FieldError{"pvs", errors.New("a predecessor's secret without its id (pv)")}
+	case b.Prev != "" && (len(b.Prev) > MaxIsolateIDLen || b.Prev == b.Isolate):
+		return &FieldError{"pv", errors.New("the predecessor's id must be 1 to " + strconv.Itoa(MaxIsolateIDLen) + " bytes and not the batch's own")}
+	case b.Prev != "" && !ValidSecret(b.PrevSecret):
+		return &FieldError{"pvs", errors.New("a predecessor needs its secret: " + errSecretLen)}
 	case b.Seq < 1:
 		return &FieldError{"seq", errors.New("sequence numbers start at 1")}
 	case b.ResetGen < 0:
