@@ -99,6 +99,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"TokenQuotas", TestTokenQuotas},
 		{"SparseIsolateStandsOverSeveralWindows", TestSparseIsolateStandsOverSeveralWindows},
 		{"GracefulStopGivesLeasesBack", TestGracefulStopGivesLeasesBack},
+		{"HeldCountsLiveLeasesSpent", TestHeldCountsLiveLeasesSpent},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).
@@ -465,7 +466,8 @@ func TestRedisSettingsLostWhileRunning(t *testing.T) {
 
 // TestRedisPeriodRaisedRefits: over Redis too, a strict limiter's period
 // raised across a restart fits its keys' records to the new period (their
-// windows of the old one read as far ahead, and every delta was dropped).
+// windows of the old one read as far ahead, and every delta was dropped),
+// and counts it.
 func TestRedisPeriodRaisedRefits(t *testing.T) {
 	rs := openTestRedis(t, redisstore.Options{Buckets: 16})
 	const minute, hour = 60 * sec, 3600 * sec
@@ -505,6 +507,11 @@ func TestRedisPeriodRaisedRefits(t *testing.T) {
 		if ks.Window != clk.now()/hour || ks.Count != 5 {
 			t.Errorf("%s, 1 m raised to 1 h over Redis: window %d, count %d; want %d and 5", lim, ks.Window, ks.Count, clk.now()/hour)
 		}
+	}
+	// p's refit is counted (records_refit_total): the shared merge's
+	// counters of its records were dropped with each bucket's Merger.
+	if n := c2.mergeStats().RecordsRefit; n != 1 {
+		t.Errorf("%d records refit counted, want p's 1", n)
 	}
 }
 

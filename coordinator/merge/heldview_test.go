@@ -19,33 +19,6 @@ func tenPerMinute(t *testing.T) (*testCoordinator, *fakeClock, int64) {
 	return c, clk, clk.now() / (60 * sec)
 }
 
-// The view's Held counts what other isolates admitted under live leases
-// and have not reported yet (a strict fixed window reports lazily): the
-// units their last grant gave for the requests they held, and what their
-// pace says they used since. Isolate a holds 7 requests of a 10/minute
-// key and is granted them; b's peek then reads Held 7 (remaining 3, as
-// the module subtracts it), not 0 (remaining 10). With a's unused units
-// ahead, Held stays what a probably admitted, not all it holds.
-func TestHeldCountsLiveLeasesSpent(t *testing.T) {
-	c, clk, w := tenPerMinute(t)
-	va := viewOf(t, mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Demand: 7})), "m10", "k")
-	if va.Lease < 7 {
-		t.Fatalf("a granted %d, want its 7 held requests", va.Lease)
-	}
-	clk.add(sec / 10)
-	vb := viewOf(t, mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w})), "m10", "k")
-	if vb.Count+vb.Held != 7 {
-		t.Fatalf("b's view: count %d + held %d, want the 7 a admitted under its lease (a holds %d)", vb.Count, vb.Held, va.Lease)
-	}
-	// a reports them: counted, no longer held.
-	clk.add(sec / 10)
-	mustSync(t, c, batch("a", 2, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w, Delta: 7, Demand: 7}))
-	vb = viewOf(t, mustSync(t, c, batch("b", 2, clk.now(), wire.Delta{Limiter: "m10", Key: "k", Window: w})), "m10", "k")
-	if vb.Count != 7 || vb.Held > 1 {
-		t.Fatalf("after a's report: count %d, held %d; want 7 and at most a unit a may hold ahead", vb.Count, vb.Held)
-	}
-}
-
 // A view told to a batch that reads it (wire.Batch.Pace) carries the other
 // isolates' pace: the cost per period they are expected to admit, from
 // what they asked per batch over their gap (here a steady 5 per 100 ms:

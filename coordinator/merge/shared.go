@@ -723,8 +723,10 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 	}
 	var writes []SubWrite
 	var wgs []*sharedBucket
+	var wrecs []MergeStats // per write: what its bucket's records counted (recordStats)
 	for _, g := range gs {
 		m.resetShared()
+		before := m.stats
 		versions := make(map[string]uint64, len(g.keys))
 		bad := error(nil)
 		for _, k := range g.keys {
@@ -795,7 +797,7 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			w.Values = append(w.Values, encodeShared(nil, st))
 			w.TTLs = append(w.TTLs, sharedTTL(st, now))
 		}
-		writes, wgs = append(writes, w), append(wgs, g)
+		writes, wgs, wrecs = append(writes, w), append(wgs, g), append(wrecs, recordStats(m.stats, before))
 	}
 	m.resetShared()
 	if len(writes) == 0 {
@@ -818,6 +820,9 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		case SubUnconfirmed:
 			fail(wgs[j:j+1], fmt.Errorf("%w: %w", ErrUnavailable, err))
 		}
+		written.CorruptRecords += wrecs[j].CorruptRecords
+		written.RecordsRefit += wrecs[j].RecordsRefit
+		written.LeasesReclaimed += wrecs[j].LeasesReclaimed
 		for _, sb := range wgs[j].subs {
 			written.DeltasApplied += sb.applied.DeltasApplied
 			written.DeltasStale += sb.applied.DeltasStale
@@ -833,8 +838,21 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 		t.AsksGranted += written.AsksGranted
 		t.Handovers += written.Handovers
 		t.HandoversRefused += written.HandoversRefused
+		t.CorruptRecords += written.CorruptRecords
+		t.RecordsRefit += written.RecordsRefit
+		t.LeasesReclaimed += written.LeasesReclaimed
 	})
 	return again
+}
+
+// recordStats returns what a bucket's merge counted of its records from
+// before to after: records started again (corrupt), refit to the
+// configuration, leases reclaimed to make room. They reach the
+// SharedMerger's counters once the bucket is written (a bucket merged
+// again after a conflict counts them again otherwise).
+func recordStats(after, before MergeStats) MergeStats {
+	return MergeStats{CorruptRecords: after.CorruptRecords - before.CorruptRecords,
+		RecordsRefit: after.RecordsRefit - before.RecordsRefit, LeasesReclaimed: after.LeasesReclaimed - before.LeasesReclaimed}
 }
 
 // reply assembles r's reply from its parts' views: one per distinct key,

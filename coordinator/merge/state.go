@@ -18,7 +18,10 @@ import (
 //	                                 their standing leases, their lease lives
 //	                                 ('x'), their asks ('n'), what sliding
 //	                                 windows' leases hold of the window before
-//	                                 theirs ('p', optional), and the optional
+//	                                 theirs ('p', optional), when their leases
+//	                                 are void on their clocks ('v', optional),
+//	                                 what the last reply granted for refused
+//	                                 requests ('o', optional), and the optional
 //	                                 upstream section ('u', upstream.go)
 //	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records),
 //	                                 then 16 bytes of the secret's hash when the isolate has one (sequence.go)
@@ -116,7 +119,11 @@ type isoState struct {
 	asks uint8
 	// owed (leased): the cost the last reply granted for requests the
 	// isolate was refused in that batch; it decides them again, and their
-	// cost comes back as delta, not as new demand (see apply). Not stored.
+	// cost comes back as delta, not as new demand (see apply). Stored
+	// (section 'o'): a shared-mode coordinator reads the record afresh for
+	// every batch, and without it a refused request granted and then
+	// reported counted as new demand again (3x the demand), and the
+	// others were told its unreported units as unheld.
 	owed int64
 	// hwm (leased): the isolate's high-water mark as of its last batch
 	// with this key, whose heard tells when the coordinator last heard
@@ -234,6 +241,9 @@ func (s *keyState) encode(dst []byte) []byte {
 	// before it have none: a lease of theirs counts as live until its
 	// expiry on the coordinator's clock).
 	dst = s.appendSection(dst, 'v', func(is *isoState) *int64 { return &is.voidAt })
+	// What the last reply granted for refused requests, after the void
+	// times, only when some isolate has any.
+	dst = s.appendSection(dst, 'o', func(is *isoState) *int64 { return &is.owed })
 	// The upstream section, after the standing leases (records without
 	// one end there).
 	return s.encodeUp(dst)
@@ -341,6 +351,7 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 	}
 	s.readSection(&d, 'p', func(is *isoState) *int64 { return &is.prevRes })
 	s.readSection(&d, 'v', func(is *isoState) *int64 { return &is.voidAt })
+	s.readSection(&d, 'o', func(is *isoState) *int64 { return &is.owed })
 	s.up = nil
 	if d.err == nil && len(d.b) > 0 {
 		s.decodeUp(&d)

@@ -285,7 +285,7 @@ func TestFirstAskHoldsNothingAhead(t *testing.T) {
 	c.withMerger(func(m *Merger) { st = m.keys[string(appendKeyStorageKey(nil, "sfw", "k"))] })
 	st.isos = append(st.isos, isoState{id: "new", seen: at, gap: sec})
 	for i := range st.isos {
-		st.isos[i].voidAt = 0 // no void times' section (lapse_test.go): the count's ends the record
+		st.isos[i].voidAt, st.isos[i].owed = 0, 0 // no void times' or owed section: the count's ends the record
 	}
 	rec := st.encode(nil)
 	back := newKeyState(st.lim, st.skey)
