@@ -100,6 +100,7 @@ func TestMergeOnRedisCluster(t *testing.T) {
 		{"SparseIsolateStandsOverSeveralWindows", TestSparseIsolateStandsOverSeveralWindows},
 		{"GracefulStopGivesLeasesBack", TestGracefulStopGivesLeasesBack},
 		{"HeldCountsLiveLeasesSpent", TestHeldCountsLiveLeasesSpent},
+		{"SparseCostlyAskGrantedNothing", TestSparseCostlyAskGrantedNothing},
 	} {
 		t.Run(tc.name, tc.fn)
 		// The test's writes went to the cluster (not to Pebble).

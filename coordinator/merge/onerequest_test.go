@@ -1,7 +1,6 @@
 package merge
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
@@ -15,38 +14,13 @@ import (
 // isolate that syncs the key often holds several requests and gets what
 // is left.
 func TestPartialGrantOnlyForSeveralRequests(t *testing.T) {
-	c, clk := newTestCoordinator(t, t0, nil)
-	clk.set((t0/sec + 1) * sec)
-	// In the window before, 8 sparse isolates asked for a request of cost
-	// 40 each: the key's requests are costly (fitShare).
-	for i := range 8 {
-		mustSync(t, c, batch(fmt.Sprintf("s%d", i), 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: clk.now() / sec, Demand: 40}))
-	}
-	clk.add(sec)
-	w := clk.now() / sec
-	// b fills the window but for 30 units (sfw: 100/s).
-	mustSync(t, c, batch("b", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Delta: 70, Demand: 70}))
-	clk.add(sec / 100)
-	// a, sparse, asks for one request of cost 40.
-	va := viewOf(t, mustSync(t, c, batch("a", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 40})), "sfw", "k")
-	if va.Lease != 0 {
-		t.Fatalf("sparse isolate refused 40 with 30 free: lease %d, want 0", va.Lease)
-	}
-	if is := isoOf(t, c, "sfw", "k", "a"); is.lease != 0 {
-		t.Fatalf("reserved for a: %d, want 0", is.lease)
-	}
-	// The 30 serve the others' requests of cost 1.
-	vc := viewOf(t, mustSync(t, c, batch("c", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: w, Demand: 1})), "sfw", "k")
-	if vc.Lease < 1 {
-		t.Fatalf("an isolate asking 1 with 30 free: lease %d", vc.Lease)
-	}
-	checkLeaseInvariant(t, c)
-
+	// (A sparse isolate's case: TestSparseCostlyAskGrantedNothing, in the
+	// coordinator package, run on both stores.)
 	// h syncs the key every 50 ms asking 5 each time (100 a window): what
 	// it is refused is several requests, served in part.
-	c, clk = newTestCoordinator(t, t0, nil)
+	c, clk := newTestCoordinator(t, t0, nil)
 	clk.set((t0/sec + 1) * sec)
-	w = clk.now() / sec
+	w := clk.now() / sec
 	var seq, lease int64
 	for range 8 {
 		seq++

@@ -14,7 +14,8 @@ func FuzzDecodeShared(f *testing.F) {
 		st.sk.add(12345, 1000)
 		if cfg.Limiters[lim].Leased() {
 			st.isos = []isoState{{id: "iso-a", seen: 5, lease: 3, granted: 3, leaseWin: 1000, stand: 1, standRes: 2, standUntil: 1001,
-				expires: 9, usable: 8, prevRes: 1, voidAt: 7}}
+				expires: 9, usable: 8, prevRes: 1, voidAt: 7, owed: 2}}
+			st.unitAsks, st.unit, st.askN, st.fitCost, st.askCost = 5, 40, 9, 30, 200
 		}
 		f.Add(lim, encodeShared(nil, st))
 	}
@@ -33,11 +34,13 @@ func FuzzDecodeShared(f *testing.F) {
 		// Isolates are kept for strict limiters only (as in Pebble records),
 		// sketches for approximate ones.
 		if again.win != st.win || again.count != st.count || again.prev != st.prev || again.tat != st.tat ||
-			(!l.Leased() && again.sk != st.sk) || (l.Leased() && len(again.isos) != len(st.isos)) {
+			(!l.Leased() && again.sk != st.sk) || (l.Leased() && len(again.isos) != len(st.isos)) ||
+			(l.Leased() && (again.unitAsks != st.unitAsks || again.unit != st.unit || again.askN != st.askN ||
+				again.fitCost != st.fitCost || again.askCost != st.askCost)) {
 			t.Fatalf("round trip changed the state: %+v vs %+v", st, again)
 		}
 		for i := range again.isos {
-			if a, b := &again.isos[i], &st.isos[i]; a.prevRes != b.prevRes || a.voidAt != b.voidAt || a.expires != b.expires {
+			if a, b := &again.isos[i], &st.isos[i]; a.prevRes != b.prevRes || a.voidAt != b.voidAt || a.expires != b.expires || a.owed != b.owed {
 				t.Fatalf("round trip changed isolate %d: %+v vs %+v", i, b, a)
 			}
 		}

@@ -21,8 +21,10 @@ import (
 //	                                 theirs ('p', optional), when their leases
 //	                                 are void on their clocks ('v', optional),
 //	                                 what the last reply granted for refused
-//	                                 requests ('o', optional), and the optional
-//	                                 upstream section ('u', upstream.go)
+//	                                 requests ('o', optional), what its asks
+//	                                 say of its requests' cost ('c', optional),
+//	                                 and the optional upstream section ('u',
+//	                                 upstream.go)
 //	'h' isolate                   -> hwm: varints seq, lastSeen, uvarint batchSum of seq (absent in older records),
 //	                                 then 16 bytes of the secret's hash when the isolate has one (sequence.go)
 //	'l' gen                       -> log record: the new states of one group
@@ -49,10 +51,10 @@ type keyState struct {
 	// unitAsks and unit (leased; in what was padding): how many batches
 	// asked for cost in the key (up to 255) and the greatest common
 	// divisor of what each asked, about the cost of one request
-	// (costUnit). Not stored.
+	// (costUnit). Stored (section 'c', appendCosts).
 	unitAsks uint8
-	askN     uint8   // leased, in what was padding: sparse asks seen, up to 255 (fitShare). Not stored.
-	fitCost  float32 // leased, in what was padding: see fitShare. Not stored.
+	askN     uint8   // leased, in what was padding: sparse asks seen, up to 255 (fitShare). Stored ('c').
+	fitCost  float32 // leased, in what was padding: see fitShare. Stored ('c').
 	epoch    int64   // Merger.ckptEpoch when last logged
 	ckptSlot int32   // index of its op in Merger.ckptOps, when epoch is current
 	unit     int32
@@ -70,7 +72,7 @@ type keyState struct {
 	// the next (carry.go): observations, those that had none, decayed by
 	// half per window since carryWin. Not stored.
 	carryN, carryStop float32
-	askCost           float32 // leased, in what was padding: see fitShare. Not stored.
+	askCost           float32 // leased, in what was padding: see fitShare. Stored ('c').
 	carryWin          int64
 	fullWin           int64 // 1 + the window last logged as full (fullnotice.go); 0: none. Not stored.
 }
@@ -244,6 +246,7 @@ func (s *keyState) encode(dst []byte) []byte {
 	// What the last reply granted for refused requests, after the void
 	// times, only when some isolate has any.
 	dst = s.appendSection(dst, 'o', func(is *isoState) *int64 { return &is.owed })
+	dst = s.appendCosts(dst)
 	// The upstream section, after the standing leases (records without
 	// one end there).
 	return s.encodeUp(dst)
@@ -272,6 +275,55 @@ func (s *keyState) readSection(d *decoder, tag byte, f func(*isoState) *int64) {
 		for i := range s.isos {
 			*f(&s.isos[i]) = d.varint()
 		}
+	}
+}
+
+// appendCosts appends the optional section of what the key's asks say of
+// the cost of its requests (costUnit, fitShare), after the isolates'
+// sections, only when some batch asked: 'c', unitAsks, uvarint unit,
+// askN, then fitCost and askCost as float32 bits (little endian). A
+// coordinator over Redis merges every batch on the record read afresh:
+// without it each group started from a unit of 1 and a full fit share,
+// and a sparse isolate of a key of requests of cost 40 was granted units
+// ahead it could not use.
+func (s *keyState) appendCosts(dst []byte) []byte {
+	if s.unitAsks == 0 && s.askN == 0 {
+		return dst
+	}
+	dst = append(dst, 'c', s.unitAsks)
+	dst = binary.AppendUvarint(dst, uint64(max(s.unit, 0)))
+	dst = append(dst, s.askN)
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s.fitCost))
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(s.askCost))
+}
+
+// readCosts reads the section appendCosts wrote, when it comes next.
+func (s *keyState) readCosts(d *decoder) {
+	if d.err != nil || len(d.b) == 0 || d.b[0] != 'c' {
+		return
+	}
+	if len(d.b) < 2 {
+		d.err = errCorrupt
+		return
+	}
+	s.unitAsks = d.b[1]
+	d.b = d.b[2:]
+	s.unit = int32(d.uvarint(math.MaxInt32))
+	if d.err != nil || len(d.b) < 9 {
+		d.err = errCorrupt
+		return
+	}
+	s.askN = d.b[0]
+	s.fitCost = math.Float32frombits(binary.LittleEndian.Uint32(d.b[1:]))
+	s.askCost = math.Float32frombits(binary.LittleEndian.Uint32(d.b[5:]))
+	d.b = d.b[9:]
+	if s.unitAsks == 0 {
+		s.unit = 0
+	}
+	if s.askN == 0 || !(s.fitCost >= 0 && s.askCost >= 0 && s.fitCost <= s.askCost*1.001+1) {
+		// No ask seen, or NaN, negative, or a fit share over 1: not
+		// what noteSparseAsk writes.
+		s.fitCost, s.askCost, s.askN = 0, 0, 0
 	}
 }
 
@@ -352,6 +404,7 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 	s.readSection(&d, 'p', func(is *isoState) *int64 { return &is.prevRes })
 	s.readSection(&d, 'v', func(is *isoState) *int64 { return &is.voidAt })
 	s.readSection(&d, 'o', func(is *isoState) *int64 { return &is.owed })
+	s.readCosts(&d)
 	s.up = nil
 	if d.err == nil && len(d.b) > 0 {
 		s.decodeUp(&d)

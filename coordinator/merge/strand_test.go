@@ -287,7 +287,9 @@ func TestFirstAskHoldsNothingAhead(t *testing.T) {
 	for i := range st.isos {
 		st.isos[i].voidAt, st.isos[i].owed = 0, 0 // no void times' or owed section: the count's ends the record
 	}
-	rec := st.encode(nil)
+	cp := *st
+	cp.unitAsks, cp.askN = 0, 0 // nor a costs' section
+	rec := cp.encode(nil)
 	back := newKeyState(st.lim, st.skey)
 	if err := back.decode(rec, DefaultMaxIsolatesPerKey); err != nil {
 		t.Fatal(err)
