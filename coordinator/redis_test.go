@@ -386,6 +386,17 @@ func TestRedisSettingsStored(t *testing.T) {
 	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != fmt.Sprint(redisstore.FormatVersion) {
 		t.Errorf("format %q after the upgrade from 2, want %d", f, redisstore.FormatVersion)
 	}
+	// Format 3 (before the sections of what a grant was for and of the
+	// requests' cost) too.
+	if err := c.HSet(ctx, "el:meta", "format", "3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(16); err != nil {
+		t.Errorf("format 3 not upgraded: %v", err)
+	}
+	if f, _ := c.HGet(ctx, "el:meta", "format").Result(); f != fmt.Sprint(redisstore.FormatVersion) {
+		t.Errorf("format %q after the upgrade from 3, want %d", f, redisstore.FormatVersion)
+	}
 	// Keys but no settings (state from before they were stored): the
 	// default is refused, an explicit count adopts it.
 	if err := cl.FlushAll(ctx); err != nil {

@@ -20,32 +20,36 @@ import (
 
 // FormatVersion is the version of the layout of the keys, records and
 // marks in the cluster (this file's, redis.go's and count.go's, and the
-// key records coordinator/merge encodes): 3. Format 1 had no counter
+// key records coordinator/merge encodes): 4. Format 1 had no counter
 // records, which a coordinator of format 1 takes for corrupt key
 // records; format 2 had no section for what a sliding window's leases
 // hold of the window before theirs (merge's isoState.prevRes), which a
-// coordinator of format 2 takes for a corrupt record (see upgradableFrom).
-const FormatVersion = 3
+// coordinator of format 2 takes for a corrupt record; format 3 had no
+// sections for what a reply granted for refused requests (isoState.owed)
+// and what a key's asks say of its requests' cost, which a coordinator of
+// format 3 takes for a corrupt record (see upgradableFrom).
+const FormatVersion = 4
 
 // metaKey holds the cluster's settings: buckets, format.
 const metaKey = "el:meta"
 
 // upgradableFrom are the formats this version upgrades in place. Format 1
-// holds only records and marks that format 2 and 3 read as they are
+// holds only records and marks that later formats read as they are
 // (format 2 adds counter records; an approximate windowed key's format-1
 // record is replaced by a counter at its next write, its count starting
-// again in the current window); format 2's records are format 3's without
-// the optional section format 3 adds. So the first coordinator of format
-// 3 to start on a format-1 or format-2 cluster with the same bucket count
-// moves it to format 3. An older coordinator started afterwards refuses to
-// start; one still running answers errors (a corrupt record) for the keys
-// written in the new layout by then: upgrade every coordinator of a
-// cluster together.
-var upgradableFrom = [2]int{1, 2}
+// again in the current window); format 2's and 3's records are format 4's
+// without the optional sections formats 3 and 4 add. So the first
+// coordinator of format 4 to start on a format-1, 2 or 3 cluster with the
+// same bucket count moves it to format 4. An older coordinator started
+// afterwards refuses to start; one still running refuses to write once it
+// checks the settings again (at most a second later, before a write), and
+// answers errors (a corrupt record) for the keys written in the new layout
+// until then: upgrade every coordinator of a cluster together.
+var upgradableFrom = [3]int{1, 2, 3}
 
 // metaScript stores ARGV buckets and format in KEYS[1] unless it holds
-// them already, moves a cluster of format ARGV[3] or ARGV[4] with the
-// same bucket count to format ARGV[2], and returns what it holds
+// them already, moves a cluster of format ARGV[3], ARGV[4] or ARGV[5] with
+// the same bucket count to format ARGV[2], and returns what it holds
 // (buckets, format).
 var metaScript = redis.NewScript(`
 local b = redis.call('HGET', KEYS[1], 'buckets')
@@ -54,7 +58,7 @@ if not b then
   return {ARGV[1], ARGV[2]}
 end
 local f = redis.call('HGET', KEYS[1], 'format') or ''
-if (f == ARGV[3] or f == ARGV[4]) and b == ARGV[1] then
+if (f == ARGV[3] or f == ARGV[4] or f == ARGV[5]) and b == ARGV[1] then
   redis.call('HSET', KEYS[1], 'format', ARGV[2])
   return {b, ARGV[2]}
 end
@@ -90,7 +94,7 @@ func (s *Store) checkMeta(ctx context.Context, explicit bool) error {
 // runMeta runs metaScript with this coordinator's settings and returns
 // what the cluster holds (buckets, format).
 func (s *Store) runMeta(ctx context.Context) ([]string, error) {
-	return metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom[0], upgradableFrom[1]).StringSlice()
+	return metaScript.Run(ctx, s.rdb, []string{metaKey}, s.opts.Buckets, FormatVersion, upgradableFrom[0], upgradableFrom[1], upgradableFrom[2]).StringSlice()
 }
 
 // compareMeta refuses settings v (buckets, format) other than this
