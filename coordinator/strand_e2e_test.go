@@ -49,26 +49,34 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 		{"name": "ten", "algorithm": "fixed_window", "limit": 5000, "period": "10s", "mode": "strict"}]}`)
 	ca := freeAddr(t)
 	startProcess(t, bin, "--in-memory", "--listen", ca, "--config", cfg)
-	edge := func(extra ...string) (string, func(syscall.Signal)) {
+	// edgeOn starts an edge host of 4 isolates syncing with the
+	// coordinator at coord, and returns its address and how to stop it.
+	edgeOn := func(coord string, extra ...string) (string, func(syscall.Signal)) {
 		ea := freeAddr(t)
-		cmd := startEdge(t, bin, ea, append([]string{"--config", cfg, "--coordinator", "http://" + ca, "--isolates", "4", "--sync", "100ms"}, extra...)...)
+		cmd := startEdge(t, bin, ea, append([]string{"--config", cfg, "--coordinator", "http://" + coord, "--isolates", "4", "--sync", "100ms"}, extra...)...)
 		return ea, func(sig syscall.Signal) {
 			cmd.Process.Signal(sig)
 			cmd.Wait()
 		}
 	}
-
-	t.Run("SIGTERM", func(t *testing.T) {
-		a, stopA := edge()
-		first := edgeBurst(t, a, "day", "term", 30, 5*time.Millisecond)
+	edge := func(extra ...string) (string, func(syscall.Signal)) { return edgeOn(ca, extra...) }
+	// sigtermStrandsNothing: a host of coord admits 30 of limiter lim's
+	// key (100 a day), is stopped with SIGTERM, and a new host admits the
+	// other 70.
+	sigtermStrandsNothing := func(t *testing.T, coord, lim, what string) {
+		a, stopA := edgeOn(coord)
+		first := edgeBurst(t, a, lim, "term", 30, 5*time.Millisecond)
 		stopA(syscall.SIGTERM)
-		b, _ := edge()
-		second := edgeBurst(t, b, "day", "term", 120, 5*time.Millisecond)
-		t.Logf("100/day strict: %d admitted, SIGTERM, a new host admitted %d", first, second)
+		b, stopB := edgeOn(coord)
+		second := edgeBurst(t, b, lim, "term", 120, 5*time.Millisecond)
+		stopB(syscall.SIGTERM)
+		t.Logf("%s: %d admitted, SIGTERM, a new host admitted %d", what, first, second)
 		if first != 30 || first+second != 100 {
-			t.Fatalf("100/day strict: %d admitted before SIGTERM, %d by a new host after: want 30 and 70 (nothing stranded)", first, second)
+			t.Errorf("%s: %d admitted before SIGTERM, %d by a new host after: want 30 and 70 (nothing stranded)", what, first, second)
 		}
-	})
+	}
+
+	t.Run("SIGTERM", func(t *testing.T) { sigtermStrandsNothing(t, ca, "day", "100/day strict") })
 
 	// The same with a coordinator over a Redis Cluster, which applies a
 	// batch in parts, one per bucket (each part carries the batch's End:
@@ -83,23 +91,7 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 		}
 		ra := freeAddr(t)
 		startProcess(t, bin, "--store", "redis://"+strings.Join(cl.Addrs(), ","), "--listen", ra, "--config", cfg)
-		redisEdge := func() (string, func(syscall.Signal)) {
-			ea := freeAddr(t)
-			cmd := startEdge(t, bin, ea, "--config", cfg, "--coordinator", "http://"+ra, "--isolates", "4", "--sync", "100ms")
-			return ea, func(sig syscall.Signal) {
-				cmd.Process.Signal(sig)
-				cmd.Wait()
-			}
-		}
-		a, stopA := redisEdge()
-		first := edgeBurst(t, a, "day", "term", 30, 5*time.Millisecond)
-		stopA(syscall.SIGTERM)
-		b, _ := redisEdge()
-		second := edgeBurst(t, b, "day", "term", 120, 5*time.Millisecond)
-		t.Logf("100/day strict over Redis: %d admitted, SIGTERM, a new host admitted %d", first, second)
-		if first != 30 || first+second != 100 {
-			t.Fatalf("100/day strict over Redis: %d admitted before SIGTERM, %d by a new host after: want 30 and 70 (nothing stranded)", first, second)
-		}
+		sigtermStrandsNothing(t, ra, "day", "100/day strict over Redis")
 	})
 
 	// The default mode (auto) strands nothing either, whatever the
@@ -108,16 +100,7 @@ func TestStoppedHostStrandsNoBudget(t *testing.T) {
 	// the next window's whole limit.
 	t.Run("SIGTERM-auto", func(t *testing.T) {
 		for _, lim := range []string{"auto-day", "auto-sliding", "auto-gcra"} {
-			a, stopA := edge()
-			first := edgeBurst(t, a, lim, "term", 30, 5*time.Millisecond)
-			stopA(syscall.SIGTERM)
-			b, stopB := edge()
-			second := edgeBurst(t, b, lim, "term", 120, 5*time.Millisecond)
-			stopB(syscall.SIGTERM)
-			t.Logf("%s: %d admitted, SIGTERM, a new host admitted %d", lim, first, second)
-			if first != 30 || first+second != 100 {
-				t.Errorf("%s (100/day): %d admitted before SIGTERM, %d by a new host after: want 30 and 70", lim, first, second)
-			}
+			sigtermStrandsNothing(t, ca, lim, lim+" (100/day)")
 		}
 		a, stopA := edge()
 		const period = 4 * time.Second
