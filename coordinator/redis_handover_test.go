@@ -21,9 +21,11 @@ import (
 // over (before, each stayed reserved as spent for the rest of its hour);
 // with a wrong predecessor secret nothing moves.
 func TestRedisReincarnationHandsLeasesOver(t *testing.T) {
-	for _, bad := range []bool{false, true} {
-		name := map[bool]string{false: "handed-over", true: "wrong-secret"}[bad]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    coordtest.HandoverCase
+	}{{"handed-over", coordtest.HandoverCase{}}, {"at-stop", coordtest.HandoverCase{AtStop: true}}, {"wrong-secret", coordtest.HandoverCase{BadSecret: true}}} {
+		t.Run(tc.name, func(t *testing.T) {
 			rs := openTestRedis(t, redisstore.Options{Buckets: 16})
 			cfg := coordtest.HandoverConfig(wire.SlidingWindow, wire.Strict)
 			clk := &fakeClock{}
@@ -55,7 +57,7 @@ func TestRedisReincarnationHandsLeasesOver(t *testing.T) {
 				SeqError: func(err error) bool { return errors.Is(err, merge.ErrSequence) },
 				Stats:    func() (int64, int64) { s := c.mergeStats(); return s.Handovers, s.HandoversRefused },
 			}
-			coordtest.Handover(t, rig, cfg, bad)
+			coordtest.Handover(t, rig, cfg, tc.c)
 		})
 	}
 }

@@ -94,7 +94,9 @@ func (m *Merger) ApplyAs(b *wire.Batch, scope string, now int64, pf *Prefetched)
 	// the same string, which isoState lookups compare by pointer first.
 	isolate := h.id
 	if !dup {
-		m.pred = m.predecessor(b, scope)
+		if m.pred, err = m.predecessor(b, scope); err != nil {
+			return nil, err
+		}
 		defer func() { m.pred = "" }()
 	}
 	m.oneWay = min(max(now-b.At, 0), maxOneWay)

@@ -1,6 +1,10 @@
 package merge
 
-import "github.com/edgelimit/edgelimit/wasm/wire"
+import (
+	"fmt"
+
+	"github.com/edgelimit/edgelimit/wasm/wire"
+)
 
 // Handover: a new incarnation takes its predecessor's leases.
 //
@@ -27,31 +31,37 @@ import "github.com/edgelimit/edgelimit/wasm/wire"
 
 // predecessor returns the scoped id of the incarnation b takes over, when
 // b names one whose secret it proves; "" otherwise. An unknown id is not
-// cached (a flood of made-up names would fill the mark cache).
-func (m *Merger) predecessor(b *wire.Batch, scope string) string {
+// cached (a flood of made-up names would fill the mark cache). A failed
+// read of its mark is an error: the batch is refused and resent (taken as
+// "no predecessor", the module would end its handover, stranding the
+// leases for their windows).
+func (m *Merger) predecessor(b *wire.Batch, scope string) (string, error) {
 	if b.Prev == "" {
-		return ""
+		return "", nil
 	}
 	id := scope + b.Prev
 	h, ok := m.hwms[id]
 	if !ok {
 		v, found, err := m.store.Get([]byte(hwmStorageKey(id)))
-		if err != nil || !found {
+		if err != nil {
+			return "", fmt.Errorf("merge: read high-water mark of predecessor %q: %w", id, err)
+		}
+		if !found {
 			m.stats.HandoversRefused++
-			return ""
+			return "", nil
 		}
 		h = &hwmState{id: id, hash: isoHash(id)}
 		if h.decode(v) != nil {
 			m.stats.HandoversRefused++
-			return ""
+			return "", nil
 		}
 		m.hwms[id] = h
 	}
 	if h.seq == 0 || h.secret == ([16]byte{}) || !h.holds(b.PrevSecret) {
 		m.stats.HandoversRefused++
-		return ""
+		return "", nil
 	}
-	return h.id
+	return h.id, nil
 }
 
 // handOver moves the predecessor's entry in st (see above) to the

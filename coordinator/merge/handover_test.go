@@ -13,16 +13,20 @@ import (
 // store in memory, restarted from its store after the roll back: every
 // lease of the old incarnation is handed over (before, each stayed
 // reserved as spent for the rest of its hour), in strict and auto, fixed
-// and sliding windows; with a wrong predecessor secret nothing moves.
+// and sliding windows, also when the batch refused is a graceful stop's
+// last (resent as the new incarnation's, still the last: before, it was
+// resent as an ordinary batch naming no predecessor, and the stop gave
+// nothing back); with a wrong predecessor secret nothing moves.
 func TestReincarnationHandsLeasesOver(t *testing.T) {
 	for _, tc := range []struct {
 		name, alg, mode string
-		badSecret       bool
+		c               coordtest.HandoverCase
 	}{
-		{"strict-fixed", wire.FixedWindow, wire.Strict, false},
-		{"strict-sliding", wire.SlidingWindow, wire.Strict, false},
-		{"auto-fixed", wire.FixedWindow, wire.Auto, false},
-		{"wrong-secret", wire.FixedWindow, wire.Strict, true},
+		{"strict-fixed", wire.FixedWindow, wire.Strict, coordtest.HandoverCase{}},
+		{"strict-sliding", wire.SlidingWindow, wire.Strict, coordtest.HandoverCase{}},
+		{"auto-fixed", wire.FixedWindow, wire.Auto, coordtest.HandoverCase{}},
+		{"at-stop", wire.FixedWindow, wire.Strict, coordtest.HandoverCase{AtStop: true}},
+		{"wrong-secret", wire.FixedWindow, wire.Strict, coordtest.HandoverCase{BadSecret: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := coordtest.HandoverConfig(tc.alg, tc.mode)
@@ -54,7 +58,42 @@ func TestReincarnationHandsLeasesOver(t *testing.T) {
 				SeqError: func(err error) bool { return errors.Is(err, ErrSequence) },
 				Stats:    func() (int64, int64) { s := cur.m.Stats(); return s.Handovers, s.HandoversRefused },
 			}
-			coordtest.Handover(t, rig, cfg, tc.badSecret)
+			coordtest.Handover(t, rig, cfg, tc.c)
 		})
+	}
+}
+
+// failingMarkStore fails every read of one isolate's high-water mark.
+type failingMarkStore struct {
+	*memStore
+	mark string
+}
+
+func (s *failingMarkStore) Get(key []byte) ([]byte, bool, error) {
+	if string(key) == s.mark {
+		return nil, false, errDiskFull
+	}
+	return s.memStore.Get(key)
+}
+
+// TestPredecessorReadFailureRefusesTheBatch: a batch naming a predecessor
+// whose mark cannot be read is refused (an error: the isolate resends it),
+// not taken as naming none, which would end the handover at the module
+// and strand the predecessor's leases for their windows.
+func TestPredecessorReadFailureRefusesTheBatch(t *testing.T) {
+	store := &failingMarkStore{memStore: newMemStore(), mark: hwmStorageKey("A")}
+	c, clk := newTestCoordinator(t, t0, func(o *testOptions) { o.Store = store })
+	b := batch("A~1", 1, clk.now(), wire.Delta{Limiter: "sfw", Key: "k", Window: clk.now() / sec, Delta: 1, Demand: 1})
+	b.Prev, b.PrevSecret = "A", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	if _, err := c.Sync(t.Context(), b); !errors.Is(err, errDiskFull) {
+		t.Fatalf("a batch whose predecessor's mark cannot be read: %v, want the read's error", err)
+	}
+	if s := c.m.Stats(); s.HandoversRefused != 0 || s.Batches != 0 {
+		t.Fatalf("stats %+v: want nothing applied, no predecessor refused", s)
+	}
+	store.mark = "" // the store answers again: the resend is applied (A unknown: nothing to move)
+	mustSync(t, c, b)
+	if s := c.m.Stats(); s.HandoversRefused != 1 || s.Batches != 1 {
+		t.Fatalf("stats %+v after the resend: want it applied, its unknown predecessor refused", s)
 	}
 }

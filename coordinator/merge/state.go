@@ -320,9 +320,12 @@ func (s *keyState) readCosts(d *decoder) {
 	if s.unitAsks == 0 {
 		s.unit = 0
 	}
-	if s.askN == 0 || !(s.fitCost >= 0 && s.askCost >= 0 && s.fitCost <= s.askCost*1.001+1) {
-		// No ask seen, or NaN, negative, or a fit share over 1: not
-		// what noteSparseAsk writes.
+	finite := !math.IsInf(float64(s.fitCost), 0) && !math.IsInf(float64(s.askCost), 0)
+	if s.askN == 0 || !finite || !(s.fitCost >= 0 && s.askCost >= 0 && s.fitCost <= s.askCost*1.001+1) {
+		// No ask seen, or infinite, NaN, negative, or a fit share over
+		// 1: not what noteSparseAsk writes (an infinite pair made the
+		// fit share NaN, and the view's held units absurd, which every
+		// module refused).
 		s.fitCost, s.askCost, s.askN = 0, 0, 0
 	}
 }
@@ -404,6 +407,9 @@ func (s *keyState) decode(b []byte, maxIsos int) error {
 	s.readSection(&d, 'p', func(is *isoState) *int64 { return &is.prevRes })
 	s.readSection(&d, 'v', func(is *isoState) *int64 { return &is.voidAt })
 	s.readSection(&d, 'o', func(is *isoState) *int64 { return &is.owed })
+	for i := range s.isos {
+		s.isos[i].owed = max(s.isos[i].owed, 0) // never written negative
+	}
 	s.readCosts(&d)
 	s.up = nil
 	if d.err == nil && len(d.b) > 0 {

@@ -33,7 +33,7 @@ type predecessor struct {
 // the incarnation being left). Every leased key is put on the dirty list,
 // so the next batch cut names it.
 func (c *Core) startHandover(oldID, oldSecret string, answered bool) {
-	if c.leased() == 0 {
+	if c.leased() == 0 && !c.outEnd {
 		c.pred = predecessor{}
 		return
 	}
@@ -43,7 +43,10 @@ func (c *Core) startHandover(oldID, oldSecret string, answered bool) {
 	if c.pred.id == c.cfg.IsolateID {
 		c.pred = predecessor{}
 	}
-	if c.pred.id != "" {
+	switch {
+	case c.pred.id != "" && c.outEnd:
+		c.pred.seq = 1 // the End batch resent as batch 1 names every leased key
+	case c.pred.id != "":
 		c.pred.seq = 0
 		c.dirtyLeased()
 	}

@@ -231,7 +231,7 @@ func (c *Core) Reincarnate(newID, secret string) error {
 // holds them encoded, one per inflight item). Reincarnate and Amend resend it so.
 func (c *Core) rebuildOut(ak []byte) {
 	c.outBuf = wire.AppendBatchHeader(c.outBuf[:0], wire.Version, c.batchID(), c.seq, c.outAt,
-		c.upBuf, c.denBuf, ak, false, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, len(c.inflight))
+		c.upBuf, c.denBuf, ak, c.outEnd, c.rgen, wire.CapLimits|wire.CapSpans|wire.CapPace, len(c.inflight))
 	c.outBuf = append(c.outBuf, c.entBuf...)
 }
 

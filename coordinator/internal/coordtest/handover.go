@@ -104,10 +104,13 @@ func (e *handoverEdge) admit(k string, now int64) bool {
 // next batch (naming the first key alone) is refused as a gap and A
 // starts a new incarnation, which goes on spending its leases. Every
 // lease is handed over before A stops gracefully; B is then admitted
-// exactly the rest of each key's limit. With badSecret the batches naming
-// A carry a wrong secret for it: nothing moves, and A's old leases stay
-// reserved (never over the limit). It returns what stayed stranded.
-func Handover(t *testing.T, rig HandoverRig, cfg wire.Config, badSecret bool) (stranded int) {
+// exactly the rest of each key's limit. With c.BadSecret the batches
+// naming A carry a wrong secret for it: nothing moves, and A's old leases
+// stay reserved (never over the limit). With c.AtStop the mark is rolled
+// back just before A stops, so the graceful stop's last batch is the one
+// refused, and resent by the new incarnation (still the last, naming A).
+// It returns what stayed stranded.
+func Handover(t *testing.T, rig HandoverRig, cfg wire.Config, c HandoverCase) (stranded int) {
 	t.Helper()
 	limit := int(cfg.Limiters[0].Limit)
 	newEdge := func(id, secret string) *handoverEdge {
@@ -139,19 +142,25 @@ func Handover(t *testing.T, rig HandoverRig, cfg wire.Config, badSecret bool) (s
 			t.Fatalf("A admitted %d of its first 30 on %s", admitted[k], k)
 		}
 	}
-	rig.RollBack()
+	badSecret := c.BadSecret
 	a.tamper = badSecret
-	run(a, 10, keys[:1])
-	if a.gen != 1 {
-		t.Fatalf("A started %d new incarnations, want 1 (its mark rolled back)", a.gen)
-	}
-	if moved, _ := rig.Stats(); !badSecret && moved != int64(len(keys)) {
-		// Before its graceful stop, which names every leased key too.
-		t.Fatalf("%d leases handed over before A stopped, want %d", moved, len(keys))
+	if !c.AtStop {
+		rig.RollBack()
+		run(a, 10, keys[:1])
+		if moved, _ := rig.Stats(); !badSecret && moved != int64(len(keys)) {
+			// Before its graceful stop, which names every leased key too.
+			t.Fatalf("%d leases handed over before A stopped, want %d", moved, len(keys))
+		}
+	} else {
+		run(a, 10, keys[:1])
+		rig.RollBack()
 	}
 	a.c.Release()
 	for i := 0; i < 3; i++ {
 		a.sync(rig.Step())
+	}
+	if a.gen != 1 {
+		t.Fatalf("A started %d new incarnations, want 1 (its mark rolled back)", a.gen)
 	}
 	run(b, 3*2*limit, keys)
 	moved, refused := rig.Stats()
@@ -172,6 +181,12 @@ func Handover(t *testing.T, rig HandoverRig, cfg wire.Config, badSecret bool) (s
 		t.Fatalf("%d leases handed over, want %d: the old incarnation's leases stranded %d", moved, len(keys), stranded)
 	}
 	return stranded
+}
+
+// HandoverCase is how Handover's reincarnation comes (see Handover).
+type HandoverCase struct {
+	BadSecret bool // the batches naming the predecessor carry a wrong secret for it
+	AtStop    bool // the graceful stop's last batch is the one refused
 }
 
 // HandoverStart is a time one minute into an hour, after T0: Handover's
