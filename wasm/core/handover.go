@@ -31,7 +31,10 @@ type predecessor struct {
 // when it had a secret, an answered batch and a lease; otherwise an
 // earlier handover not finished yet goes on (nothing of it moved under
 // the incarnation being left). Every leased key is put on the dirty list,
-// so the next batch cut names it.
+// so the next batch cut names it; a graceful stop's last batch, the one
+// refused, is resent as batch 1 and still the last (the leases were
+// dropped when it was cut, and it names every leased key), so its reply
+// ends the handover.
 func (c *Core) startHandover(oldID, oldSecret string, answered bool) {
 	if c.leased() == 0 && !c.outEnd {
 		c.pred = predecessor{}
