@@ -82,16 +82,8 @@ func (h *Host) refresh(ctx context.Context, s *slot, now int64) bool {
 	ended := s.synced // before the kick: the probe's end closes it
 	s.syncMu.Unlock()
 	at := s.inFlightSince()
-	until := s.refreshUntil.Load()
-	// A probe was asked for (at until - w) and has not begun yet: the loop
-	// starts it a moment after the kick. A request that came in that gap
-	// found no attempt in flight and the probe's time taken, and was
-	// decided by the policy at once: one of 3 requests at once on a full
-	// strict key after a quiet spell was admitted under open on a loaded
-	// CI (TestQuietHostProbesBeforeThePolicy), 11 counted of 10.
-	asked := now < until && s.lastStart.Load() < until-int64(w)
-	switch {
-	case (at != 0 || asked) && now < until: // the probe another request asked for, begun or not
+	switch until := s.refreshUntil.Load(); {
+	case at != 0 && now < until: // the probe another request asked for
 	case at == 0 && s.failures.Load() > 0 && now-max(s.lastStart.Load(), s.lastEnd.Load()) >= 2*p &&
 		s.refreshUntil.CompareAndSwap(until, now+int64(w)):
 		s.loop.Kick()
