@@ -263,7 +263,6 @@ func TestSilentPartitionRecoversInASecond(t *testing.T) {
 	s := serve(t, Options{Config: bigConfig(), Isolates: 1, Coordinator: p.srv.URL})
 	s.admit(t, "k", 5)
 	waitCount(t, k, "k", 5)
-	p.mode.Store(proxyHang)
 	admitted := int64(5)
 	request := func() {
 		if code, _, _ := s.decide(t, url.Values{"limiter": {"open"}, "key": {"k"}}); code == 200 {
@@ -271,27 +270,37 @@ func TestSilentPartitionRecoversInASecond(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
-		request()
-	}
-	if code, _ := s.health(t); code != 503 {
-		t.Fatalf("healthz %d after 6 s of a silent partition, want 503", code)
-	}
-	p.mode.Store(proxyPass)
-	back := time.Now()
-	for {
-		request()
-		if code, _ := s.health(t); code == 200 {
-			break
+	for attempt := 0; ; attempt++ {
+		p.mode.Store(proxyHang)
+		for end := time.Now().Add(6 * time.Second); time.Now().Before(end); {
+			request()
 		}
-		if time.Since(back) > 8*time.Second {
-			t.Fatal("still not healthy 8 s after the link came back")
+		if code, _ := s.health(t); code != 503 {
+			t.Fatalf("healthz %d after 6 s of a silent partition, want 503", code)
 		}
-	}
-	took := time.Since(back)
-	t.Logf("healthy again %v after the link came back", took.Round(time.Millisecond))
-	if took > 2*time.Second {
-		t.Errorf("healthy again %v after the link came back, want within about a second (hungAfter)", took.Round(time.Millisecond))
+		p.mode.Store(proxyPass)
+		w := watchSched()
+		back := time.Now()
+		for {
+			request()
+			if code, _ := s.health(t); code == 200 {
+				break
+			}
+			if time.Since(back) > 8*time.Second {
+				t.Fatal("still not healthy 8 s after the link came back")
+			}
+		}
+		took := time.Since(back)
+		starved, worst := w.stop()
+		t.Logf("healthy again %v after the link came back (goroutines woke up to %v late)", took.Round(time.Millisecond), worst.Round(time.Millisecond))
+		if took > 2*time.Second && starved && attempt == 0 {
+			t.Log("the process was starved of CPU: partition and heal again")
+			continue
+		}
+		if took > 2*time.Second {
+			t.Errorf("healthy again %v after the link came back, want within about a second (hungAfter)", took.Round(time.Millisecond))
+		}
+		break
 	}
 	waitCount(t, k, "k", admitted)
 }
