@@ -509,17 +509,27 @@ func (m *Merger) loadHWM(isolate string) (*hwmState, error) {
 	if h, ok := m.hwms[isolate]; ok {
 		return h, nil
 	}
-	k := hwmStorageKey(isolate)
-	v, found, err := m.store.Get([]byte(k))
+	h, _, err := m.readHWM(isolate)
 	if err != nil {
-		return nil, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
-	}
-	h := &hwmState{id: isolate, hash: isoHash(isolate)}
-	if found {
-		if err := h.decode(v); err != nil {
-			return nil, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
-		}
+		return nil, err
 	}
 	m.hwms[isolate] = h
 	return h, nil
+}
+
+// readHWM reads the isolate's high-water mark from the store, without
+// caching it (seq 0 and found false when it has none). A mark that does
+// not decode is an error wrapping errCorrupt.
+func (m *Merger) readHWM(isolate string) (h *hwmState, found bool, err error) {
+	v, found, err := m.store.Get([]byte(hwmStorageKey(isolate)))
+	if err != nil {
+		return nil, false, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
+	}
+	h = &hwmState{id: isolate, hash: isoHash(isolate)}
+	if found {
+		if err := h.decode(v); err != nil {
+			return nil, true, fmt.Errorf("merge: read high-water mark of isolate %q: %w", isolate, err)
+		}
+	}
+	return h, found, nil
 }

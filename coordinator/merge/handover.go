@@ -1,7 +1,7 @@
 package merge
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/edgelimit/edgelimit/wasm/wire"
 )
@@ -42,18 +42,14 @@ func (m *Merger) predecessor(b *wire.Batch, scope string) (string, error) {
 	id := scope + b.Prev
 	h, ok := m.hwms[id]
 	if !ok {
-		v, found, err := m.store.Get([]byte(hwmStorageKey(id)))
-		if err != nil {
-			return "", fmt.Errorf("merge: read high-water mark of predecessor %q: %w", id, err)
-		}
-		if !found {
-			m.stats.HandoversRefused++
+		var found bool
+		var err error
+		switch h, found, err = m.readHWM(id); {
+		case errors.Is(err, errCorrupt) || err == nil && !found:
+			m.stats.HandoversRefused++ // nothing to check the secret against
 			return "", nil
-		}
-		h = &hwmState{id: id, hash: isoHash(id)}
-		if h.decode(v) != nil {
-			m.stats.HandoversRefused++
-			return "", nil
+		case err != nil:
+			return "", err
 		}
 		m.hwms[id] = h
 	}
