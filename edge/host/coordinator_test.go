@@ -15,7 +15,12 @@ import (
 func TestCoordinatorFailoverReported(t *testing.T) {
 	k := startCoord(t, t.TempDir(), "127.0.0.1:0", bigConfig(), nil)
 	defer k.stop(t)
-	dead, live := "http://"+deadAddr(t), "http://"+k.addr
+	// The dead one hangs (a black hole): the first attempt fails over only
+	// after its timeout (1 s), well after the checks before any sync.
+	// (Refusing connections, it failed over within milliseconds, at times
+	// before those checks under load.)
+	hanging, _ := hangingAddr(t)
+	dead, live := "http://"+hanging, "http://"+k.addr
 	// An isolate id that prefers the first (dead) coordinator.
 	prefix := "t"
 	for i := 0; syncloop.Preferred(prefix+"-0", 2) != 0; i++ {

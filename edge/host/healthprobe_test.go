@@ -2,9 +2,7 @@ package host
 
 import (
 	"context"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,31 +67,10 @@ func TestHealthChecksRecoverAnIdleEdge(t *testing.T) {
 // a second each, one after the other (the last answered after 6 s, past
 // most load balancers' timeouts, and a SIGTERM waited for them).
 func TestConcurrentHealthChecksShareAFailedProbe(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int64
-	go func() { // accepts and never answers
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			held = append(held, c)
-		}
-	}()
+	addr, accepted := hangingAddr(t)
 	cfg := wire.Config{Version: wire.Version, Limiters: []wire.LimiterConfig{
 		{Name: "a", Algorithm: wire.FixedWindow, Limit: 100, Period: int64(time.Second)}}}
-	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: "http://" + ln.Addr().String(),
+	h, err := New(context.Background(), Options{Config: cfg, Isolates: 1, Coordinator: "http://" + addr,
 		SyncTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
