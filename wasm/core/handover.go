@@ -94,11 +94,7 @@ func (c *Core) batchID() wire.BatchID {
 func (c *Core) leased() int {
 	n := 0
 	for i := 0; i < c.tab.n; i++ {
-		e := c.tab.at(int32(i))
-		if !e.inUse() || !c.lims[e.lim].strict || e.aux <= 0 {
-			continue
-		}
-		if s := c.tab.lease(e); s.hasLease || s.standA != 0 {
+		if c.holdsLease(c.tab.at(int32(i))) {
 			n++
 		}
 	}

@@ -19,15 +19,23 @@ func (c *Core) Release() {
 func (c *Core) dirtyLeased() {
 	for i := 0; i < c.tab.n; i++ {
 		e := c.tab.at(int32(i))
-		if !e.inUse() || !c.lims[e.lim].strict || e.dirty() || e.aux <= 0 {
-			continue
-		}
-		if s := c.tab.lease(e); !s.hasLease && s.standA == 0 {
+		if e.dirty() || !c.holdsLease(e) {
 			continue
 		}
 		e.flags |= fDirty
 		c.dirty = append(c.dirty, ref{int32(i), e.gen})
 	}
+}
+
+// holdsLease reports whether e is a leased limiter's key holding a lease
+// or a standing lease (what a graceful stop's last batch and a
+// reincarnation's handover name).
+func (c *Core) holdsLease(e *entry) bool {
+	if !e.inUse() || !c.lims[e.lim].strict || e.aux <= 0 {
+		return false
+	}
+	s := c.tab.lease(e)
+	return s.hasLease || s.standA != 0
 }
 
 // dropLeases voids every lease this isolate holds (its last batch gives
