@@ -103,6 +103,7 @@ type testCoordinator struct {
 	m     *Merger
 	store Store
 	opts  testOptions
+	sh    *sharedTest // on a shared store (sharedparity_test.go): Sync and KeyState go to a SharedMerger
 }
 
 // newTestCoordinator returns a Merger over a memStore at virtual time t0.
@@ -114,6 +115,9 @@ func newTestCoordinator(t testing.TB, t0 int64, mod func(*testOptions)) (*testCo
 	if mod != nil {
 		mod(&opts)
 	}
+	if onShared {
+		return newSharedTestCoordinator(t, opts), clk
+	}
 	m, err := NewMerger(opts.Config, opts.Store, opts.Merger)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +126,10 @@ func newTestCoordinator(t testing.TB, t0 int64, mod func(*testOptions)) (*testCo
 }
 
 // Sync applies b at the clock's time and commits it.
-func (c *testCoordinator) Sync(_ context.Context, b *wire.Batch) (*wire.Reply, error) {
+func (c *testCoordinator) Sync(ctx context.Context, b *wire.Batch) (*wire.Reply, error) {
+	if c.sh != nil {
+		return c.sh.sync(ctx, c, b)
+	}
 	if err := c.m.Check(b); err != nil {
 		return nil, err
 	}
@@ -137,7 +144,10 @@ func (c *testCoordinator) Sync(_ context.Context, b *wire.Batch) (*wire.Reply, e
 }
 
 // KeyState returns the state of (limiter, key) now.
-func (c *testCoordinator) KeyState(_ context.Context, limiter, key string) (*KeyState, error) {
+func (c *testCoordinator) KeyState(ctx context.Context, limiter, key string) (*KeyState, error) {
+	if c.sh != nil {
+		return c.sh.sm.KeyState(ctx, limiter, key, c.opts.Clock.Now())
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m.KeyState(limiter, key, c.opts.Clock.Now())
@@ -146,6 +156,9 @@ func (c *testCoordinator) KeyState(_ context.Context, limiter, key string) (*Key
 // Checkpoint commits a checkpoint now, if anything was logged since the
 // last one.
 func (c *testCoordinator) Checkpoint(context.Context) error {
+	if c.sh != nil {
+		return nil // every Sync wrote its state to the shared store
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.m.CheckpointDue(1<<63 - 1) {
@@ -160,6 +173,10 @@ func (c *testCoordinator) Checkpoint(context.Context) error {
 
 // withMerger runs fn with the Merger locked.
 func (c *testCoordinator) withMerger(fn func(m *Merger)) {
+	if c.sh != nil {
+		c.sh.withView(c, fn)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fn(c.m)
