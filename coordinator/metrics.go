@@ -77,7 +77,7 @@ func newMetrics(c *Coordinator) *metrics {
 		counter("asks_granted_total", "Cost units granted to the asks of amendments that retried an applied batch.", func(s merge.MergeStats) int64 { return s.AsksGranted }),
 		counter("seq_refused_total", "Sync batches refused for their sequence number (stale, gap, conflict, identity).", func(s merge.MergeStats) int64 { return s.SeqRefused }),
 		counter("lease_handovers_total", "Key leases a new incarnation of an isolate took over from the incarnation it left (merge/handover.go).", func(s merge.MergeStats) int64 { return s.Handovers }),
-		counter("lease_handovers_refused_total", "Sync batches naming a predecessor incarnation without its secret, or one unknown: nothing handed over (over Redis, counted per bucket part of the batch).", func(s merge.MergeStats) int64 { return s.HandoversRefused }),
+		counter("lease_handovers_refused_total", "Sync batches naming a predecessor incarnation without its secret, or one unknown: nothing handed over.", func(s merge.MergeStats) int64 { return s.HandoversRefused }),
 		counter("upstream_signals_ignored_total", "Upstream signals for limiters without an upstream configuration, ignored.", func(s merge.MergeStats) int64 { return s.SignalsIgnored }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ns + "store_healthy",
 			Help: "1 while the store works; 0 while commits fail or it reports background errors (then /healthz and sync answer 503)."},

@@ -97,3 +97,34 @@ func TestPredecessorReadFailureRefusesTheBatch(t *testing.T) {
 		t.Fatalf("stats %+v after the resend: want it applied, its unknown predecessor refused", s)
 	}
 }
+
+// TestRefusedHandoverCountedOncePerBatch: a batch naming a predecessor it
+// cannot prove (an id never seen, then one whose secret is wrong) counts
+// one refused handover (the metric lease_handovers_refused_total), however
+// many keys it carries. Over a shared store each bucket's part of the
+// batch is applied apart, and each counted it: 16 keys over several
+// buckets read as several refused batches (TestOnSharedStore runs it
+// there).
+func TestRefusedHandoverCountedOncePerBatch(t *testing.T) {
+	c, clk := newTestCoordinator(t, t0, nil)
+	w := clk.now() / sec
+	entries := func() []wire.Delta {
+		var es []wire.Delta
+		for i := range 16 {
+			es = append(es, wire.Delta{Limiter: "sfw", Key: "k" + string(rune('a'+i)), Window: w, Delta: 1, Demand: 1})
+		}
+		return es
+	}
+	old := batch("old", 1, clk.now(), entries()...)
+	old.Secret = "the-old-isolate-secret-0123456789"
+	mustSync(t, c, old)
+	for i, prev := range []struct{ id, secret string }{{"ghost", "any-secret-0123456789abcdef"}, {"old", "not-the-old-isolate-secret-01234"}} {
+		clk.add(10 * 1e6)
+		b := batch("new"+string(rune('0'+i)), 1, clk.now(), entries()...)
+		b.Secret, b.Prev, b.PrevSecret = "the-new-isolate-secret-012345678", prev.id, prev.secret
+		mustSync(t, c, b)
+		if s := c.m.Stats(); s.HandoversRefused != int64(i+1) || s.Handovers != 0 {
+			t.Fatalf("after %d batches naming %q: %d handovers refused, %d made; want %d and 0", i+1, prev.id, s.HandoversRefused, s.Handovers, i+1)
+		}
+	}
+}

@@ -178,10 +178,13 @@ type sharedReq struct {
 	// (wire.Batch.Prev), read with the isolates' marks; seq 0: none, or
 	// unknown (handover.go checks its secret).
 	pred hwmState
-	sum  uint64
-	dup  bool
-	subs []*sharedSub
-	skew error // its times are ahead (checkTimes): refused unless its number was applied
+	// predRefused: a written part of the batch counted its predecessor
+	// refused (the batch counts it once).
+	predRefused bool
+	sum         uint64
+	dup         bool
+	subs        []*sharedSub
+	skew        error // its times are ahead (checkTimes): refused unless its number was applied
 }
 
 // NewSharedMerger returns a SharedMerger over store for the limiters of cfg
@@ -828,7 +831,12 @@ func (s *SharedMerger) mergeBuckets(ctx context.Context, m *Merger, gs []*shared
 			written.DeltasStale += sb.applied.DeltasStale
 			written.AsksGranted += sb.applied.AsksGranted
 			written.Handovers += sb.applied.Handovers
-			written.HandoversRefused += sb.applied.HandoversRefused
+			if sb.applied.HandoversRefused > 0 && !sb.req.predRefused {
+				// Each bucket's part checked the predecessor: one batch,
+				// one refusal (the Merger counts one per batch).
+				written.HandoversRefused++
+				sb.req.predRefused = true
+			}
 		}
 	}
 	// Counted once written, whether or not the rest of the batch is.

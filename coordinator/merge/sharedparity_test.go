@@ -69,6 +69,7 @@ var sharedParityTests = []struct {
 	{"PeriodRaisedRefits", TestPeriodRaisedRefits},
 	{"PrevResRoundTrip", TestPrevResRoundTrip},
 	{"RecordSectionsReadSane", TestRecordSectionsReadSane},
+	{"RefusedHandoverCountedOncePerBatch", TestRefusedHandoverCountedOncePerBatch},
 	{"RetriedRequestCountsOnce", TestRetriedRequestCountsOnce},
 	{"SharedMarkTTL", TestSharedMarkTTL},
 	{"SlidingLeaseCountsThePreviousWindowsUnreportedCost", TestSlidingLeaseCountsThePreviousWindowsUnreportedCost},
