@@ -27,6 +27,9 @@ package merge
 
 import (
 	"context"
+	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -34,56 +37,53 @@ import (
 )
 
 // sharedParityTests are the tests TestOnSharedStore runs on a shared store.
-var sharedParityTests = []struct {
-	name string
-	fn   func(*testing.T)
-}{
-	{"AmendmentAfterADryReply", TestAmendmentAfterADryReply},
-	{"AmendmentBadAsks", TestAmendmentBadAsks},
-	{"AmendmentBeforeItsBatch", TestAmendmentBeforeItsBatch},
-	{"AmendmentGrantsWhatIsFree", TestAmendmentGrantsWhatIsFree},
-	{"AmendmentOnAFullWindowSaysExhausted", TestAmendmentOnAFullWindowSaysExhausted},
-	{"ApproximateBucketDebtBounded", TestApproximateBucketDebtBounded},
-	{"BackFromSilenceHoldsNothingAhead", TestBackFromSilenceHoldsNothingAhead},
-	{"BucketPeriodShortenedRefits", TestBucketPeriodShortenedRefits},
-	{"CostUnit", TestCostUnit},
-	{"DeadIsolatesBucketLeaseComesBack", TestDeadIsolatesBucketLeaseComesBack},
-	{"FastClockDropsNoOthersCounts", TestFastClockDropsNoOthersCounts},
-	{"FitShare", TestFitShare},
-	{"HeldOutlook", TestHeldOutlook},
-	{"HeldRequestAtWindowEndStands", TestHeldRequestAtWindowEndStands},
-	{"HoldAheadFollowsStrandBudget", TestHoldAheadFollowsStrandBudget},
-	{"IsoSketchForgetsAfterTwoPeriods", TestIsoSketchForgetsAfterTwoPeriods},
-	{"KeyStateShowsExpiredLeases", TestKeyStateShowsExpiredLeases},
-	{"LapsedLeaseComesBack", TestLapsedLeaseComesBack},
-	{"LapsedLeaseServesItsOwnAsk", TestLapsedLeaseServesItsOwnAsk},
-	{"LateReportOfChargedBucketLease", TestLateReportOfChargedBucketLease},
-	{"LazyLeaseDoesNotRatchet", TestLazyLeaseDoesNotRatchet},
-	{"LeaseInvariantConcurrent", TestLeaseInvariantConcurrent},
-	{"LeaseLifeAndRelease", TestLeaseLifeAndRelease},
-	{"LeaseProportionalShare", TestLeaseProportionalShare},
-	{"LimitLoweredBelowCount", TestLimitLoweredBelowCount},
-	{"LimitsChangeAtRunTime", TestLimitsChangeAtRunTime},
-	{"NoticeNear", TestNoticeNear},
-	{"PartialGrantOnlyForSeveralRequests", TestPartialGrantOnlyForSeveralRequests},
-	{"PeriodRaisedRefits", TestPeriodRaisedRefits},
-	{"PrevResRoundTrip", TestPrevResRoundTrip},
-	{"RecordSectionsReadSane", TestRecordSectionsReadSane},
-	{"RefusedHandoverCountedOncePerBatch", TestRefusedHandoverCountedOncePerBatch},
-	{"RetriedRequestCountsOnce", TestRetriedRequestCountsOnce},
-	{"SharedMarkTTL", TestSharedMarkTTL},
-	{"SlidingLeaseCountsThePreviousWindowsUnreportedCost", TestSlidingLeaseCountsThePreviousWindowsUnreportedCost},
-	{"SpansReachPastHalfTheLimitStanding", TestSpansReachPastHalfTheLimitStanding},
-	{"SparseIsolateKeepsItsUnusedUnit", TestSparseIsolateKeepsItsUnusedUnit},
-	{"StandingLeaseAndExhausted", TestStandingLeaseAndExhausted},
-	{"StandingUnitsOverSeveralWindows", TestStandingUnitsOverSeveralWindows},
-	{"StopFloorNeedsAnObservation", TestStopFloorNeedsAnObservation},
-	{"StopShare", TestStopShare},
-	{"StrandCost", TestStrandCost},
-	{"UnusedUnitsUncertainPace", TestUnusedUnitsUncertainPace},
-	{"ViewBoundedAfterHugeCost", TestViewBoundedAfterHugeCost},
-	{"ViewLimitOnlyWhenAsked", TestViewLimitOnlyWhenAsked},
-	{"ViewTellsTheOthersPace", TestViewTellsTheOthersPace},
+var sharedParityTests = []func(*testing.T){
+	TestAmendmentAfterADryReply,
+	TestAmendmentBadAsks,
+	TestAmendmentBeforeItsBatch,
+	TestAmendmentGrantsWhatIsFree,
+	TestAmendmentOnAFullWindowSaysExhausted,
+	TestApproximateBucketDebtBounded,
+	TestBackFromSilenceHoldsNothingAhead,
+	TestBucketPeriodShortenedRefits,
+	TestCostUnit,
+	TestDeadIsolatesBucketLeaseComesBack,
+	TestFastClockDropsNoOthersCounts,
+	TestFitShare,
+	TestHeldOutlook,
+	TestHeldRequestAtWindowEndStands,
+	TestHoldAheadFollowsStrandBudget,
+	TestIsoSketchForgetsAfterTwoPeriods,
+	TestKeyStateShowsExpiredLeases,
+	TestLapsedLeaseComesBack,
+	TestLapsedLeaseServesItsOwnAsk,
+	TestLateReportOfChargedBucketLease,
+	TestLazyLeaseDoesNotRatchet,
+	TestLeaseInvariantConcurrent,
+	TestLeaseLifeAndRelease,
+	TestLeaseProportionalShare,
+	TestLimitLoweredBelowCount,
+	TestLimitsChangeAtRunTime,
+	TestNoticeNear,
+	TestPartialGrantOnlyForSeveralRequests,
+	TestPeriodRaisedRefits,
+	TestPrevResRoundTrip,
+	TestRecordSectionsReadSane,
+	TestRefusedHandoverCountedOncePerBatch,
+	TestRetriedRequestCountsOnce,
+	TestSharedMarkTTL,
+	TestSlidingLeaseCountsThePreviousWindowsUnreportedCost,
+	TestSpansReachPastHalfTheLimitStanding,
+	TestSparseIsolateKeepsItsUnusedUnit,
+	TestStandingLeaseAndExhausted,
+	TestStandingUnitsOverSeveralWindows,
+	TestStopFloorNeedsAnObservation,
+	TestStopShare,
+	TestStrandCost,
+	TestUnusedUnitsUncertainPace,
+	TestViewBoundedAfterHugeCost,
+	TestViewLimitOnlyWhenAsked,
+	TestViewTellsTheOthersPace,
 }
 
 // onShared is set while TestOnSharedStore runs a test (none of this
@@ -92,11 +92,12 @@ var onShared bool
 
 // TestOnSharedStore runs sharedParityTests on a shared store (see above).
 func TestOnSharedStore(t *testing.T) {
-	for _, tc := range sharedParityTests {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, fn := range sharedParityTests {
+		name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+		t.Run(name[strings.LastIndex(name, ".Test")+len(".Test"):], func(t *testing.T) {
 			onShared = true
 			defer func() { onShared = false }()
-			tc.fn(t)
+			fn(t)
 		})
 	}
 }
